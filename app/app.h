@@ -1,0 +1,13 @@
+/*
+** app.h: entry points of the subcommands (one file each in app/) and the
+** helpers app/ shares.  app/ is the only layer that sees every other layer.
+*/
+#ifndef MT_APP_H
+#define MT_APP_H
+
+/* Each returns the process exit code: 0 ok, 1 failure, 2 usage error. */
+int app_bench_main(int argc, char **argv);   /* app/cmd_bench.c   */
+int app_convert_main(int argc, char **argv); /* app/cmd_convert.c */
+int app_demo_main(int argc, char **argv);    /* app/cmd_demo.c    */
+
+#endif

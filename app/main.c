@@ -1,0 +1,67 @@
+/*
+** main.c: `mtpe COMMAND [options]`, git-style subcommands.  Sets up the
+** process (OpenBLAS core type, abort hook) and dispatches; each command
+** lives in its own app/cmd_*.c and returns the exit code.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "kcpu.h"
+#include "mt.h"
+
+typedef struct app_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} app_command;
+
+static const app_command commands[] = {
+    {"convert", app_convert_main, "inspect a model file; convert between .npz and .bin"},
+    {"bench", app_bench_main, "speed benchmarks (gemm), GFLOP/s and fraction of peak"},
+    {"demo", app_demo_main, "train a small network with the engine and load a Marian model"},
+};
+static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: mtpe COMMAND [options]   (mtpe COMMAND --help for its options)\n\n"
+               "commands:\n");
+    for (int i = 0; i < n_commands; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nmtpe %s, CPU instruction set: %s\n", MT_VERSION, mt_cpu_isa());
+}
+
+/* OpenBLAS 0.3.21 does not know Zen 4/5 and picks its AVX2 kernels unless
+** OPENBLAS_CORETYPE is set before the library initialises, which happens
+** before main().  So when it is needed and unset, set it and re-execute. */
+static void fix_blas_coretype(char **argv) {
+    if (!kcpu_blas_needs_reexec()) return;
+    if (setenv("OPENBLAS_CORETYPE", "SkylakeX", 0) != 0) return;
+    execv("/proc/self/exe", argv);
+    /* execv failed (no /proc?): continue with the slower kernels. */
+}
+
+int main(int argc, char **argv) {
+    fix_blas_coretype(argv);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("mtpe %s\n", MT_VERSION);
+        return 0;
+    }
+    for (int i = 0; i < n_commands; i++)
+        if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "mtpe: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,91 @@
+/*
+** device.h: engine-private vtable of device primitives, the only seam
+** between the engine and kernels.  device_cpu.c fills it with kcpu_*;
+** device_cuda.c (MT_CUDA builds) will fill it with kcuda_*.  No other
+** engine file includes a kernel header.  Entries mirror kernels/cpu/kcpu.h
+** (same argument meaning; enum values are the kcpu ones cast to int).
+** Pointers are device pointers.  A NULL entry means "not supported".
+*/
+#ifndef MT_DEVICE_H
+#define MT_DEVICE_H
+#include "mt.h"
+
+typedef struct mt_device_ops {
+    const char *name;
+    void *(*alloc)(mt_device *d, size_t bytes); /* NULL on failure, 64-aligned */
+    void (*free)(mt_device *d, void *p);
+    /* dir: 0 host->device, 1 device->host, 2 device->device */
+    mt_status (*copy)(mt_device *d, void *dst, const void *src, size_t n, int dir);
+    mt_status (*memset0)(mt_device *d, void *p, size_t n);
+
+    void (*gemm_f32)(mt_device *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                     float *c, int64_t ldc);
+    void (*gemm_f32_batched)(mt_device *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                             float alpha, const float *a, int64_t lda, int64_t sa,
+                             const float *b, int64_t ldb, int64_t sb, float beta, float *c,
+                             int64_t ldc, int64_t sc, int64_t batch);
+    void (*unary_fwd)(mt_device *d, int op, int64_t n, float alpha, const float *x, float *y);
+    void (*unary_bwd)(mt_device *d, int op, int64_t n, float alpha, const float *x,
+                      const float *y, const float *dy, float *dx);
+    void (*binary_fwd)(mt_device *d, int op, int ndim, const int64_t *shape, const int64_t *sa,
+                       const float *a, const int64_t *sb, const float *b, float *y);
+    void (*binary_bwd)(mt_device *d, int op, int ndim, const int64_t *shape, const int64_t *sa,
+                       const float *a, const int64_t *sb, const float *b, const float *dy,
+                       float *da, float *db);
+    void (*acc_f32)(mt_device *d, int64_t n, const float *x, float *y);
+    void (*fill_f32)(mt_device *d, int64_t n, float value, float *y);
+    void (*masked_fill_fwd)(mt_device *d, int ndim, const int64_t *shape, const float *x,
+                            const int64_t *sm, const float *mask, float value, float *y);
+    void (*masked_fill_bwd)(mt_device *d, int ndim, const int64_t *shape, const int64_t *sm,
+                            const float *mask, const float *dy, float *dx);
+    void (*softmax_fwd)(mt_device *d, int64_t rows, int64_t cols, const float *x, float *y);
+    void (*softmax_bwd)(mt_device *d, int64_t rows, int64_t cols, const float *y,
+                        const float *dy, float *dx);
+    void (*log_softmax_fwd)(mt_device *d, int64_t rows, int64_t cols, const float *x, float *y);
+    void (*log_softmax_bwd)(mt_device *d, int64_t rows, int64_t cols, const float *y,
+                            const float *dy, float *dx);
+    void (*xent_fwd)(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                     const int32_t *labels, float ls, float *logp, float *loss);
+    void (*xent_bwd)(mt_device *d, int64_t rows, int64_t cols, const float *logp,
+                     const int32_t *labels, float ls, const float *dloss, float *dx);
+    void (*layernorm_fwd)(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                          const float *gamma, const float *beta, float eps, float *y,
+                          float *mean, float *rstd);
+    void (*layernorm_bwd)(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                          const float *gamma, const float *mean, const float *rstd,
+                          const float *dy, float *dx, float *dgamma, float *dbeta);
+    void (*reduce_fwd)(mt_device *d, int op, int64_t outer, int64_t n, int64_t inner,
+                       const float *x, float *y);
+    void (*reduce_bwd)(mt_device *d, int op, int64_t outer, int64_t n, int64_t inner,
+                       const float *x, const float *y, const float *dy, float *dx);
+    void (*gather_rows)(mt_device *d, int64_t n_ids, const int32_t *ids, int64_t dim,
+                        const float *table, float *out);
+    void (*scatter_add_rows)(mt_device *d, int64_t n_ids, const int32_t *ids, int64_t dim,
+                             const float *dout, float *dtable);
+    void (*permute)(mt_device *d, int ndim, const int64_t *shape, const int *perm,
+                    const float *x, float *y);
+    void (*copy2d)(mt_device *d, int64_t rows, int64_t cols, const float *src, int64_t ss,
+                   float *dst, int64_t sd, bool accumulate);
+    void (*f16_to_f32)(mt_device *d, int64_t n, const uint16_t *x, float *y);
+    void (*f32_to_f16)(mt_device *d, int64_t n, const float *x, uint16_t *y);
+    void (*adam_f32)(mt_device *d, int64_t n, float *w, const float *g, float *m, float *v,
+                     float lr, float b1, float b2, float eps, float wd, float c1, float c2);
+    void (*smooth_f32)(mt_device *d, int64_t n, const float *w, float *s, float beta);
+    double (*sumsq_f32)(mt_device *d, int64_t n, const float *x);
+} mt_device_ops;
+
+/* Mirrors of the kcpu enums, so that engine code need not include kcpu.h. */
+enum { MT_UN_RELU = 0, MT_UN_SWISH, MT_UN_GELU, MT_UN_TANH, MT_UN_SIGMOID, MT_UN_EXP, MT_UN_LOG,
+       MT_UN_SQRT, MT_UN_NEG, MT_UN_SCALE, MT_UN_ADD_SCALAR };
+enum { MT_BIN_ADD = 0, MT_BIN_SUB, MT_BIN_MUL, MT_BIN_DIV };
+enum { MT_RED_SUM = 0, MT_RED_MEAN, MT_RED_MAX };
+
+struct mt_device {
+    const mt_device_ops *ops;
+    int kind; /* 0 CPU, 1 CUDA */
+    int ordinal;
+    void *impl; /* backend state (cuBLAS handle, stream) */
+};
+
+#endif /* MT_DEVICE_H */

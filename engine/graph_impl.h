@@ -1,0 +1,77 @@
+/*
+** graph_impl.h: engine-private structure of graphs and nodes, shared by
+** graph.c and the ops_*.c files.  models/ never includes this.
+**
+** An op is an mt_op_def (name, forward, backward) plus a builder that
+** checks shapes and calls graph_push().  Forward writes n->val from the
+** sources' values; backward ADDS into the sources' grads (each src grad is
+** zeroed by the driver before the pass) and must skip sources for which
+** node_wants_grad() is false.
+*/
+#ifndef MT_GRAPH_IMPL_H
+#define MT_GRAPH_IMPL_H
+#include "device.h"
+#include "mt.h"
+
+#define MT_MAX_SRC 4
+#define MT_ATTR_INTS 8
+
+typedef struct mt_op_def {
+    const char *name;
+    mt_status (*forward)(mt_graph *g, mt_node *n);
+    mt_status (*backward)(mt_graph *g, mt_node *n); /* NULL: not differentiable */
+} mt_op_def;
+
+/* Op attributes (plain data: they are hashed for memoization, so unused
+** bytes must stay zero, which graph_push guarantees). */
+typedef struct mt_attrs {
+    int64_t i[MT_ATTR_INTS];
+    float f[4];
+} mt_attrs;
+
+struct mt_node {
+    const mt_op_def *op;
+    mt_tensor val;  /* value; data in the workspace, a param, or memo storage */
+    mt_tensor grad; /* allocated (zeroed) by backward, or the param's grad    */
+    mt_node *src[MT_MAX_SRC];
+    int n_src;
+    mt_attrs attr;
+    void *aux;      /* op-private workspace buffer (e.g. layer-norm stats)     */
+    size_t aux_bytes;
+    int64_t id;     /* position on the tape                                   */
+    bool computed;
+    bool needs_grad; /* a trainable param is upstream and g is training        */
+    bool is_const;   /* all inputs are constants/params: memoizable            */
+    bool is_memo;    /* lives in the memo cache, survives mt_graph_clear       */
+    mt_params *params; /* for param nodes                                       */
+    int param_index;
+};
+
+/* Builder core.  Allocates the node and its value (shape, dtype) in the
+** graph, copies attrs, sets needs_grad/is_const from the sources, and, for a
+** constant node in a memoizing inference graph, returns the cached node of
+** an identical earlier build instead (its value already computed).  Returns
+** NULL (sticky error recorded) on failure or when any src is NULL. */
+mt_node *graph_push(mt_graph *g, const mt_op_def *op, mt_shape shape, mt_dtype dtype, int n_src,
+                    mt_node *const *src, const mt_attrs *attrs);
+/* Reserves op-private workspace for node n (batch lifetime), available to
+** forward and backward as n->aux.  Call from the builder after graph_push;
+** returns false (sticky error) on failure. */
+bool graph_node_aux(mt_graph *g, mt_node *n, size_t bytes);
+/* Records a sticky error (first one wins) and sets mt_errmsg.  Returns NULL
+** so builders can `return graph_fail(...)`. */
+mt_node *graph_fail(mt_graph *g, mt_status rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static inline bool node_wants_grad(const mt_node *n) { return n != NULL && n->needs_grad; }
+mt_device *graph_device(const mt_graph *g);
+const mt_device_ops *graph_ops(const mt_graph *g);
+bool graph_is_training(const mt_graph *g);
+mt_rng *graph_rng(mt_graph *g); /* dropout */
+static inline float *node_f32(const mt_node *n) { return (float *)n->val.data; }
+static inline float *node_grad_f32(const mt_node *n) { return (float *)n->grad.data; }
+static inline const int32_t *node_i32(const mt_node *n) { return (const int32_t *)n->val.data; }
+
+#endif /* MT_GRAPH_IMPL_H */

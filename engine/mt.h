@@ -1,0 +1,373 @@
+/*
+** mt.h: public interface of the mtpe engine.  models/ and app/ include only
+** this file.  Nothing here mentions kernels, CUDA, ncurses or SQLite.
+**
+** Lifetimes:  mt_device (process) > mt_params (model) > mt_graph (batch).
+** Threading:  one mt_graph per thread; an mt_params may be shared read-only
+**             by several graphs (inference).  mt_errmsg() is per thread.
+** Shapes:     outermost first, last dimension contiguous (row-major).
+** Weights:    stored as Marian stores them, [in, out], y = x.W + b.
+*/
+#ifndef MT_H
+#define MT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mt_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MT_MAX_DIMS 6
+
+/* --------------------------------------------------------------- tensors */
+
+typedef enum mt_dtype {
+    MT_F32 = 0,
+    MT_F16 = 1, /* storage only: converted to f32 for compute             */
+    MT_I8 = 2,
+    MT_I16 = 3,
+    MT_I32 = 4,
+    MT_DTYPE_COUNT
+} mt_dtype;
+
+size_t mt_dtype_size(mt_dtype t);
+const char *mt_dtype_name(mt_dtype t); /* "float32", "float16", "int8", ... */
+
+typedef struct mt_device mt_device; /* a CPU or CUDA execution target */
+
+typedef struct mt_shape {
+    int ndim;
+    int64_t dim[MT_MAX_DIMS];
+} mt_shape;
+
+mt_shape mt_shape_make(int ndim, const int64_t *dims);
+mt_shape mt_shape1(int64_t d0);
+mt_shape mt_shape2(int64_t d0, int64_t d1);
+mt_shape mt_shape3(int64_t d0, int64_t d1, int64_t d2);
+mt_shape mt_shape4(int64_t d0, int64_t d1, int64_t d2, int64_t d3);
+int64_t mt_shape_numel(const mt_shape *s);
+bool mt_shape_eq(const mt_shape *a, const mt_shape *b);
+/* Writes "[2, 3, 4]" into buf (always NUL-terminated); returns buf. */
+char *mt_shape_str(const mt_shape *s, char *buf, size_t n);
+
+/* A tensor: shape, dtype, and data on a device (host memory for the CPU
+** device).  A tensor either owns its data (owns=true: allocated with
+** mt_tensor_init, freed by mt_tensor_free) or views memory owned elsewhere
+** (graph workspace, parameter buffer, a mapped file).  Models do not touch
+** data directly; they use mt_tensor_get/set which copy through the device. */
+typedef struct mt_tensor {
+    mt_shape shape;
+    mt_dtype dtype;
+    void *data;
+    mt_device *dev;
+    bool owns;
+} mt_tensor;
+
+/* Allocates a zero-filled tensor on dev (NULL = CPU). */
+mt_status mt_tensor_init(mt_device *dev, mt_dtype dtype, mt_shape shape, mt_tensor *out);
+void mt_tensor_free(mt_tensor *t); /* frees data if owned; safe on zeroed t */
+int64_t mt_tensor_numel(const mt_tensor *t);
+size_t mt_tensor_bytes(const mt_tensor *t);
+/* Host <-> device copies of the whole tensor (bytes must equal the size). */
+mt_status mt_tensor_set(mt_tensor *t, const void *host, size_t bytes);
+mt_status mt_tensor_get(const mt_tensor *t, void *host, size_t bytes);
+/* f16 <-> f32 conversion (IEEE binary16, round to nearest even). */
+uint16_t mt_f32_to_f16(float f);
+float mt_f16_to_f32(uint16_t h);
+
+/* ---------------------------------------------------------------- device */
+
+/* The CPU device is a process-wide singleton (never freed).  A CUDA device
+** exists only when built with MT_CUDA and a GPU is present. */
+mt_device *mt_device_cpu(void);
+mt_status mt_device_cuda(int ordinal, mt_device **out); /* MT_ERR_UNSUPPORTED without CUDA */
+const char *mt_device_name(const mt_device *d);
+/* Name of the CPU instruction set in use ("avx512", "avx2", "ref").  The
+** environment variable MT_ISA=ref|avx2|avx512 caps it (tests). */
+const char *mt_cpu_isa(void);
+
+/* ------------------------------------------------------- random numbers */
+
+/* Small seeded generator (xoshiro-style), reproducible across platforms. */
+typedef struct mt_rng {
+    uint64_t s[4];
+} mt_rng;
+void mt_rng_seed(mt_rng *r, uint64_t seed);
+uint64_t mt_rng_next(mt_rng *r);
+float mt_rng_uniform(mt_rng *r); /* [0, 1)                               */
+float mt_rng_normal(mt_rng *r);  /* standard normal                      */
+
+/* ------------------------------------------------------------ parameters */
+
+/* Named persistent tensors (the model lifetime), each with a gradient
+** buffer (allocated when training) and flags.  Names are Marian's
+** ("encoder_l1_self_Wq", "Wemb", ...).  Iteration order = creation order. */
+typedef struct mt_params mt_params;
+
+typedef enum mt_init_kind {
+    MT_INIT_ZEROS = 0,
+    MT_INIT_ONES,
+    MT_INIT_GLOROT_UNIFORM, /* U(-a, a), a = sqrt(6 / (fan_in + fan_out))   */
+    MT_INIT_GLOROT_NORMAL,  /* N(0, 2 / (fan_in + fan_out))                 */
+    MT_INIT_UNIFORM,        /* U(lo, hi)                                      */
+    MT_INIT_NORMAL,         /* N(mean, std^2)                                 */
+    MT_INIT_VALUES,         /* copy n_values floats from values              */
+} mt_init_kind;
+
+typedef struct mt_init {
+    mt_init_kind kind;
+    float a, b; /* UNIFORM: lo, hi;  NORMAL: mean, std                      */
+    const float *values;
+    int64_t n_values;
+} mt_init;
+mt_init mt_init_zeros(void);
+mt_init mt_init_ones(void);
+mt_init mt_init_glorot_uniform(void);
+mt_init mt_init_glorot_normal(void);
+mt_init mt_init_uniform(float lo, float hi);
+mt_init mt_init_normal(float mean, float std);
+mt_init mt_init_values(const float *values, int64_t n);
+
+mt_status mt_params_init(mt_device *dev, uint64_t seed, mt_params **out);
+void mt_params_free(mt_params *p);
+/* Get-or-create: returns the existing parameter (shape must match, else
+** MT_ERR_INVALID with a message naming both shapes) or creates it with init.
+** The returned pointer stays valid for the lifetime of p. */
+mt_status mt_params_get(mt_params *p, const char *name, mt_dtype dtype, mt_shape shape,
+                        mt_init init, mt_tensor **out);
+mt_tensor *mt_params_find(const mt_params *p, const char *name); /* NULL if absent */
+/* Adds an existing tensor under name, taking ownership of its data (the
+** tensor is moved: t->owns becomes false).  Used by model loading. */
+mt_status mt_params_adopt(mt_params *p, const char *name, mt_tensor *t);
+int mt_params_count(const mt_params *p);
+const char *mt_params_name(const mt_params *p, int i);
+mt_tensor *mt_params_at(mt_params *p, int i);
+mt_tensor *mt_params_grad_at(mt_params *p, int i); /* NULL until grads allocated */
+/* Freezes a parameter: no gradient, treated as a constant (memoizable). */
+void mt_params_set_trainable(mt_params *p, const char *name, bool trainable);
+bool mt_params_trainable_at(const mt_params *p, int i);
+/* Allocates zeroed gradient buffers for trainable f32 parameters. */
+mt_status mt_params_alloc_grads(mt_params *p);
+void mt_params_zero_grads(mt_params *p);
+/* Bumped on every change of values (optimizer step, load, set): memoized
+** constant nodes computed from older values are recomputed. */
+uint64_t mt_params_version(const mt_params *p);
+void mt_params_touch(mt_params *p);
+int64_t mt_params_numel(const mt_params *p); /* total elements */
+
+/* ----------------------------------------------------------------- graph */
+
+typedef struct mt_graph mt_graph; /* tape of nodes for one batch      */
+typedef struct mt_node mt_node;   /* one value (+ gradient) on a tape */
+
+typedef struct mt_graph_params {
+    size_t node_arena_bytes; /* first chunk of the node arena                */
+    size_t workspace_bytes;  /* device workspace reserved at init            */
+    bool training;           /* keep what backward needs; dropout active     */
+    bool memoize;            /* cache constant subgraphs across clears       */
+    bool strict;             /* workspace/arena growth after the first clear
+                                is an error (MT_GRAPH_STRICT)                */
+    uint64_t seed;           /* dropout RNG                                   */
+    bool (*should_abort)(void *user); /* polled between nodes; may be NULL */
+    void *abort_user;
+} mt_graph_params;
+
+mt_graph_params mt_graph_default_params(void);
+
+/* Creates a graph on dev (NULL = CPU).  On success *out owns the graph. */
+mt_status mt_graph_init(mt_device *dev, mt_graph_params p, mt_graph **out);
+void mt_graph_clear(mt_graph *g); /* drop nodes, keep memory (and memo cache) */
+void mt_graph_free(mt_graph *g);  /* NULL is a no-op                          */
+void mt_graph_set_training(mt_graph *g, bool training);
+bool mt_graph_training(const mt_graph *g);
+
+/* Evaluates every node not yet computed.  Also returns the first error
+** recorded while building (builders return NULL after a failure). */
+mt_status mt_graph_forward(mt_graph *g);
+/* Reverse-mode pass from a scalar (numel 1) loss with seed gradient 1.
+** Gradients of parameter nodes are ADDED to the parameters' grad buffers
+** (gradient accumulation; zero them with mt_params_zero_grads). */
+mt_status mt_graph_backward(mt_graph *g, mt_node *loss);
+mt_status mt_graph_status(const mt_graph *g); /* sticky build error */
+
+typedef struct mt_graph_stats {
+    int64_t n_nodes;
+    size_t workspace_capacity;
+    size_t workspace_used;
+    size_t arena_capacity;
+    uint64_t workspace_grow_count; /* reallocations of the workspace  */
+    uint64_t memo_hits;
+    uint64_t memo_entries;
+} mt_graph_stats;
+mt_graph_stats mt_graph_get_stats(const mt_graph *g);
+
+/* Node accessors.  Values are available after mt_graph_forward. */
+mt_shape mt_node_shape(const mt_node *n);
+mt_dtype mt_node_dtype(const mt_node *n);
+int64_t mt_node_numel(const mt_node *n);
+mt_status mt_node_get(const mt_node *n, float *host, int64_t numel);      /* f32 values */
+mt_status mt_node_get_grad(const mt_node *n, float *host, int64_t numel); /* after backward */
+mt_status mt_node_get_scalar(const mt_node *n, float *out);
+const mt_tensor *mt_node_value(const mt_node *n); /* device tensor view */
+const char *mt_node_op_name(const mt_node *n);
+
+/* ------------------------------------------------------- graph leaves */
+
+/* Inputs are copied into the workspace at build time. */
+mt_node *mt_input(mt_graph *g, mt_shape shape, const float *data);
+mt_node *mt_input_i32(mt_graph *g, mt_shape shape, const int32_t *data);
+mt_node *mt_constant(mt_graph *g, mt_shape shape, float value); /* filled */
+/* A parameter of p as a node (get-or-create with init).  Its gradient flows
+** into p's grad buffer when the parameter is trainable and g is training. */
+mt_node *mt_param(mt_graph *g, mt_params *p, const char *name, mt_shape shape, mt_init init);
+/* A view of an existing tensor as a constant leaf (not copied). */
+mt_node *mt_tensor_node(mt_graph *g, const mt_tensor *t);
+
+/* ------------------------------------------------------------------- ops
+** Builders record a sticky error on the graph and return NULL on failure;
+** given a NULL input they return NULL.  All ops compute in f32 unless
+** stated.  "broadcast" = NumPy rules over trailing dimensions.            */
+
+/* op(a).op(b).  a: [..., M, K] (leading dims flattened into rows) when b is
+** 2-D [K, N];  trans flags transpose the last two dims. */
+mt_node *mt_matmul(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b);
+/* Batched: a [B..., M, K], b [B..., K, N] (same leading dims), scaled. */
+mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b, float alpha);
+/* x.W + b with b broadcast over rows (Marian's affine). */
+mt_node *mt_affine(mt_graph *g, mt_node *x, mt_node *w, mt_node *b);
+
+mt_node *mt_add(mt_graph *g, mt_node *a, mt_node *b); /* broadcast */
+mt_node *mt_sub(mt_graph *g, mt_node *a, mt_node *b);
+mt_node *mt_mul(mt_graph *g, mt_node *a, mt_node *b);
+mt_node *mt_div(mt_graph *g, mt_node *a, mt_node *b);
+mt_node *mt_scale(mt_graph *g, mt_node *x, float s);      /* x * s */
+mt_node *mt_add_scalar(mt_graph *g, mt_node *x, float s); /* x + s */
+mt_node *mt_neg(mt_graph *g, mt_node *x);
+
+mt_node *mt_relu(mt_graph *g, mt_node *x);
+mt_node *mt_swish(mt_graph *g, mt_node *x); /* x * sigmoid(x)                */
+mt_node *mt_gelu(mt_graph *g, mt_node *x);  /* Marian: x * sigmoid(1.702 x)  */
+mt_node *mt_tanh(mt_graph *g, mt_node *x);
+mt_node *mt_sigmoid(mt_graph *g, mt_node *x);
+mt_node *mt_exp(mt_graph *g, mt_node *x);
+mt_node *mt_log(mt_graph *g, mt_node *x);
+mt_node *mt_sqrt(mt_graph *g, mt_node *x);
+
+mt_node *mt_softmax(mt_graph *g, mt_node *x);     /* over the last dim */
+mt_node *mt_log_softmax(mt_graph *g, mt_node *x); /* over the last dim */
+/* Per-row cross-entropy of logits [..., V] against labels (i32 node of the
+** leading shape), with label smoothing ls: loss = -(1-ls) logp[y] - ls
+** mean_v logp[v].  Result has the leading shape; multiply by a mask and sum
+** for the batch cost. */
+mt_node *mt_cross_entropy(mt_graph *g, mt_node *logits, mt_node *labels, float label_smoothing);
+/* Layer norm over the last dim: gamma * (x - mean) / sqrt(var + eps) + beta,
+** population variance, eps inside the sqrt (Marian).  gamma/beta [D] or
+** [1, D]; either may be NULL. */
+mt_node *mt_layer_norm(mt_graph *g, mt_node *x, mt_node *gamma, mt_node *beta, float eps);
+/* Inverted dropout with probability p (identity when not training or p=0). */
+mt_node *mt_dropout(mt_graph *g, mt_node *x, float p);
+/* y = x where mask != 0, value where mask == 0 (mask broadcast to x). */
+mt_node *mt_masked_fill(mt_graph *g, mt_node *x, mt_node *mask, float value);
+/* Marian's highway: sigmoid(t) * y + (1 - sigmoid(t)) * x. */
+mt_node *mt_highway(mt_graph *g, mt_node *y, mt_node *x, mt_node *t);
+
+mt_node *mt_reshape(mt_graph *g, mt_node *x, mt_shape shape); /* one dim may be -1 */
+mt_node *mt_transpose(mt_graph *g, mt_node *x, int d0, int d1); /* swap two axes */
+mt_node *mt_permute(mt_graph *g, mt_node *x, const int *perm);  /* perm[ndim] */
+mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis);
+mt_node *mt_slice(mt_graph *g, mt_node *x, int axis, int64_t start, int64_t len);
+/* Embedding lookup: rows of table [V, D] at ids (i32, any shape S) -> [S..., D].
+** Backward scatter-adds into the table's gradient. */
+mt_node *mt_gather_rows(mt_graph *g, mt_node *table, mt_node *ids);
+/* Selects entries along axis by ids (i32 1-D): beam reordering. */
+mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids);
+/* Reductions over one axis (negative counts from the end), keeping it as 1. */
+mt_node *mt_sum(mt_graph *g, mt_node *x, int axis);
+mt_node *mt_mean(mt_graph *g, mt_node *x, int axis);
+mt_node *mt_max(mt_graph *g, mt_node *x, int axis);
+mt_node *mt_sum_all(mt_graph *g, mt_node *x); /* scalar [1] */
+
+/* Fused multi-head attention convenience builder (no projections):
+** q [B, Tq, D], k and v [B, Tk, D], optional additive mask broadcastable to
+** [B, heads, Tq, Tk] (0 keep, -99999999 drop, Marian's transposedLogMask).
+** Heads are contiguous blocks of D/heads.  Returns [B, Tq, D]; when
+** weights_out is not NULL it receives the softmax weights [B, H, Tq, Tk]. */
+mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *mask, int heads,
+                      mt_node **weights_out);
+
+/* ------------------------------------------------------------ optimizer */
+
+typedef enum mt_lr_schedule_kind { MT_LR_CONSTANT = 0, MT_LR_INV_SQRT } mt_lr_schedule_kind;
+
+typedef struct mt_adam_params {
+    float lr;            /* base learning rate                               */
+    float beta1, beta2;  /* Marian defaults 0.9, 0.98                        */
+    float eps;           /* Marian default 1e-9                              */
+    float weight_decay;  /* decoupled (AdamW), 0 = off                       */
+    float clip_norm;     /* global gradient L2 norm clip, 0 = off            */
+    int64_t warmup;      /* linear warm-up over this many updates, 0 = off  */
+    int64_t decay_inv_sqrt; /* after this many updates lr *= sqrt(n/t), 0=off */
+    float smoothing;     /* exponential smoothing factor, 0 = off (Marian's
+                            --exponential-smoothing default 1e-4)           */
+} mt_adam_params;
+mt_adam_params mt_adam_default_params(void); /* Marian's defaults */
+
+typedef struct mt_adam mt_adam;
+mt_status mt_adam_init(mt_params *p, mt_adam_params ap, mt_adam **out);
+void mt_adam_free(mt_adam *a);
+/* One update from the accumulated gradients (then zeroes them).  Applies
+** clipping, the LR schedule, decoupled weight decay and smoothing. */
+mt_status mt_adam_step(mt_adam *a);
+float mt_adam_lr(const mt_adam *a); /* learning rate of the next step */
+int64_t mt_adam_steps(const mt_adam *a);
+float mt_adam_last_grad_norm(const mt_adam *a);
+/* Moments and smoothed weights, for checkpoints (Marian's
+** model.npz.optimizer.npz holds adam_mt, adam_vt; names per parameter). */
+mt_tensor *mt_adam_moment(mt_adam *a, int which /*0 m, 1 v*/, int i);
+mt_tensor *mt_adam_smoothed(mt_adam *a, int i); /* NULL if smoothing off */
+void mt_adam_set_steps(mt_adam *a, int64_t t);
+/* Swaps live and smoothed weights (for validation/saving with the average). */
+void mt_adam_swap_smoothed(mt_adam *a);
+
+/* ------------------------------------------------------- model files */
+
+/* A loaded model file: named tensors (in file order) and the YAML config
+** text from "special:model.yml" (NULL if absent).  Tensors are host memory. */
+typedef struct mt_model_file {
+    int n;
+    char **names;
+    mt_tensor *tensors;
+    char *config_yaml;
+} mt_model_file;
+
+/* Reads .npz (stored or deflated members, zip64) or .bin (by file suffix,
+** or by magic when the suffix is neither).  Validates every size and offset. */
+mt_status mt_model_file_read(const char *path, mt_model_file **out);
+/* Writes by suffix.  Atomic: writes path + ".tmp", fsyncs, renames. */
+mt_status mt_model_file_write(const char *path, const mt_model_file *m);
+void mt_model_file_free(mt_model_file *m);
+mt_status mt_model_file_add(mt_model_file *m, const char *name, const mt_tensor *t); /* copies */
+mt_model_file *mt_model_file_new(void);
+mt_status mt_model_file_set_config(mt_model_file *m, const char *yaml);
+const mt_tensor *mt_model_file_find(const mt_model_file *m, const char *name);
+
+/* Minimal YAML document access (libyaml underneath) for model configs. */
+typedef struct mt_yaml mt_yaml;
+mt_status mt_yaml_parse(const char *text, mt_yaml **out);
+void mt_yaml_free(mt_yaml *y);
+/* Top-level mapping keys in document order. */
+int mt_yaml_count(const mt_yaml *y);
+const char *mt_yaml_key(const mt_yaml *y, int i);
+/* Scalar value of a top-level key (NULL if absent or not a scalar). */
+const char *mt_yaml_get(const mt_yaml *y, const char *key);
+/* Sequence values: count and items (for keys like dim-vocabs). */
+int mt_yaml_seq_len(const mt_yaml *y, const char *key);
+const char *mt_yaml_seq_item(const mt_yaml *y, const char *key, int i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MT_H */

@@ -1,0 +1,124 @@
+/*
+** mt_base.h: the leaf part of the engine that every layer may use: status
+** codes and per-thread error messages, the log callback, assertions with an
+** abort hook, counted host allocation with fault injection, and arenas.
+** db/ and ui/ include only this; models/ and app/ get it through mt.h.
+*/
+#ifndef MT_BASE_H
+#define MT_BASE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum mt_status {
+    MT_OK = 0,
+    MT_ABORTED = 1,       /* should_abort() returned true; not an error      */
+    MT_ERR_NOMEM = -1,    /* host or device allocation failed                 */
+    MT_ERR_IO = -2,       /* open/read/write/rename failed                    */
+    MT_ERR_FORMAT = -3,   /* file readable but malformed or unsupported       */
+    MT_ERR_DEVICE = -4,   /* CUDA/cuBLAS failure; see mt_errmsg()             */
+    MT_ERR_INVALID = -5,  /* bad argument caught at an API boundary           */
+    MT_ERR_NOTFOUND = -6, /* named item (parameter, key, file) does not exist */
+    MT_ERR_UNSUPPORTED = -7,
+} mt_status;
+
+const char *mt_status_str(mt_status s);
+/* Detail of the last failure on this thread ("" when none). */
+const char *mt_errmsg(void);
+/* Sets the per-thread message (printf format).  Returns rc for tail calls:
+** `return mt_seterr(MT_ERR_FORMAT, "bad header in %s", path);` */
+mt_status mt_seterr(mt_status rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void mt_clearerr(void);
+
+/* ------------------------------------------------------------------- log */
+
+typedef enum mt_log_level { MT_LOG_DEBUG = 0, MT_LOG_INFO, MT_LOG_WARN, MT_LOG_ERROR } mt_log_level;
+typedef void (*mt_log_fn)(mt_log_level level, const char *msg, void *user);
+/* Installs the log sink (NULL restores the default, which writes to stderr).
+** The TUI routes logs to its status line.  Thread-safe to call at start-up. */
+void mt_log_set(mt_log_fn fn, void *user);
+void mt_log(mt_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---------------------------------------------------------------- assert */
+
+/* Always-on assertion for programmer errors.  Runs the abort hook (app/
+** installs one that restores the terminal), prints file:line and aborts. */
+#define MT_ASSERT(x)                                                                               \
+    do {                                                                                           \
+        if (!(x)) mt_abort(__FILE__, __LINE__, #x);                                                \
+    } while (0)
+#ifdef NDEBUG
+#define MT_DEBUG_ASSERT(x) ((void)0)
+#else
+#define MT_DEBUG_ASSERT(x) MT_ASSERT(x)
+#endif
+void mt_abort(const char *file, int line, const char *what)
+#if defined(__GNUC__)
+    __attribute__((noreturn))
+#endif
+    ;
+void mt_set_abort_hook(void (*hook)(void));
+
+/* ---------------------------------------------------------------- memory */
+
+/* All host allocations go through these.  mt_xmalloc aborts on failure (small
+** bookkeeping); mt_try_malloc returns NULL (tensors, buffers, arenas, files). */
+void *mt_try_malloc(size_t n);
+void *mt_try_calloc(size_t n, size_t size);
+void *mt_try_realloc(void *p, size_t n);
+void *mt_xmalloc(size_t n);
+void *mt_xcalloc(size_t n, size_t size);
+void *mt_xrealloc(void *p, size_t n);
+char *mt_xstrdup(const char *s);
+char *mt_try_strdup(const char *s);
+void mt_free(void *p); /* NULL is a no-op */
+/* 64-byte aligned try-allocation for tensor data; free with mt_aligned_free. */
+void *mt_try_aligned_alloc(size_t n);
+void mt_aligned_free(void *p);
+
+/* Statistics and test-only fault injection (counts every try-allocation). */
+typedef struct mt_alloc_stats {
+    size_t live_bytes;  /* bytes currently allocated                     */
+    size_t live_blocks; /* blocks currently allocated                    */
+    size_t peak_bytes;
+    uint64_t n_allocs; /* try- and x-allocations since start            */
+} mt_alloc_stats;
+mt_alloc_stats mt_alloc_get_stats(void);
+/* Makes the n-th try-allocation from now (0-based) fail, and every later
+** one too when sticky; n < 0 disables.  Process-wide, for tests only. */
+void mt_alloc_fail_at(int64_t n, bool sticky);
+/* Number of try-allocations since the last mt_alloc_fail_at(). */
+int64_t mt_alloc_count(void);
+
+/* ----------------------------------------------------------------- arena */
+
+/* Bump allocator with a chunk list, for graph nodes and temporary host data.
+** mt_arena_reset() keeps the first chunk and, when several chunks were in use,
+** grows the first one to their total so that the next round needs one chunk. */
+typedef struct mt_arena mt_arena;
+mt_status mt_arena_init(size_t chunk_bytes, mt_arena **out);
+void *mt_arena_alloc(mt_arena *a, size_t n, size_t align); /* NULL on failure */
+void mt_arena_reset(mt_arena *a);
+void mt_arena_free(mt_arena *a);
+size_t mt_arena_capacity(const mt_arena *a); /* bytes held in chunks   */
+size_t mt_arena_used(const mt_arena *a);
+uint64_t mt_arena_grow_count(const mt_arena *a); /* chunks added since init */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MT_BASE_H */

@@ -1,0 +1,50 @@
+/*
+** status.c: status names, the per-thread error message and the abort path.
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mt_base.h"
+
+static _Thread_local char errbuf[1024];
+static void (*abort_hook)(void);
+
+const char *mt_status_str(mt_status s) {
+    switch (s) {
+    case MT_OK: return "ok";
+    case MT_ABORTED: return "aborted";
+    case MT_ERR_NOMEM: return "out of memory";
+    case MT_ERR_IO: return "I/O error";
+    case MT_ERR_FORMAT: return "malformed input";
+    case MT_ERR_DEVICE: return "device error";
+    case MT_ERR_INVALID: return "invalid argument";
+    case MT_ERR_NOTFOUND: return "not found";
+    case MT_ERR_UNSUPPORTED: return "unsupported";
+    }
+    return "unknown status";
+}
+
+const char *mt_errmsg(void) { return errbuf; }
+
+void mt_clearerr(void) { errbuf[0] = '\0'; }
+
+mt_status mt_seterr(mt_status rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void mt_set_abort_hook(void (*hook)(void)) { abort_hook = hook; }
+
+void mt_abort(const char *file, int line, const char *what) {
+    void (*hook)(void) = abort_hook;
+    abort_hook = NULL; /* a failing hook must not recurse */
+    if (hook) hook();
+    fprintf(stderr, "mtpe: internal error at %s:%d: %s\n", file, line, what);
+    fflush(stderr);
+    abort();
+}

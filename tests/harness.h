@@ -1,0 +1,35 @@
+/*
+** harness.h: the test harness shared by tests/test_*.c.  Each CHECK prints
+** "NOT OK file:line: message" on failure and counts it; TEST_MAIN_END
+** prints a summary and returns the process exit code (0 ok, 1 failed).
+*/
+#ifndef MT_HARNESS_H
+#define MT_HARNESS_H
+#include <math.h>
+#include <stdio.h>
+
+static int th_failures = 0, th_checks = 0;
+
+#define CHECK(cond, ...)                                                                           \
+    (th_checks++, (cond) ? 1                                                                       \
+                         : (th_failures++, fprintf(stderr, "NOT OK %s:%d: ", __FILE__, __LINE__),   \
+                            fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), 0))
+
+/* |got - want| <= atol + rtol * |want| */
+#define CHECK_CLOSE(got, want, atol, rtol, ...)                                                    \
+    CHECK(fabs((double)(got) - (double)(want)) <= (atol) + (rtol) * fabs((double)(want)),          \
+          "got %.9g want %.9g: " __VA_ARGS__, (double)(got), (double)(want))
+
+#define CHECK_STATUS(expr)                                                                         \
+    do {                                                                                           \
+        mt_status th_rc = (expr);                                                                  \
+        CHECK(th_rc == MT_OK, "%s -> %s (%s)", #expr, mt_status_str(th_rc), mt_errmsg());          \
+    } while (0)
+
+#define TEST_MAIN_END()                                                                            \
+    do {                                                                                           \
+        fprintf(stderr, "%s: %d checks, %d failed\n", __FILE__, th_checks, th_failures);           \
+        return th_failures ? 1 : 0;                                                                \
+    } while (0)
+
+#endif
