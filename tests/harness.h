@@ -15,10 +15,14 @@ static int th_failures = 0, th_checks = 0;
                          : (th_failures++, fprintf(stderr, "NOT OK %s:%d: ", __FILE__, __LINE__),   \
                             fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), 0))
 
-/* |got - want| <= atol + rtol * |want| */
+/* |got - want| <= atol + rtol * |want|; on failure got/want precede the message. */
+static inline int th_close(double got, double want, double atol, double rtol) {
+    int ok = fabs(got - want) <= atol + rtol * fabs(want);
+    if (!ok) fprintf(stderr, "(got %.9g want %.9g) ", got, want);
+    return ok;
+}
 #define CHECK_CLOSE(got, want, atol, rtol, ...)                                                    \
-    CHECK(fabs((double)(got) - (double)(want)) <= (atol) + (rtol) * fabs((double)(want)),          \
-          "got %.9g want %.9g: " __VA_ARGS__, (double)(got), (double)(want))
+    CHECK(th_close((double)(got), (double)(want), (atol), (rtol)), __VA_ARGS__)
 
 #define CHECK_STATUS(expr)                                                                         \
     do {                                                                                           \

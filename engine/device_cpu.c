@@ -1,0 +1,278 @@
+/*
+** device_cpu.c: the CPU device, a vtable of thin adapters over kcpu_* (the
+** only engine file that includes kernels/cpu/kcpu.h).  Device pointers are
+** host pointers; copies in every direction are memcpy.
+*/
+#include "device.h"
+#include "kcpu.h"
+#include "mt_base.h"
+
+#include <string.h>
+
+static void *cpu_alloc(mt_device *d, size_t bytes) {
+    (void)d;
+    return mt_try_aligned_alloc(bytes);
+}
+
+static void cpu_free(mt_device *d, void *p) {
+    (void)d;
+    mt_aligned_free(p);
+}
+
+static mt_status cpu_copy(mt_device *d, void *dst, const void *src, size_t n, int dir) {
+    (void)d;
+    (void)dir;
+    if (n) {
+        memmove(dst, src, n);
+    }
+    return MT_OK;
+}
+
+static mt_status cpu_memset0(mt_device *d, void *p, size_t n) {
+    (void)d;
+    if (n) {
+        memset(p, 0, n);
+    }
+    return MT_OK;
+}
+
+static void cpu_gemm_f32(mt_device *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                         float beta, float *c, int64_t ldc) {
+    (void)d;
+    kcpu_gemm_f32(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void cpu_gemm_f32_batched(mt_device *d, bool ta, bool tb, int64_t m, int64_t n,
+                                 int64_t k, float alpha, const float *a, int64_t lda, int64_t sa,
+                                 const float *b, int64_t ldb, int64_t sb, float beta, float *c,
+                                 int64_t ldc, int64_t sc, int64_t batch) {
+    (void)d;
+    kcpu_gemm_f32_batched(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,
+                          batch);
+}
+
+static void cpu_unary_fwd(mt_device *d, int op, int64_t n, float alpha, const float *x,
+                          float *y) {
+    (void)d;
+    kcpu_unary_fwd((kcpu_unary)op, n, alpha, x, y);
+}
+
+static void cpu_unary_bwd(mt_device *d, int op, int64_t n, float alpha, const float *x,
+                          const float *y, const float *dy, float *dx) {
+    (void)d;
+    kcpu_unary_bwd((kcpu_unary)op, n, alpha, x, y, dy, dx);
+}
+
+static void cpu_binary_fwd(mt_device *d, int op, int ndim, const int64_t *shape,
+                           const int64_t *sa, const float *a, const int64_t *sb, const float *b,
+                           float *y) {
+    (void)d;
+    kcpu_binary_fwd((kcpu_binary)op, ndim, shape, sa, a, sb, b, y);
+}
+
+static void cpu_binary_bwd(mt_device *d, int op, int ndim, const int64_t *shape,
+                           const int64_t *sa, const float *a, const int64_t *sb, const float *b,
+                           const float *dy, float *da, float *db) {
+    (void)d;
+    kcpu_binary_bwd((kcpu_binary)op, ndim, shape, sa, a, sb, b, dy, da, db);
+}
+
+static void cpu_acc_f32(mt_device *d, int64_t n, const float *x, float *y) {
+    (void)d;
+    kcpu_acc_f32(n, x, y);
+}
+
+static void cpu_fill_f32(mt_device *d, int64_t n, float value, float *y) {
+    (void)d;
+    kcpu_fill_f32(n, value, y);
+}
+
+static void cpu_masked_fill_fwd(mt_device *d, int ndim, const int64_t *shape, const float *x,
+                                const int64_t *sm, const float *mask, float value, float *y) {
+    (void)d;
+    kcpu_masked_fill_fwd(ndim, shape, x, sm, mask, value, y);
+}
+
+static void cpu_masked_fill_bwd(mt_device *d, int ndim, const int64_t *shape, const int64_t *sm,
+                                const float *mask, const float *dy, float *dx) {
+    (void)d;
+    kcpu_masked_fill_bwd(ndim, shape, sm, mask, dy, dx);
+}
+
+static void cpu_softmax_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                            float *y) {
+    (void)d;
+    kcpu_softmax_fwd(rows, cols, x, y);
+}
+
+static void cpu_softmax_bwd(mt_device *d, int64_t rows, int64_t cols, const float *y,
+                            const float *dy, float *dx) {
+    (void)d;
+    kcpu_softmax_bwd(rows, cols, y, dy, dx);
+}
+
+static void cpu_log_softmax_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                                float *y) {
+    (void)d;
+    kcpu_log_softmax_fwd(rows, cols, x, y);
+}
+
+static void cpu_log_softmax_bwd(mt_device *d, int64_t rows, int64_t cols, const float *y,
+                                const float *dy, float *dx) {
+    (void)d;
+    kcpu_log_softmax_bwd(rows, cols, y, dy, dx);
+}
+
+static void cpu_xent_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                         const int32_t *labels, float ls, float *logp, float *loss) {
+    (void)d;
+    kcpu_xent_fwd(rows, cols, x, labels, ls, logp, loss);
+}
+
+static void cpu_xent_bwd(mt_device *d, int64_t rows, int64_t cols, const float *logp,
+                         const int32_t *labels, float ls, const float *dloss, float *dx) {
+    (void)d;
+    kcpu_xent_bwd(rows, cols, logp, labels, ls, dloss, dx);
+}
+
+static void cpu_layernorm_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                              const float *gamma, const float *beta, float eps, float *y,
+                              float *mean, float *rstd) {
+    (void)d;
+    kcpu_layernorm_fwd(rows, cols, x, gamma, beta, eps, y, mean, rstd);
+}
+
+static void cpu_layernorm_bwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                              const float *gamma, const float *mean, const float *rstd,
+                              const float *dy, float *dx, float *dgamma, float *dbeta) {
+    (void)d;
+    kcpu_layernorm_bwd(rows, cols, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+}
+
+static void cpu_reduce_fwd(mt_device *d, int op, int64_t outer, int64_t n, int64_t inner,
+                           const float *x, float *y) {
+    (void)d;
+    kcpu_reduce_fwd((kcpu_reduce)op, outer, n, inner, x, y);
+}
+
+static void cpu_reduce_bwd(mt_device *d, int op, int64_t outer, int64_t n, int64_t inner,
+                           const float *x, const float *y, const float *dy, float *dx) {
+    (void)d;
+    kcpu_reduce_bwd((kcpu_reduce)op, outer, n, inner, x, y, dy, dx);
+}
+
+static void cpu_gather_rows(mt_device *d, int64_t n_ids, const int32_t *ids, int64_t dim,
+                            const float *table, float *out) {
+    (void)d;
+    kcpu_gather_rows(n_ids, ids, dim, table, out);
+}
+
+static void cpu_scatter_add_rows(mt_device *d, int64_t n_ids, const int32_t *ids, int64_t dim,
+                                 const float *dout, float *dtable) {
+    (void)d;
+    kcpu_scatter_add_rows(n_ids, ids, dim, dout, dtable);
+}
+
+static void cpu_permute(mt_device *d, int ndim, const int64_t *shape, const int *perm,
+                        const float *x, float *y) {
+    (void)d;
+    kcpu_permute(ndim, shape, perm, x, y);
+}
+
+static void cpu_copy2d(mt_device *d, int64_t rows, int64_t cols, const float *src, int64_t ss,
+                       float *dst, int64_t sd, bool accumulate) {
+    (void)d;
+    kcpu_copy2d(rows, cols, src, ss, dst, sd, accumulate);
+}
+
+static void cpu_f16_to_f32(mt_device *d, int64_t n, const uint16_t *x, float *y) {
+    (void)d;
+    kcpu_f16_to_f32(n, x, y);
+}
+
+static void cpu_f32_to_f16(mt_device *d, int64_t n, const float *x, uint16_t *y) {
+    (void)d;
+    kcpu_f32_to_f16(n, x, y);
+}
+
+static void cpu_adam_f32(mt_device *d, int64_t n, float *w, const float *g, float *m, float *v,
+                         float lr, float b1, float b2, float eps, float wd, float c1, float c2) {
+    (void)d;
+    kcpu_adam_f32(n, w, g, m, v, lr, b1, b2, eps, wd, c1, c2);
+}
+
+static void cpu_smooth_f32(mt_device *d, int64_t n, const float *w, float *s, float beta) {
+    (void)d;
+    kcpu_smooth_f32(n, w, s, beta);
+}
+
+static double cpu_sumsq_f32(mt_device *d, int64_t n, const float *x) {
+    (void)d;
+    return kcpu_sumsq_f32(n, x);
+}
+
+static const mt_device_ops cpu_ops = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy = cpu_copy,
+    .memset0 = cpu_memset0,
+    .gemm_f32 = cpu_gemm_f32,
+    .gemm_f32_batched = cpu_gemm_f32_batched,
+    .unary_fwd = cpu_unary_fwd,
+    .unary_bwd = cpu_unary_bwd,
+    .binary_fwd = cpu_binary_fwd,
+    .binary_bwd = cpu_binary_bwd,
+    .acc_f32 = cpu_acc_f32,
+    .fill_f32 = cpu_fill_f32,
+    .masked_fill_fwd = cpu_masked_fill_fwd,
+    .masked_fill_bwd = cpu_masked_fill_bwd,
+    .softmax_fwd = cpu_softmax_fwd,
+    .softmax_bwd = cpu_softmax_bwd,
+    .log_softmax_fwd = cpu_log_softmax_fwd,
+    .log_softmax_bwd = cpu_log_softmax_bwd,
+    .xent_fwd = cpu_xent_fwd,
+    .xent_bwd = cpu_xent_bwd,
+    .layernorm_fwd = cpu_layernorm_fwd,
+    .layernorm_bwd = cpu_layernorm_bwd,
+    .reduce_fwd = cpu_reduce_fwd,
+    .reduce_bwd = cpu_reduce_bwd,
+    .gather_rows = cpu_gather_rows,
+    .scatter_add_rows = cpu_scatter_add_rows,
+    .permute = cpu_permute,
+    .copy2d = cpu_copy2d,
+    .f16_to_f32 = cpu_f16_to_f32,
+    .f32_to_f16 = cpu_f32_to_f16,
+    .adam_f32 = cpu_adam_f32,
+    .smooth_f32 = cpu_smooth_f32,
+    .sumsq_f32 = cpu_sumsq_f32,
+};
+
+/* Process-wide; never freed.  The ops never write to it. */
+static struct mt_device cpu_device = {.ops = &cpu_ops, .kind = 0, .ordinal = 0, .impl = NULL};
+
+mt_device *mt_device_cpu(void) {
+    return &cpu_device;
+}
+
+const char *mt_cpu_isa(void) {
+    return kcpu_isa_name(kcpu_isa_detect());
+}
+
+#ifndef MT_HAVE_CUDA
+mt_status mt_device_cuda(int ordinal, mt_device **out) {
+    (void)ordinal;
+    if (out) {
+        *out = NULL;
+    }
+    return mt_seterr(MT_ERR_UNSUPPORTED, "CUDA device %d: mtpe was built without CUDA", ordinal);
+}
+#endif
+
+const char *mt_device_name(const mt_device *d) {
+    if (!d || !d->ops || !d->ops->name) {
+        return "cpu";
+    }
+    return d->ops->name;
+}

@@ -1,0 +1,473 @@
+/*
+** ops_shape.c: ops that move data without arithmetic: reshape, transpose /
+** permute, concat, slice, gather_rows (embedding lookup) and index_select
+** (beam reordering).  Each op is one block: builder, forward and backward
+** side by side, the derivative in the comment.
+**
+** Reshape is a view: its value aliases the source's data (no copy), its
+** gradient is its own buffer added into the source's gradient.  (graph_push
+** still reserves a value buffer for it, which stays unused; a memoized
+** reshape copies into that buffer instead, so that cached values never
+** alias memory of another lifetime.)  Every other
+** op here writes a fresh contiguous value.  "[outer, n, inner]" views put
+** the dims before an axis into outer and those after it into inner.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "graph_impl.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static bool need_f32(mt_graph *g, const char *op, const mt_node *x) {
+    if (x->val.dtype == MT_F32) return true;
+    graph_fail(g, MT_ERR_INVALID, "%s: expected a float32 input, got %s", op,
+               mt_dtype_name(x->val.dtype));
+    return false;
+}
+
+static int64_t node_numel(const mt_node *n) { return mt_shape_numel(&n->val.shape); }
+
+static mt_attrs zero_attrs(void) {
+    mt_attrs at;
+    memset(&at, 0, sizeof at);
+    return at;
+}
+
+/* Normalizes a possibly negative axis; -1 when out of range. */
+static int norm_axis(int axis, int ndim) {
+    int ax = axis < 0 ? axis + ndim : axis;
+    return ax >= 0 && ax < ndim ? ax : -1;
+}
+
+static int64_t prod_dims(const mt_shape *s, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= s->dim[i];
+    return p;
+}
+
+/* Checks that every id read from the device lies in [0, limit).  Copies
+** through a stack buffer: no allocation at forward time. */
+#define CHUNK 256
+static mt_status check_ids(mt_graph *g, const char *op, const mt_node *ids, int64_t limit) {
+    int32_t buf[CHUNK];
+    int64_t n = node_numel(ids);
+    for (int64_t off = 0; off < n; off += CHUNK) {
+        int64_t len = n - off < CHUNK ? n - off : CHUNK;
+        mt_status rc = graph_ops(g)->copy(graph_device(g), buf, node_i32(ids) + off,
+                                          (size_t)len * sizeof(int32_t), 1);
+        if (rc != MT_OK) return rc;
+        for (int64_t i = 0; i < len; i++) {
+            if (buf[i] < 0 || buf[i] >= limit) {
+                return mt_seterr(MT_ERR_INVALID, "%s: id %d at position %lld outside [0, %lld)", op,
+                                 (int)buf[i], (long long)(off + i), (long long)limit);
+            }
+        }
+    }
+    return MT_OK;
+}
+
+/* ------------------------------------------------------------------------
+** reshape:  y = x with a new shape of the same numel (one dim may be -1)
+**   forward: y aliases x's data (a view; nothing is copied; memo nodes copy)
+**   dx += dy   (y's gradient is a buffer of its own)
+*/
+static mt_status reshape_forward(mt_graph *g, mt_node *y) {
+    const mt_node *x = y->src[0];
+    if (y->is_memo) {
+        /* memo storage outlives this round: own a copy, computed once */
+        size_t bytes = (size_t)node_numel(y) * mt_dtype_size(y->val.dtype);
+        return bytes ? graph_ops(g)->copy(graph_device(g), y->val.data, x->val.data, bytes, 2)
+                     : MT_OK;
+    }
+    y->val.data = x->val.data;
+    return MT_OK;
+}
+
+static mt_status reshape_backward(mt_graph *g, mt_node *y) {
+    mt_node *x = y->src[0];
+    if (!node_wants_grad(x)) return MT_OK;
+    graph_ops(g)->acc_f32(graph_device(g), node_numel(y), node_grad_f32(y), node_grad_f32(x));
+    return MT_OK;
+}
+
+static const mt_op_def op_reshape = {"reshape", reshape_forward, reshape_backward};
+
+mt_node *mt_reshape(mt_graph *g, mt_node *x, mt_shape shape) {
+    if (x == NULL) return NULL;
+    char s1[64], s2[64];
+    int64_t n = node_numel(x), known = 1;
+    int infer = -1;
+    bool ok = shape.ndim >= 0 && shape.ndim <= MT_MAX_DIMS;
+    for (int i = 0; ok && i < shape.ndim; i++) {
+        if (shape.dim[i] == -1 && infer < 0) {
+            infer = i;
+        } else if (shape.dim[i] < 0) {
+            ok = false;
+        } else {
+            known *= shape.dim[i];
+        }
+    }
+    if (ok && infer >= 0) {
+        ok = known > 0 && n % known == 0;
+        if (ok) shape.dim[infer] = n / known;
+    }
+    if (ok) ok = mt_shape_numel(&shape) == n;
+    if (!ok) {
+        return graph_fail(g, MT_ERR_INVALID, "mt_reshape: cannot reshape %s to %s",
+                          mt_shape_str(&x->val.shape, s1, sizeof s1),
+                          mt_shape_str(&shape, s2, sizeof s2));
+    }
+    for (int i = shape.ndim; i < MT_MAX_DIMS; i++)
+        shape.dim[i] = 0;
+    if (mt_shape_eq(&shape, &x->val.shape)) return x;
+    mt_attrs at = zero_attrs();
+    mt_node *src[1] = {x};
+    /* any dtype: only f32 values ever want a gradient */
+    return graph_push(g, &op_reshape, shape, x->val.dtype, 1, src, &at);
+}
+
+/* ------------------------------------------------------------------------
+** permute:  y = x with axes reordered, y.dim[i] = x.dim[perm[i]]
+**   dx += permute(dy, inverse(perm))
+** The kernel writes rather than adds, so backward permutes dy into aux
+** scratch (numel floats, reserved at build when y wants a gradient) and
+** adds that into dx.  A permutation that keeps the order of all axes
+** longer than 1 moves no data and becomes a reshape.
+** attr.i[0..ndim) = perm.  transpose(d0, d1) is the permute swapping two axes.
+*/
+static mt_status permute_forward(mt_graph *g, mt_node *y) {
+    const mt_node *x = y->src[0];
+    int perm[MT_MAX_DIMS];
+    int nd = x->val.shape.ndim;
+    for (int i = 0; i < nd; i++)
+        perm[i] = (int)y->attr.i[i];
+    graph_ops(g)->permute(graph_device(g), nd, x->val.shape.dim, perm, node_f32(x), node_f32(y));
+    return MT_OK;
+}
+
+static mt_status permute_backward(mt_graph *g, mt_node *y) {
+    mt_node *x = y->src[0];
+    if (!node_wants_grad(x)) return MT_OK;
+    int inv[MT_MAX_DIMS];
+    int nd = y->val.shape.ndim;
+    for (int i = 0; i < nd; i++)
+        inv[y->attr.i[i]] = i;
+    float *tmp = y->aux;
+    graph_ops(g)->permute(graph_device(g), nd, y->val.shape.dim, inv, node_grad_f32(y), tmp);
+    graph_ops(g)->acc_f32(graph_device(g), node_numel(y), tmp, node_grad_f32(x));
+    return MT_OK;
+}
+
+static const mt_op_def op_permute = {"permute", permute_forward, permute_backward};
+
+mt_node *mt_permute(mt_graph *g, mt_node *x, const int *perm) {
+    if (x == NULL) return NULL;
+    if (!need_f32(g, "mt_permute", x)) return NULL;
+    const mt_shape *s = &x->val.shape;
+    int nd = s->ndim;
+    bool seen[MT_MAX_DIMS] = {false};
+    bool ok = true;
+    for (int i = 0; ok && i < nd; i++) {
+        ok = perm[i] >= 0 && perm[i] < nd && !seen[perm[i]];
+        if (ok) seen[perm[i]] = true;
+    }
+    if (!ok) {
+        char s1[64], p[64];
+        int len = 0;
+        for (int i = 0; i < nd && len < (int)sizeof p - 16; i++) {
+            len += snprintf(p + len, sizeof p - (size_t)len, i ? ", %d" : "%d", perm[i]);
+        }
+        p[len] = '\0';
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_permute: [%s] is not a permutation of the axes of %s", p,
+                          mt_shape_str(s, s1, sizeof s1));
+    }
+    mt_shape out;
+    memset(&out, 0, sizeof out);
+    out.ndim = nd;
+    for (int i = 0; i < nd; i++)
+        out.dim[i] = s->dim[perm[i]];
+    /* order of the non-trivial axes unchanged: the memory layout is too */
+    int last = -1;
+    bool moves = false;
+    for (int i = 0; i < nd && !moves; i++) {
+        if (s->dim[perm[i]] == 1) continue;
+        moves = perm[i] < last;
+        last = perm[i];
+    }
+    if (!moves) return mt_reshape(g, x, out);
+    mt_attrs at = zero_attrs();
+    for (int i = 0; i < nd; i++)
+        at.i[i] = perm[i];
+    mt_node *src[1] = {x};
+    mt_node *y = graph_push(g, &op_permute, out, MT_F32, 1, src, &at);
+    if (y == NULL) return NULL;
+    size_t bytes = (size_t)node_numel(y) * sizeof(float);
+    if (node_wants_grad(y) && !(y->aux != NULL && y->aux_bytes >= bytes) &&
+        !graph_node_aux(g, y, bytes)) {
+        return NULL;
+    }
+    return y;
+}
+
+mt_node *mt_transpose(mt_graph *g, mt_node *x, int d0, int d1) {
+    if (x == NULL) return NULL;
+    int nd = x->val.shape.ndim;
+    int a = norm_axis(d0, nd), b = norm_axis(d1, nd);
+    if (a < 0 || b < 0) {
+        char s1[64];
+        return graph_fail(g, MT_ERR_INVALID, "mt_transpose: axes %d, %d out of range for %s", d0,
+                          d1, mt_shape_str(&x->val.shape, s1, sizeof s1));
+    }
+    int perm[MT_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        perm[i] = i;
+    perm[a] = b;
+    perm[b] = a;
+    return mt_permute(g, x, perm);
+}
+
+/* ------------------------------------------------------------------------
+** concat along axis:  y = [x_0 | x_1 | ...], dims equal except on axis
+**   dx_i += the slice of dy that x_i filled
+** With every input viewed as [outer, n_i * inner], each is a strided 2-D
+** block copy into y (and back, accumulating, for the gradient).  At most
+** MT_MAX_SRC inputs per node: longer lists become a tree of concats.
+** attr.i[0] = axis.
+*/
+static mt_status concat_forward(mt_graph *g, mt_node *y) {
+    int ax = (int)y->attr.i[0];
+    const mt_shape *s = &y->val.shape;
+    int64_t outer = prod_dims(s, 0, ax), inner = prod_dims(s, ax + 1, s->ndim);
+    int64_t total = s->dim[ax] * inner, off = 0;
+    for (int i = 0; i < y->n_src; i++) {
+        const mt_node *x = y->src[i];
+        int64_t cols = x->val.shape.dim[ax] * inner;
+        graph_ops(g)->copy2d(graph_device(g), outer, cols, node_f32(x), cols, node_f32(y) + off,
+                             total, false);
+        off += cols;
+    }
+    return MT_OK;
+}
+
+static mt_status concat_backward(mt_graph *g, mt_node *y) {
+    int ax = (int)y->attr.i[0];
+    const mt_shape *s = &y->val.shape;
+    int64_t outer = prod_dims(s, 0, ax), inner = prod_dims(s, ax + 1, s->ndim);
+    int64_t total = s->dim[ax] * inner, off = 0;
+    for (int i = 0; i < y->n_src; i++) {
+        mt_node *x = y->src[i];
+        int64_t cols = x->val.shape.dim[ax] * inner;
+        if (node_wants_grad(x)) {
+            graph_ops(g)->copy2d(graph_device(g), outer, cols, node_grad_f32(y) + off, total,
+                                 node_grad_f32(x), cols, true);
+        }
+        off += cols;
+    }
+    return MT_OK;
+}
+
+static const mt_op_def op_concat = {"concat", concat_forward, concat_backward};
+
+mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis) {
+    if (xs == NULL || n <= 0) {
+        return graph_fail(g, MT_ERR_INVALID, "mt_concat: no inputs");
+    }
+    for (int i = 0; i < n; i++) {
+        if (xs[i] == NULL) return NULL;
+    }
+    if (n > MT_MAX_SRC) {
+        /* up to MT_MAX_SRC groups, each concatenated recursively */
+        mt_node *parts[MT_MAX_SRC];
+        int start = 0;
+        for (int p = 0; p < MT_MAX_SRC; p++) {
+            int len = n / MT_MAX_SRC + (p < n % MT_MAX_SRC);
+            parts[p] = mt_concat(g, xs + start, len, axis);
+            start += len;
+        }
+        return mt_concat(g, parts, MT_MAX_SRC, axis);
+    }
+    const mt_shape *s0 = &xs[0]->val.shape;
+    int ax = norm_axis(axis, s0->ndim);
+    char s1[64], s2[64];
+    if (ax < 0) {
+        return graph_fail(g, MT_ERR_INVALID, "mt_concat: axis %d out of range for %s", axis,
+                          mt_shape_str(s0, s1, sizeof s1));
+    }
+    mt_shape out = *s0;
+    for (int i = 0; i < n; i++) {
+        if (!need_f32(g, "mt_concat", xs[i])) return NULL;
+        if (i == 0) continue;
+        const mt_shape *si = &xs[i]->val.shape;
+        bool ok = si->ndim == s0->ndim;
+        for (int d = 0; ok && d < s0->ndim; d++)
+            ok = d == ax || si->dim[d] == s0->dim[d];
+        if (!ok) {
+            return graph_fail(
+                g, MT_ERR_INVALID, "mt_concat: shapes %s and %s differ outside axis %d",
+                mt_shape_str(s0, s1, sizeof s1), mt_shape_str(si, s2, sizeof s2), axis);
+        }
+        out.dim[ax] += si->dim[ax];
+    }
+    if (n == 1) return xs[0];
+    mt_attrs at = zero_attrs();
+    at.i[0] = ax;
+    return graph_push(g, &op_concat, out, MT_F32, n, xs, &at);
+}
+
+/* ------------------------------------------------------------------------
+** slice:  y = x[..., start : start + len, ...] along axis
+**   dx[..., start : start + len, ...] += dy
+** x viewed as [outer, n * inner]; the slice is a strided 2-D block copy.
+** attr.i = {axis, start}.
+*/
+static mt_status slice_forward(mt_graph *g, mt_node *y) {
+    const mt_node *x = y->src[0];
+    int ax = (int)y->attr.i[0];
+    const mt_shape *s = &x->val.shape;
+    int64_t outer = prod_dims(s, 0, ax), inner = prod_dims(s, ax + 1, s->ndim);
+    int64_t cols = y->val.shape.dim[ax] * inner;
+    graph_ops(g)->copy2d(graph_device(g), outer, cols, node_f32(x) + y->attr.i[1] * inner,
+                         s->dim[ax] * inner, node_f32(y), cols, false);
+    return MT_OK;
+}
+
+static mt_status slice_backward(mt_graph *g, mt_node *y) {
+    mt_node *x = y->src[0];
+    if (!node_wants_grad(x)) return MT_OK;
+    int ax = (int)y->attr.i[0];
+    const mt_shape *s = &x->val.shape;
+    int64_t outer = prod_dims(s, 0, ax), inner = prod_dims(s, ax + 1, s->ndim);
+    int64_t cols = y->val.shape.dim[ax] * inner;
+    graph_ops(g)->copy2d(graph_device(g), outer, cols, node_grad_f32(y), cols,
+                         node_grad_f32(x) + y->attr.i[1] * inner, s->dim[ax] * inner, true);
+    return MT_OK;
+}
+
+static const mt_op_def op_slice = {"slice", slice_forward, slice_backward};
+
+mt_node *mt_slice(mt_graph *g, mt_node *x, int axis, int64_t start, int64_t len) {
+    if (x == NULL) return NULL;
+    if (!need_f32(g, "mt_slice", x)) return NULL;
+    const mt_shape *s = &x->val.shape;
+    int ax = norm_axis(axis, s->ndim);
+    char s1[64];
+    if (ax < 0 || start < 0 || len < 0 || start + len > s->dim[ax]) {
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_slice: [%lld, %lld) on axis %d out of range for %s", (long long)start,
+                          (long long)(start + len), axis, mt_shape_str(s, s1, sizeof s1));
+    }
+    if (start == 0 && len == s->dim[ax]) return x;
+    mt_shape out = *s;
+    out.dim[ax] = len;
+    mt_attrs at = zero_attrs();
+    at.i[0] = ax;
+    at.i[1] = start;
+    mt_node *src[1] = {x};
+    return graph_push(g, &op_slice, out, MT_F32, 1, src, &at);
+}
+
+/* ------------------------------------------------------------------------
+** gather_rows (embedding lookup):  table [V, D], ids i32 [S...] -> [S..., D]
+**   y[i, :] = table[ids[i], :]
+**   dtable[ids[i], :] += dy[i, :]      (scatter-add: repeated ids sum)
+** Ids come from data: checked against [0, V) at forward (MT_ERR_INVALID).
+*/
+static mt_status gather_rows_forward(mt_graph *g, mt_node *y) {
+    const mt_node *table = y->src[0], *ids = y->src[1];
+    int64_t v = table->val.shape.dim[0], d = table->val.shape.dim[1];
+    mt_status rc = check_ids(g, "mt_gather_rows", ids, v);
+    if (rc != MT_OK) return rc;
+    graph_ops(g)->gather_rows(graph_device(g), node_numel(ids), node_i32(ids), d, node_f32(table),
+                              node_f32(y));
+    return MT_OK;
+}
+
+static mt_status gather_rows_backward(mt_graph *g, mt_node *y) {
+    mt_node *table = y->src[0], *ids = y->src[1];
+    if (!node_wants_grad(table)) return MT_OK;
+    graph_ops(g)->scatter_add_rows(graph_device(g), node_numel(ids), node_i32(ids),
+                                   table->val.shape.dim[1], node_grad_f32(y), node_grad_f32(table));
+    return MT_OK;
+}
+
+static const mt_op_def op_gather_rows = {"gather_rows", gather_rows_forward, gather_rows_backward};
+
+mt_node *mt_gather_rows(mt_graph *g, mt_node *table, mt_node *ids) {
+    if (table == NULL || ids == NULL) return NULL;
+    if (!need_f32(g, "mt_gather_rows", table)) return NULL;
+    char s1[64], s2[64];
+    const mt_shape *st = &table->val.shape, *si = &ids->val.shape;
+    if (st->ndim != 2 || ids->val.dtype != MT_I32 || si->ndim >= MT_MAX_DIMS) {
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_gather_rows: need table [V, D] and int32 ids of at most %d dims, "
+                          "got %s and %s %s",
+                          MT_MAX_DIMS - 1, mt_shape_str(st, s1, sizeof s1),
+                          mt_dtype_name(ids->val.dtype), mt_shape_str(si, s2, sizeof s2));
+    }
+    mt_shape out = *si;
+    out.dim[out.ndim++] = st->dim[1];
+    mt_attrs at = zero_attrs();
+    mt_node *src[2] = {table, ids};
+    return graph_push(g, &op_gather_rows, out, MT_F32, 2, src, &at);
+}
+
+/* ------------------------------------------------------------------------
+** index_select:  x viewed as [outer, N, inner], ids i32 [K] -> [outer, K, inner]
+**   y[o, j, :] = x[o, ids[j], :]
+**   dx[o, ids[j], :] += dy[o, j, :]
+** One row gather (rows of inner floats) per outer index; for axis 0 (beam
+** reordering) that is a single gather.  Ids are checked against [0, N) at
+** forward.  attr.i = {outer, N, inner}.
+*/
+static mt_status index_select_forward(mt_graph *g, mt_node *y) {
+    const mt_node *x = y->src[0], *ids = y->src[1];
+    int64_t outer = y->attr.i[0], n = y->attr.i[1], inner = y->attr.i[2], k = node_numel(ids);
+    mt_status rc = check_ids(g, "mt_index_select", ids, n);
+    if (rc != MT_OK) return rc;
+    for (int64_t o = 0; o < outer; o++) {
+        graph_ops(g)->gather_rows(graph_device(g), k, node_i32(ids), inner,
+                                  node_f32(x) + o * n * inner, node_f32(y) + o * k * inner);
+    }
+    return MT_OK;
+}
+
+static mt_status index_select_backward(mt_graph *g, mt_node *y) {
+    mt_node *x = y->src[0], *ids = y->src[1];
+    if (!node_wants_grad(x)) return MT_OK;
+    int64_t outer = y->attr.i[0], n = y->attr.i[1], inner = y->attr.i[2], k = node_numel(ids);
+    for (int64_t o = 0; o < outer; o++) {
+        graph_ops(g)->scatter_add_rows(graph_device(g), k, node_i32(ids), inner,
+                                       node_grad_f32(y) + o * k * inner,
+                                       node_grad_f32(x) + o * n * inner);
+    }
+    return MT_OK;
+}
+
+static const mt_op_def op_index_select = {"index_select", index_select_forward,
+                                          index_select_backward};
+
+mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids) {
+    if (x == NULL || ids == NULL) return NULL;
+    if (!need_f32(g, "mt_index_select", x)) return NULL;
+    const mt_shape *s = &x->val.shape, *si = &ids->val.shape;
+    int ax = norm_axis(axis, s->ndim);
+    char s1[64], s2[64];
+    if (ax < 0 || ids->val.dtype != MT_I32 || si->ndim != 1) {
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_index_select: need an axis of x %s and 1-D int32 ids, got axis %d "
+                          "and %s %s",
+                          mt_shape_str(s, s1, sizeof s1), axis, mt_dtype_name(ids->val.dtype),
+                          mt_shape_str(si, s2, sizeof s2));
+    }
+    mt_shape out = *s;
+    out.dim[ax] = si->dim[0];
+    mt_attrs at = zero_attrs();
+    at.i[0] = prod_dims(s, 0, ax);
+    at.i[1] = s->dim[ax];
+    at.i[2] = prod_dims(s, ax + 1, s->ndim);
+    mt_node *src[2] = {x, ids};
+    return graph_push(g, &op_index_select, out, MT_F32, 2, src, &at);
+}

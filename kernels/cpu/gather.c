@@ -1,0 +1,94 @@
+/*
+** gather.c: row gather / scatter-add (embeddings), general permute and the
+** 2-D strided copy used by concat and slice.
+*/
+#include "kcpu.h"
+
+#include <string.h>
+
+void kcpu_gather_rows(int64_t n_ids, const int32_t *ids, int64_t dim, const float *table,
+                      float *out) {
+    if (dim <= 0) {
+        return;
+    }
+    for (int64_t i = 0; i < n_ids; i++) {
+        memcpy(out + i * dim, table + (int64_t)ids[i] * dim, (size_t)dim * sizeof *out);
+    }
+}
+
+void kcpu_scatter_add_rows(int64_t n_ids, const int32_t *ids, int64_t dim, const float *dout,
+                           float *dtable) {
+    for (int64_t i = 0; i < n_ids; i++) {
+        float *t = dtable + (int64_t)ids[i] * dim;
+        const float *d = dout + i * dim;
+        for (int64_t j = 0; j < dim; j++) {
+            t[j] += d[j];
+        }
+    }
+}
+
+enum { PERM_MAX_DIMS = 8 };
+
+void kcpu_permute(int ndim, const int64_t *shape, const int *perm, const float *x, float *y) {
+    if (ndim <= 0) {
+        y[0] = x[0];
+        return;
+    }
+    if (ndim > PERM_MAX_DIMS) {
+        return; /* programmer error: callers stay within MT_MAX_DIMS */
+    }
+    int64_t xs[PERM_MAX_DIMS], ys[PERM_MAX_DIMS], st[PERM_MAX_DIMS], idx[PERM_MAX_DIMS];
+    int64_t s = 1, total = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        xs[d] = s;
+        s *= shape[d];
+    }
+    for (int d = 0; d < ndim; d++) {
+        ys[d] = shape[perm[d]];
+        st[d] = xs[perm[d]];
+        idx[d] = 0;
+        total *= ys[d];
+    }
+    if (total <= 0) {
+        return;
+    }
+    int64_t n = ys[ndim - 1], inc = st[ndim - 1], rows = total / n, off = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * n;
+        const float *xr = x + off;
+        if (inc == 1) {
+            memcpy(yr, xr, (size_t)n * sizeof *yr);
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                yr[i] = xr[i * inc];
+            }
+        }
+        for (int d = ndim - 2; d >= 0; d--) {
+            idx[d]++;
+            off += st[d];
+            if (idx[d] < ys[d]) {
+                break;
+            }
+            off -= st[d] * ys[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+void kcpu_copy2d(int64_t rows, int64_t cols, const float *src, int64_t ss, float *dst,
+                 int64_t sd, bool accumulate) {
+    if (cols <= 0) {
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        const float *s = src + r * ss;
+        float *d = dst + r * sd;
+        if (accumulate) {
+            for (int64_t j = 0; j < cols; j++) {
+                d[j] += s[j];
+            }
+        } else {
+            memmove(d, s, (size_t)cols * sizeof *d);
+        }
+    }
+}

@@ -1,0 +1,102 @@
+/*
+** norm.c: layer normalisation, forward and backward.
+**   y = gamma * xhat + beta, xhat = (x - mean) * rstd, rstd = 1/sqrt(var+eps)
+**   dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma
+**   dgamma += sum_rows dy * xhat, dbeta += sum_rows dy
+*/
+#include "kcpu.h"
+
+#include <math.h>
+
+static bool use_avx512(void) {
+#ifdef MT_HAVE_AVX512_BUILD
+    return kcpu_isa_active() >= KCPU_ISA_AVX512;
+#else
+    return false;
+#endif
+}
+
+void kcpu_layernorm_fwd_ref(int64_t rows, int64_t cols, const float *x, const float *gamma,
+                            const float *beta, float eps, float *y, float *mean, float *rstd) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        double s = 0.0;
+        for (int64_t i = 0; i < cols; i++) {
+            s += xr[i];
+        }
+        float mu = (float)(s / (double)cols);
+        double v = 0.0;
+        for (int64_t i = 0; i < cols; i++) {
+            double d = (double)xr[i] - mu;
+            v += d * d;
+        }
+        float rs = (float)(1.0 / sqrt(v / (double)cols + eps));
+        for (int64_t i = 0; i < cols; i++) {
+            float t = (xr[i] - mu) * rs;
+            t = gamma ? t * gamma[i] : t;
+            yr[i] = beta ? t + beta[i] : t;
+        }
+        if (mean) {
+            mean[r] = mu;
+        }
+        if (rstd) {
+            rstd[r] = rs;
+        }
+    }
+}
+
+void kcpu_layernorm_bwd_ref(int64_t rows, int64_t cols, const float *x, const float *gamma,
+                            const float *mean, const float *rstd, const float *dy, float *dx,
+                            float *dgamma, float *dbeta) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols, *dyr = dy + r * cols;
+        float mu = mean[r], rs = rstd[r];
+        double sg = 0.0, sgx = 0.0;
+        for (int64_t i = 0; i < cols; i++) {
+            float xh = (xr[i] - mu) * rs;
+            float g = gamma ? dyr[i] * gamma[i] : dyr[i];
+            sg += g;
+            sgx += (double)g * xh;
+            if (dgamma) {
+                dgamma[i] += dyr[i] * xh;
+            }
+            if (dbeta) {
+                dbeta[i] += dyr[i];
+            }
+        }
+        if (!dx) {
+            continue;
+        }
+        float mg = (float)(sg / (double)cols), mgx = (float)(sgx / (double)cols);
+        float *dxr = dx + r * cols;
+        for (int64_t i = 0; i < cols; i++) {
+            float xh = (xr[i] - mu) * rs;
+            float g = gamma ? dyr[i] * gamma[i] : dyr[i];
+            dxr[i] += rs * (g - mg - xh * mgx);
+        }
+    }
+}
+
+void kcpu_layernorm_fwd(int64_t rows, int64_t cols, const float *x, const float *gamma,
+                        const float *beta, float eps, float *y, float *mean, float *rstd) {
+#ifdef MT_HAVE_AVX512_BUILD
+    if (use_avx512()) {
+        kcpu_layernorm_fwd_avx512(rows, cols, x, gamma, beta, eps, y, mean, rstd);
+        return;
+    }
+#endif
+    kcpu_layernorm_fwd_ref(rows, cols, x, gamma, beta, eps, y, mean, rstd);
+}
+
+void kcpu_layernorm_bwd(int64_t rows, int64_t cols, const float *x, const float *gamma,
+                        const float *mean, const float *rstd, const float *dy, float *dx,
+                        float *dgamma, float *dbeta) {
+#ifdef MT_HAVE_AVX512_BUILD
+    if (use_avx512()) {
+        kcpu_layernorm_bwd_avx512(rows, cols, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+        return;
+    }
+#endif
+    kcpu_layernorm_bwd_ref(rows, cols, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+}
