@@ -87,12 +87,19 @@ static int bench_gemm(int repeat, double peak) {
     printf("cpu isa %s, OpenBLAS kernels %s (OPENBLAS_CORETYPE=%s), peak %.1f GFLOP/s per core "
            "(--peak-gflops)\n",
            kcpu_isa_name(kcpu_isa_detect()), kcpu_blas_corename(), ct ? ct : "unset", peak);
+    double measured = kcpu_fp32_peak_gflops(0.3);
+    if (measured > 0)
+        printf("measured FMA throughput of this core: %.1f GFLOP/s (%.0f%% of the nominal peak); "
+               "'meas' columns are fractions of it\n",
+               measured, 100.0 * measured / peak);
+    else
+        measured = peak;
     bool own_ok = kcpu_isa_detect() >= KCPU_ISA_AVX512;
     if (!own_ok) {
         printf("(own small-M kernel needs AVX-512: its column shows the reference)\n");
     }
-    printf("%-7s %5s %6s %5s  %9s %6s  %9s %6s  %8s\n", "B", "M", "N", "K", "blas GF/s", "peak",
-           "own GF/s", "peak", "own/blas");
+    printf("%-7s %5s %6s %5s  %9s %6s %6s  %9s %6s %6s  %8s\n", "B", "M", "N", "K", "blas GF/s",
+           "peak", "meas", "own GF/s", "peak", "meas", "own/blas");
     for (int t = 0; t < 2; t++) {
         for (size_t s = 0; s < sizeof nk / sizeof nk[0]; s++) {
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
@@ -103,9 +110,10 @@ static int bench_gemm(int repeat, double peak) {
                 double gb = flop / tb * 1e-9;
                 double to = own_ok || flop < 1e8 ? time_gemm(kcpu_gemm_f32_small, &g, repeat) : 0;
                 double go = to > 0 ? flop / to * 1e-9 : 0;
-                printf("%-7s %5lld %6lld %5lld  %9.1f %5.1f%%  %9.1f %5.1f%%  %8.2f\n",
+                printf("%-7s %5lld %6lld %5lld  %9.1f %5.1f%% %5.1f%%  %9.1f %5.1f%% %5.1f%%  %8.2f\n",
                        g.tb ? "[N,K]" : "[K,N]", (long long)g.m, (long long)g.n, (long long)g.k,
-                       gb, 100.0 * gb / peak, go, 100.0 * go / peak, gb > 0 ? go / gb : 0.0);
+                       gb, 100.0 * gb / peak, 100.0 * gb / measured, go, 100.0 * go / peak,
+                       100.0 * go / measured, gb > 0 ? go / gb : 0.0);
                 fflush(stdout);
             }
         }

@@ -206,6 +206,11 @@ bool kcpu_blas_needs_reexec(void);
 /* Kernel set OpenBLAS chose ("SkylakeX", "Haswell", ...). */
 const char *kcpu_blas_corename(void);
 
+/* Measured fp32 FMA throughput of one core in GFLOP/s (best of short runs
+** over `seconds`); 0 when the CPU or build lacks AVX-512.  For benchmarks. */
+double kcpu_fp32_peak_gflops(double seconds);
+double kcpu_fma_flops_avx512(int64_t iters); /* runs the probe, returns flops */
+
 /* Per-ISA variants, exported for tests and benchmarks.  The _avx512
 ** functions exist only when MT_HAVE_AVX512_BUILD and may run only when
 ** kcpu_isa_detect() >= KCPU_ISA_AVX512; the dispatching entries check it. */

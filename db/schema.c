@@ -1,0 +1,249 @@
+/*
+** schema.c: the store's schema and its migrations.
+**
+** A store is an SQLite 3 database.  SQLite reads the file; mtpe relies on
+** two fields of its 100-byte header, which it reads and writes through
+** PRAGMAs (big-endian on disk):
+**
+**   OFFSET  SIZE  DESCRIPTION
+**      0     16   "SQLite format 3\0"; anything else is SQLITE_NOTADB
+**     60      4   PRAGMA user_version: schema version of the store
+**                 (0 = empty database, 1.. = store_migrations[version - 1])
+**     68      4   PRAGMA application_id: 0x6d747065 ("mtpe") in a store
+**
+** Migrations: store_migrations[k] turns a version-k database into a
+** version-(k+1) one.  Steps are never edited once released (a store made by
+** an older mtpe went through them); a schema change is a new step appended
+** to the array, with a test that seeds data at the old version (see
+** tests/test_store.c).  All pending steps run in one transaction, so a
+** crash or failure leaves the store at its old version, untouched.
+**
+** Version 1 (tables; *_ms are ms since the Unix epoch):
+**   doc_format, segment_status, edit_kind, run_status
+**                  code -> name of the enums of store.h (foreign-key targets)
+**   document       one file version: path, format, languages, content hash,
+**                  created/opened times, cursor (segment index, byte offset)
+**   segment        document, index, source, context, plural source and form,
+**                  original and current target, status, source words,
+**                  time spent, last change
+**   model          a model file: path (unique), name, kind, created
+**   mt_output      one MT result shown for a segment: model, time, n-best size
+**   mt_hypothesis  its n-best entries: rank (0 = best), text, score
+**   edit           every edit event: segment, kind, whole text after it,
+**                  time, time spent and keystrokes so far, the MT output
+**                  and rank it started from
+**   confirmation   segment, final text, time, time spent, its CONFIRM event
+**   finetune_run   base and output model, status, start/end, edits used
+**                  (count, up to time), log path, metrics (JSON object)
+*/
+#include <stdio.h>
+
+#include "mt_base.h"
+#include "store_impl.h"
+
+static const char schema_v1[] =
+    "PRAGMA application_id = 1836347493;\n" /* 0x6d747065 "mtpe" */
+    "CREATE TABLE doc_format (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE) STRICT;\n"
+    "INSERT INTO doc_format VALUES (0, 'po'), (1, 'xliff'), (2, 'text'), (3, 'moses');\n"
+    "CREATE TABLE segment_status (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE) STRICT;\n"
+    "INSERT INTO segment_status VALUES (0, 'new'), (1, 'mt'), (2, 'edited'), (3, 'confirmed');\n"
+    "CREATE TABLE edit_kind (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE) STRICT;\n"
+    "INSERT INTO edit_kind VALUES (0, 'typed'), (1, 'accept_word'), (2, 'accept_all'),\n"
+    "    (3, 'nbest_pick'), (4, 'undo'), (5, 'confirm');\n"
+    "CREATE TABLE run_status (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE) STRICT;\n"
+    "INSERT INTO run_status VALUES (0, 'running'), (1, 'done'), (2, 'failed'), (3, 'cancelled');\n"
+    "CREATE TABLE document (\n"
+    "    id INTEGER PRIMARY KEY,\n"
+    "    path TEXT NOT NULL,\n"
+    "    format INTEGER NOT NULL REFERENCES doc_format(code),\n"
+    "    src_lang TEXT NOT NULL,\n"
+    "    tgt_lang TEXT NOT NULL,\n"
+    "    content_hash TEXT NOT NULL,\n"
+    "    created_ms INTEGER NOT NULL,\n"
+    "    opened_ms INTEGER NOT NULL,\n"
+    "    cursor_segment INTEGER NOT NULL DEFAULT 0 CHECK (cursor_segment >= 0),\n"
+    "    cursor_offset INTEGER NOT NULL DEFAULT 0 CHECK (cursor_offset >= 0),\n"
+    "    UNIQUE (path, content_hash)\n"
+    ") STRICT;\n"
+    "CREATE TABLE segment (\n"
+    "    id INTEGER PRIMARY KEY,\n"
+    "    document_id INTEGER NOT NULL REFERENCES document(id) ON DELETE CASCADE,\n"
+    "    idx INTEGER NOT NULL CHECK (idx >= 0),\n"
+    "    source TEXT NOT NULL,\n"
+    "    context TEXT,\n"
+    "    plural_source TEXT,\n"
+    "    plural_form INTEGER CHECK (plural_form >= 0),\n"
+    "    original_target TEXT,\n"
+    "    target TEXT,\n"
+    "    status INTEGER NOT NULL DEFAULT 0 REFERENCES segment_status(code),\n"
+    "    source_words INTEGER NOT NULL DEFAULT 0 CHECK (source_words >= 0),\n"
+    "    time_spent_ms INTEGER NOT NULL DEFAULT 0 CHECK (time_spent_ms >= 0),\n"
+    "    updated_ms INTEGER NOT NULL,\n"
+    "    UNIQUE (document_id, idx)\n"
+    ") STRICT;\n"
+    "CREATE TABLE model (\n"
+    "    id INTEGER PRIMARY KEY,\n"
+    "    path TEXT NOT NULL UNIQUE,\n"
+    "    name TEXT NOT NULL,\n"
+    "    kind TEXT NOT NULL,\n"
+    "    created_ms INTEGER NOT NULL\n"
+    ") STRICT;\n"
+    "CREATE TABLE mt_output (\n"
+    "    id INTEGER PRIMARY KEY,\n"
+    "    segment_id INTEGER NOT NULL REFERENCES segment(id) ON DELETE CASCADE,\n"
+    "    model_id INTEGER REFERENCES model(id) ON DELETE SET NULL,\n"
+    "    created_ms INTEGER NOT NULL,\n"
+    "    n_best INTEGER NOT NULL CHECK (n_best >= 1)\n"
+    ") STRICT;\n"
+    "CREATE INDEX mt_output_segment ON mt_output(segment_id);\n"
+    "CREATE TABLE mt_hypothesis (\n"
+    "    output_id INTEGER NOT NULL REFERENCES mt_output(id) ON DELETE CASCADE,\n"
+    "    rank INTEGER NOT NULL CHECK (rank >= 0),\n"
+    "    text TEXT NOT NULL,\n"
+    "    score REAL,\n"
+    "    PRIMARY KEY (output_id, rank)\n"
+    ") STRICT, WITHOUT ROWID;\n"
+    "CREATE TABLE edit (\n"
+    "    id INTEGER PRIMARY KEY,\n"
+    "    segment_id INTEGER NOT NULL REFERENCES segment(id) ON DELETE CASCADE,\n"
+    "    kind INTEGER NOT NULL REFERENCES edit_kind(code),\n"
+    "    text TEXT NOT NULL,\n"
+    "    time_ms INTEGER NOT NULL,\n"
+    "    spent_ms INTEGER NOT NULL CHECK (spent_ms >= 0),\n"
+    "    keystrokes INTEGER NOT NULL CHECK (keystrokes >= 0),\n"
+    "    mt_output_id INTEGER REFERENCES mt_output(id) ON DELETE SET NULL,\n"
+    "    mt_rank INTEGER CHECK (mt_rank >= 0)\n"
+    ") STRICT;\n"
+    "CREATE INDEX edit_segment ON edit(segment_id);\n"
+    "CREATE INDEX edit_time ON edit(time_ms);\n"
+    "CREATE TABLE confirmation (\n"
+    "    id INTEGER PRIMARY KEY,\n"
+    "    segment_id INTEGER NOT NULL REFERENCES segment(id) ON DELETE CASCADE,\n"
+    "    edit_id INTEGER NOT NULL REFERENCES edit(id) ON DELETE CASCADE,\n"
+    "    text TEXT NOT NULL,\n"
+    "    time_ms INTEGER NOT NULL,\n"
+    "    spent_ms INTEGER NOT NULL CHECK (spent_ms >= 0)\n"
+    ") STRICT;\n"
+    "CREATE INDEX confirmation_segment ON confirmation(segment_id);\n"
+    "CREATE TABLE finetune_run (\n"
+    "    id INTEGER PRIMARY KEY,\n"
+    "    base_model_id INTEGER NOT NULL REFERENCES model(id),\n"
+    "    output_model_id INTEGER REFERENCES model(id),\n"
+    "    status INTEGER NOT NULL REFERENCES run_status(code),\n"
+    "    started_ms INTEGER NOT NULL,\n"
+    "    ended_ms INTEGER,\n"
+    "    n_edits INTEGER NOT NULL DEFAULT 0 CHECK (n_edits >= 0),\n"
+    "    data_until_ms INTEGER,\n"
+    "    log_path TEXT,\n"
+    "    metrics TEXT CHECK (metrics IS NULL OR json_valid(metrics))\n"
+    ") STRICT;\n";
+
+const store_migration store_migrations[] = {
+    {1, "initial schema", schema_v1, NULL},
+};
+const int store_n_migrations = (int)(sizeof store_migrations / sizeof store_migrations[0]);
+_Static_assert(sizeof store_migrations / sizeof store_migrations[0] == STORE_SCHEMA_VERSION,
+               "STORE_SCHEMA_VERSION must count the migrations");
+
+int store_schema_version(void) { return store_n_migrations; }
+
+/* Runs one SQL text (several statements allowed). */
+static mt_status exec(sqlite3 *db, const char *path, const char *sql, const char *op) {
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? MT_OK : store_sqlite_error(db, rc, path, op);
+}
+
+static mt_status read_user_version(sqlite3 *db, const char *path, int *version) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *version = sqlite3_column_int(st, 0);
+        rc = SQLITE_OK;
+    }
+    mt_status ret =
+        rc == SQLITE_OK ? MT_OK : store_sqlite_error(db, rc, path, "read schema version");
+    sqlite3_finalize(st);
+    return ret;
+}
+
+/* Fails when the foreign keys do not hold (a migration must keep them). */
+static mt_status check_foreign_keys(sqlite3 *db, const char *path) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA foreign_key_check", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    mt_status ret = MT_OK;
+    if (rc == SQLITE_ROW) {
+        const unsigned char *table = sqlite3_column_text(st, 0);
+        ret =
+            mt_seterr(MT_ERR_FORMAT, "store %s: foreign key violation in table %s, row %lld", path,
+                      table ? (const char *)table : "?", (long long)sqlite3_column_int64(st, 1));
+    } else if (rc != SQLITE_DONE) {
+        ret = store_sqlite_error(db, rc, path, "foreign key check");
+    }
+    sqlite3_finalize(st);
+    return ret;
+}
+
+mt_status store_migrate(sqlite3 *db, const char *path, const store_migration *steps, int n_steps,
+                        int target_version, int *from_version) {
+    MT_ASSERT(db && path && (steps || n_steps == 0));
+    MT_ASSERT(target_version >= 0 && target_version <= n_steps);
+    MT_ASSERT(sqlite3_get_autocommit(db));
+    for (int i = 0; i < n_steps; i++)
+        MT_ASSERT(steps[i].version == i + 1);
+
+    /* Off for the steps (a table rebuild must not cascade); checked below. */
+    mt_status ret = exec(db, path, "PRAGMA foreign_keys = OFF", "migrate: foreign keys off");
+    if (ret != MT_OK) return ret;
+    ret = exec(db, path, "BEGIN IMMEDIATE", "migrate: begin");
+    if (ret != MT_OK) goto done;
+
+    int version = 0;
+    ret = read_user_version(db, path, &version);
+    if (ret != MT_OK) goto done;
+    if (from_version) *from_version = version;
+    for (int v = version + 1; v <= target_version; v++) {
+        const store_migration *m = &steps[v - 1];
+        if (m->sql) {
+            int rc = sqlite3_exec(db, m->sql, NULL, NULL, NULL);
+            if (rc != SQLITE_OK) {
+                char op[160];
+                snprintf(op, sizeof op, "migrate from version %d to %d (%s)", v - 1, v, m->what);
+                ret = store_sqlite_error(db, rc, path, op);
+                goto done;
+            }
+        }
+        if (m->fn) {
+            ret = m->fn(db);
+            if (ret != MT_OK) {
+                char why[512];
+                snprintf(why, sizeof why, "%s", mt_errmsg());
+                ret = mt_seterr(ret, "store %s: migrate from version %d to %d (%s): %s", path,
+                                v - 1, v, m->what, why);
+                goto done;
+            }
+        }
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v);
+        ret = exec(db, path, sql, "migrate: set schema version");
+        if (ret != MT_OK) goto done;
+    }
+    if (version < target_version) {
+        ret = check_foreign_keys(db, path);
+        if (ret != MT_OK) goto done;
+    }
+    ret = exec(db, path, "COMMIT", "migrate: commit");
+
+done:
+    if (!sqlite3_get_autocommit(db)) {
+        int rc = sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            mt_log(MT_LOG_WARN, "store %s: migrate: rollback failed: %s", path, sqlite3_errmsg(db));
+    }
+    /* On is the store's setting; a failure here only matters on success. */
+    int rc = sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+    if (rc != SQLITE_OK && ret == MT_OK)
+        ret = store_sqlite_error(db, rc, path, "migrate: foreign keys on");
+    return ret;
+}

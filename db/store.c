@@ -1,0 +1,1265 @@
+/*
+** store.c: the store's connection, its cached statements and the queries
+** of store.h.  The schema and migrations are in schema.c (with the layout of
+** the file header fields the store uses).
+**
+** Durability: WAL journal with synchronous=FULL, so that every COMMIT has
+** reached the disk when sqlite3_step returns; every writing function is one
+** transaction that commits before returning.  SQLite allocates through
+** mt_try_malloc (SQLITE_CONFIG_MALLOC, set before SQLite initialises), so
+** allocation fault injection reaches it too.
+*/
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "mt_base.h"
+#include "store_impl.h"
+
+/* ------------------------------------------------------------ statements */
+
+/* Column lists shared by the statements that read one kind of row; the
+** read_* functions below depend on their order. */
+#define DOC_COLUMNS                                                                                \
+    "SELECT d.id, d.path, d.format, d.src_lang, d.tgt_lang, d.content_hash, d.created_ms,"         \
+    " d.opened_ms, d.cursor_segment, d.cursor_offset,"                                             \
+    " (SELECT count(*) FROM segment s WHERE s.document_id = d.id) FROM document d"
+#define SEG_COLUMNS                                                                                \
+    "SELECT id, document_id, idx, source, context, plural_source, plural_form,"                    \
+    " original_target, target, status, source_words, time_spent_ms, updated_ms FROM segment"
+#define EXPORT_COLUMNS                                                                             \
+    "SELECT d.id, s.id, c.id, s.idx, d.path, d.src_lang, d.tgt_lang, s.context, s.source,"         \
+    " c.text, c.time_ms FROM segment s JOIN document d ON d.id = s.document_id"                    \
+    " JOIN confirmation c ON c.id ="                                                               \
+    " (SELECT max(c2.id) FROM confirmation c2 WHERE c2.segment_id = s.id)"
+#define RUN_COLUMNS                                                                                \
+    "SELECT id, base_model_id, output_model_id, status, started_ms, ended_ms, n_edits,"            \
+    " data_until_ms, log_path, metrics FROM finetune_run"
+#define PROGRESS_COLUMNS "SELECT status, count(*), sum(source_words) FROM segment"
+
+#define STORE_STATEMENTS(X)                                                                        \
+    X(BEGIN, "BEGIN IMMEDIATE")                                                                    \
+    X(COMMIT, "COMMIT")                                                                            \
+    X(ROLLBACK, "ROLLBACK")                                                                        \
+    X(DOC_FIND, "SELECT id FROM document WHERE path = ?1 AND content_hash = ?2")                   \
+    X(DOC_INSERT, "INSERT INTO document (path, format, src_lang, tgt_lang, content_hash,"          \
+                  " created_ms, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)")                   \
+    X(DOC_OPENED, "UPDATE document SET opened_ms = ?2 WHERE id = ?1")                              \
+    X(DOC_GET, DOC_COLUMNS " WHERE d.id = ?1")                                                     \
+    X(DOC_LIST, DOC_COLUMNS " ORDER BY d.opened_ms DESC, d.id DESC")                               \
+    X(CURSOR_SET, "UPDATE document SET cursor_segment = ?2, cursor_offset = ?3 WHERE id = ?1")     \
+    X(CURSOR_GET, "SELECT cursor_segment, cursor_offset FROM document WHERE id = ?1")              \
+    X(SEG_INSERT, "INSERT INTO segment (document_id, idx, source, context, plural_source,"         \
+                  " plural_form, original_target, target, status, source_words, updated_ms)"       \
+                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10)")                         \
+    X(SEG_LIST, SEG_COLUMNS " WHERE document_id = ?1 AND (?2 >> status) & 1 ORDER BY idx")         \
+    X(SEG_GET, SEG_COLUMNS " WHERE id = ?1")                                                       \
+    X(SEG_AT, SEG_COLUMNS " WHERE document_id = ?1 AND idx = ?2")                                  \
+    X(SEG_UPDATE, "UPDATE segment SET target = ?2, status = ?3,"                                   \
+                  " time_spent_ms = max(time_spent_ms, ?4), updated_ms = ?5 WHERE id = ?1")        \
+    X(PROGRESS_DOC, PROGRESS_COLUMNS " WHERE document_id = ?1 GROUP BY status")                    \
+    X(PROGRESS_ALL, PROGRESS_COLUMNS " GROUP BY status")                                           \
+    X(MT_INSERT, "INSERT INTO mt_output (segment_id, model_id, created_ms, n_best)"                \
+                 " VALUES (?1, ?2, ?3, ?4)")                                                       \
+    X(HYP_INSERT, "INSERT INTO mt_hypothesis (output_id, rank, text, score)"                       \
+                  " VALUES (?1, ?2, ?3, ?4)")                                                      \
+    X(MT_LIST, "SELECT o.id, o.segment_id, o.model_id, o.created_ms, h.rank, h.text, h.score"      \
+               " FROM mt_output o JOIN mt_hypothesis h ON h.output_id = o.id"                      \
+               " WHERE o.segment_id = ?1 ORDER BY o.id DESC, h.rank")                              \
+    X(EDIT_INSERT, "INSERT INTO edit (segment_id, kind, text, time_ms, spent_ms, keystrokes,"      \
+                   " mt_output_id, mt_rank) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")              \
+    X(CONF_INSERT, "INSERT INTO confirmation (segment_id, edit_id, text, time_ms, spent_ms)"       \
+                   " VALUES (?1, ?2, ?3, ?4, ?5)")                                                 \
+    X(EDITS_SINCE, "SELECT e.id, e.segment_id, s.document_id, s.idx, e.kind, s.source, e.text,"    \
+                   " e.time_ms, e.spent_ms, e.keystrokes, e.mt_output_id, e.mt_rank"               \
+                   " FROM edit e JOIN segment s ON s.id = e.segment_id"                            \
+                   " WHERE e.time_ms >= ?1 ORDER BY e.time_ms, e.id")                              \
+    X(EXPORT_DOC, EXPORT_COLUMNS " WHERE s.document_id = ?1 ORDER BY s.idx")                       \
+    X(EXPORT_ALL, EXPORT_COLUMNS " ORDER BY d.id, s.idx")                                          \
+    X(MODEL_FIND, "SELECT id FROM model WHERE path = ?1")                                          \
+    X(MODEL_INSERT, "INSERT INTO model (path, name, kind, created_ms) VALUES (?1, ?2, ?3, ?4)")    \
+    X(MODEL_LIST, "SELECT id, path, name, kind, created_ms FROM model ORDER BY id")                \
+    X(RUN_INSERT, "INSERT INTO finetune_run (base_model_id, status, started_ms, n_edits,"          \
+                  " data_until_ms, log_path) VALUES (?1, 0, ?2, ?3, ?4, ?5)")                      \
+    X(RUN_END, "UPDATE finetune_run SET status = ?2, ended_ms = ?3, output_model_id = ?4,"         \
+               " metrics = ?5 WHERE id = ?1 AND status = 0")                                       \
+    X(RUN_GET, RUN_COLUMNS " WHERE id = ?1")                                                       \
+    X(RUN_LIST, RUN_COLUMNS " ORDER BY id DESC")
+
+enum {
+#define X(name, sql) ST_##name,
+    STORE_STATEMENTS(X)
+#undef X
+        ST_COUNT
+};
+
+static const char *const statement_sql[ST_COUNT] = {
+#define X(name, sql) sql,
+    STORE_STATEMENTS(X)
+#undef X
+};
+
+struct store {
+    sqlite3 *db;
+    char *path;
+    sqlite3_stmt *st[ST_COUNT]; /* prepared once at open, reset after each use */
+    int64_t (*now_ms)(void *user);
+    void *now_user;
+    bool in_callback; /* a listing function is calling user code */
+};
+
+/* --------------------------------------------------------- enum names */
+
+static const char *const format_names[] = {"po", "xliff", "text", "moses"};
+static const char *const seg_status_names[] = {"new", "mt", "edited", "confirmed"};
+static const char *const edit_kind_names[] = {"typed",      "accept_word", "accept_all",
+                                              "nbest_pick", "undo",        "confirm"};
+static const char *const run_status_names[] = {"running", "done", "failed", "cancelled"};
+
+const char *store_format_name(store_format f) {
+    return (unsigned)f < STORE_FORMAT_COUNT ? format_names[f] : "?";
+}
+const char *store_seg_status_name(store_seg_status s) {
+    return (unsigned)s < STORE_SEG_STATUS_COUNT ? seg_status_names[s] : "?";
+}
+const char *store_edit_kind_name(store_edit_kind k) {
+    return (unsigned)k < STORE_EDIT_KIND_COUNT ? edit_kind_names[k] : "?";
+}
+const char *store_run_status_name(store_run_status s) {
+    return (unsigned)s < STORE_RUN_STATUS_COUNT ? run_status_names[s] : "?";
+}
+
+/* ------------------------------------------------ SQLite memory methods */
+
+/* Each block carries its size in front (SQLite asks for it through xSize). */
+#define MEM_HDR 16
+
+static void *mem_malloc(int n) {
+    if (n < 0) return NULL;
+    unsigned char *p = mt_try_malloc((size_t)n + MEM_HDR);
+    if (p == NULL) return NULL;
+    int64_t size = n;
+    memcpy(p, &size, sizeof size);
+    return p + MEM_HDR;
+}
+
+static void mem_free(void *p) {
+    if (p) mt_free((unsigned char *)p - MEM_HDR);
+}
+
+static void *mem_realloc(void *p, int n) {
+    if (p == NULL) return mem_malloc(n);
+    if (n < 0) return NULL;
+    unsigned char *q = mt_try_realloc((unsigned char *)p - MEM_HDR, (size_t)n + MEM_HDR);
+    if (q == NULL) return NULL;
+    int64_t size = n;
+    memcpy(q, &size, sizeof size);
+    return q + MEM_HDR;
+}
+
+static int mem_size(void *p) {
+    int64_t size;
+    memcpy(&size, (unsigned char *)p - MEM_HDR, sizeof size);
+    return (int)size;
+}
+
+static int mem_roundup(int n) { return n > INT_MAX - 7 ? n : (n + 7) & ~7; }
+static int mem_init(void *user) { return SQLITE_OK; }
+static void mem_shutdown(void *user) {}
+
+static const sqlite3_mem_methods mem_methods = {mem_malloc,  mem_free, mem_realloc,  mem_size,
+                                                mem_roundup, mem_init, mem_shutdown, NULL};
+
+/* Installs the memory methods once per process, before SQLite initialises
+** (0: not yet, 1: being done, 2: done). */
+static atomic_int sqlite_setup_state;
+
+static void setup_sqlite(void) {
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&sqlite_setup_state, &expected, 1)) {
+        if (sqlite3_config(SQLITE_CONFIG_MALLOC, &mem_methods) != SQLITE_OK)
+            mt_log(MT_LOG_DEBUG, "store: SQLite was initialised before the store; its memory "
+                                 "bypasses mt_alloc");
+        atomic_store(&sqlite_setup_state, 2);
+    }
+    while (atomic_load(&sqlite_setup_state) != 2) {
+    }
+}
+
+/* ---------------------------------------------------------------- errors */
+
+mt_status store_status_from_sqlite(int rc) {
+    if (rc == SQLITE_IOERR_NOMEM) return MT_ERR_NOMEM;
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE: return MT_OK;
+    case SQLITE_NOMEM: return MT_ERR_NOMEM;
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_FORMAT:
+    case SQLITE_ERROR:
+    case SQLITE_SCHEMA: return MT_ERR_FORMAT;
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISUSE:
+    case SQLITE_RANGE:
+    case SQLITE_TOOBIG:
+    case SQLITE_MISMATCH: return MT_ERR_INVALID;
+    default: return MT_ERR_IO;
+    }
+}
+
+mt_status store_sqlite_error(sqlite3 *db, int rc, const char *path, const char *op) {
+    /* errmsg of a connection that failed to allocate is "out of memory" */
+    const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    mt_status st = store_status_from_sqlite(rc);
+    if (st == MT_OK) st = MT_ERR_IO; /* called for a failure: never report success */
+    return mt_seterr(st, "store %s: %s: %s (SQLite code %d)", path, op, msg, rc);
+}
+
+static mt_status fail_sql(store *s, int rc, const char *op) {
+    return store_sqlite_error(s->db, rc, s->path, op);
+}
+
+static mt_status invalid(store *s, const char *op, const char *what) {
+    return mt_seterr(MT_ERR_INVALID, "store %s: %s: %s", s->path, op, what);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static int64_t default_now(void *user) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_ms(store *s) { return s->now_ms(s->now_user); }
+
+/* Binding with a sticky result code: after a failure the others are no-ops.
+** Text is bound SQLITE_STATIC: statements are reset and cleared before the
+** caller's strings can go away. */
+static void bind_text(sqlite3_stmt *st, int i, const char *t, int *rc) {
+    if (*rc != SQLITE_OK) return;
+    *rc = t ? sqlite3_bind_text(st, i, t, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+}
+
+static void bind_int(sqlite3_stmt *st, int i, int64_t v, int *rc) {
+    if (*rc == SQLITE_OK) *rc = sqlite3_bind_int64(st, i, v);
+}
+
+/* An optional id or index: NULL when absent. */
+static void bind_opt(sqlite3_stmt *st, int i, int64_t v, bool present, int *rc) {
+    if (*rc != SQLITE_OK) return;
+    *rc = present ? sqlite3_bind_int64(st, i, v) : sqlite3_bind_null(st, i);
+}
+
+static void bind_double(sqlite3_stmt *st, int i, double v, int *rc) {
+    if (*rc == SQLITE_OK) *rc = sqlite3_bind_double(st, i, v);
+}
+
+static void finish(sqlite3_stmt *st) {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+}
+
+/* Runs a statement that returns no rows; the bind result comes in rc. */
+static mt_status run(store *s, int id, int rc, const char *op) {
+    sqlite3_stmt *st = s->st[id];
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    mt_status ret = rc == SQLITE_DONE ? MT_OK : fail_sql(s, rc, op);
+    finish(st);
+    return ret;
+}
+
+/* Steps a statement to its first row: MT_OK with the row in place (the
+** caller reads it and calls finish), MT_ERR_NOTFOUND without a row
+** (statement finished, mt_errmsg not set), another error (finished). */
+static mt_status first_row(store *s, int id, int rc, const char *op) {
+    sqlite3_stmt *st = s->st[id];
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) return MT_OK;
+    mt_status ret = rc == SQLITE_DONE ? MT_ERR_NOTFOUND : fail_sql(s, rc, op);
+    finish(st);
+    return ret;
+}
+
+/* Calls each(st, ctx) for every row; each returns nonzero to stop. */
+static mt_status each_row(store *s, int id, int rc, const char *op,
+                          int (*each)(sqlite3_stmt *st, void *ctx), void *ctx, int64_t *n_rows) {
+    sqlite3_stmt *st = s->st[id];
+    mt_status ret = MT_OK;
+    int64_t n = 0;
+    if (rc == SQLITE_OK) {
+        s->in_callback = true;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            n++;
+            if (each(st, ctx)) {
+                ret = MT_ABORTED;
+                break;
+            }
+        }
+        s->in_callback = false;
+    }
+    if (ret == MT_OK && rc != SQLITE_DONE) ret = fail_sql(s, rc, op);
+    finish(st);
+    if (n_rows) *n_rows = n;
+    return ret;
+}
+
+static const char *col_text(sqlite3_stmt *st, int i) {
+    return (const char *)sqlite3_column_text(st, i);
+}
+
+/* An optional id: 0 for NULL. */
+static int64_t col_id(sqlite3_stmt *st, int i) { return sqlite3_column_int64(st, i); }
+
+static int32_t col_opt_int(sqlite3_stmt *st, int i) {
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int(st, i);
+}
+
+static mt_status tx_begin(store *s, const char *op) { return run(s, ST_BEGIN, SQLITE_OK, op); }
+
+/* Rolls back an open transaction (SQLite may already have done so after an
+** I/O error); keeps mt_errmsg, which describes the original failure. */
+static void tx_rollback(store *s) {
+    if (sqlite3_get_autocommit(s->db)) return;
+    sqlite3_stmt *st = s->st[ST_ROLLBACK];
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        mt_log(MT_LOG_WARN, "store %s: rollback failed: %s", s->path, sqlite3_errmsg(s->db));
+}
+
+static mt_status tx_commit(store *s, const char *op) {
+    mt_status ret = run(s, ST_COMMIT, SQLITE_OK, op);
+    if (ret != MT_OK) tx_rollback(s);
+    return ret;
+}
+
+#define CHECK_STORE(s) MT_ASSERT((s) != NULL && !(s)->in_callback)
+
+/* ----------------------------------------------------------- open/close */
+
+/* Reads one integer from a query run once (open-time PRAGMAs); *src gets
+** SQLite's result code. */
+static mt_status query_int(store *s, const char *sql, const char *op, int64_t *out, int *src) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    mt_status ret = rc == SQLITE_OK ? MT_OK : fail_sql(s, rc, op);
+    sqlite3_finalize(st);
+    *src = rc;
+    return ret;
+}
+
+/* Accepts an mtpe store at a version this build knows or an empty database;
+** refuses anything else without writing to it. */
+static mt_status check_identity(store *s) {
+    int64_t app_id = 0, version = 0, n_objects = 0;
+    int rc = SQLITE_OK;
+    mt_status ret = query_int(s, "PRAGMA application_id", "read header", &app_id, &rc);
+    if (ret == MT_OK) ret = query_int(s, "PRAGMA user_version", "read header", &version, &rc);
+    if (ret == MT_OK)
+        ret = query_int(s, "SELECT count(*) FROM sqlite_master", "read schema", &n_objects, &rc);
+    if (ret != MT_OK) {
+        if ((rc & 0xff) == SQLITE_NOTADB)
+            return mt_seterr(MT_ERR_FORMAT, "store %s: not an mtpe store: not an SQLite database",
+                             s->path);
+        return ret;
+    }
+    int known = store_schema_version();
+    if (app_id != STORE_APPLICATION_ID) {
+        if (app_id == 0 && version == 0 && n_objects == 0) return MT_OK; /* new */
+        return mt_seterr(MT_ERR_FORMAT,
+                         "store %s: not an mtpe store: an SQLite database of another program "
+                         "(application_id 0x%08llx, user_version %lld, %lld schema objects)",
+                         s->path, (unsigned long long)(uint32_t)app_id, (long long)version,
+                         (long long)n_objects);
+    }
+    if (version > known)
+        return mt_seterr(MT_ERR_UNSUPPORTED,
+                         "store %s: written by a newer mtpe (schema version %lld; this mtpe "
+                         "knows versions up to %d): upgrade mtpe to open it",
+                         s->path, (long long)version, known);
+    if (version <= 0)
+        return mt_seterr(MT_ERR_FORMAT, "store %s: damaged: mtpe store with schema version %lld",
+                         s->path, (long long)version);
+    return MT_OK;
+}
+
+static mt_status configure(store *s) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const char *mode = col_text(st, 0);
+        if (mode && strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)
+            mt_log(MT_LOG_WARN, "store %s: WAL journal not available, journal mode is %s", s->path,
+                   mode);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) return fail_sql(s, rc, "set journal mode");
+    static const char *const pragmas[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"};
+    for (size_t i = 0; i < sizeof pragmas / sizeof pragmas[0]; i++) {
+        rc = sqlite3_exec(s->db, pragmas[i], NULL, NULL, NULL);
+        if (rc != SQLITE_OK) return fail_sql(s, rc, pragmas[i]);
+    }
+    return MT_OK;
+}
+
+static mt_status prepare_all(store *s) {
+    for (int i = 0; i < ST_COUNT; i++) {
+        int rc = sqlite3_prepare_v3(s->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                                    &s->st[i], NULL);
+        if (rc != SQLITE_OK) {
+            /* Our SQL is fixed: a failure other than memory means the schema
+            ** is not the one its version promises. */
+            mt_status st = fail_sql(s, rc, "prepare statements");
+            if (st == MT_ERR_FORMAT) {
+                char why[512];
+                snprintf(why, sizeof why, "%s", mt_errmsg());
+                st = mt_seterr(MT_ERR_FORMAT, "%s; the store's schema is damaged", why);
+            }
+            return st;
+        }
+    }
+    return MT_OK;
+}
+
+mt_status store_open(const char *path, store **out) {
+    MT_ASSERT(path != NULL && out != NULL);
+    *out = NULL;
+    setup_sqlite();
+    mt_status ret = MT_ERR_NOMEM;
+    store *s = mt_try_calloc(1, sizeof *s);
+    if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "store %s: open: out of memory", path);
+    s->now_ms = default_now;
+    s->path = mt_try_strdup(path);
+    if (s->path == NULL) {
+        ret = mt_seterr(MT_ERR_NOMEM, "store %s: open: out of memory", path);
+        goto fail;
+    }
+    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        ret = fail_sql(s, rc, "open");
+        goto fail;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, 5000);
+
+    ret = check_identity(s);
+    if (ret != MT_OK) goto fail;
+    if (sqlite3_db_readonly(s->db, "main") == 1) {
+        ret = mt_seterr(MT_ERR_IO,
+                        "store %s: the file is read-only (permissions?); the editor "
+                        "must be able to write every edit",
+                        path);
+        goto fail;
+    }
+    ret = configure(s);
+    if (ret != MT_OK) goto fail;
+    int from = 0;
+    ret = store_migrate(s->db, path, store_migrations, store_n_migrations, store_schema_version(),
+                        &from);
+    if (ret != MT_OK) goto fail;
+    if (from != 0 && from < store_schema_version())
+        mt_log(MT_LOG_INFO, "store %s: schema migrated from version %d to %d", path, from,
+               store_schema_version());
+    ret = prepare_all(s);
+    if (ret != MT_OK) goto fail;
+    *out = s;
+    return MT_OK;
+fail:
+    store_close(s);
+    return ret;
+}
+
+void store_close(store *s) {
+    if (s == NULL) return;
+    MT_ASSERT(!s->in_callback);
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(s->st[i]);
+    if (s->db) {
+        int rc = sqlite3_close(s->db);
+        if (rc != SQLITE_OK)
+            mt_log(MT_LOG_WARN, "store %s: close: %s", s->path ? s->path : "?", sqlite3_errstr(rc));
+    }
+    mt_free(s->path);
+    mt_free(s);
+}
+
+void store_set_clock(store *s, int64_t (*now)(void *user), void *user) {
+    CHECK_STORE(s);
+    s->now_ms = now ? now : default_now;
+    s->now_user = now ? user : NULL;
+}
+
+sqlite3 *store_db(store *s) { return s->db; }
+
+mt_status store_check(store *s) {
+    CHECK_STORE(s);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    mt_status ret = MT_OK;
+    if (rc == SQLITE_ROW) {
+        const char *res = col_text(st, 0);
+        if (res == NULL || strcmp(res, "ok") != 0)
+            ret = mt_seterr(MT_ERR_FORMAT, "store %s: integrity check failed: %s", s->path,
+                            res ? res : "(no result)");
+    } else {
+        ret = fail_sql(s, rc, "integrity check");
+    }
+    sqlite3_finalize(st);
+    if (ret != MT_OK) return ret;
+
+    st = NULL;
+    rc = sqlite3_prepare_v2(s->db, "PRAGMA foreign_key_check", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const char *table = col_text(st, 0);
+        ret = mt_seterr(MT_ERR_FORMAT, "store %s: foreign key violation in table %s, row %lld",
+                        s->path, table ? table : "?", (long long)sqlite3_column_int64(st, 1));
+    } else if (rc != SQLITE_DONE) {
+        ret = fail_sql(s, rc, "foreign key check");
+    }
+    sqlite3_finalize(st);
+    return ret;
+}
+
+/* ------------------------------------------------------------ documents */
+
+static bool valid_segment_in(const store_segment_in *g) {
+    return g->source != NULL && (unsigned)g->status < STORE_SEG_STATUS_COUNT &&
+           (g->plural_source == NULL || g->plural_form >= 0);
+}
+
+mt_status store_add_document(store *s, const store_doc_info *info, const store_segment_in *segs,
+                             int32_t n, int64_t *doc_id) {
+    CHECK_STORE(s);
+    MT_ASSERT(info != NULL && doc_id != NULL && (segs != NULL || n == 0));
+    const char *op = "add document";
+    if (!info->path || !info->src_lang || !info->tgt_lang || !info->content_hash)
+        return invalid(s, op, "path, languages and content hash are required");
+    if ((unsigned)info->format >= STORE_FORMAT_COUNT) return invalid(s, op, "unknown format");
+    if (n < 0) return invalid(s, op, "negative segment count");
+    for (int32_t i = 0; i < n; i++) {
+        if (!valid_segment_in(&segs[i]))
+            return mt_seterr(MT_ERR_INVALID,
+                             "store %s: add document %s: segment %d lacks a source, has an "
+                             "unknown status or a negative plural form",
+                             s->path, info->path, (int)i);
+    }
+    int64_t now = now_ms(s), id = 0;
+    mt_status ret = tx_begin(s, op);
+    if (ret != MT_OK) return ret;
+
+    int rc = SQLITE_OK;
+    bind_text(s->st[ST_DOC_FIND], 1, info->path, &rc);
+    bind_text(s->st[ST_DOC_FIND], 2, info->content_hash, &rc);
+    ret = first_row(s, ST_DOC_FIND, rc, op);
+    if (ret == MT_OK) {
+        id = sqlite3_column_int64(s->st[ST_DOC_FIND], 0);
+        finish(s->st[ST_DOC_FIND]);
+        ret = mt_seterr(MT_ERR_INVALID,
+                        "store %s: %s: %s with this content hash is already "
+                        "document %lld",
+                        s->path, op, info->path, (long long)id);
+        goto fail;
+    }
+    if (ret != MT_ERR_NOTFOUND) goto fail;
+
+    sqlite3_stmt *st = s->st[ST_DOC_INSERT];
+    rc = SQLITE_OK;
+    bind_text(st, 1, info->path, &rc);
+    bind_int(st, 2, info->format, &rc);
+    bind_text(st, 3, info->src_lang, &rc);
+    bind_text(st, 4, info->tgt_lang, &rc);
+    bind_text(st, 5, info->content_hash, &rc);
+    bind_int(st, 6, now, &rc);
+    ret = run(s, ST_DOC_INSERT, rc, op);
+    if (ret != MT_OK) goto fail;
+    id = sqlite3_last_insert_rowid(s->db);
+
+    st = s->st[ST_SEG_INSERT];
+    for (int32_t i = 0; i < n; i++) {
+        const store_segment_in *g = &segs[i];
+        rc = SQLITE_OK;
+        bind_int(st, 1, id, &rc);
+        bind_int(st, 2, i, &rc);
+        bind_text(st, 3, g->source, &rc);
+        bind_text(st, 4, g->context, &rc);
+        bind_text(st, 5, g->plural_source, &rc);
+        bind_opt(st, 6, g->plural_form, g->plural_source != NULL, &rc);
+        bind_text(st, 7, g->target, &rc);
+        bind_int(st, 8, g->status, &rc);
+        bind_int(st, 9, store_count_words(g->source), &rc);
+        bind_int(st, 10, now, &rc);
+        ret = run(s, ST_SEG_INSERT, rc, "add document: insert segment");
+        if (ret != MT_OK) goto fail;
+    }
+    ret = tx_commit(s, "add document: commit");
+    if (ret != MT_OK) return ret;
+    *doc_id = id;
+    return MT_OK;
+fail:
+    tx_rollback(s);
+    return ret;
+}
+
+mt_status store_find_document(store *s, const char *path, const char *content_hash,
+                              int64_t *doc_id) {
+    CHECK_STORE(s);
+    MT_ASSERT(doc_id != NULL);
+    if (!path || !content_hash)
+        return invalid(s, "find document", "path and content hash are required");
+    int rc = SQLITE_OK;
+    bind_text(s->st[ST_DOC_FIND], 1, path, &rc);
+    bind_text(s->st[ST_DOC_FIND], 2, content_hash, &rc);
+    mt_status ret = first_row(s, ST_DOC_FIND, rc, "find document");
+    if (ret == MT_ERR_NOTFOUND)
+        return mt_seterr(ret, "store %s: no document %s with content hash %s", s->path, path,
+                         content_hash);
+    if (ret != MT_OK) return ret;
+    *doc_id = sqlite3_column_int64(s->st[ST_DOC_FIND], 0);
+    finish(s->st[ST_DOC_FIND]);
+    return MT_OK;
+}
+
+/* Runs an UPDATE of one row; MT_ERR_NOTFOUND when it matched none. */
+static mt_status update_one(store *s, int id, int rc, const char *op, const char *what,
+                            int64_t row) {
+    mt_status ret = run(s, id, rc, op);
+    if (ret == MT_OK && sqlite3_changes(s->db) == 0)
+        ret = mt_seterr(MT_ERR_NOTFOUND, "store %s: %s: no %s %lld", s->path, op, what,
+                        (long long)row);
+    return ret;
+}
+
+mt_status store_document_opened(store *s, int64_t doc_id) {
+    CHECK_STORE(s);
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_DOC_OPENED], 1, doc_id, &rc);
+    bind_int(s->st[ST_DOC_OPENED], 2, now_ms(s), &rc);
+    return update_one(s, ST_DOC_OPENED, rc, "mark document opened", "document", doc_id);
+}
+
+typedef struct doc_ctx {
+    store_document_fn fn;
+    void *user;
+} doc_ctx;
+
+static int doc_row(sqlite3_stmt *st, void *ctx) {
+    doc_ctx *c = ctx;
+    store_document d = {
+        .id = sqlite3_column_int64(st, 0),
+        .path = col_text(st, 1),
+        .format = (store_format)sqlite3_column_int(st, 2),
+        .src_lang = col_text(st, 3),
+        .tgt_lang = col_text(st, 4),
+        .content_hash = col_text(st, 5),
+        .created_ms = sqlite3_column_int64(st, 6),
+        .opened_ms = sqlite3_column_int64(st, 7),
+        .cursor_segment = sqlite3_column_int(st, 8),
+        .cursor_offset = sqlite3_column_int(st, 9),
+        .n_segments = sqlite3_column_int(st, 10),
+    };
+    return c->fn(c->user, &d);
+}
+
+mt_status store_get_document(store *s, int64_t doc_id, store_document_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    doc_ctx c = {fn, user};
+    int rc = SQLITE_OK;
+    int64_t n = 0;
+    bind_int(s->st[ST_DOC_GET], 1, doc_id, &rc);
+    mt_status ret = each_row(s, ST_DOC_GET, rc, "get document", doc_row, &c, &n);
+    if (ret == MT_OK && n == 0)
+        ret = mt_seterr(MT_ERR_NOTFOUND, "store %s: no document %lld", s->path, (long long)doc_id);
+    return ret;
+}
+
+mt_status store_list_documents(store *s, store_document_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    doc_ctx c = {fn, user};
+    return each_row(s, ST_DOC_LIST, SQLITE_OK, "list documents", doc_row, &c, NULL);
+}
+
+mt_status store_set_cursor(store *s, int64_t doc_id, int32_t segment, int32_t offset) {
+    CHECK_STORE(s);
+    if (segment < 0 || offset < 0) return invalid(s, "set cursor", "negative position");
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_CURSOR_SET], 1, doc_id, &rc);
+    bind_int(s->st[ST_CURSOR_SET], 2, segment, &rc);
+    bind_int(s->st[ST_CURSOR_SET], 3, offset, &rc);
+    return update_one(s, ST_CURSOR_SET, rc, "set cursor", "document", doc_id);
+}
+
+mt_status store_get_cursor(store *s, int64_t doc_id, int32_t *segment, int32_t *offset) {
+    CHECK_STORE(s);
+    MT_ASSERT(segment != NULL && offset != NULL);
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_CURSOR_GET], 1, doc_id, &rc);
+    mt_status ret = first_row(s, ST_CURSOR_GET, rc, "get cursor");
+    if (ret == MT_ERR_NOTFOUND)
+        return mt_seterr(ret, "store %s: get cursor: no document %lld", s->path, (long long)doc_id);
+    if (ret != MT_OK) return ret;
+    *segment = sqlite3_column_int(s->st[ST_CURSOR_GET], 0);
+    *offset = sqlite3_column_int(s->st[ST_CURSOR_GET], 1);
+    finish(s->st[ST_CURSOR_GET]);
+    return MT_OK;
+}
+
+/* ------------------------------------------------------------- segments */
+
+typedef struct seg_ctx {
+    store_segment_fn fn;
+    void *user;
+} seg_ctx;
+
+static int seg_row(sqlite3_stmt *st, void *ctx) {
+    seg_ctx *c = ctx;
+    store_segment g = {
+        .id = sqlite3_column_int64(st, 0),
+        .doc_id = sqlite3_column_int64(st, 1),
+        .index = sqlite3_column_int(st, 2),
+        .source = col_text(st, 3),
+        .context = col_text(st, 4),
+        .plural_source = col_text(st, 5),
+        .plural_form = col_opt_int(st, 6),
+        .original_target = col_text(st, 7),
+        .target = col_text(st, 8),
+        .status = (store_seg_status)sqlite3_column_int(st, 9),
+        .source_words = sqlite3_column_int(st, 10),
+        .time_spent_ms = sqlite3_column_int64(st, 11),
+        .updated_ms = sqlite3_column_int64(st, 12),
+    };
+    return c->fn(c->user, &g);
+}
+
+mt_status store_list_segments(store *s, int64_t doc_id, unsigned status_mask, store_segment_fn fn,
+                              void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    seg_ctx c = {fn, user};
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_SEG_LIST], 1, doc_id, &rc);
+    bind_int(s->st[ST_SEG_LIST], 2, status_mask & STORE_SEG_ALL, &rc);
+    return each_row(s, ST_SEG_LIST, rc, "list segments", seg_row, &c, NULL);
+}
+
+mt_status store_get_segment(store *s, int64_t seg_id, store_segment_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    seg_ctx c = {fn, user};
+    int rc = SQLITE_OK;
+    int64_t n = 0;
+    bind_int(s->st[ST_SEG_GET], 1, seg_id, &rc);
+    mt_status ret = each_row(s, ST_SEG_GET, rc, "get segment", seg_row, &c, &n);
+    if (ret == MT_OK && n == 0)
+        ret = mt_seterr(MT_ERR_NOTFOUND, "store %s: no segment %lld", s->path, (long long)seg_id);
+    return ret;
+}
+
+mt_status store_get_segment_at(store *s, int64_t doc_id, int32_t index, store_segment_fn fn,
+                               void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    seg_ctx c = {fn, user};
+    int rc = SQLITE_OK;
+    int64_t n = 0;
+    bind_int(s->st[ST_SEG_AT], 1, doc_id, &rc);
+    bind_int(s->st[ST_SEG_AT], 2, index, &rc);
+    mt_status ret = each_row(s, ST_SEG_AT, rc, "get segment", seg_row, &c, &n);
+    if (ret == MT_OK && n == 0)
+        ret = mt_seterr(MT_ERR_NOTFOUND, "store %s: document %lld has no segment %d", s->path,
+                        (long long)doc_id, (int)index);
+    return ret;
+}
+
+static int progress_row(sqlite3_stmt *st, void *ctx) {
+    store_progress *p = ctx;
+    int status = sqlite3_column_int(st, 0);
+    if (status >= 0 && status < STORE_SEG_STATUS_COUNT) { /* the schema's FK guarantees it */
+        p->segments[status] = sqlite3_column_int64(st, 1);
+        p->words[status] = sqlite3_column_int64(st, 2);
+        p->total_segments += p->segments[status];
+        p->total_words += p->words[status];
+    }
+    return 0;
+}
+
+mt_status store_get_progress(store *s, int64_t doc_id, store_progress *out) {
+    CHECK_STORE(s);
+    MT_ASSERT(out != NULL);
+    store_progress p;
+    memset(&p, 0, sizeof p);
+    int rc = SQLITE_OK, id = doc_id ? ST_PROGRESS_DOC : ST_PROGRESS_ALL;
+    if (doc_id) bind_int(s->st[id], 1, doc_id, &rc);
+    mt_status ret = each_row(s, id, rc, "progress", progress_row, &p, NULL);
+    if (ret == MT_OK) *out = p;
+    return ret;
+}
+
+/* White space of Unicode (Zs, and the ASCII and line/paragraph separators). */
+static bool is_space(uint32_t c) {
+    return c == ' ' || (c >= 0x09 && c <= 0x0d) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+           c == 0x205f || c == 0x3000;
+}
+
+/* Scripts written without spaces, counted a character per word (kana, CJK
+** ideographs and their extensions and compatibility forms). */
+static bool is_cjk(uint32_t c) {
+    return (c >= 0x3040 && c <= 0x30ff) || (c >= 0x3400 && c <= 0x4dbf) ||
+           (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xf900 && c <= 0xfaff) ||
+           (c >= 0x20000 && c <= 0x3ffff);
+}
+
+/* Decodes one UTF-8 sequence; a malformed byte reads as U+FFFD. */
+static uint32_t next_codepoint(const unsigned char **p) {
+    const unsigned char *s = *p;
+    uint32_t c = s[0];
+    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len <= 1) {
+        *p = s + 1;
+        return len == 1 ? c : 0xfffd;
+    }
+    uint32_t cp = c & (0x7fu >> len);
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            *p = s + 1;
+            return 0xfffd;
+        }
+        cp = (cp << 6) | (s[i] & 0x3fu);
+    }
+    *p = s + len;
+    return cp;
+}
+
+int32_t store_count_words(const char *text) {
+    if (text == NULL) return 0;
+    const unsigned char *p = (const unsigned char *)text;
+    int32_t n = 0;
+    bool in_word = false;
+    while (*p) {
+        uint32_t c = next_codepoint(&p);
+        if (is_space(c)) {
+            in_word = false;
+        } else if (is_cjk(c)) {
+            n++;
+            in_word = false;
+        } else if (!in_word) {
+            n++;
+            in_word = true;
+        }
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------ MT outputs */
+
+mt_status store_add_mt(store *s, int64_t seg_id, int64_t model_id, const store_hyp *hyps, int32_t n,
+                       int64_t *mt_id) {
+    CHECK_STORE(s);
+    MT_ASSERT(mt_id != NULL && (hyps != NULL || n == 0));
+    const char *op = "record MT output";
+    if (n < 1) return invalid(s, op, "empty n-best list");
+    for (int32_t i = 0; i < n; i++)
+        if (hyps[i].text == NULL) return invalid(s, op, "hypothesis without text");
+    mt_status ret = tx_begin(s, op);
+    if (ret != MT_OK) return ret;
+    sqlite3_stmt *st = s->st[ST_MT_INSERT];
+    int rc = SQLITE_OK;
+    bind_int(st, 1, seg_id, &rc);
+    bind_opt(st, 2, model_id, model_id != 0, &rc);
+    bind_int(st, 3, now_ms(s), &rc);
+    bind_int(st, 4, n, &rc);
+    ret = run(s, ST_MT_INSERT, rc, "record MT output (unknown segment or model?)");
+    if (ret != MT_OK) goto fail;
+    int64_t id = sqlite3_last_insert_rowid(s->db);
+    st = s->st[ST_HYP_INSERT];
+    for (int32_t i = 0; i < n; i++) {
+        rc = SQLITE_OK;
+        bind_int(st, 1, id, &rc);
+        bind_int(st, 2, i, &rc);
+        bind_text(st, 3, hyps[i].text, &rc);
+        bind_double(st, 4, hyps[i].score, &rc);
+        ret = run(s, ST_HYP_INSERT, rc, "record MT output: hypothesis");
+        if (ret != MT_OK) goto fail;
+    }
+    ret = tx_commit(s, "record MT output: commit");
+    if (ret != MT_OK) return ret;
+    *mt_id = id;
+    return MT_OK;
+fail:
+    tx_rollback(s);
+    return ret;
+}
+
+typedef struct mt_ctx {
+    store_mt_fn fn;
+    void *user;
+} mt_ctx;
+
+static int mt_row(sqlite3_stmt *st, void *ctx) {
+    mt_ctx *c = ctx;
+    store_mt_row r = {
+        .mt_id = sqlite3_column_int64(st, 0),
+        .seg_id = sqlite3_column_int64(st, 1),
+        .model_id = col_id(st, 2),
+        .time_ms = sqlite3_column_int64(st, 3),
+        .rank = sqlite3_column_int(st, 4),
+        .text = col_text(st, 5),
+        .score = sqlite3_column_double(st, 6),
+    };
+    return c->fn(c->user, &r);
+}
+
+mt_status store_list_mt(store *s, int64_t seg_id, store_mt_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    mt_ctx c = {fn, user};
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_MT_LIST], 1, seg_id, &rc);
+    return each_row(s, ST_MT_LIST, rc, "list MT outputs", mt_row, &c, NULL);
+}
+
+/* ----------------------------------------------------------------- edits */
+
+/* Inside a transaction: sets the segment's target and status, then inserts
+** the edit event; *edit_id gets its id. */
+static mt_status write_edit(store *s, const store_edit_in *e, store_seg_status status, int64_t now,
+                            const char *op, int64_t *edit_id) {
+    sqlite3_stmt *st = s->st[ST_SEG_UPDATE];
+    int rc = SQLITE_OK;
+    bind_int(st, 1, e->seg_id, &rc);
+    bind_text(st, 2, e->text, &rc);
+    bind_int(st, 3, status, &rc);
+    bind_int(st, 4, e->spent_ms, &rc);
+    bind_int(st, 5, now, &rc);
+    mt_status ret = update_one(s, ST_SEG_UPDATE, rc, op, "segment", e->seg_id);
+    if (ret != MT_OK) return ret;
+
+    st = s->st[ST_EDIT_INSERT];
+    rc = SQLITE_OK;
+    bind_int(st, 1, e->seg_id, &rc);
+    bind_int(st, 2, e->kind, &rc);
+    bind_text(st, 3, e->text, &rc);
+    bind_int(st, 4, now, &rc);
+    bind_int(st, 5, e->spent_ms, &rc);
+    bind_int(st, 6, e->keystrokes, &rc);
+    bind_opt(st, 7, e->mt_id, e->mt_id != 0, &rc);
+    bind_opt(st, 8, e->mt_rank, e->mt_id != 0, &rc);
+    ret = run(s, ST_EDIT_INSERT, rc, e->mt_id ? "record edit (unknown MT output?)" : op);
+    if (ret == MT_OK) *edit_id = sqlite3_last_insert_rowid(s->db);
+    return ret;
+}
+
+static mt_status check_edit(store *s, const store_edit_in *e, const char *op) {
+    if (e->text == NULL) return invalid(s, op, "no text");
+    if (e->spent_ms < 0 || e->keystrokes < 0)
+        return invalid(s, op, "negative time spent or keystroke count");
+    if (e->mt_id != 0 && e->mt_rank < 0) return invalid(s, op, "MT output without a rank");
+    return MT_OK;
+}
+
+mt_status store_record_edit(store *s, const store_edit_in *e, int64_t *edit_id) {
+    CHECK_STORE(s);
+    MT_ASSERT(e != NULL && edit_id != NULL);
+    const char *op = "record edit";
+    if ((unsigned)e->kind >= STORE_EDIT_KIND_COUNT || e->kind == STORE_EDIT_CONFIRM)
+        return invalid(s, op, "unknown edit kind (confirmations go through store_confirm)");
+    mt_status ret = check_edit(s, e, op);
+    if (ret != MT_OK) return ret;
+    store_seg_status status = e->kind == STORE_EDIT_ACCEPT_ALL || e->kind == STORE_EDIT_NBEST_PICK
+                                  ? STORE_SEG_MT
+                                  : STORE_SEG_EDITED;
+    int64_t id = 0;
+    ret = tx_begin(s, op);
+    if (ret != MT_OK) return ret;
+    ret = write_edit(s, e, status, now_ms(s), op, &id);
+    if (ret != MT_OK) {
+        tx_rollback(s);
+        return ret;
+    }
+    ret = tx_commit(s, "record edit: commit");
+    if (ret != MT_OK) return ret;
+    *edit_id = id;
+    return MT_OK;
+}
+
+mt_status store_confirm(store *s, int64_t seg_id, const char *text, int64_t spent_ms,
+                        int32_t keystrokes, int64_t *confirmation_id) {
+    CHECK_STORE(s);
+    MT_ASSERT(confirmation_id != NULL);
+    const char *op = "confirm segment";
+    store_edit_in e = {.seg_id = seg_id,
+                       .kind = STORE_EDIT_CONFIRM,
+                       .text = text,
+                       .spent_ms = spent_ms,
+                       .keystrokes = keystrokes};
+    mt_status ret = check_edit(s, &e, op);
+    if (ret != MT_OK) return ret;
+    int64_t now = now_ms(s), edit_id = 0;
+    ret = tx_begin(s, op);
+    if (ret != MT_OK) return ret;
+    ret = write_edit(s, &e, STORE_SEG_CONFIRMED, now, op, &edit_id);
+    if (ret != MT_OK) goto fail;
+    sqlite3_stmt *st = s->st[ST_CONF_INSERT];
+    int rc = SQLITE_OK;
+    bind_int(st, 1, seg_id, &rc);
+    bind_int(st, 2, edit_id, &rc);
+    bind_text(st, 3, text, &rc);
+    bind_int(st, 4, now, &rc);
+    bind_int(st, 5, spent_ms, &rc);
+    ret = run(s, ST_CONF_INSERT, rc, op);
+    if (ret != MT_OK) goto fail;
+    int64_t id = sqlite3_last_insert_rowid(s->db);
+    ret = tx_commit(s, "confirm segment: commit");
+    if (ret != MT_OK) return ret;
+    *confirmation_id = id;
+    return MT_OK;
+fail:
+    tx_rollback(s);
+    return ret;
+}
+
+typedef struct edit_ctx {
+    store_edit_fn fn;
+    void *user;
+} edit_ctx;
+
+static int edit_row(sqlite3_stmt *st, void *ctx) {
+    edit_ctx *c = ctx;
+    store_edit e = {
+        .id = sqlite3_column_int64(st, 0),
+        .seg_id = sqlite3_column_int64(st, 1),
+        .doc_id = sqlite3_column_int64(st, 2),
+        .seg_index = sqlite3_column_int(st, 3),
+        .kind = (store_edit_kind)sqlite3_column_int(st, 4),
+        .source = col_text(st, 5),
+        .text = col_text(st, 6),
+        .time_ms = sqlite3_column_int64(st, 7),
+        .spent_ms = sqlite3_column_int64(st, 8),
+        .keystrokes = sqlite3_column_int(st, 9),
+        .mt_id = col_id(st, 10),
+        .mt_rank = col_opt_int(st, 11),
+    };
+    return c->fn(c->user, &e);
+}
+
+mt_status store_list_edits_since(store *s, int64_t since_ms, store_edit_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    edit_ctx c = {fn, user};
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_EDITS_SINCE], 1, since_ms, &rc);
+    return each_row(s, ST_EDITS_SINCE, rc, "list edits", edit_row, &c, NULL);
+}
+
+typedef struct export_ctx {
+    store_export_fn fn;
+    void *user;
+} export_ctx;
+
+static int export_row(sqlite3_stmt *st, void *ctx) {
+    export_ctx *c = ctx;
+    store_export_row r = {
+        .doc_id = sqlite3_column_int64(st, 0),
+        .seg_id = sqlite3_column_int64(st, 1),
+        .confirmation_id = sqlite3_column_int64(st, 2),
+        .seg_index = sqlite3_column_int(st, 3),
+        .doc_path = col_text(st, 4),
+        .src_lang = col_text(st, 5),
+        .tgt_lang = col_text(st, 6),
+        .context = col_text(st, 7),
+        .source = col_text(st, 8),
+        .target = col_text(st, 9),
+        .time_ms = sqlite3_column_int64(st, 10),
+    };
+    return c->fn(c->user, &r);
+}
+
+mt_status store_export_confirmed(store *s, int64_t doc_id, store_export_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    export_ctx c = {fn, user};
+    int rc = SQLITE_OK, id = doc_id ? ST_EXPORT_DOC : ST_EXPORT_ALL;
+    if (doc_id) bind_int(s->st[id], 1, doc_id, &rc);
+    return each_row(s, id, rc, "export confirmed segments", export_row, &c, NULL);
+}
+
+/* ------------------------------------------------------ models and runs */
+
+mt_status store_find_model(store *s, const char *path, int64_t *model_id) {
+    CHECK_STORE(s);
+    MT_ASSERT(model_id != NULL);
+    if (path == NULL) return invalid(s, "find model", "no path");
+    int rc = SQLITE_OK;
+    bind_text(s->st[ST_MODEL_FIND], 1, path, &rc);
+    mt_status ret = first_row(s, ST_MODEL_FIND, rc, "find model");
+    if (ret == MT_ERR_NOTFOUND) return mt_seterr(ret, "store %s: no model %s", s->path, path);
+    if (ret != MT_OK) return ret;
+    *model_id = sqlite3_column_int64(s->st[ST_MODEL_FIND], 0);
+    finish(s->st[ST_MODEL_FIND]);
+    return MT_OK;
+}
+
+mt_status store_add_model(store *s, const char *path, const char *name, const char *kind,
+                          int64_t *model_id) {
+    CHECK_STORE(s);
+    MT_ASSERT(model_id != NULL);
+    const char *op = "add model";
+    if (!path || !name || !kind) return invalid(s, op, "path, name and kind are required");
+    mt_status ret = tx_begin(s, op);
+    if (ret != MT_OK) return ret;
+    int64_t id = 0;
+    int rc = SQLITE_OK;
+    bind_text(s->st[ST_MODEL_FIND], 1, path, &rc);
+    ret = first_row(s, ST_MODEL_FIND, rc, op);
+    if (ret == MT_OK) {
+        id = sqlite3_column_int64(s->st[ST_MODEL_FIND], 0);
+        finish(s->st[ST_MODEL_FIND]);
+    } else if (ret == MT_ERR_NOTFOUND) {
+        sqlite3_stmt *st = s->st[ST_MODEL_INSERT];
+        rc = SQLITE_OK;
+        bind_text(st, 1, path, &rc);
+        bind_text(st, 2, name, &rc);
+        bind_text(st, 3, kind, &rc);
+        bind_int(st, 4, now_ms(s), &rc);
+        ret = run(s, ST_MODEL_INSERT, rc, op);
+        id = sqlite3_last_insert_rowid(s->db);
+    }
+    if (ret != MT_OK) {
+        tx_rollback(s);
+        return ret;
+    }
+    ret = tx_commit(s, "add model: commit");
+    if (ret != MT_OK) return ret;
+    *model_id = id;
+    return MT_OK;
+}
+
+typedef struct model_ctx {
+    store_model_fn fn;
+    void *user;
+} model_ctx;
+
+static int model_row(sqlite3_stmt *st, void *ctx) {
+    model_ctx *c = ctx;
+    store_model m = {
+        .id = sqlite3_column_int64(st, 0),
+        .path = col_text(st, 1),
+        .name = col_text(st, 2),
+        .kind = col_text(st, 3),
+        .created_ms = sqlite3_column_int64(st, 4),
+    };
+    return c->fn(c->user, &m);
+}
+
+mt_status store_list_models(store *s, store_model_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    model_ctx c = {fn, user};
+    return each_row(s, ST_MODEL_LIST, SQLITE_OK, "list models", model_row, &c, NULL);
+}
+
+mt_status store_run_begin(store *s, int64_t base_model_id, int64_t n_edits, int64_t data_until_ms,
+                          const char *log_path, int64_t *run_id) {
+    CHECK_STORE(s);
+    MT_ASSERT(run_id != NULL);
+    if (n_edits < 0) return invalid(s, "start fine-tuning run", "negative edit count");
+    sqlite3_stmt *st = s->st[ST_RUN_INSERT];
+    int rc = SQLITE_OK;
+    bind_int(st, 1, base_model_id, &rc);
+    bind_int(st, 2, now_ms(s), &rc);
+    bind_int(st, 3, n_edits, &rc);
+    bind_int(st, 4, data_until_ms, &rc);
+    bind_text(st, 5, log_path, &rc);
+    mt_status ret = run(s, ST_RUN_INSERT, rc, "start fine-tuning run (unknown base model?)");
+    if (ret != MT_OK) return ret;
+    *run_id = sqlite3_last_insert_rowid(s->db);
+    return MT_OK;
+}
+
+typedef struct run_ctx {
+    store_run_fn fn;
+    void *user;
+} run_ctx;
+
+static int run_row(sqlite3_stmt *st, void *ctx) {
+    run_ctx *c = ctx;
+    store_run r = {
+        .id = sqlite3_column_int64(st, 0),
+        .base_model_id = sqlite3_column_int64(st, 1),
+        .output_model_id = col_id(st, 2),
+        .status = (store_run_status)sqlite3_column_int(st, 3),
+        .started_ms = sqlite3_column_int64(st, 4),
+        .ended_ms = col_id(st, 5),
+        .n_edits = sqlite3_column_int64(st, 6),
+        .data_until_ms = sqlite3_column_int64(st, 7),
+        .log_path = col_text(st, 8),
+        .metrics_json = col_text(st, 9),
+    };
+    return c->fn(c->user, &r);
+}
+
+static int count_row(void *user, const store_run *r) {
+    (*(int *)user)++;
+    return 0;
+}
+
+mt_status store_run_end(store *s, int64_t run_id, store_run_status status, int64_t output_model_id,
+                        const char *metrics_json) {
+    CHECK_STORE(s);
+    const char *op = "end fine-tuning run";
+    if (status == STORE_RUN_RUNNING || (unsigned)status >= STORE_RUN_STATUS_COUNT)
+        return invalid(s, op, "the final status must be done, failed or cancelled");
+    sqlite3_stmt *st = s->st[ST_RUN_END];
+    int rc = SQLITE_OK;
+    bind_int(st, 1, run_id, &rc);
+    bind_int(st, 2, status, &rc);
+    bind_int(st, 3, now_ms(s), &rc);
+    bind_opt(st, 4, output_model_id, output_model_id != 0, &rc);
+    bind_text(st, 5, metrics_json, &rc);
+    mt_status ret = run(s, ST_RUN_END, rc, "end fine-tuning run (metrics not JSON?)");
+    if (ret != MT_OK || sqlite3_changes(s->db) == 1) return ret;
+    /* No row changed: unknown run, or one that already ended. */
+    int n = 0;
+    ret = store_get_run(s, run_id, count_row, &n);
+    if (ret != MT_OK) return ret; /* NOTFOUND, with its message */
+    return mt_seterr(MT_ERR_INVALID, "store %s: %s: run %lld has already ended", s->path, op,
+                     (long long)run_id);
+}
+
+mt_status store_get_run(store *s, int64_t run_id, store_run_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    run_ctx c = {fn, user};
+    int rc = SQLITE_OK;
+    int64_t n = 0;
+    bind_int(s->st[ST_RUN_GET], 1, run_id, &rc);
+    mt_status ret = each_row(s, ST_RUN_GET, rc, "get fine-tuning run", run_row, &c, &n);
+    if (ret == MT_OK && n == 0)
+        ret = mt_seterr(MT_ERR_NOTFOUND, "store %s: no fine-tuning run %lld", s->path,
+                        (long long)run_id);
+    return ret;
+}
+
+mt_status store_list_runs(store *s, store_run_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    run_ctx c = {fn, user};
+    return each_row(s, ST_RUN_LIST, SQLITE_OK, "list fine-tuning runs", run_row, &c, NULL);
+}

@@ -1,0 +1,53 @@
+/*
+** store_impl.h: private to db/ (and white-box tests): the migration
+** machinery of schema.c and access to the store's SQLite connection.
+*/
+#ifndef MT_STORE_IMPL_H
+#define MT_STORE_IMPL_H
+#include <sqlite3.h>
+
+#include "store.h"
+
+/* "mtpe" as PRAGMA application_id: marks a database as an mtpe store. */
+#define STORE_APPLICATION_ID 0x6d747065
+
+/* One schema migration: it turns a database at version - 1 into one at
+** version.  sql (may be NULL) runs first, then fn (may be NULL), which
+** sets mt_errmsg() when it fails.  Both run inside the migration's
+** transaction, with foreign keys off (the checks run before COMMIT). */
+typedef struct store_migration {
+    int version;
+    const char *what; /* one line, for messages */
+    const char *sql;
+    mt_status (*fn)(sqlite3 *db);
+} store_migration;
+
+/* The schema version this build writes: the number of migrations (checked
+** at compile time in schema.c). */
+#define STORE_SCHEMA_VERSION 1
+
+/* The migrations of this build: versions 1..STORE_SCHEMA_VERSION in order. */
+extern const store_migration store_migrations[];
+extern const int store_n_migrations;
+
+/* Brings db (which must not be in a transaction) to target_version by
+** applying steps[k] for every version above the current one, all in one
+** BEGIN IMMEDIATE transaction that also sets PRAGMA user_version; on any
+** failure everything is rolled back.  steps must hold versions 1..n in
+** order (asserted).  A database already at or above target_version is left
+** alone.  *from_version (may be NULL) receives the version found.  path
+** names the database in messages.  Leaves PRAGMA foreign_keys on. */
+mt_status store_migrate(sqlite3 *db, const char *path, const store_migration *steps, int n_steps,
+                        int target_version, int *from_version);
+
+/* Maps an SQLite result code to an mt_status (see store.h). */
+mt_status store_status_from_sqlite(int rc);
+
+/* Sets mt_errmsg() to "store <path>: <op>: <sqlite message> (<code name>)"
+** and returns the mapped status. */
+mt_status store_sqlite_error(sqlite3 *db, int rc, const char *path, const char *op);
+
+/* The connection behind a store (tests: fault injection). */
+sqlite3 *store_db(store *s);
+
+#endif /* MT_STORE_IMPL_H */
