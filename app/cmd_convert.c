@@ -1,0 +1,154 @@
+/*
+** cmd_convert.c: `mtpe convert`, the counterpart of marian-conv.
+**
+**   mtpe convert --info MODEL     the config (special:model.yml) and one line
+**                                 per parameter: name, shape, type; totals
+**   mtpe convert MODEL OUT        convert by suffix: npz -> bin, bin -> npz,
+**   mtpe convert -f MODEL -t OUT  npz -> npz, bin -> bin
+**
+** Quantization (--gemm-type, as in marian-conv) comes later; options are
+** parsed in one table-free loop so that it slots in beside --info.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+#include "mt.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: mtpe convert [options] MODEL OUT\n"
+               "       mtpe convert --info MODEL\n"
+               "\n"
+               "Converts a Marian model between .npz and .bin (formats chosen by the file\n"
+               "suffixes; the output is written to OUT.tmp and renamed), or describes it.\n"
+               "\n"
+               "options:\n"
+               "  -f, --from MODEL  input model (.npz or .bin)\n"
+               "  -t, --to OUT      output model (.npz or .bin)\n"
+               "  -i, --info        print the model config and one line per parameter\n"
+               "                    (name, shape, type), then the totals\n"
+               "  -h, --help        this text\n"
+               "\n"
+               "Quantized items (intgemm8/16, packed) exist only in .bin files; converting\n"
+               "such a model to .npz is refused.\n");
+}
+
+static void shape_text(const mt_shape *s, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < s->ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)s->dim[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+static int64_t numel(const mt_shape *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++)
+        n *= s->dim[i];
+    return n;
+}
+
+static int print_info(const char *path) {
+    mt_model_file *m = NULL;
+    if (mt_model_file_read(path, &m) != MT_OK) {
+        fprintf(stderr, "mtpe convert: %s\n", mt_errmsg());
+        return 1;
+    }
+    if (m->config_yaml) {
+        size_t len = strlen(m->config_yaml);
+        printf("# config (special:model.yml)\n%s%s", m->config_yaml,
+               len && m->config_yaml[len - 1] != '\n' ? "\n" : "");
+    } else {
+        printf("# no config (special:model.yml) in this file\n");
+    }
+    int width = 4;
+    for (int i = 0; i < m->n; i++) {
+        int w = (int)strlen(m->names[i]);
+        if (w > width) width = w;
+    }
+    printf("# parameters: name, shape, type\n");
+    int64_t elements = 0;
+    uint64_t bytes = 0;
+    for (int i = 0; i < m->n; i++) {
+        const mt_tensor *t = &m->tensors[i];
+        const mt_model_item *it = &m->items[i];
+        char sh[128];
+        shape_text(&t->shape, sh, sizeof sh);
+        const char *type = mt_marian_type_name(it->marian_type);
+        printf("%-*s  %-14s  %s\n", width, m->names[i], sh, type ? type : "?");
+        elements += numel(&t->shape);
+        bytes += it->raw ? it->raw_bytes
+                         : (uint64_t)numel(&t->shape) * mt_marian_type_width(it->marian_type);
+    }
+    printf("# total: %d parameters, %lld elements, %llu bytes\n", m->n, (long long)elements,
+           (unsigned long long)bytes);
+    mt_model_file_free(m);
+    return 0;
+}
+
+static int convert(const char *from, const char *to) {
+    mt_model_file *m = NULL;
+    if (mt_model_file_read(from, &m) != MT_OK) {
+        fprintf(stderr, "mtpe convert: %s\n", mt_errmsg());
+        return 1;
+    }
+    int rc = 0;
+    if (mt_model_file_write(to, m) != MT_OK) {
+        fprintf(stderr, "mtpe convert: %s\n", mt_errmsg());
+        rc = 1;
+    } else {
+        fprintf(stderr, "mtpe convert: wrote %s (%d parameters%s)\n", to, m->n,
+                m->config_yaml ? " + config" : "");
+    }
+    mt_model_file_free(m);
+    return rc;
+}
+
+int app_convert_main(int argc, char **argv) {
+    const char *from = NULL, *to = NULL;
+    const char *pos[2] = {NULL, NULL};
+    int n_pos = 0;
+    bool info = false, opts_done = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!opts_done && a[0] == '-' && a[1] != '\0') {
+            if (!strcmp(a, "--")) {
+                opts_done = true;
+            } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+                usage(stdout);
+                return 0;
+            } else if (!strcmp(a, "-i") || !strcmp(a, "--info")) {
+                info = true;
+            } else if (!strcmp(a, "-f") || !strcmp(a, "--from") || !strcmp(a, "-t") ||
+                       !strcmp(a, "--to")) {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "mtpe convert: %s needs a file name\n", a);
+                    return 2;
+                }
+                bool is_from = !strcmp(a, "-f") || !strcmp(a, "--from");
+                if (is_from)
+                    from = argv[++i];
+                else
+                    to = argv[++i];
+            } else {
+                fprintf(stderr, "mtpe convert: unknown option '%s'\n\n", a);
+                usage(stderr);
+                return 2;
+            }
+            continue;
+        }
+        if (n_pos == 2) {
+            fprintf(stderr, "mtpe convert: too many arguments ('%s')\n\n", a);
+            usage(stderr);
+            return 2;
+        }
+        pos[n_pos++] = a;
+    }
+    int p = 0;
+    if (from == NULL && p < n_pos) from = pos[p++];
+    if (to == NULL && !info && p < n_pos) to = pos[p++];
+    if (p != n_pos || from == NULL || (info ? to != NULL : to == NULL)) {
+        usage(stderr);
+        return 2;
+    }
+    return info ? print_info(from) : convert(from, to);
+}
