@@ -12,12 +12,12 @@
 #include "mt.h"
 
 #define N_POINTS 256
-#define HIDDEN 32
+#define HIDDEN 48
 
 static void make_spirals(float *x, int32_t *y) {
     for (int i = 0; i < N_POINTS; i++) {
         int cls = i % 2;
-        float t = (float)(i / 2) / (N_POINTS / 2) * 3.0f * 3.14159265f;
+        float t = (float)(i / 2) / (N_POINTS / 2) * 2.0f * 3.14159265f;
         float r = 0.2f + t / 10.0f;
         float s = cls ? -1.0f : 1.0f;
         x[2 * i] = s * r * cosf(t);
@@ -55,10 +55,11 @@ static int train_demo(void) {
     if (mt_params_init(NULL, 1234, &p) != MT_OK || mt_graph_init(NULL, gp, &g) != MT_OK) goto fail;
     mt_adam_params ap = mt_adam_default_params();
     ap.lr = 0.01f;
+    ap.clip_norm = 0.0f;
     float loss = 0;
     printf("training a 2-%d-%d-2 tanh network on two spirals (%d points), Adam lr %.3g\n", HIDDEN,
            HIDDEN, N_POINTS, ap.lr);
-    for (int step = 0; step <= 1500; step++) {
+    for (int step = 0; step <= 600; step++) {
         mt_graph_clear(g);
         mt_node *logits;
         mt_node *l = build(g, p, x, y, &logits);
@@ -66,7 +67,7 @@ static int train_demo(void) {
         if (mt_graph_forward(g) != MT_OK || mt_graph_backward(g, l) != MT_OK ||
             mt_node_get_scalar(l, &loss) != MT_OK || mt_adam_step(opt) != MT_OK)
             goto fail;
-        if (step % 300 == 0 || step == 1500) {
+        if (step % 100 == 0) {
             int correct = 0;
             if (mt_node_get(logits, logits_host, N_POINTS * 2) != MT_OK) goto fail;
             for (int i = 0; i < N_POINTS; i++)
