@@ -1,0 +1,235 @@
+/*
+** model.h: encoder-decoder models (transformer first; RNN and multi-source
+** later) written once against engine/mt.h.  Parameter names, shapes and
+** config keys are Marian's, so models load in both directions.
+**
+** One definition serves training, scoring and translation: the loss is the
+** decoder run over the shifted reference (teacher forcing); translation uses
+** encode + start + step (see the step API below).
+**
+** Token order: batches and decoder inputs are in the model's order.  For a
+** right-to-left model (config.right_left) the data layer reverses every
+** stream except its final EOS, as Marian's corpus reader does (corpus.h,
+** `mtpe score`); the model itself never reverses anything, so per-word
+** scores, alignments and decoded hypotheses come out in the model's order
+** and a translation is reversed back before detokenisation.
+**
+** Threads: a loaded model may be shared read-only by several threads, each
+** with its own mt_graph (the params are not modified by inference builds).
+*/
+#ifndef MT_MODEL_H
+#define MT_MODEL_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "mt.h"
+
+#define MT_MODEL_MAX_LAYERS 64 /* enc-depth, dec-depth, transformer-tied-layers */
+
+/* Architecture keys (the ones Marian stores in special:model.yml) plus the
+** training-time ones a model needs to build its graph (dropouts). */
+typedef struct mt_model_config {
+    char type[32];           /* "transformer", "multi-transformer", "s2s" ...      */
+    int n_vocabs;            /* number of entries in dim_vocabs (streams + target) */
+    int dim_vocabs[MT_MAX_STREAMS + 1];
+    int dim_emb;
+    int enc_depth, dec_depth;
+    int heads;               /* transformer-heads                                 */
+    int dim_ffn;             /* transformer-dim-ffn                               */
+    int dec_dim_ffn;         /* transformer-decoder-dim-ffn (0 = dim_ffn)         */
+    int ffn_depth;           /* transformer-ffn-depth                             */
+    int dec_ffn_depth;       /* transformer-decoder-ffn-depth (0 = ffn_depth)     */
+    char ffn_activation[16]; /* relu | swish | gelu | sigmoid                     */
+    char preprocess[16];     /* transformer-preprocess, e.g. "" or "n"            */
+    char postprocess[16];    /* transformer-postprocess, e.g. "dan"               */
+    char postprocess_emb[16];
+    char postprocess_top[16];
+    bool tied_embeddings, tied_embeddings_src, tied_embeddings_all;
+    char dec_autoreg[32];    /* self-attention | average-attention | rnn          */
+    int dim_aan, aan_depth;
+    char aan_activation[16];
+    bool aan_nogate;
+    bool right_left;
+    char guided_alignment_layer[16]; /* "last" or a 1-based layer number          */
+    bool output_omit_bias;
+    bool train_position_embeddings;
+    /* training only (not part of special:model.yml) */
+    float dropout_src, dropout_trg;
+    float transformer_dropout, transformer_dropout_attention, transformer_dropout_ffn;
+    /* ---- further special:model.yml keys (kept so that a model saved by mtpe
+    ** carries what it was loaded with; see mt_model_config_to_yaml) */
+    char version[64];        /* "version": Marian build string ("" = fresh model) */
+    bool no_projection;      /* transformer-no-projection                         */
+    bool rnn_projection;     /* transformer-rnn-projection                        */
+    int n_tied_layers;       /* transformer-tied-layers (0 = none)                */
+    int tied_layers[MT_MODEL_MAX_LAYERS];
+    /* s2s (RNN) keys */
+    int dim_rnn;
+    char enc_cell[16], enc_type[32], dec_cell[16];
+    int enc_cell_depth, dec_cell_base_depth, dec_cell_high_depth;
+    bool skip, layer_normalization;
+} mt_model_config;
+
+/* Marian's command-line defaults for the keys above, except type, which is
+** "transformer" (Marian's default "amun" is an RNN type mtpe does not have). */
+mt_model_config mt_model_config_default(void);
+/* Overrides the fields whose keys occur in yaml (a model.yml or config);
+** other keys are ignored.  MT_ERR_FORMAT for unparsable YAML or a value of
+** the wrong kind (the message names the key). */
+mt_status mt_model_config_from_yaml(const char *yaml, mt_model_config *c);
+/* The model.yml text Marian writes for these keys (caller mt_free()s it):
+** the 1.12 key set in Marian's (alphabetical) order, yaml-cpp formatting.
+** NULL when out of memory. */
+char *mt_model_config_to_yaml(const mt_model_config *c);
+/* Checks that mtpe can build this architecture: MT_ERR_UNSUPPORTED naming
+** the key for a feature it does not implement, MT_ERR_INVALID for
+** inconsistent values (heads not dividing dim-emb, empty dim-vocabs, ...). */
+mt_status mt_model_config_check(const mt_model_config *c);
+
+typedef struct mt_model mt_model;
+
+/* A fresh model with Marian's initialisation: every parameter the
+** architecture uses is created here (glorot-uniform weights, zero biases,
+** unit layer-norm scales; embeddings glorot-uniform in Marian's fan-in mode,
+** U(-sqrt(3/V), sqrt(3/V))), in a fixed order from seed.  The config's
+** dim_vocabs must be set (> 0). */
+mt_status mt_model_create(const mt_model_config *c, mt_device *dev, uint64_t seed,
+                          mt_model **out);
+/* Loads a Marian .npz/.bin; the config comes from its special:model.yml.
+** Every parameter the architecture needs must be present with its shape
+** (MT_ERR_NOTFOUND / MT_ERR_FORMAT naming the parameter and the file);
+** float16 items are converted to float32; 1-D vectors where Marian has
+** [1, d] are accepted.  Items the architecture does not use are kept (and
+** saved back) but ignored. */
+mt_status mt_model_load(const char *path, mt_device *dev, mt_model **out);
+/* Writes parameters + special:model.yml (atomic, Marian's layout: float32
+** items sorted by name, then the config). */
+mt_status mt_model_save(mt_model *m, const char *path);
+void mt_model_free(mt_model *m);
+const mt_model_config *mt_model_get_config(const mt_model *m);
+mt_params *mt_model_params(mt_model *m);
+/* Copies the training-only fields (dropouts) of c into the model, e.g. to
+** fine-tune a loaded model with dropout. */
+void mt_model_set_training_config(mt_model *m, const mt_model_config *c);
+/* Vocabulary size of the target (the output layer) and of source stream s. */
+int32_t mt_model_trg_vocab(const mt_model *m);
+int32_t mt_model_src_vocab(const mt_model *m, int s);
+/* Number of source streams the model reads (1 for a transformer). */
+int mt_model_n_src(const mt_model *m);
+
+/* Teacher-forced pass over a batch with targets. */
+typedef struct mt_model_loss {
+    mt_node *cost;         /* scalar: sum over target tokens of the (label-smoothed)
+                              cross-entropy: the training objective (ce-sum)      */
+    mt_node *logprob_sent; /* [B]: sum of log p(reference token) per sentence     */
+    mt_node *logprob_word; /* [B, T]: log p of each reference token (0 at padding) */
+    /* appended: */
+    mt_node *align;        /* [B, T, S]: head-0 attention of the guided-alignment
+                              layer's cross-attention over the first source     */
+    mt_status status;      /* MT_OK, or why the fields are NULL (graph error or
+                              out of host memory; mt_errmsg() has the detail)    */
+} mt_model_loss;
+/* Builds the loss graph; g decides training (dropout) vs inference.  Fields
+** are NULL on failure (sticky graph error, or .status). */
+mt_model_loss mt_model_build_loss(mt_model *m, mt_graph *g, const mt_batch *b,
+                                  float label_smoothing);
+
+/* --------------------------------------------------------------- step API
+** Incremental decoding, Marian's EncoderBase/DecoderBase split:
+**
+**   mt_model_encode   once per batch: one context (+ masks) per source stream
+**   mt_model_start    the decoder's start state for B sentences, beam 1
+**   mt_model_step     one target position for every row of the state: takes
+**                     the previous token of each row, gives log-probabilities
+**                     of the next one and the new state
+**   mt_model_select   beam bookkeeping: the rows of the state that survive,
+**                     in their new order, with a new beam width
+**
+** Rows are batch-major: a state with beam K has B * K rows and row b * K + k
+** is hypothesis k of sentence b.  A beam search keeps K fixed per batch
+** (padding finished sentences with dummy rows).  All of it is built on one
+** graph that lives for the whole batch (do not clear it between steps):
+** call mt_graph_forward after each step to get its values.  States are
+** plain values (node pointers on that graph); nothing is allocated on the
+** host except small temporary buffers while building.
+**
+** Ensembles: one encoding and one state per model, log-probs combined by
+** the caller.  A decoder reads every context of the encoding, so another
+** encoder (RNN, second source) combines with the same decoder. */
+
+typedef struct mt_model_context {
+    mt_node *ctx;      /* [B, S, D] encoder output                               */
+    mt_node *mask;     /* [B, S]    1 = token, 0 = padding                       */
+    mt_node *log_mask; /* [B, 1, 1, S] additive attention mask: 0 / -99999999    */
+    int32_t len;       /* S                                                       */
+} mt_model_context;
+
+typedef struct mt_model_encoding {
+    int32_t batch; /* B */
+    int n;         /* contexts (source streams) */
+    mt_model_context c[MT_MAX_STREAMS];
+} mt_model_encoding;
+
+#define MT_DEC_STATE_SLOTS 128
+
+typedef struct mt_dec_state {
+    int32_t batch; /* B sentences                                                 */
+    int32_t beam;  /* K rows per sentence                                         */
+    int32_t pos;   /* target tokens consumed so far (position of the next input)  */
+    int n_rows;    /* per-row nodes [B * K, ...], reordered by mt_model_select;
+                      entries may be NULL (nothing cached yet)                   */
+    mt_node *rows[MT_DEC_STATE_SLOTS];
+    int n_fixed;   /* per-sentence nodes [B, ...] (cached projections of the
+                      encoder contexts), shared by all rows of a sentence       */
+    mt_node *fixed[MT_DEC_STATE_SLOTS];
+    /* Optional output shortlist, set by the caller: i32 [V'] target ids in
+    ** increasing order; log-probs are then over these V' ids only. */
+    mt_node *shortlist;
+} mt_dec_state;
+
+typedef struct mt_dec_step {
+    mt_node *logprobs; /* [B * K, V] log-softmax of the next token ([B*K, V'] with a
+                          shortlist)                                               */
+    mt_node *align;    /* [B * K, S0] head-0 cross-attention weights of the
+                          guided-alignment layer over the first context            */
+} mt_dec_step;
+
+mt_status mt_model_encode(mt_model *m, mt_graph *g, const mt_batch *b, mt_model_encoding *out);
+mt_status mt_model_start(mt_model *m, mt_graph *g, const mt_model_encoding *enc,
+                         mt_dec_state *out);
+/* prev: B * K token ids (the previous output of each row); ignored at
+** position 0, where the decoder input is the zero vector as in Marian. */
+mt_status mt_model_step(mt_model *m, mt_graph *g, const mt_model_encoding *enc,
+                        const mt_dec_state *in, const int32_t *prev, mt_dec_state *next,
+                        mt_dec_step *out);
+/* New state of B * beam rows: new row i is old row rows[i], which must be a
+** row of the same sentence (rows[i] / in->beam == i / beam), else
+** MT_ERR_INVALID. */
+mt_status mt_model_select(mt_model *m, mt_graph *g, const mt_dec_state *in, const int32_t *rows,
+                          int32_t beam, mt_dec_state *out);
+
+/* ------------------------------------------------------------ internal
+** For the architecture files (transformer.c, later rnn.c); encdec.c
+** dispatches to them by config type.  Not for callers outside models/. */
+
+/* Called once per parameter the architecture uses, in creation order. */
+typedef mt_status (*mt_param_visit_fn)(void *user, const char *name, mt_shape shape, mt_init init);
+/* Lists the parameters of a transformer (p, when not NULL, tells which
+** optional legacy names are present, e.g. decoder_ff_logit_out_W). */
+mt_status mt_transformer_params(const mt_model_config *c, const mt_params *p,
+                                mt_param_visit_fn fn, void *user);
+mt_status mt_transformer_encode(const mt_model_config *c, mt_params *p, mt_graph *g,
+                                const mt_batch *b, mt_model_encoding *out);
+mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph *g,
+                               const mt_model_encoding *enc, mt_dec_state *out);
+mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *g,
+                              const mt_model_encoding *enc, const mt_dec_state *in,
+                              const int32_t *prev, mt_dec_state *next, mt_dec_step *out);
+/* Teacher forcing: logits [B, T, V] for the targets of b, and the alignment
+** weights [B, T, S0]. */
+mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_graph *g,
+                                    const mt_model_encoding *enc, const mt_batch *b,
+                                    mt_node **logits, mt_node **align);
+
+#endif /* MT_MODEL_H */
