@@ -264,6 +264,196 @@ void kcpu_f32_to_f16_ref(int64_t n, const float *x, uint16_t *y);
 void kcpu_f16_to_f32_avx2(int64_t n, const uint16_t *x, float *y);
 void kcpu_f32_to_f16_avx2(int64_t n, const float *x, uint16_t *y);
 
+/* --------------------------------------------------------- integer GEMM */
+
+/*
+** Quantized C[m,n] = A[m,k] . B[k,n] (+ bias[n]) for CPU inference, in the
+** two schemes Marian has used (reference/marian-compat.md §8):
+**
+**   int8  (intgemm): B is quantized ONCE with qb = 127 / max|B| over the
+**         whole matrix, A per call with qa = 127 / max|A| over the whole
+**         [m,k] block (all rows of the batch x beam).
+**   int16 (Marian <= 1.9 --optimize, Devlin 2017): fixed qa = qb = 2^10.
+**
+** Quantize: q = clamp(round_half_even(x * mult), lo, hi), the product x*mult
+** rounded to float first, the clamp applied in float before the rounding
+** (as _mm*_cvtps_epi32 after a min/max does).  int8: [lo, hi] = [-127, 127]
+** (-128 is never produced, as in intgemm; it keeps |a*b| <= 127^2 and lets
+** the AVX2 sign trick negate safely).  int16: [-32768, 32767] (the
+** saturating pack of _mm_packs_epi32 in the old Marian/intgemm code), so
+** |x| >= 32767.5/1024 ~ 32.0 clips.  A multiplier of max 0 is taken as 1
+** (an all-zero matrix quantizes to zeros; nothing divides by zero); so is a
+** max so small that 127/max overflows.  Inputs must be finite: NaN/Inf give
+** unspecified (but memory-safe, and the same in every variant) results.
+**
+** Accumulate: acc[i,j] = sum_k Aq[i,k] * Bq[k,j] in int32 arithmetic modulo
+** 2^32 (wrap-around, the behaviour of vpaddd/vpmaddwd/vpdpwssd).  The sum is
+** exact whenever it fits in int32: always for int8 when k <= 133144
+** (2^31 / 127^2); for int16 when |sum| < 2^31 (Devlin's clipping, weights in
+** [-1, 1] and activations in [-10, 10], bounds it by k * 10 * 2^20).  Every
+** variant returns bit-identical accumulators (tests/test_gemm_int.c).
+**
+** Dequantize: C[i,j] = (float)acc[i,j] * unq + bias[j], unq = the float
+** nearest to 1 / (qa * qb) (kcpu_igemm_unquant), one multiply and one add
+** in float (no FMA), identical in every variant.
+**
+** Error bound.  With ea = max|A| (1/254 + 2^-22) for int8 (half a
+** quantization step plus the float rounding of x * qa; 2^-11 for int16,
+** where x * 2^10 is exact, while no element clips) and eb likewise for B,
+**   a b - a~ b~ = a (b - b~) + (a - a~) b~,  |a - a~| <= ea,  |b~| <= |b| + eb
+** gives, per output element,
+**   |C - (A.B + bias)| <= sum_k (|A[i,k]| eb + ea |B[k,j]| + ea eb)
+**                        + 2^-22 (sum_k (|A[i,k]| + ea)(|B[k,j]| + eb) + |bias[j]|)
+**                     <= k (max|A| eb + max|B| ea + ea eb) + (same rounding term),
+** the last term covering the float dequantization (int -> float, unq, the
+** multiply and the bias add, 2^-24 each).
+**
+** Variants: portable C (REF), AVX2 (int8: abs(a) x sign(b, a) through
+** vpmaddubsw + vpmaddwd, which cannot saturate since |a|, |b| <= 127; int16:
+** vpmaddwd), AVX-512 VNNI (int8: vpdpbusd on the shifted activations
+** A + 128 in [1, 255], the excess 128 * colsum(Bq) removed by starting the
+** accumulators at corr[j] = -128 * sum_k Bq[k,j], precomputed by the packer
+** (Bergamot's "shift" with an exact integer correction); int16: vpdpwssd).
+** The dispatching entries pick VNNI when kcpu_isa_active() >= AVX512 and
+** the CPU has AVX512_VNNI, else AVX2 when >= AVX2, else REF (so MT_ISA and
+** kcpu_isa_force() apply).  Kernels are single-threaded and allocate nothing.
+**
+** Packed B (caller-provided memory, 64-byte aligned, kcpu_pack_i*_bytes()):
+**
+**   OFFSET      SIZE            DESCRIPTION
+**      0          4             magic: "KQ08" (int8) or "KQ16" (int16)
+**      4          4             element bits (8 or 16), uint32
+**      8          8             k, int64
+**     16          8             n, int64
+**     24          8             kp: k rounded up to 4 (int8) or 2 (int16)
+**     32          8             np: n rounded up to KCPU_IGEMM_NC (64)
+**     40          4             qb, float32
+**     44         20             zero
+**     64       4*np             int8 only: corr[j] = -128 * sum_k Bq[k,j], int32
+**                               (0 in padding columns); absent for int16
+**      *   kp*np*bits/8         np/64 column panels, one after another; panel
+**                               p holds columns 64p..64p+63 as groups of
+**                               G = 32 / bits consecutive k (4 int8 or 2
+**                               int16): index [k/G][j%64][k%G], so each group
+**                               is 256 bytes = one zmm per 16 columns.
+**                               Padding (k >= K or j >= N) is zero.
+** Host byte order (little-endian x86); an in-memory format, not a file one.
+*/
+
+enum { KCPU_IGEMM_NC = 64 }; /* columns per packed panel */
+#define KCPU_I16_MULT 1024.0f /* int16 multiplier 2^10 */
+
+typedef enum kcpu_igemm_impl {
+    KCPU_IGEMM_REF = 0,  /* portable C                                  */
+    KCPU_IGEMM_AVX2 = 1, /* AVX2 (also used on AVX-512 without VNNI)    */
+    KCPU_IGEMM_VNNI = 2, /* AVX-512 BW + VNNI                           */
+    KCPU_IGEMM_COUNT
+} kcpu_igemm_impl;
+
+/* True when impl was compiled in and this CPU can run it (REF: always). */
+bool kcpu_igemm_available(kcpu_igemm_impl impl);
+/* The variant the dispatching entries use now (see above). */
+kcpu_igemm_impl kcpu_igemm_active(void);
+const char *kcpu_igemm_name(kcpu_igemm_impl impl);
+
+/* 127 / maxabs, or 1 when maxabs is 0 or 127 / maxabs is not finite. */
+float kcpu_i8_mult(float maxabs);
+/* max |x| over rows x cols (row stride ld); NaN elements are skipped. */
+float kcpu_maxabs_f32(int64_t rows, int64_t cols, const float *x, int64_t ld);
+/* Reference quantizers (the rules above): y[i] = q(x[i] * mult). */
+void kcpu_quantize_i8(int64_t n, const float *x, float mult, int8_t *y);
+void kcpu_quantize_i16(int64_t n, const float *x, float mult, int16_t *y);
+/* The float nearest to 1 / (qa * qb), computed in double. */
+float kcpu_igemm_unquant(float qa, float qb);
+
+/* Bytes of the packed B for k x n (k >= 0, n >= 1). */
+size_t kcpu_pack_i8_bytes(int64_t k, int64_t n);
+size_t kcpu_pack_i16_bytes(int64_t k, int64_t n);
+/* Quantizes the fp32 weight B [k,n] (row stride ldb; Marian's layout,
+** y = x . B) and packs it into `packed` (kcpu_pack_i*_bytes, 64-byte
+** aligned).  int8: qb = 127 / max|B|; int16: qb = 2^10.  Run once per weight
+** (model load or `mtpe convert`); slow-ish plain C. */
+void kcpu_pack_i8(int64_t k, int64_t n, const float *b, int64_t ldb, void *packed);
+void kcpu_pack_i16(int64_t k, int64_t n, const float *b, int64_t ldb, void *packed);
+/* Packs already-quantized weights with their multiplier qb: bq is [k,n] with
+** row stride ldb, or [n,k] when trans (intgemm's file layout: Bq transposed).
+** int8 values of -128 are stored as -127; returns how many were. */
+int64_t kcpu_pack_i8_q(int64_t k, int64_t n, const int8_t *bq, int64_t ldb, bool trans,
+                       float qb, void *packed);
+void kcpu_pack_i16_q(int64_t k, int64_t n, const int16_t *bq, int64_t ldb, bool trans,
+                     float qb, void *packed);
+
+typedef struct kcpu_packed_info {
+    int bits;         /* 8 or 16                    */
+    int64_t k, n;     /* logical shape of B         */
+    int64_t kp, np;   /* padded shape               */
+    float qb;         /* quantization multiplier    */
+    size_t bytes;     /* kcpu_pack_i*_bytes(k, n)   */
+} kcpu_packed_info;
+/* Reads the header of a packed B; false if it is not one. */
+bool kcpu_packed_get_info(const void *packed, kcpu_packed_info *info);
+/* Unpacks the quantized values into bq [k,n] (row-major, ld n): the
+** inverse of the packer, for tests and `mtpe convert`. */
+void kcpu_unpack_i8(const void *packed, int8_t *bq);
+void kcpu_unpack_i16(const void *packed, int16_t *bq);
+
+/* Scratch bytes for one call on an [m,k] activation block (the quantized A,
+** rows padded to 64 bytes, plus alignment slack); any alignment. */
+size_t kcpu_gemm_i8_scratch_bytes(int64_t m, int64_t k);
+size_t kcpu_gemm_i16_scratch_bytes(int64_t m, int64_t k);
+
+/* C[m, n] (row stride ldc) = dequant(quant(A) . Bq) + bias, A [m,k] fp32
+** with row stride lda (k, n from the packed header), bias [n] or NULL.
+** packed_b must come from kcpu_pack_i8* (resp. _i16*): the kernels do not
+** check (kcpu_packed_get_info does, for callers at a trust boundary).
+** Dispatching entries, then the same with an explicit variant (which must
+** be kcpu_igemm_available()). */
+void kcpu_gemm_i8(int64_t m, const float *a, int64_t lda, const void *packed_b,
+                  const float *bias, float *c, int64_t ldc, void *scratch);
+void kcpu_gemm_i16(int64_t m, const float *a, int64_t lda, const void *packed_b,
+                   const float *bias, float *c, int64_t ldc, void *scratch);
+void kcpu_gemm_i8_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                       const void *packed_b, const float *bias, float *c, int64_t ldc,
+                       void *scratch);
+void kcpu_gemm_i16_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                        const void *packed_b, const float *bias, float *c, int64_t ldc,
+                        void *scratch);
+/* The raw int32 accumulators acc[m, n] (row stride ldacc) instead of C;
+** returns qa (int8: 127/max|A|; int16: 2^10).  For tests. */
+float kcpu_gemm_i8_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                       const void *packed_b, int32_t *acc, int64_t ldacc, void *scratch);
+float kcpu_gemm_i16_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                        const void *packed_b, int32_t *acc, int64_t ldacc, void *scratch);
+
+/* Measured throughput of one core for vpdpbusd (int8, 64 multiply-adds =
+** 128 ops per instruction) and vpdpwssd (int16, 64 ops), GOP/s, best of
+** short runs over `seconds`; 0 without AVX-512 VNNI.  For benchmarks. */
+double kcpu_vnni_peak_gops(bool int16, double seconds);
+
+/* Internal: one call as gemm_int.c hands it to a variant (separately
+** compiled ISA files).  The variant computes and quantizes A itself. */
+typedef struct kcpu_igemm_job {
+    int64_t m, k, n, kp, np;
+    const float *a;         /* [m,k], row stride lda           */
+    int64_t lda;
+    const void *panels;     /* packed B panels                 */
+    const int32_t *corr;    /* int8: [np] shift correction     */
+    float qb;
+    void *scratch;          /* 64-byte aligned                 */
+    int64_t sa;             /* scratch row stride, bytes       */
+    const float *bias;      /* float output: [n] or NULL       */
+    float *c;               /* float output, or NULL for acc   */
+    int64_t ldc;
+    int32_t *acc;           /* int32 output when c == NULL     */
+    int64_t ldacc;
+    float qa;               /* out: the activation multiplier  */
+} kcpu_igemm_job;
+void kcpu_igemm_i8_avx2(kcpu_igemm_job *job);
+void kcpu_igemm_i16_avx2(kcpu_igemm_job *job);
+void kcpu_igemm_i8_vnni(kcpu_igemm_job *job);
+void kcpu_igemm_i16_vnni(kcpu_igemm_job *job);
+double kcpu_vnni_ops_avx512(bool int16, int64_t iters); /* the probe: returns ops */
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,247 @@
+/*
+** gemm_int_avx2.c: AVX2 variants of the int8 / int16 GEMM (scheme and
+** packed layout: kcpu.h, "integer GEMM"); also the path of AVX-512 CPUs
+** without VNNI.
+**
+** int8 without VNNI has only vpmaddubsw (u8 x s8 pairs summed into int16,
+** SATURATING).  Shifted activations (A + 128 up to 255) could reach
+** 2 * 255 * 127 = 64770 and saturate, so this variant keeps A signed and
+** uses the sign trick instead: |a| (unsigned) x sign(b, a) (signed) equals
+** a * b, and with |a|, |b| <= 127 (the quantizers never produce -128) a
+** pair sums to at most 2 * 127^2 = 32258 < 32767: no saturation, exact.
+** vpmaddwd with ones then widens the pairs into one int32 per column and
+** k group.  int16: vpmaddwd on the broadcast pair of A directly.
+**
+** Blocking: half a panel (32 columns = 4 ymm) against 2 rows, 8
+** accumulators; 16 ymm registers leave no room for more.
+*/
+#include "kcpu.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+enum { NV = 4, HALF = 32, MR_MAX = 2, GROUP_BYTES = 4 * KCPU_IGEMM_NC };
+
+/* --------------------------------------------------------- quantize A */
+
+static float maxabs_avx2(int64_t m, int64_t k, const float *a, int64_t lda) {
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 mx = _mm256_setzero_ps();
+    float tail = 0.0f;
+    for (int64_t i = 0; i < m; i++) {
+        const float *ai = a + i * lda;
+        int64_t p = 0;
+        for (; p + 8 <= k; p += 8) {
+            /* vmaxps returns its second operand when the first is NaN */
+            mx = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(ai + p), absmask), mx);
+        }
+        if (p < k) {
+            float t = kcpu_maxabs_f32(1, k - p, ai + p, k);
+            tail = t > tail ? t : tail;
+        }
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, mx);
+    for (int l = 0; l < 8; l++) {
+        tail = lanes[l] > tail ? lanes[l] : tail;
+    }
+    return tail;
+}
+
+ALWAYS_INLINE __m256i quant8(const float *x, __m256 q, __m256 lo, __m256 hi) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x), q);
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+}
+
+/* One row into y (row stride sa bytes, zero padded): the same arithmetic as
+** kcpu_quantize_i8/_i16, which also does the tail. */
+static void quant_row_i8(int64_t k, const float *x, float q, int8_t *y, int64_t sa) {
+    const __m256 vq = _mm256_set1_ps(q), lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    memset(y, 0, (size_t)sa);
+    int64_t p = 0;
+    for (; p + 32 <= k; p += 32) {
+        __m256i v0 = quant8(x + p, vq, lo, hi), v1 = quant8(x + p + 8, vq, lo, hi);
+        __m256i v2 = quant8(x + p + 16, vq, lo, hi), v3 = quant8(x + p + 24, vq, lo, hi);
+        /* per 128-bit lane: packs interleave 4-element pieces; the dword
+        ** permutation puts them back in order */
+        __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v0, v1), _mm256_packs_epi32(v2, v3));
+        _mm256_storeu_si256((__m256i *)(y + p), _mm256_permutevar8x32_epi32(w, order));
+    }
+    kcpu_quantize_i8(k - p, x + p, q, y + p);
+}
+
+static void quant_row_i16(int64_t k, const float *x, float q, int16_t *y, int64_t sa) {
+    const __m256 vq = _mm256_set1_ps(q), lo = _mm256_set1_ps(-32768.0f);
+    const __m256 hi = _mm256_set1_ps(32767.0f);
+    memset(y, 0, (size_t)sa);
+    int64_t p = 0;
+    for (; p + 16 <= k; p += 16) {
+        __m256i v0 = quant8(x + p, vq, lo, hi), v1 = quant8(x + p + 8, vq, lo, hi);
+        __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xd8);
+        _mm256_storeu_si256((__m256i *)(y + p), w);
+    }
+    kcpu_quantize_i16(k - p, x + p, q, y + p);
+}
+
+/* ------------------------------------------------------------- kernel */
+
+typedef struct out_ctx {
+    int64_t n;
+    const float *bias;
+    float *c;
+    int64_t ldc;
+    int32_t *acc;
+    int64_t ldacc;
+    float unq;
+} out_ctx;
+
+ALWAYS_INLINE __m256i bcast32(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* Stores 8 columns starting at col (fewer at the right edge). */
+ALWAYS_INLINE void store8(const out_ctx *o, int64_t row, int64_t col, __m256i acc) {
+    int64_t left = o->n - col;
+    if (o->c) {
+        __m256 bias;
+        float tmp[8] = {0};
+        if (!o->bias) {
+            bias = _mm256_setzero_ps();
+        } else if (left >= 8) {
+            bias = _mm256_loadu_ps(o->bias + col);
+        } else {
+            memcpy(tmp, o->bias + col, (size_t)left * sizeof(float));
+            bias = _mm256_loadu_ps(tmp);
+        }
+        __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(o->unq));
+        if (o->bias) {
+            r = _mm256_add_ps(r, bias);
+        }
+        float *dst = o->c + row * o->ldc + col;
+        if (left >= 8) {
+            _mm256_storeu_ps(dst, r);
+        } else {
+            _mm256_storeu_ps(tmp, r);
+            memcpy(dst, tmp, (size_t)left * sizeof(float));
+        }
+    } else {
+        int32_t *dst = o->acc + row * o->ldacc + col;
+        if (left >= 8) {
+            _mm256_storeu_si256((__m256i *)dst, acc);
+        } else {
+            int32_t tmp[8];
+            _mm256_storeu_si256((__m256i *)tmp, acc);
+            memcpy(dst, tmp, (size_t)left * sizeof(int32_t));
+        }
+    }
+}
+
+/* Rows i0..i0+mr-1 against the 32 columns from col0: ng groups; b points
+** at the half panel inside the first group (groups are 256 bytes apart). */
+ALWAYS_INLINE void block(const int bits, const int mr, int64_t ng, const uint8_t *a, int64_t sa,
+                         const uint8_t *b, const out_ctx *o, int64_t i0, int64_t col0) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[MR_MAX][NV];
+#pragma GCC unroll 2
+    for (int i = 0; i < mr; i++) {
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            acc[i][v] = _mm256_setzero_si256();
+        }
+    }
+    for (int64_t g = 0; g < ng; g++) {
+        const uint8_t *bg = b + g * GROUP_BYTES;
+        __m256i bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            bv[v] = _mm256_loadu_si256((const __m256i *)(bg + 32 * v));
+        }
+#pragma GCC unroll 2
+        for (int i = 0; i < mr; i++) {
+            __m256i av = bcast32(a + i * sa + 4 * g);
+            if (bits == 8) {
+                __m256i aa = _mm256_abs_epi8(av);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) {
+                    __m256i p = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(bv[v], av));
+                    acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(p, ones));
+                }
+            } else {
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) {
+                    acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(av, bv[v]));
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) {
+        if (col0 + 8 * v >= o->n) {
+            break;
+        }
+#pragma GCC unroll 2
+        for (int i = 0; i < mr; i++) {
+            store8(o, i0 + i, col0 + 8 * v, acc[i][v]);
+        }
+    }
+}
+
+static void gemm(int bits, kcpu_igemm_job *j) {
+    const uint8_t *a = j->scratch;
+    out_ctx o = {.n = j->n,
+                 .bias = j->bias,
+                 .c = j->c,
+                 .ldc = j->ldc,
+                 .acc = j->acc,
+                 .ldacc = j->ldacc,
+                 .unq = kcpu_igemm_unquant(j->qa, j->qb)};
+    int64_t ng = j->kp / (bits == 8 ? 4 : 2);
+    int64_t panel_bytes = j->kp * KCPU_IGEMM_NC * (bits / 8);
+    for (int64_t j0 = 0; j0 < j->np; j0 += KCPU_IGEMM_NC) {
+        const uint8_t *panel = (const uint8_t *)j->panels + (j0 / KCPU_IGEMM_NC) * panel_bytes;
+        for (int64_t i0 = 0; i0 < j->m; i0 += MR_MAX) {
+            const uint8_t *ai = a + i0 * j->sa;
+            for (int h = 0; h < KCPU_IGEMM_NC / HALF; h++) {
+                int64_t col0 = j0 + HALF * h;
+                if (col0 >= j->n) {
+                    break;
+                }
+                const uint8_t *b = panel + 4 * HALF * h;
+                bool two = j->m - i0 >= 2;
+                if (bits == 8) {
+                    if (two) {
+                        block(8, 2, ng, ai, j->sa, b, &o, i0, col0);
+                    } else {
+                        block(8, 1, ng, ai, j->sa, b, &o, i0, col0);
+                    }
+                } else if (two) {
+                    block(16, 2, ng, ai, j->sa, b, &o, i0, col0);
+                } else {
+                    block(16, 1, ng, ai, j->sa, b, &o, i0, col0);
+                }
+            }
+        }
+    }
+}
+
+void kcpu_igemm_i8_avx2(kcpu_igemm_job *j) {
+    j->qa = kcpu_i8_mult(maxabs_avx2(j->m, j->k, j->a, j->lda));
+    for (int64_t i = 0; i < j->m; i++) {
+        quant_row_i8(j->k, j->a + i * j->lda, j->qa, (int8_t *)j->scratch + i * j->sa, j->sa);
+    }
+    gemm(8, j);
+}
+
+void kcpu_igemm_i16_avx2(kcpu_igemm_job *j) {
+    j->qa = KCPU_I16_MULT;
+    for (int64_t i = 0; i < j->m; i++) {
+        quant_row_i16(j->k, j->a + i * j->lda, j->qa,
+                      (int16_t *)((uint8_t *)j->scratch + i * j->sa), j->sa);
+    }
+    gemm(16, j);
+}

@@ -1,0 +1,275 @@
+/*
+** gemm_int_avx512.c: AVX-512 BW + VNNI variants of the int8 / int16 GEMM
+** (scheme and packed layout: kcpu.h, "integer GEMM").
+**
+** int8: A is quantized into scratch as unsigned bytes A + 128 in [1, 255]
+** (vpdpbusd multiplies unsigned bytes of its first source by signed bytes of
+** its second); the accumulators start at corr[j] = -128 * colsum(Bq), so
+** after the k loop they hold exactly sum_k Aq Bq (mod 2^32).  int16: plain
+** vpdpwssd on the int16 activations.  Both read A as 32-bit broadcasts (4
+** bytes or 2 int16 of one row = one k group) and B as 64-byte rows of the
+** panel (16 columns x one k group), so one instruction is one group of one
+** row against 16 columns.
+**
+** Register blocking: a panel of 64 columns (4 zmm) against up to 6 rows:
+** 24 accumulators + 4 B vectors + 1 broadcast of A (objdump -d of the 6-row
+** k loop: 4 loads, 6 vpbroadcastd, 24 vpdp*, no stack traffic; see
+** zero_corr below for what it took with int16).  With 1 or 2 rows a second set of accumulators
+** takes the odd groups, so at least 8 independent chains cover the
+** latency.  The row chunks of one panel run back to back so the panel is
+** re-read from L1/L2.
+*/
+#include "kcpu.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+enum { NV = KCPU_IGEMM_NC / 16, MR_MAX = 6, GROUP_BYTES = 4 * KCPU_IGEMM_NC };
+
+ALWAYS_INLINE __mmask16 tail_mask(int64_t left) {
+    if (left >= 16) {
+        return (__mmask16)0xffff;
+    }
+    return left <= 0 ? 0 : (__mmask16)((1u << left) - 1u);
+}
+
+/* --------------------------------------------------------- quantize A */
+
+static float maxabs_avx512(int64_t m, int64_t k, const float *a, int64_t lda) {
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512 mx = _mm512_setzero_ps();
+    for (int64_t i = 0; i < m; i++) {
+        const float *ai = a + i * lda;
+        int64_t p = 0;
+        for (; p + 16 <= k; p += 16) {
+            /* vmaxps returns its second operand when the first is NaN */
+            mx = _mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(ai + p), absmask), mx);
+        }
+        if (p < k) {
+            __m512 v = _mm512_maskz_loadu_ps(tail_mask(k - p), ai + p);
+            mx = _mm512_max_ps(_mm512_and_ps(v, absmask), mx);
+        }
+    }
+    return _mm512_reduce_max_ps(mx);
+}
+
+/* One row: clamp(x * q) in float, round half even, +128 (int8: unsigned
+** bytes) or as int16; zero padding up to the row stride `sa` bytes. */
+ALWAYS_INLINE void quant_row(const int bits, int64_t k, const float *x, float q, void *y,
+                             int64_t sa) {
+    const __m512 vq = _mm512_set1_ps(q);
+    const __m512 lo = _mm512_set1_ps(bits == 8 ? -127.0f : -32768.0f);
+    const __m512 hi = _mm512_set1_ps(bits == 8 ? 127.0f : 32767.0f);
+    const __m512i shift = _mm512_set1_epi32(128);
+    memset(y, 0, (size_t)sa);
+    for (int64_t p = 0; p < k; p += 16) {
+        __mmask16 mk = tail_mask(k - p);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, x + p), vq);
+        v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+        __m512i iv = _mm512_cvtps_epi32(v);
+        if (bits == 8) {
+            _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)y + p, mk, _mm512_add_epi32(iv, shift));
+        } else {
+            _mm512_mask_cvtepi32_storeu_epi16((int16_t *)y + p, mk, iv);
+        }
+    }
+}
+
+/* ------------------------------------------------------------- kernel */
+
+typedef struct out_ctx {
+    int64_t n;
+    const float *bias;
+    float *c;
+    int64_t ldc;
+    int32_t *acc;
+    int64_t ldacc;
+    float unq;
+} out_ctx;
+
+ALWAYS_INLINE __m512i vdot(const int bits, __m512i acc, __m512i a, __m512i b) {
+    return bits == 8 ? _mm512_dpbusd_epi32(acc, a, b) : _mm512_dpwssd_epi32(acc, a, b);
+}
+
+ALWAYS_INLINE __m512i bcast32(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* Accumulator start for int16 (no shift correction).  The accumulators are
+** loaded from memory even when they start at zero: with a constant-zero
+** start GCC 12 allocated the int16 blocks badly (a register copy and a stack
+** store per vpdpwssd, seen with objdump -d); with a load both blocks compile
+** to 4 B loads, mr broadcasts and 4 mr vpdp* per group, no stack traffic. */
+static const int32_t zero_corr[KCPU_IGEMM_NC];
+
+/* Rows i0..i0+mr-1 against the panel starting at column j0: ng groups of
+** 4 bytes of A per row (row stride sa) and 256 bytes of B per group. */
+ALWAYS_INLINE void block(const int bits, const int mr, int64_t ng, const uint8_t *a, int64_t sa,
+                         const uint8_t *b, const int32_t *corr, const out_ctx *o, int64_t i0,
+                         int64_t j0) {
+    __m512i acc[MR_MAX][NV];
+#pragma GCC unroll 6
+    for (int i = 0; i < mr; i++) {
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            acc[i][v] = _mm512_loadu_si512(corr + 16 * v);
+        }
+    }
+    int64_t g = 0;
+    if (mr <= 2) {
+        __m512i acc2[2][NV];
+#pragma GCC unroll 2
+        for (int i = 0; i < mr; i++) {
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                acc2[i][v] = _mm512_setzero_si512();
+            }
+        }
+        for (; g + 2 <= ng; g += 2) {
+            const uint8_t *bg = b + g * GROUP_BYTES;
+            __m512i b0[NV], b1[NV];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                b0[v] = _mm512_loadu_si512(bg + 64 * v);
+                b1[v] = _mm512_loadu_si512(bg + GROUP_BYTES + 64 * v);
+            }
+#pragma GCC unroll 2
+            for (int i = 0; i < mr; i++) {
+                __m512i a0 = bcast32(a + i * sa + 4 * g), a1 = bcast32(a + i * sa + 4 * g + 4);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) {
+                    acc[i][v] = vdot(bits, acc[i][v], a0, b0[v]);
+                    acc2[i][v] = vdot(bits, acc2[i][v], a1, b1[v]);
+                }
+            }
+        }
+#pragma GCC unroll 2
+        for (int i = 0; i < mr; i++) {
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                acc[i][v] = _mm512_add_epi32(acc[i][v], acc2[i][v]);
+            }
+        }
+    }
+    for (; g < ng; g++) {
+        const uint8_t *bg = b + g * GROUP_BYTES;
+        __m512i bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            bv[v] = _mm512_loadu_si512(bg + 64 * v);
+        }
+#pragma GCC unroll 6
+        for (int i = 0; i < mr; i++) {
+            __m512i av = bcast32(a + i * sa + 4 * g);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                acc[i][v] = vdot(bits, acc[i][v], av, bv[v]);
+            }
+        }
+    }
+    /* epilogue: columns j0 + 16 v + lane < n */
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) {
+        int64_t col = j0 + 16 * v;
+        __mmask16 mk = tail_mask(o->n - col); /* 0: the whole vector is padding */
+        if (mk && o->c) {
+            __m512 vu = _mm512_set1_ps(o->unq);
+            __m512 bias = o->bias ? _mm512_maskz_loadu_ps(mk, o->bias + col) : _mm512_setzero_ps();
+#pragma GCC unroll 6
+            for (int i = 0; i < mr; i++) {
+                __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[i][v]), vu);
+                if (o->bias) {
+                    r = _mm512_add_ps(r, bias);
+                }
+                _mm512_mask_storeu_ps(o->c + (i0 + i) * o->ldc + col, mk, r);
+            }
+        } else if (mk) {
+#pragma GCC unroll 6
+            for (int i = 0; i < mr; i++) {
+                _mm512_mask_storeu_epi32(o->acc + (i0 + i) * o->ldacc + col, mk, acc[i][v]);
+            }
+        }
+    }
+}
+
+#define ROWS_CASE(BITS, MR)                                                                        \
+    case MR: block(BITS, MR, ng, a, sa, b, corr, o, i0, j0); break;
+
+static void rows_i8(int mr, int64_t ng, const uint8_t *a, int64_t sa, const uint8_t *b,
+                    const int32_t *corr, const out_ctx *o, int64_t i0, int64_t j0) {
+    switch (mr) {
+        ROWS_CASE(8, 1)
+        ROWS_CASE(8, 2)
+        ROWS_CASE(8, 3)
+        ROWS_CASE(8, 4)
+        ROWS_CASE(8, 5)
+        ROWS_CASE(8, 6)
+    default: break;
+    }
+}
+
+static void rows_i16(int mr, int64_t ng, const uint8_t *a, int64_t sa, const uint8_t *b,
+                     const int32_t *corr, const out_ctx *o, int64_t i0, int64_t j0) {
+    switch (mr) {
+        ROWS_CASE(16, 1)
+        ROWS_CASE(16, 2)
+        ROWS_CASE(16, 3)
+        ROWS_CASE(16, 4)
+        ROWS_CASE(16, 5)
+        ROWS_CASE(16, 6)
+    default: break;
+    }
+}
+
+/* Splits m rows into chunks of at most MR_MAX, as even as possible. */
+static int chunk_rows(int64_t m_left) {
+    int64_t chunks = (m_left + MR_MAX - 1) / MR_MAX;
+    return (int)((m_left + chunks - 1) / chunks);
+}
+
+static void gemm(int bits, kcpu_igemm_job *j) {
+    const uint8_t *a = j->scratch;
+    out_ctx o = {.n = j->n,
+                 .bias = j->bias,
+                 .c = j->c,
+                 .ldc = j->ldc,
+                 .acc = j->acc,
+                 .ldacc = j->ldacc,
+                 .unq = kcpu_igemm_unquant(j->qa, j->qb)};
+    int64_t ng = j->kp / (bits == 8 ? 4 : 2);
+    int64_t panel_bytes = j->kp * KCPU_IGEMM_NC * (bits / 8);
+    for (int64_t j0 = 0; j0 < j->np; j0 += KCPU_IGEMM_NC) {
+        const uint8_t *b = (const uint8_t *)j->panels + (j0 / KCPU_IGEMM_NC) * panel_bytes;
+        const int32_t *corr = j->corr ? j->corr + j0 : zero_corr;
+        for (int64_t i0 = 0; i0 < j->m;) {
+            int mr = chunk_rows(j->m - i0);
+            const uint8_t *ai = a + i0 * j->sa;
+            if (bits == 8) {
+                rows_i8(mr, ng, ai, j->sa, b, corr, &o, i0, j0);
+            } else {
+                rows_i16(mr, ng, ai, j->sa, b, corr, &o, i0, j0);
+            }
+            i0 += mr;
+        }
+    }
+}
+
+void kcpu_igemm_i8_vnni(kcpu_igemm_job *j) {
+    j->qa = kcpu_i8_mult(maxabs_avx512(j->m, j->k, j->a, j->lda));
+    for (int64_t i = 0; i < j->m; i++) {
+        quant_row(8, j->k, j->a + i * j->lda, j->qa, (uint8_t *)j->scratch + i * j->sa, j->sa);
+    }
+    gemm(8, j);
+}
+
+void kcpu_igemm_i16_vnni(kcpu_igemm_job *j) {
+    j->qa = KCPU_I16_MULT;
+    for (int64_t i = 0; i < j->m; i++) {
+        quant_row(16, j->k, j->a + i * j->lda, j->qa, (uint8_t *)j->scratch + i * j->sa, j->sa);
+    }
+    gemm(16, j);
+}

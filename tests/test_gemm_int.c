@@ -1,0 +1,661 @@
+/*
+** test_gemm_int.c: the int8 / int16 GEMM (kernels/cpu/gemm_int*.c) against
+** an oracle written here: its own quantizer (clamp, round half to even),
+** plain [k,n] matrices and int64 dot products reduced modulo 2^32.  Every
+** variant this CPU can run (ref, AVX2, AVX-512 VNNI) must return exactly
+** the oracle's int32 accumulators on odd shapes, extreme values (+-127,
+** -128 in pre-quantized weights, int16 clipping and wrap-around), all-zero
+** matrices; the float output must be identical across variants and within
+** the error bound derived in kcpu.h of the fp64 product; packing must
+** round-trip; the dispatcher must follow kcpu_isa_force().
+*/
+#include "harness.h"
+#include "kcpu.h"
+#include "mt_base.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint64_t rng_next(void) {
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+static float urand(float lo, float hi) {
+    return lo + (hi - lo) * (float)((rng_next() >> 40) * (1.0 / 16777216.0));
+}
+
+static void *xalloc(size_t bytes) {
+    void *p = mt_try_aligned_alloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "test_gemm_int: out of memory (%zu bytes)\n", bytes);
+        abort();
+    }
+    return p;
+}
+
+/* The oracle's quantizer, written independently of kcpu_quantize_*. */
+static int32_t oq(float x, float mult, float lo, float hi) {
+    float v = x * mult;
+    v = v > lo ? v : lo; /* NaN -> lo, as documented */
+    v = v < hi ? v : hi;
+    return (int32_t)rintf(v);
+}
+
+static float omult8(const float *x, int64_t rows, int64_t cols, int64_t ld) {
+    float mx = 0.0f;
+    for (int64_t i = 0; i < rows; i++) {
+        for (int64_t j = 0; j < cols; j++) {
+            mx = fabsf(x[i * ld + j]) > mx ? fabsf(x[i * ld + j]) : mx;
+        }
+    }
+    return mx > 0.0f ? 127.0f / mx : 1.0f;
+}
+
+static int32_t wrap32(int64_t s) { return (int32_t)(uint32_t)(uint64_t)s; }
+
+static const kcpu_igemm_impl all_impls[] = {KCPU_IGEMM_REF, KCPU_IGEMM_AVX2, KCPU_IGEMM_VNNI};
+enum { N_IMPLS = 3 };
+
+/* One problem: A [m,k] (lda), B [k,n] (ldb = n), bias [n]. */
+typedef struct problem {
+    int64_t m, k, n, lda;
+    float *a, *b, *bias;
+} problem;
+
+static void problem_alloc(problem *p, int64_t m, int64_t k, int64_t n) {
+    p->m = m;
+    p->k = k;
+    p->n = n;
+    p->lda = k + 3;
+    p->a = xalloc((size_t)(m * p->lda) * sizeof(float));
+    p->b = xalloc((size_t)(k * n) * sizeof(float));
+    p->bias = xalloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < m * p->lda; i++) {
+        p->a[i] = NAN; /* the row padding must never be read */
+    }
+}
+
+static void problem_free(problem *p) {
+    mt_aligned_free(p->a);
+    mt_aligned_free(p->b);
+    mt_aligned_free(p->bias);
+}
+
+/* Oracle accumulators for bits 8/16; also returns qa.  Bq from the packed
+** buffer's qb (checked separately against the oracle's own multiplier). */
+static float oracle_acc(int bits, const problem *p, float qb, int32_t *acc) {
+    float lo = bits == 8 ? -127.0f : -32768.0f, hi = bits == 8 ? 127.0f : 32767.0f;
+    float qa = bits == 8 ? omult8(p->a, p->m, p->k, p->lda) : 1024.0f;
+    for (int64_t i = 0; i < p->m; i++) {
+        for (int64_t j = 0; j < p->n; j++) {
+            int64_t s = 0;
+            for (int64_t k = 0; k < p->k; k++) {
+                s += (int64_t)oq(p->a[i * p->lda + k], qa, lo, hi) *
+                     oq(p->b[k * p->n + j], qb, lo, hi);
+            }
+            acc[i * p->n + j] = wrap32(s);
+        }
+    }
+    return qa;
+}
+
+static void *pack(int bits, const problem *p) {
+    size_t bytes = bits == 8 ? kcpu_pack_i8_bytes(p->k, p->n) : kcpu_pack_i16_bytes(p->k, p->n);
+    void *pk = xalloc(bytes); /* exact size: ASan sees any overrun */
+    if (bits == 8) {
+        kcpu_pack_i8(p->k, p->n, p->b, p->n, pk);
+    } else {
+        kcpu_pack_i16(p->k, p->n, p->b, p->n, pk);
+    }
+    return pk;
+}
+
+static float run_acc(int bits, kcpu_igemm_impl impl, const problem *p, const void *pk, int32_t *acc,
+                     int64_t ldacc) {
+    size_t sb = bits == 8 ? kcpu_gemm_i8_scratch_bytes(p->m, p->k)
+                          : kcpu_gemm_i16_scratch_bytes(p->m, p->k);
+    char *scratch = xalloc(sb + 5);
+    float qa = bits == 8 ? kcpu_gemm_i8_acc(impl, p->m, p->a, p->lda, pk, acc, ldacc, scratch + 5)
+                         : kcpu_gemm_i16_acc(impl, p->m, p->a, p->lda, pk, acc, ldacc, scratch + 5);
+    mt_aligned_free(scratch);
+    return qa;
+}
+
+static void run_f32(int bits, kcpu_igemm_impl impl, const problem *p, const void *pk,
+                    const float *bias, float *c, int64_t ldc) {
+    size_t sb = bits == 8 ? kcpu_gemm_i8_scratch_bytes(p->m, p->k)
+                          : kcpu_gemm_i16_scratch_bytes(p->m, p->k);
+    char *scratch = xalloc(sb + 3);
+    if (bits == 8) {
+        kcpu_gemm_i8_impl(impl, p->m, p->a, p->lda, pk, bias, c, ldc, scratch + 3);
+    } else {
+        kcpu_gemm_i16_impl(impl, p->m, p->a, p->lda, pk, bias, c, ldc, scratch + 3);
+    }
+    mt_aligned_free(scratch);
+}
+
+/* Every available variant: accumulators equal to `want` exactly, the
+** column padding of acc (ldacc = n + 2) untouched.  Returns 1 if all ok. */
+static int check_acc_all(int bits, const problem *p, const void *pk, const int32_t *want,
+                         float want_qa, const char *what) {
+    int ok = 1;
+    int64_t ld = p->n + 2;
+    int32_t *acc = xalloc((size_t)(p->m * ld) * sizeof(int32_t));
+    for (int v = 0; v < N_IMPLS; v++) {
+        kcpu_igemm_impl impl = all_impls[v];
+        if (!kcpu_igemm_available(impl)) {
+            continue;
+        }
+        for (int64_t i = 0; i < p->m * ld; i++) {
+            acc[i] = 0x5a5a5a5a;
+        }
+        float qa = run_acc(bits, impl, p, pk, acc, ld);
+        int64_t bad = 0, first = -1, pad_bad = 0;
+        for (int64_t i = 0; i < p->m; i++) {
+            for (int64_t j = 0; j < ld; j++) {
+                int32_t got = acc[i * ld + j];
+                if (j >= p->n) {
+                    pad_bad += got != 0x5a5a5a5a;
+                } else if (got != want[i * p->n + j]) {
+                    if (first < 0) {
+                        first = i * p->n + j;
+                    }
+                    bad++;
+                }
+            }
+        }
+        ok &= CHECK(
+            bad == 0,
+            "int%d %s %s m=%lld k=%lld n=%lld: %lld accumulators differ, first "
+            "[%lld,%lld] got %d want %d",
+            bits, kcpu_igemm_name(impl), what, (long long)p->m, (long long)p->k, (long long)p->n,
+            (long long)bad, (long long)(first / (first < 0 ? 1 : p->n)), (long long)(first % p->n),
+            first < 0 ? 0 : acc[first / p->n * ld + first % p->n], first < 0 ? 0 : want[first]);
+        ok &= CHECK(pad_bad == 0, "int%d %s %s: %lld writes beyond n", bits, kcpu_igemm_name(impl),
+                    what, (long long)pad_bad);
+        ok &= CHECK(qa == want_qa, "int%d %s %s: qa %.9g want %.9g", bits, kcpu_igemm_name(impl),
+                    what, qa, want_qa);
+    }
+    mt_aligned_free(acc);
+    return ok;
+}
+
+/* Float output of every variant: identical to the reference's (same
+** arithmetic), padding of C untouched, and within the kcpu.h bound of the
+** fp64 product.  Returns the worst |err| / bound. */
+static double check_f32_all(int bits, const problem *p, const void *pk, const char *what) {
+    int64_t ldc = p->n + 5;
+    size_t cn = (size_t)(p->m * ldc);
+    float *c = xalloc(cn * sizeof(float)), *cref = xalloc(cn * sizeof(float));
+    double mxa = 0.0, mxb = 0.0;
+    for (int64_t i = 0; i < p->m; i++) {
+        for (int64_t k = 0; k < p->k; k++) {
+            mxa = fmax(mxa, fabs(p->a[i * p->lda + k]));
+        }
+    }
+    for (int64_t i = 0; i < p->k * p->n; i++) {
+        mxb = fmax(mxb, fabs(p->b[i]));
+    }
+    /* quantization error per element (kcpu.h): half a step + float rounding */
+    double ea = bits == 8 ? mxa * (1.0 / 254 + ldexp(1, -22)) : ldexp(1, -11);
+    double eb = bits == 8 ? mxb * (1.0 / 254 + ldexp(1, -22)) : ldexp(1, -11);
+    double worst = 0.0;
+    for (int v = 0; v < N_IMPLS; v++) {
+        kcpu_igemm_impl impl = all_impls[v];
+        if (!kcpu_igemm_available(impl)) {
+            continue;
+        }
+        float *out = impl == KCPU_IGEMM_REF ? cref : c;
+        for (size_t i = 0; i < cn; i++) {
+            out[i] = -7.0f;
+        }
+        run_f32(bits, impl, p, pk, p->bias, out, ldc);
+        int64_t diff = 0, pad = 0, over = 0, first = -1;
+        for (int64_t i = 0; i < p->m; i++) {
+            for (int64_t j = 0; j < ldc; j++) {
+                float got = out[i * ldc + j];
+                if (j >= p->n) {
+                    pad += got != -7.0f;
+                    continue;
+                }
+                if (impl != KCPU_IGEMM_REF) {
+                    diff += memcmp(&got, &cref[i * ldc + j], sizeof got) != 0;
+                }
+                double exact = p->bias[j], s1 = 0.0, s2 = 0.0;
+                for (int64_t k = 0; k < p->k; k++) {
+                    double a = p->a[i * p->lda + k], b = p->b[k * p->n + j];
+                    exact += a * b;
+                    s1 += fabs(a) * eb + ea * fabs(b) + ea * eb;
+                    s2 += (fabs(a) + ea) * (fabs(b) + eb);
+                }
+                double bound = s1 + ldexp(1, -22) * (s2 + fabs(p->bias[j])) + 1e-30;
+                /* the looser whole-matrix form of the same bound */
+                double loose =
+                    (double)p->k * (mxa * eb + mxb * ea + ea * eb) +
+                    ldexp(1, -22) * ((double)p->k * (mxa + ea) * (mxb + eb) + fabs(p->bias[j])) +
+                    1e-30;
+                double err = fabs((double)got - exact);
+                worst = fmax(worst, err / bound);
+                bool in = err <= bound && bound <= loose * (1 + 1e-12);
+                if (!in) {
+                    if (first < 0) {
+                        first = i * p->n + j;
+                        CHECK(in,
+                              "int%d %s %s m=%lld k=%lld n=%lld: C[%lld,%lld] = %.9g, exact "
+                              "%.9g, err %.3g > bound %.3g (loose %.3g)",
+                              bits, kcpu_igemm_name(impl), what, (long long)p->m, (long long)p->k,
+                              (long long)p->n, (long long)i, (long long)j, got, exact, err, bound,
+                              loose);
+                    }
+                    over++;
+                }
+            }
+        }
+        CHECK(diff == 0, "int%d %s %s m=%lld k=%lld n=%lld: %lld outputs differ from ref", bits,
+              kcpu_igemm_name(impl), what, (long long)p->m, (long long)p->k, (long long)p->n,
+              (long long)diff);
+        CHECK(pad == 0, "int%d %s %s: %lld writes beyond n in C", bits, kcpu_igemm_name(impl), what,
+              (long long)pad);
+        CHECK(over == 0, "int%d %s %s: %lld outputs beyond the error bound", bits,
+              kcpu_igemm_name(impl), what, (long long)over);
+    }
+    mt_aligned_free(c);
+    mt_aligned_free(cref);
+    return worst;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_quantizers(void) {
+    /* int8 with mult 1: ties round to even, +-127 clamp, -128 never made */
+    const float x8[] = {2.5f,   3.5f,    -2.5f,  -0.5f,   0.5f,    1.5f,     126.5f,
+                        127.0f, -127.0f, 200.0f, -200.0f, -128.0f, -127.49f, 0.49999997f};
+    const int want8[] = {2, 4, -2, 0, 0, 2, 126, 127, -127, 127, -127, -127, -127, 0};
+    int8_t y8[14];
+    kcpu_quantize_i8(14, x8, 1.0f, y8);
+    for (int i = 0; i < 14; i++) {
+        CHECK(y8[i] == want8[i], "quantize_i8(%.8g) = %d want %d", x8[i], y8[i], want8[i]);
+    }
+    /* int16 with 2^10: half-way cases and the saturation at +-32 */
+    const float x16[] = {0.5f / 1024,     1.5f / 1024, 2.5f / 1024, -2.5f / 1024, 1.0f,
+                         31.99951171875f, 32.0f,       40.0f,       -32.0f,       -32.0009765625f,
+                         -40.0f,          -1e30f,      1e30f};
+    const int want16[] = {0,     2,      2,      -2,     1024,   32767, 32767,
+                          32767, -32768, -32768, -32768, -32768, 32767};
+    int16_t y16[13];
+    kcpu_quantize_i16(13, x16, KCPU_I16_MULT, y16);
+    for (int i = 0; i < 13; i++) {
+        CHECK(y16[i] == want16[i], "quantize_i16(%.9g) = %d want %d", x16[i], y16[i], want16[i]);
+    }
+    CHECK(kcpu_i8_mult(0.0f) == 1.0f, "mult of max 0 is 1");
+    CHECK(kcpu_i8_mult(127.0f) == 1.0f, "mult of 127");
+    CHECK(kcpu_i8_mult(2.0f) == 63.5f, "mult of 2");
+    CHECK(kcpu_i8_mult(1e-40f) == 1.0f, "mult of a subnormal max (127/max overflows) is 1");
+    CHECK(kcpu_igemm_unquant(2.0f, 4.0f) == 0.125f, "unquant");
+    CHECK(kcpu_igemm_unquant(1024.0f, 1024.0f) == ldexpf(1.0f, -20), "unquant int16");
+    float xs[5] = {0.5f, -3.0f, NAN, 2.0f, -1.0f};
+    CHECK(kcpu_maxabs_f32(1, 5, xs, 5) == 3.0f, "maxabs skips NaN");
+    float ys[4] = {0.5f, 9.0f, -2.0f, 9.0f}; /* 2 rows of 1, stride 2: 9 is padding */
+    CHECK(kcpu_maxabs_f32(2, 1, ys, 2) == 2.0f, "maxabs with a row stride: %g",
+          kcpu_maxabs_f32(2, 1, ys, 2));
+    /* the library's quantizer agrees with the oracle's on random values */
+    int bad = 0;
+    for (int i = 0; i < 20000; i++) {
+        float x = urand(-3.0f, 3.0f), q = urand(1.0f, 200.0f);
+        int8_t a;
+        int16_t b;
+        kcpu_quantize_i8(1, &x, q, &a);
+        kcpu_quantize_i16(1, &x, q * 40.0f, &b);
+        bad += a != oq(x, q, -127.0f, 127.0f) || b != oq(x, q * 40.0f, -32768.0f, 32767.0f);
+    }
+    CHECK(bad == 0, "quantizers vs oracle: %d mismatches", bad);
+}
+
+static void test_pack(void) {
+    static const int64_t ks[] = {1, 3, 17, 64, 100};
+    static const int64_t ns[] = {1, 5, 64, 65, 130};
+    for (size_t a = 0; a < 5; a++) {
+        for (size_t b = 0; b < 5; b++) {
+            int64_t k = ks[a], n = ns[b];
+            float *w = xalloc((size_t)(k * n) * sizeof(float));
+            for (int64_t i = 0; i < k * n; i++) {
+                w[i] = urand(-0.7f, 0.5f);
+            }
+            float qb = omult8(w, k, n, n);
+            size_t bytes = kcpu_pack_i8_bytes(k, n);
+            int64_t kp = (k + 3) / 4 * 4, np = (n + 63) / 64 * 64;
+            CHECK(bytes == (size_t)(64 + 4 * np + kp * np), "pack_i8_bytes(%lld, %lld) = %zu",
+                  (long long)k, (long long)n, bytes);
+            CHECK(kcpu_pack_i16_bytes(k, n) == (size_t)(64 + ((k + 1) / 2 * 2) * np * 2),
+                  "pack_i16_bytes");
+            void *pk = xalloc(bytes);
+            kcpu_pack_i8(k, n, w, n, pk);
+            kcpu_packed_info info;
+            CHECK(kcpu_packed_get_info(pk, &info) && info.bits == 8 && info.k == k && info.n == n &&
+                      info.kp == kp && info.np == np && info.qb == qb && info.bytes == bytes,
+                  "packed info k=%lld n=%lld", (long long)k, (long long)n);
+            int8_t *u = xalloc((size_t)(k * n)), *bt = xalloc((size_t)(k * n));
+            kcpu_unpack_i8(pk, u);
+            int bad = 0;
+            for (int64_t i = 0; i < k * n; i++) {
+                bad += u[i] != oq(w[i], qb, -127.0f, 127.0f);
+            }
+            CHECK(bad == 0, "unpack(pack_i8) k=%lld n=%lld: %d differ", (long long)k, (long long)n,
+                  bad);
+            /* pre-quantized, transposed ([n,k]) with -128 in it */
+            for (int64_t i = 0; i < k; i++) {
+                for (int64_t j = 0; j < n; j++) {
+                    bt[j * k + i] = (i + j) % 7 == 3 ? INT8_MIN : u[i * n + j];
+                }
+            }
+            void *pq = xalloc(bytes);
+            int64_t clamped = kcpu_pack_i8_q(k, n, bt, k, true, 3.5f, pq);
+            int64_t want_cl = 0;
+            int8_t *u2 = xalloc((size_t)(k * n));
+            kcpu_unpack_i8(pq, u2);
+            bad = 0;
+            for (int64_t i = 0; i < k; i++) {
+                for (int64_t j = 0; j < n; j++) {
+                    bool m128 = (i + j) % 7 == 3;
+                    want_cl += m128;
+                    bad += u2[i * n + j] != (m128 ? -127 : u[i * n + j]);
+                }
+            }
+            CHECK(bad == 0 && clamped == want_cl,
+                  "pack_i8_q trans: %d differ, %lld clamped want %lld", bad, (long long)clamped,
+                  (long long)want_cl);
+            CHECK(kcpu_packed_get_info(pq, &info) && info.qb == 3.5f, "pack_i8_q qb");
+            /* int16 round trip, plain and transposed */
+            void *p16 = xalloc(kcpu_pack_i16_bytes(k, n)), *q16 = xalloc(kcpu_pack_i16_bytes(k, n));
+            kcpu_pack_i16(k, n, w, n, p16);
+            int16_t *v16 = xalloc((size_t)(k * n) * 2), *t16 = xalloc((size_t)(k * n) * 2);
+            kcpu_unpack_i16(p16, v16);
+            bad = 0;
+            for (int64_t i = 0; i < k * n; i++) {
+                bad += v16[i] != oq(w[i], 1024.0f, -32768.0f, 32767.0f);
+            }
+            for (int64_t i = 0; i < k; i++) {
+                for (int64_t j = 0; j < n; j++) {
+                    t16[j * k + i] = (int16_t)(v16[i * n + j] ^ 0x5555);
+                }
+            }
+            kcpu_pack_i16_q(k, n, t16, k, true, 1024.0f, q16);
+            kcpu_unpack_i16(q16, t16);
+            for (int64_t i = 0; i < k * n; i++) {
+                bad += t16[i] != (int16_t)(v16[i] ^ 0x5555);
+            }
+            CHECK(bad == 0, "int16 pack/unpack k=%lld n=%lld: %d differ", (long long)k,
+                  (long long)n, bad);
+            CHECK(kcpu_packed_get_info(p16, &info) && info.bits == 16 && info.qb == 1024.0f,
+                  "int16 info");
+            memset(pq, 0, 64);
+            CHECK(!kcpu_packed_get_info(pq, &info), "a zeroed header is not a packed matrix");
+            mt_aligned_free(w), mt_aligned_free(pk), mt_aligned_free(u), mt_aligned_free(bt);
+            mt_aligned_free(pq), mt_aligned_free(u2), mt_aligned_free(p16), mt_aligned_free(q16);
+            mt_aligned_free(v16), mt_aligned_free(t16);
+        }
+    }
+}
+
+static void test_shapes(void) {
+    static const int64_t ms[] = {1, 2, 3, 7, 16, 33};
+    static const int64_t ks[] = {1, 3, 17, 64, 100, 513};
+    static const int64_t ns[] = {1, 5, 16, 17, 100, 257};
+    double worst8 = 0.0, worst16 = 0.0;
+    for (size_t mi = 0; mi < 6; mi++) {
+        for (size_t ki = 0; ki < 6; ki++) {
+            for (size_t ni = 0; ni < 6; ni++) {
+                problem p;
+                problem_alloc(&p, ms[mi], ks[ki], ns[ni]);
+                float sa = urand(0.1f, 8.0f), sb = urand(0.01f, 1.0f);
+                for (int64_t i = 0; i < p.m; i++) {
+                    for (int64_t k = 0; k < p.k; k++) {
+                        p.a[i * p.lda + k] = urand(-sa, sa);
+                    }
+                }
+                for (int64_t i = 0; i < p.k * p.n; i++) {
+                    p.b[i] = urand(-sb, sb);
+                }
+                for (int64_t j = 0; j < p.n; j++) {
+                    p.bias[j] = urand(-1.0f, 1.0f);
+                }
+                /* make +-max appear in both signs somewhere (quantize to +-127) */
+                p.a[0] = sa;
+                p.a[(p.m - 1) * p.lda + p.k - 1] = -sa;
+                p.b[p.k * p.n - 1] = -sb;
+                int32_t *want = xalloc((size_t)(p.m * p.n) * sizeof(int32_t));
+                for (int bits = 8; bits <= 16; bits += 8) {
+                    void *pk = pack(bits, &p);
+                    kcpu_packed_info info;
+                    CHECK(kcpu_packed_get_info(pk, &info), "info");
+                    if (bits == 8) {
+                        CHECK(info.qb == omult8(p.b, p.k, p.n, p.n), "qb %.9g", info.qb);
+                    }
+                    float qa = oracle_acc(bits, &p, info.qb, want);
+                    check_acc_all(bits, &p, pk, want, qa, "random");
+                    double w = check_f32_all(bits, &p, pk, "random");
+                    if (bits == 8) {
+                        worst8 = fmax(worst8, w);
+                    } else {
+                        worst16 = fmax(worst16, w);
+                    }
+                    mt_aligned_free(pk);
+                }
+                mt_aligned_free(want);
+                problem_free(&p);
+            }
+        }
+    }
+    fprintf(stderr, "worst |err| / bound: int8 %.3f, int16 %.3f\n", worst8, worst16);
+    /* the bound must not be vacuous: quantization error is visible in it */
+    CHECK(worst8 > 0.01 && worst8 <= 1.0, "int8 err/bound %.3g", worst8);
+    CHECK(worst16 > 0.01 && worst16 <= 1.0, "int16 err/bound %.3g", worst16);
+}
+
+/* Constant matrices: every A entry a, every B entry b (k x n). */
+static void fill_const(problem *p, float a, float b) {
+    for (int64_t i = 0; i < p->m; i++) {
+        for (int64_t k = 0; k < p->k; k++) {
+            p->a[i * p->lda + k] = a;
+        }
+    }
+    for (int64_t i = 0; i < p->k * p->n; i++) {
+        p->b[i] = b;
+    }
+    for (int64_t j = 0; j < p->n; j++) {
+        p->bias[j] = 0.25f * (float)(j % 3);
+    }
+}
+
+static void test_extremes(void) {
+    static const int64_t shapes[][3] = {{1, 513, 17}, {7, 100, 257}, {33, 64, 5}, {2, 3, 1}};
+    for (size_t s = 0; s < 4; s++) {
+        problem p;
+        problem_alloc(&p, shapes[s][0], shapes[s][1], shapes[s][2]);
+        int32_t *want = xalloc((size_t)(p.m * p.n) * sizeof(int32_t));
+        /* int8: +max x -max everywhere: acc = -127 * 127 * k, the largest
+        ** magnitudes, A + 128 = 255 in the shifted scheme; then -max x -max */
+        static const float pairs[][2] = {{3.0f, -0.5f}, {-3.0f, -0.5f}, {-1.0f, 1.0f}};
+        for (int q = 0; q < 3; q++) {
+            fill_const(&p, pairs[q][0], pairs[q][1]);
+            void *pk = pack(8, &p);
+            kcpu_packed_info info;
+            kcpu_packed_get_info(pk, &info);
+            float qa = oracle_acc(8, &p, info.qb, want);
+            int32_t expect = (pairs[q][0] > 0) == (pairs[q][1] > 0) ? 127 * 127 : -127 * 127;
+            CHECK(want[0] == expect * (int32_t)p.k, "oracle extreme %d", want[0]);
+            check_acc_all(8, &p, pk, want, qa, "+-max");
+            check_f32_all(8, &p, pk, "+-max");
+            mt_aligned_free(pk);
+        }
+        /* alternating signs along k and n, with zeros between */
+        for (int64_t i = 0; i < p.m; i++) {
+            for (int64_t k = 0; k < p.k; k++) {
+                p.a[i * p.lda + k] = (float)((i + k) % 3 - 1) * 2.0f;
+            }
+        }
+        for (int64_t i = 0; i < p.k * p.n; i++) {
+            p.b[i] = (float)(i % 5 - 2) * 0.5f;
+        }
+        for (int bits = 8; bits <= 16; bits += 8) {
+            void *pk = pack(bits, &p);
+            kcpu_packed_info info;
+            kcpu_packed_get_info(pk, &info);
+            float qa = oracle_acc(bits, &p, info.qb, want);
+            check_acc_all(bits, &p, pk, want, qa, "alternating");
+            check_f32_all(bits, &p, pk, "alternating");
+            mt_aligned_free(pk);
+        }
+        /* all-zero A, then all-zero B: multiplier 1, no division by zero,
+        ** C = bias exactly */
+        for (int z = 0; z < 2; z++) {
+            fill_const(&p, z == 0 ? 0.0f : 1.5f, z == 0 ? 0.75f : 0.0f);
+            for (int bits = 8; bits <= 16; bits += 8) {
+                void *pk = pack(bits, &p);
+                kcpu_packed_info info;
+                kcpu_packed_get_info(pk, &info);
+                if (bits == 8 && z == 1) {
+                    CHECK(info.qb == 1.0f, "qb of a zero matrix is 1: %g", info.qb);
+                }
+                float qa = oracle_acc(bits, &p, info.qb, want);
+                CHECK(bits == 16 || z == 1 || qa == 1.0f, "qa of a zero matrix is 1");
+                check_acc_all(bits, &p, pk, want, qa, z == 0 ? "zero A" : "zero B");
+                int64_t ldc = p.n;
+                float *c = xalloc((size_t)(p.m * ldc) * sizeof(float));
+                for (int v = 0; v < N_IMPLS; v++) {
+                    if (!kcpu_igemm_available(all_impls[v])) {
+                        continue;
+                    }
+                    run_f32(bits, all_impls[v], &p, pk, p.bias, c, ldc);
+                    int bad = 0;
+                    for (int64_t i = 0; i < p.m * p.n; i++) {
+                        bad += c[i] != p.bias[i % p.n];
+                    }
+                    CHECK(bad == 0, "int%d %s zero matrix: C != bias in %d places", bits,
+                          kcpu_igemm_name(all_impls[v]), bad);
+                }
+                mt_aligned_free(c);
+                mt_aligned_free(pk);
+            }
+        }
+        /* int16 clipping (|x| >= 32 saturates) and wrap-around of the int32
+        ** sums: 32767 * -32768 * k, and (-32768)^2 twice in one vpmaddwd pair
+        ** (2^31, which wraps to -2^31) */
+        static const float clip[][2] = {{40.0f, -40.0f}, {-40.0f, -40.0f}, {32.5f, 31.0f}};
+        for (int q = 0; q < 3; q++) {
+            fill_const(&p, clip[q][0], clip[q][1]);
+            void *pk = pack(16, &p);
+            float qa = oracle_acc(16, &p, 1024.0f, want);
+            int32_t qa16 = clip[q][0] > 0 ? 32767 : -32768, qb16 = clip[q][1] > 0 ? 31744 : -32768;
+            CHECK(want[0] == wrap32((int64_t)qa16 * qb16 * p.k), "oracle clip %d", want[0]);
+            check_acc_all(16, &p, pk, want, qa, "int16 clip/wrap");
+            mt_aligned_free(pk);
+        }
+        /* pre-quantized int8 weights holding -128: packed as -127 */
+        {
+            int8_t *bq = xalloc((size_t)(p.k * p.n));
+            for (int64_t i = 0; i < p.k * p.n; i++) {
+                bq[i] = (int8_t)(i % 3 == 0 ? -128 : (int)(i % 255) - 127);
+            }
+            fill_const(&p, -2.0f, 0.0f);
+            void *pk = xalloc(kcpu_pack_i8_bytes(p.k, p.n));
+            int64_t cl = kcpu_pack_i8_q(p.k, p.n, bq, p.n, false, 10.0f, pk);
+            CHECK(cl == (p.k * p.n + 2) / 3, "clamped %lld", (long long)cl);
+            for (int64_t i = 0; i < p.m; i++) {
+                for (int64_t j = 0; j < p.n; j++) {
+                    int64_t sum = 0;
+                    for (int64_t k = 0; k < p.k; k++) {
+                        int v = bq[k * p.n + j];
+                        sum += -127 * (v == -128 ? -127 : v);
+                    }
+                    want[i * p.n + j] = wrap32(sum);
+                }
+            }
+            check_acc_all(8, &p, pk, want, 63.5f, "pre-quantized -128");
+            mt_aligned_free(bq);
+            mt_aligned_free(pk);
+        }
+        mt_aligned_free(want);
+        problem_free(&p);
+    }
+}
+
+static void test_dispatch(void) {
+    problem p;
+    problem_alloc(&p, 5, 77, 70);
+    for (int64_t i = 0; i < p.m; i++) {
+        for (int64_t k = 0; k < p.k; k++) {
+            p.a[i * p.lda + k] = urand(-1.0f, 1.0f);
+        }
+    }
+    for (int64_t i = 0; i < p.k * p.n; i++) {
+        p.b[i] = urand(-1.0f, 1.0f);
+    }
+    kcpu_isa best = kcpu_isa_detect();
+    for (int bits = 8; bits <= 16; bits += 8) {
+        void *pk = pack(bits, &p);
+        size_t cn = (size_t)(p.m * p.n);
+        float *c = xalloc(cn * sizeof(float)), *w = xalloc(cn * sizeof(float));
+        size_t sb = kcpu_gemm_i8_scratch_bytes(p.m, p.k) > kcpu_gemm_i16_scratch_bytes(p.m, p.k)
+                        ? kcpu_gemm_i8_scratch_bytes(p.m, p.k)
+                        : kcpu_gemm_i16_scratch_bytes(p.m, p.k);
+        void *scratch = xalloc(sb);
+        for (int lvl = KCPU_ISA_REF; lvl <= (int)best; lvl++) {
+            kcpu_isa old = kcpu_isa_force((kcpu_isa)lvl);
+            kcpu_igemm_impl act = kcpu_igemm_active();
+            kcpu_igemm_impl want_impl = lvl == KCPU_ISA_REF                     ? KCPU_IGEMM_REF
+                                        : lvl == KCPU_ISA_AVX2                  ? KCPU_IGEMM_AVX2
+                                        : kcpu_igemm_available(KCPU_IGEMM_VNNI) ? KCPU_IGEMM_VNNI
+                                                                                : KCPU_IGEMM_AVX2;
+            CHECK(act == want_impl, "isa %s -> %s, want %s", kcpu_isa_name((kcpu_isa)lvl),
+                  kcpu_igemm_name(act), kcpu_igemm_name(want_impl));
+            if (bits == 8) {
+                kcpu_gemm_i8(p.m, p.a, p.lda, pk, NULL, c, p.n, scratch);
+                kcpu_gemm_i8_impl(act, p.m, p.a, p.lda, pk, NULL, w, p.n, scratch);
+            } else {
+                kcpu_gemm_i16(p.m, p.a, p.lda, pk, NULL, c, p.n, scratch);
+                kcpu_gemm_i16_impl(act, p.m, p.a, p.lda, pk, NULL, w, p.n, scratch);
+            }
+            CHECK(memcmp(c, w, cn * sizeof(float)) == 0, "int%d dispatch at %s", bits,
+                  kcpu_isa_name((kcpu_isa)lvl));
+            kcpu_isa_force(old);
+        }
+        /* m = 0 writes nothing */
+        c[0] = 42.0f;
+        if (bits == 8) {
+            kcpu_gemm_i8(0, p.a, p.lda, pk, NULL, c, p.n, scratch);
+        } else {
+            kcpu_gemm_i16(0, p.a, p.lda, pk, NULL, c, p.n, scratch);
+        }
+        CHECK(c[0] == 42.0f, "m = 0 wrote");
+        mt_aligned_free(c), mt_aligned_free(w), mt_aligned_free(scratch), mt_aligned_free(pk);
+    }
+    problem_free(&p);
+    fprintf(stderr, "isa %s, vnni %d, int gemm variants:", kcpu_isa_name(best),
+            kcpu_cpu_has_avx512_vnni());
+    for (int v = 0; v < N_IMPLS; v++) {
+        fprintf(stderr, " %s%s", kcpu_igemm_name(all_impls[v]),
+                kcpu_igemm_available(all_impls[v]) ? "" : "(n/a)");
+    }
+    fprintf(stderr, "\n");
+}
+
+int main(void) {
+    test_quantizers();
+    test_pack();
+    test_dispatch();
+    test_extremes();
+    test_shapes();
+    TEST_MAIN_END();
+}
