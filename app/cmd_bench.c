@@ -7,9 +7,13 @@
 ** and the own small-M kernel side by side, single-threaded.  Each sample
 ** times enough back-to-back calls to last about 2 ms; the table shows the
 ** median sample as GFLOP/s and as a fraction of the assumed per-core peak.
+**
+** `mtpe bench gemm-int [--repeat N] [--peak-gops X]`: the int8 / int16
+** kernels against fp32 OpenBLAS at the same shapes (bench_gemm_int below).
 */
 #include "app.h"
 #include "kcpu.h"
+#include "mt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,15 +126,163 @@ static int bench_gemm(int repeat, double peak) {
     return 0;
 }
 
+/* ------------------------------------------------------------ gemm-int */
+
+/* `mtpe bench gemm-int`: the int8 and int16 kernels (kcpu_gemm_i8/_i16,
+** the variant kcpu_igemm_active() picks; A quantized inside each call, B
+** packed once before timing) against the fp32 OpenBLAS path on the same
+** shapes in the same run, single-threaded.  GOP/s count 2 M N K ops;
+** fractions are of the measured vpdpbusd / vpdpwssd throughput of this
+** core (kcpu_vnni_peak_gops) and of the nominal int8 figure. */
+typedef struct int_case {
+    int kind; /* 0 fp32 blas, 8 int8, 16 int16 */
+    int64_t m, n, k;
+    const float *a, *b;
+    const void *packed;
+    float *c;
+    void *scratch;
+} int_case;
+
+static void int_case_run(const int_case *g) {
+    if (g->kind == 8) {
+        kcpu_gemm_i8(g->m, g->a, g->k, g->packed, NULL, g->c, g->n, g->scratch);
+    } else if (g->kind == 16) {
+        kcpu_gemm_i16(g->m, g->a, g->k, g->packed, NULL, g->c, g->n, g->scratch);
+    } else {
+        kcpu_gemm_f32_blas(false, false, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, g->n, 0.0f,
+                           g->c, g->n);
+    }
+}
+
+/* Median seconds per call over `repeat` samples of about 2 ms each. */
+static double time_int_case(const int_case *g, int repeat) {
+    int_case_run(g); /* warm */
+    double t0 = bench_now();
+    int_case_run(g);
+    double one = bench_now() - t0;
+    int inner = one > 0 ? (int)(2e-3 / one) : 1000;
+    inner = inner < 1 ? 1 : inner > 1000 ? 1000 : inner;
+    double samples[64];
+    repeat = repeat < 1 ? 1 : repeat > 64 ? 64 : repeat;
+    for (int r = 0; r < repeat; r++) {
+        t0 = bench_now();
+        for (int i = 0; i < inner; i++) {
+            int_case_run(g);
+        }
+        samples[r] = (bench_now() - t0) / inner;
+    }
+    qsort(samples, (size_t)repeat, sizeof samples[0], cmp_double);
+    return samples[repeat / 2];
+}
+
+static int bench_gemm_int(int repeat, double nominal) {
+    static const int64_t ms[] = {1, 4, 32, 128};
+    static const int64_t nk[][2] = {{512, 512}, {2048, 512}, {512, 2048}, {2048, 2048},
+                                    {32000, 512}};
+    enum { N_SHAPES = sizeof nk / sizeof nk[0] };
+    const int64_t max_m = 128, max_k = 2048, max_n = 32000;
+    int64_t max_b = 0;
+    for (int s = 0; s < N_SHAPES; s++) {
+        max_b = nk[s][0] * nk[s][1] > max_b ? nk[s][0] * nk[s][1] : max_b;
+    }
+    int rc = 1;
+    float *a = mt_try_aligned_alloc((size_t)(max_m * max_k) * sizeof(float));
+    float *b = mt_try_aligned_alloc((size_t)max_b * sizeof(float));
+    float *c = mt_try_aligned_alloc((size_t)(max_m * max_n) * sizeof(float));
+    size_t sb = kcpu_gemm_i16_scratch_bytes(max_m, max_k);
+    if (kcpu_gemm_i8_scratch_bytes(max_m, max_k) > sb) {
+        sb = kcpu_gemm_i8_scratch_bytes(max_m, max_k);
+    }
+    void *scratch = mt_try_aligned_alloc(sb);
+    void *p8[N_SHAPES] = {0}, *p16[N_SHAPES] = {0};
+    if (!a || !b || !c || !scratch) {
+        fprintf(stderr, "mtpe bench gemm-int: out of memory\n");
+        goto done;
+    }
+    for (int64_t i = 0; i < max_m * max_k; i++) {
+        a[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    }
+    for (int64_t i = 0; i < max_b; i++) {
+        b[i] = (float)((i * 104729) % 2001) * 1e-4f - 0.1f;
+    }
+    for (int s = 0; s < N_SHAPES; s++) { /* pack once, as at model load */
+        int64_t n = nk[s][0], k = nk[s][1];
+        p8[s] = mt_try_aligned_alloc(kcpu_pack_i8_bytes(k, n));
+        p16[s] = mt_try_aligned_alloc(kcpu_pack_i16_bytes(k, n));
+        if (!p8[s] || !p16[s]) {
+            fprintf(stderr, "mtpe bench gemm-int: out of memory (packed %lldx%lld)\n",
+                    (long long)k, (long long)n);
+            goto done;
+        }
+        kcpu_pack_i8(k, n, b, n, p8[s]);
+        kcpu_pack_i16(k, n, b, n, p16[s]);
+    }
+    kcpu_blas_set_threads(1);
+    double pk8 = kcpu_vnni_peak_gops(false, 0.3), pk16 = kcpu_vnni_peak_gops(true, 0.3);
+    double fp32 = kcpu_fp32_peak_gflops(0.2);
+    printf("mtpe bench gemm-int: C[M,N] = A[M,K] . B[K,N], int8 / int16 (A quantized per call, "
+           "B packed once) vs fp32 OpenBLAS, 1 thread, median of %d samples\n",
+           repeat);
+    printf("cpu isa %s, int kernels %s, OpenBLAS kernels %s\n", kcpu_isa_name(kcpu_isa_detect()),
+           kcpu_igemm_name(kcpu_igemm_active()), kcpu_blas_corename());
+    if (pk8 > 0) {
+        printf("measured vpdpbusd throughput: %.1f GOP/s (%.0f%% of the nominal %.0f GOP/s), "
+               "vpdpwssd %.1f GOP/s, fp32 FMA %.1f GFLOP/s\n",
+               pk8, 100.0 * pk8 / nominal, nominal, pk16, fp32);
+    } else {
+        printf("no AVX-512 VNNI: measured-peak columns use the nominal %.0f GOP/s\n", nominal);
+        pk8 = nominal;
+        pk16 = nominal / 2;
+    }
+    printf("'meas' = fraction of the measured vpdpbusd (int8) / vpdpwssd (int16) peak, "
+           "'nom' = of the nominal int8 peak\n");
+    printf("%5s %6s %5s  %8s  %8s %6s %6s %5s  %8s %6s %6s %5s\n", "M", "N", "K", "f32 GF/s",
+           "i8 GOP/s", "meas", "nom", "x f32", "i16 GOP/s", "meas", "nom", "x f32");
+    for (int s = 0; s < N_SHAPES; s++) {
+        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+            int_case g = {.kind = 0, .m = ms[mi], .n = nk[s][0], .k = nk[s][1], .a = a, .b = b,
+                          .c = c, .scratch = scratch};
+            double ops = 2.0 * (double)g.m * (double)g.n * (double)g.k;
+            double gf = ops / time_int_case(&g, repeat) * 1e-9;
+            g.kind = 8;
+            g.packed = p8[s];
+            double g8 = ops / time_int_case(&g, repeat) * 1e-9;
+            g.kind = 16;
+            g.packed = p16[s];
+            double g16 = ops / time_int_case(&g, repeat) * 1e-9;
+            printf("%5lld %6lld %5lld  %8.1f  %8.1f %5.1f%% %5.1f%% %5.2f  %8.1f %5.1f%% %5.1f%% "
+                   "%5.2f\n",
+                   (long long)g.m, (long long)g.n, (long long)g.k, gf, g8, 100.0 * g8 / pk8,
+                   100.0 * g8 / nominal, g8 / gf, g16, 100.0 * g16 / pk16, 100.0 * g16 / nominal,
+                   g16 / gf);
+            fflush(stdout);
+        }
+    }
+    rc = 0;
+done:
+    for (int s = 0; s < N_SHAPES; s++) {
+        mt_aligned_free(p8[s]);
+        mt_aligned_free(p16[s]);
+    }
+    mt_aligned_free(a);
+    mt_aligned_free(b);
+    mt_aligned_free(c);
+    mt_aligned_free(scratch);
+    return rc;
+}
+
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: mtpe bench gemm [--repeat N] [--peak-gflops X]\n"
-               "  gemm   fp32 GEMM GFLOP/s at decoder shapes, OpenBLAS vs own kernel\n");
+    fprintf(f, "usage: mtpe bench gemm|gemm-int [--repeat N] [--peak-gflops X] [--peak-gops X]\n"
+               "  gemm      fp32 GEMM GFLOP/s at decoder shapes, OpenBLAS vs own kernel\n"
+               "  gemm-int  int8/int16 GEMM GOP/s vs fp32 OpenBLAS; --peak-gops: nominal int8\n"
+               "            peak per core (default 913, Zen 5 VNNI)\n");
 }
 
 int app_bench_main(int argc, char **argv) {
     const char *what = NULL;
     int repeat = 7;
     double peak = 228.0; /* AMD Zen 5: 2 x 512-bit FMA per cycle per core */
+    double peak_int = 913.0; /* AMD Zen 5: nominal int8 VNNI GOP/s per core */
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
         if (i == 0 && strcmp(s, "bench") == 0) {
@@ -140,6 +292,8 @@ int app_bench_main(int argc, char **argv) {
             repeat = atoi(argv[++i]);
         } else if (strcmp(s, "--peak-gflops") == 0 && i + 1 < argc) {
             peak = atof(argv[++i]);
+        } else if (strcmp(s, "--peak-gops") == 0 && i + 1 < argc) {
+            peak_int = atof(argv[++i]);
         } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
             bench_usage(stdout);
             return 0;
@@ -150,12 +304,15 @@ int app_bench_main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!what || repeat < 1 || !(peak > 0)) {
+    if (!what || repeat < 1 || !(peak > 0) || !(peak_int > 0)) {
         bench_usage(stderr);
         return 2;
     }
     if (strcmp(what, "gemm") == 0) {
         return bench_gemm(repeat, peak);
+    }
+    if (strcmp(what, "gemm-int") == 0) {
+        return bench_gemm_int(repeat, peak_int);
     }
     fprintf(stderr, "mtpe bench: unknown benchmark '%s'\n", what);
     bench_usage(stderr);
