@@ -10,10 +10,24 @@
 
 static int th_failures = 0, th_checks = 0;
 
-#define CHECK(cond, ...)                                                                           \
-    (th_checks++, (cond) ? 1                                                                       \
-                         : (th_failures++, fprintf(stderr, "NOT OK %s:%d: ", __FILE__, __LINE__),   \
-                            fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), 0))
+#include <stdarg.h>
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static inline int th_check(int ok, const char *file, int line, const char *fmt, ...) {
+    th_checks++;
+    if (ok) return 1;
+    th_failures++;
+    fprintf(stderr, "NOT OK %s:%d: ", file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 0;
+}
+#define CHECK(cond, ...) th_check((cond) ? 1 : 0, __FILE__, __LINE__, __VA_ARGS__)
 
 /* |got - want| <= atol + rtol * |want|; on failure got/want precede the message. */
 static inline int th_close(double got, double want, double atol, double rtol) {
