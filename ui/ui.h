@@ -1,0 +1,241 @@
+/*
+** ui.h: the terminal post-editor of `mtpe edit`, as seen by app/.
+**
+** ui/ never calls the engine, the models or the store.  app/ describes the
+** document (ui_document), fills in ui_hooks and calls ui_run() on the thread
+** that owns the terminal.  The hooks run on that ui thread and must return
+** quickly: slow work (translation, completion) is queued by app/ and its
+** result comes back, from any thread, through the ui_post_*() functions.
+**
+** Segments are named by their 0-based index in ui_document.segs ("seg").
+**
+** ---------------------------------------------------------------------------
+** The screen (80x24 and up; wide terminals get the segment list on the left):
+**
+**   header        file, languages, segment n/N, progress bar
+**   segment list  one line per segment: number, status mark, source text;
+**                 marks: ' ' new, 'm' machine translated, 'e' edited (draft),
+**                 '*' confirmed
+**   source        the current source segment, wrapped
+**   translation   the edit field: what the translator typed, then the
+**                 completion greyed after it (words coloured by the engine's
+**                 confidence: low red, medium yellow, high grey)
+**   lower pane    n-best alternatives (M-1..M-9) or the attention heat map
+**                 between source and target tokens of the 1-best (F3 toggles;
+**                 wide terminals show both); 256-colour ramp when the terminal
+**                 has 256 colours, else shaded characters ░▒▓█
+**   status line   segment n/N, words done/total, model, decoding speed,
+**                 background progress, the latest engine message
+**   bottom line   key hints, or the ':' command line while it is open
+**
+** ---------------------------------------------------------------------------
+** The edit field.  A line editor with the Emacs keys of bash; UTF-8 aware
+** (the cursor moves by characters, widths come from wcwidth, so CJK takes two
+** columns).  Text may contain '\n' (shown as ↵); C-v quotes the next key.
+**
+**   C-a Home        start of field
+**   C-e End         end of field; already at the end: accept ALL of the
+**                   greyed completion
+**   C-b Left        back one character;  C-f Right forward one character
+**                   (at the end: accept one character of the completion)
+**   M-b C-Left      back one word;  M-f C-Right forward one word (at the end:
+**                   accept one word of the completion, as Tab)
+**   C-d Delete      delete the character under the cursor;  Backspace C-h
+**                   delete the one before it
+**   C-k             kill to end;  C-u kill to start;  C-w M-Backspace kill
+**                   the word before the cursor (up to whitespace);  M-d kill
+**                   the word after it.  Consecutive kills append; C-y yanks.
+**   C-t             transpose the two characters around the cursor
+**   C-z C-_         undo (multi-level; a run of typed characters is one step)
+**   Tab             accept the next word of the completion
+**   M-1 .. M-9      replace the field with n-best alternative 1..9
+**                   (M- is Alt, or Esc then the key within 0.2 s)
+**   Enter           confirm: commit what the field shows, greyed completion
+**                   included (so Enter on an untouched segment confirms the
+**                   MT), then go to the next segment that is not confirmed
+**   PgDn C-n Down   next segment;  PgUp C-p Up previous segment
+**   M-n             next segment that is not confirmed
+**   M-< M->         first / last segment
+**   :               at the start of the field: open the command line
+**                   (elsewhere it types ':');  M-: and F2 open it anywhere
+**   F1              help: every key and command
+**   F3              toggle n-best list / attention heat map
+**   C-l             redraw;  Esc C-g dismiss the message
+**   C-c             says how to quit (the terminal is in raw mode: C-c, C-z
+**                   and C-s are keys, not signals)
+**
+** Completion.  The field of an untouched segment (new or machine translated)
+** is empty and shows the segment's MT greyed.  After each edit of the field
+** the ui calls hooks->request_completion(seg, prefix = the whole field)
+** after a 30 ms debounce; a newer request makes older ones outdated (app
+** cancels them; the ui ignores their results).  app/ answers with
+** ui_post_completion(seg, prefix, completion, ...): prefix + completion is
+** the predicted full translation.  A completion (or the MT, with prefix "")
+** stays displayed while the field is a prefix of prefix + completion and
+** starts with prefix, so typing the predicted characters "types through"
+** it; no new request is made while a displayed completion still covers the
+** field, nor for an empty field (its completion is the MT, which app/ starts
+** in segment_changed).
+**
+** The ':' command line (the line-editing keys above; history with Up/Down,
+** Tab completes command names and file paths, Esc, C-g or Backspace on an
+** empty line closes it; names of 3+ letters may be shortened: :go 12):
+**   :w              save the document (hooks->save)
+**   :q              quit; with unsaved changes it asks (y: save and quit,
+**                   n: quit without saving, anything else: stay)
+**   :wq  :x         save, then quit if the save succeeded
+**   :q!             quit without saving
+**   :goto N  :N     go to segment N (1-based)
+**   :find TEXT      next segment whose source or target contains TEXT
+**                   (ASCII case-insensitive; wraps; without TEXT: again)
+**   :model PATH     switch to another model (hooks->load_model)
+**   :export tmx PATH    export confirmed segments (hooks->export_doc);
+**   :export tsv PATH    also tsv
+**   :help           the help screen (as F1)
+** "Unsaved changes" are commits and drafts since the last successful :w.
+*/
+#ifndef MT_UI_H
+#define MT_UI_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mt_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ document */
+
+typedef enum ui_seg_status {
+    UI_SEG_NEW = 0,   /* no translation yet                              */
+    UI_SEG_MT,        /* target holds an unedited machine translation   */
+    UI_SEG_EDITED,    /* target holds a draft the translator edited     */
+    UI_SEG_CONFIRMED, /* target was confirmed                           */
+} ui_seg_status;
+
+typedef struct ui_segment {
+    const char *source; /* UTF-8; must not be NULL                          */
+    const char *target; /* UTF-8 current target; NULL or "" when none       */
+    ui_seg_status status;
+} ui_segment;
+
+typedef struct ui_document {
+    const char *title;      /* shown in the header (file name); may be NULL */
+    const char *src_lang;   /* e.g. "en"; may be NULL                        */
+    const char *trg_lang;   /* e.g. "de"; may be NULL                        */
+    const char *model_name; /* shown in the status line; may be NULL        */
+    const ui_segment *segs;
+    int64_t n_segs; /* >= 1 */
+} ui_document;
+
+/* ---------------------------------------------------------------- hooks */
+
+/* Where the committed text came from (for effort statistics). */
+typedef enum ui_origin {
+    UI_ORIGIN_NONE = 0, /* typed without any suggestion                     */
+    UI_ORIGIN_MT,       /* started from the segment's machine translation   */
+    UI_ORIGIN_NBEST,    /* started from n-best alternative nbest_rank       */
+    UI_ORIGIN_DRAFT,    /* started from the target the document already had */
+} ui_origin;
+
+/* Counted over all visits of the segment since it was last confirmed. */
+typedef struct ui_edit_stats {
+    double seconds;           /* time the segment was current               */
+    int32_t keystrokes;       /* keys that edited or moved in the field     */
+    int32_t completions_used; /* Tab / End / Right acceptances              */
+    ui_origin origin;         /* see ui_origin                              */
+    int32_t nbest_rank;       /* 1-based, for UI_ORIGIN_NBEST; else 0       */
+    const char *suggestion;   /* the text the edit started from; NULL when
+                                 origin is UI_ORIGIN_NONE                  */
+    bool edited;              /* committed text differs from suggestion    */
+} ui_edit_stats;
+
+/* Every hook may be NULL (then the action only shows a message).  They run
+** on the ui thread; strings are valid only during the call.  Hooks returning
+** mt_status report failures through mt_seterr(); the ui shows mt_errmsg(). */
+typedef struct ui_hooks {
+    void *user;
+    /* The translator left segment `from` (-1 when the editor opens) for
+    ** segment `to` (-1 when the editor closes).  draft: the field's text when
+    ** it was edited and not committed (the ui marks the segment UI_SEG_EDITED),
+    ** else NULL.  app/ stores the draft and starts translating `to` (and may
+    ** pre-translate its neighbours); results come back through ui_post_mt(). */
+    void (*segment_changed)(void *user, int64_t from, const char *draft, int64_t to);
+    /* Predict the rest of segment seg's translation after `prefix`; answer
+    ** with ui_post_completion().  Implicitly cancels the previous request. */
+    void (*request_completion)(void *user, int64_t seg, const char *prefix);
+    /* The translator confirmed seg with text.  MT_OK: the ui marks it
+    ** confirmed and moves on; an error keeps the segment open. */
+    mt_status (*commit)(void *user, int64_t seg, const char *text, const ui_edit_stats *st);
+    mt_status (*save)(void *user);                         /* :w            */
+    mt_status (*load_model)(void *user, const char *path); /* :model PATH   */
+    /* :export FORMAT PATH, format "tmx" or "tsv" (path with ~ expanded). */
+    mt_status (*export_doc)(void *user, const char *format, const char *path);
+} ui_hooks;
+
+/* Runs the editor on the terminal (stdin/stdout) until the user quits, with
+** segment start_seg current (clamped to the document).  The document is
+** copied; hooks must outlive the call.  While it runs, mt_log() goes to the
+** status line (mt_log_set(ui_log_sink)) and an abort hook restores the
+** terminal; on return both are reset to the defaults (NULL).  Only one
+** ui_run may be active in a process.
+** Returns MT_OK when the user quit, MT_ERR_INVALID for a bad document or a
+** second concurrent call, MT_ERR_IO when the terminal cannot be set up (no
+** tty, unknown TERM), MT_ERR_NOMEM. */
+mt_status ui_run(const ui_hooks *hooks, const ui_document *doc, int64_t start_seg);
+
+/* ------------------------------------------------- results, any thread */
+
+/* Result of translating one segment.  Word lists index the whitespace-
+** separated words of hyp; token lists are what the heat map labels. */
+typedef struct ui_mt_result {
+    const char *hyp;           /* the 1-best translation (UTF-8)          */
+    const char *const *nbest;  /* n_nbest alternatives, best first (the
+                                  first is normally hyp); may be NULL    */
+    const float *nbest_scores; /* n_nbest model scores; may be NULL      */
+    int32_t n_nbest;
+    const char *const *src_tokens; /* n_src labels of the heat map columns   */
+    int32_t n_src;
+    const char *const *trg_tokens; /* n_trg labels of the heat map rows      */
+    int32_t n_trg;
+    const float *attention; /* [n_trg, n_src] row-major: row t is the
+                               attention of target token t over the
+                               source tokens (rows sum to 1); NULL
+                               when none                               */
+    const float *word_conf; /* n_words confidences in [0,1] for the
+                               words of hyp; may be NULL               */
+    int32_t n_words;
+    double tokens_per_sec; /* decoding speed, shown in the status line;
+                              <= 0: unknown                           */
+} ui_mt_result;
+
+/* These copy what they are given into a queue and wake the ui thread; they
+** are thread-safe and never block on the ui.  They are accepted only while
+** ui_run() is active (else MT_ERR_INVALID, nothing queued); MT_ERR_NOMEM
+** when the copy cannot be made.  Results for a segment the user has left
+** are kept for when they come back; outdated completions are dropped. */
+mt_status ui_post_mt(int64_t seg, const ui_mt_result *r);
+/* prefix: the prefix the completion was computed for (as passed to
+** request_completion); completion: the text that follows it; word_conf:
+** n_words confidences for the words of completion (may be NULL). */
+mt_status ui_post_completion(int64_t seg, const char *prefix, const char *completion,
+                             const float *word_conf, int32_t n_words);
+/* A line for the status line (engine logs, job results). */
+mt_status ui_post_message(mt_log_level level, const char *text);
+/* Progress of a background job (pre-translation, fine-tuning) shown in the
+** status line as "task done/total"; total <= 0 clears it. */
+mt_status ui_post_progress(const char *task, int64_t done, int64_t total);
+/* A new model name for the status line (after :model succeeded). */
+mt_status ui_post_model(const char *name);
+/* Asks the editor to close as after :q! (drafts are reported, no save). */
+mt_status ui_post_quit(void);
+
+/* An mt_log_fn that forwards to ui_post_message() (what ui_run installs). */
+void ui_log_sink(mt_log_level level, const char *msg, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MT_UI_H */
