@@ -9,5 +9,9 @@
 int app_bench_main(int argc, char **argv);   /* app/cmd_bench.c   */
 int app_convert_main(int argc, char **argv); /* app/cmd_convert.c */
 int app_demo_main(int argc, char **argv);    /* app/cmd_demo.c    */
+int app_train_main(int argc, char **argv);   /* app/cmd_train.c   */
+int app_score_main(int argc, char **argv);   /* app/cmd_score.c   */
+int app_align_main(int argc, char **argv);   /* app/cmd_align.c   */
+int app_shortlist_main(int argc, char **argv); /* app/cmd_shortlist.c */
 
 #endif

@@ -10,6 +10,9 @@
 **
 ** `mtpe bench gemm-int [--repeat N] [--peak-gops X]`: the int8 / int16
 ** kernels against fp32 OpenBLAS at the same shapes (bench_gemm_int below).
+**
+** `mtpe bench topk [--repeat N]`: the fused output layer (bias + log-softmax
+** + top-k) against the unfused path (bench_topk below).
 */
 #include "app.h"
 #include "kcpu.h"
@@ -271,11 +274,165 @@ done:
     return rc;
 }
 
+/* ---------------------------------------------------------------- topk */
+
+/* `mtpe bench topk`: the output layer after its GEMM at rows = 32 (beam 4 x
+** batch 8), V = 32000, and a 1000-entry shortlist: the fused bias +
+** log-softmax + top-k (kcpu_softmax_topk, dispatched, and its scalar
+** reference), the argmax of beam 1, and the unfused path it replaces: bias
+** add, kcpu_log_softmax_fwd, then a selection pass (insertion top-k) or a
+** full sort of each row (qsort).  GB/s count the logits and the bias read
+** once; ns/row is per row of the batch. */
+typedef struct topk_case {
+    int kind; /* 0 fused, 1 fused ref, 2 argmax, 3 argmax ref, 4 unfused+select, 5 +sort */
+    int64_t rows, cols;
+    int32_t k;
+    const float *logits, *bias;
+    float *tmp, *val;
+    int32_t *idx;
+} topk_case;
+
+static const float *topk_sort_row; /* qsort has no context argument */
+
+static int topk_cmp_desc(const void *a, const void *b) {
+    float x = topk_sort_row[*(const int32_t *)a], y = topk_sort_row[*(const int32_t *)b];
+    return (x < y) - (x > y);
+}
+
+static void topk_case_run(const topk_case *t) {
+    int64_t rows = t->rows, cols = t->cols;
+    int32_t k = t->k;
+    switch (t->kind) {
+    case 0: kcpu_softmax_topk(rows, cols, t->logits, t->bias, k, t->idx, t->val, NULL); return;
+    case 1:
+        kcpu_softmax_topk_ex_ref(rows, cols, t->logits, t->bias, NULL, NULL, k, t->idx, t->val,
+                                 NULL);
+        return;
+    case 2: kcpu_argmax_rows(rows, cols, t->logits, t->bias, t->idx, t->val); return;
+    case 3: kcpu_argmax_rows_ref(rows, cols, t->logits, t->bias, t->idx, t->val); return;
+    default: break;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        kcpu_add_f32(cols, t->logits + r * cols, t->bias, t->tmp + r * cols);
+    }
+    kcpu_log_softmax_fwd(rows, cols, t->tmp, t->tmp);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *y = t->tmp + r * cols;
+        int32_t *ix = t->idx + r * (t->kind == 5 ? cols : k);
+        float *v = t->val + r * k;
+        if (t->kind == 5) {
+            for (int64_t c = 0; c < cols; c++) {
+                ix[c] = (int32_t)c;
+            }
+            topk_sort_row = y;
+            qsort(ix, (size_t)cols, sizeof *ix, topk_cmp_desc);
+            for (int32_t j = 0; j < k; j++) {
+                v[j] = y[ix[j]];
+            }
+            continue;
+        }
+        int32_t n = 0; /* insertion into v[0..n), best first */
+        for (int64_t c = 0; c < cols; c++) {
+            if (n == k && !(y[c] > v[k - 1])) {
+                continue;
+            }
+            int32_t j = n < k ? n++ : k - 1;
+            for (; j > 0 && v[j - 1] < y[c]; j--) {
+                v[j] = v[j - 1];
+                ix[j] = ix[j - 1];
+            }
+            v[j] = y[c];
+            ix[j] = (int32_t)c;
+        }
+    }
+}
+
+static double time_topk_case(const topk_case *t, int repeat) {
+    topk_case_run(t); /* warm */
+    double t0 = bench_now();
+    topk_case_run(t);
+    double one = bench_now() - t0;
+    int inner = one > 0 ? (int)(2e-3 / one) : 1000;
+    inner = inner < 1 ? 1 : inner > 1000 ? 1000 : inner;
+    double samples[64];
+    repeat = repeat < 1 ? 1 : repeat > 64 ? 64 : repeat;
+    for (int r = 0; r < repeat; r++) {
+        t0 = bench_now();
+        for (int i = 0; i < inner; i++) {
+            topk_case_run(t);
+        }
+        samples[r] = (bench_now() - t0) / inner;
+    }
+    qsort(samples, (size_t)repeat, sizeof samples[0], cmp_double);
+    return samples[repeat / 2];
+}
+
+static int bench_topk(int repeat) {
+    const int64_t rows = 32, max_cols = 32000;
+    int rc = 1;
+    float *logits = mt_try_aligned_alloc((size_t)(rows * max_cols) * sizeof(float));
+    float *bias = mt_try_aligned_alloc((size_t)max_cols * sizeof(float));
+    float *tmp = mt_try_aligned_alloc((size_t)(rows * max_cols) * sizeof(float));
+    float *val = mt_try_aligned_alloc((size_t)(rows * 16) * sizeof(float));
+    int32_t *idx = mt_try_aligned_alloc((size_t)(rows * max_cols) * sizeof(int32_t));
+    if (!logits || !bias || !tmp || !val || !idx) {
+        fprintf(stderr, "mtpe bench topk: out of memory\n");
+        goto done;
+    }
+    uint64_t st = 0x9e3779b97f4a7c15ull;
+    for (int64_t i = 0; i < rows * max_cols; i++) { /* roughly N(0, 2): xorshift sums */
+        float s = 0.0f;
+        for (int u = 0; u < 4; u++) {
+            st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+            s += (float)(st >> 40) * (1.0f / 16777216.0f) - 0.5f;
+        }
+        logits[i] = 3.5f * s;
+    }
+    for (int64_t i = 0; i < max_cols; i++) {
+        bias[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    }
+    static const char *names[] = {"fused",          "fused (ref)",        "argmax",
+                                  "argmax (ref)",   "unfused + select k", "unfused + qsort"};
+    printf("mtpe bench topk: bias + log-softmax + top-k over rows of logits, rows = %lld, "
+           "1 thread, median of %d samples, isa %s\n",
+           (long long)rows, repeat, kcpu_isa_name(kcpu_isa_active()));
+    printf("%6s %3s  %-20s %10s %8s %8s\n", "cols", "k", "kernel", "ns/row", "GB/s", "x fused");
+    static const int64_t colss[] = {32000, 1000};
+    static const int32_t ks[] = {4, 8};
+    for (size_t ci = 0; ci < sizeof colss / sizeof colss[0]; ci++) {
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            double fused = 0.0;
+            for (int kind = 0; kind < 6; kind++) {
+                if ((kind == 2 || kind == 3) && ki > 0) {
+                    continue; /* argmax does not depend on k */
+                }
+                topk_case t = {kind, rows, colss[ci], ks[ki], logits, bias, tmp, val, idx};
+                double sec = time_topk_case(&t, repeat);
+                fused = kind == 0 ? sec : fused;
+                double bytes = (double)(rows * colss[ci] + colss[ci]) * sizeof(float);
+                printf("%6lld %3d  %-20s %10.0f %8.2f %8.2f\n", (long long)colss[ci],
+                       kind == 2 || kind == 3 ? 1 : ks[ki], names[kind], sec / rows * 1e9,
+                       bytes / sec * 1e-9, sec / fused);
+                fflush(stdout);
+            }
+        }
+    }
+    rc = 0;
+done:
+    mt_aligned_free(logits);
+    mt_aligned_free(bias);
+    mt_aligned_free(tmp);
+    mt_aligned_free(val);
+    mt_aligned_free(idx);
+    return rc;
+}
+
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: mtpe bench gemm|gemm-int [--repeat N] [--peak-gflops X] [--peak-gops X]\n"
+    fprintf(f, "usage: mtpe bench gemm|gemm-int|topk [--repeat N] [--peak-gflops X] [--peak-gops X]\n"
                "  gemm      fp32 GEMM GFLOP/s at decoder shapes, OpenBLAS vs own kernel\n"
                "  gemm-int  int8/int16 GEMM GOP/s vs fp32 OpenBLAS; --peak-gops: nominal int8\n"
-               "            peak per core (default 913, Zen 5 VNNI)\n");
+               "            peak per core (default 913, Zen 5 VNNI)\n"
+               "  topk      fused bias + log-softmax + top-k vs the unfused path, ns/row\n");
 }
 
 int app_bench_main(int argc, char **argv) {
@@ -313,6 +470,9 @@ int app_bench_main(int argc, char **argv) {
     }
     if (strcmp(what, "gemm-int") == 0) {
         return bench_gemm_int(repeat, peak_int);
+    }
+    if (strcmp(what, "topk") == 0) {
+        return bench_topk(repeat);
     }
     fprintf(stderr, "mtpe bench: unknown benchmark '%s'\n", what);
     bench_usage(stderr);

@@ -61,8 +61,8 @@ mt_status mt_batch_make(int n_src, bool has_trg, int32_t size, const mt_batch_se
         for (int s = 0; s < per; s++) {
             const mt_batch_seq *q = &seqs[(size_t)i * per + s];
             if (q->len < 1 || q->ids == NULL)
-                return mt_seterr(MT_ERR_INVALID, "batch: sentence %d stream %d is empty",
-                                 (int)i, s);
+                return mt_seterr(MT_ERR_INVALID, "batch: sentence %d stream %d is empty", (int)i,
+                                 s);
             if (q->len > len[s]) len[s] = q->len;
         }
     }

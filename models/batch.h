@@ -17,16 +17,16 @@
 #define MT_MAX_STREAMS 4 /* source streams (multi-source models use 2) */
 
 typedef struct mt_batch {
-    int n_src;           /* number of source streams                          */
-    int32_t size;        /* sentences in the batch (B)                        */
-    int32_t src_len[MT_MAX_STREAMS]; /* padded length S of each stream        */
+    int n_src;                        /* number of source streams                          */
+    int32_t size;                     /* sentences in the batch (B)                        */
+    int32_t src_len[MT_MAX_STREAMS];  /* padded length S of each stream        */
     int32_t *src_ids[MT_MAX_STREAMS]; /* [B, S]                                */
     float *src_mask[MT_MAX_STREAMS];  /* [B, S] 1 = token, 0 = padding         */
-    int32_t trg_len;     /* padded target length T (0 when no target)         */
-    int32_t *trg_ids;    /* [B, T] (NULL when no target)                      */
-    float *trg_mask;     /* [B, T]                                            */
-    int64_t trg_words;   /* number of target tokens incl. EOS (sum of mask)   */
-    int64_t *sent_ids;   /* [B] index of each sentence in its corpus/input    */
+    int32_t trg_len;                  /* padded target length T (0 when no target)         */
+    int32_t *trg_ids;                 /* [B, T] (NULL when no target)                      */
+    float *trg_mask;                  /* [B, T]                                            */
+    int64_t trg_words;                /* number of target tokens incl. EOS (sum of mask)   */
+    int64_t *sent_ids;                /* [B] index of each sentence in its corpus/input    */
 } mt_batch;
 
 /* Allocates a zeroed batch for B sentences with the given padded lengths

@@ -30,8 +30,8 @@
 /* Architecture keys (the ones Marian stores in special:model.yml) plus the
 ** training-time ones a model needs to build its graph (dropouts). */
 typedef struct mt_model_config {
-    char type[32];           /* "transformer", "multi-transformer", "s2s" ...      */
-    int n_vocabs;            /* number of entries in dim_vocabs (streams + target) */
+    char type[32]; /* "transformer", "multi-transformer", "s2s" ...      */
+    int n_vocabs;  /* number of entries in dim_vocabs (streams + target) */
     int dim_vocabs[MT_MAX_STREAMS + 1];
     int dim_emb;
     int enc_depth, dec_depth;
@@ -46,7 +46,7 @@ typedef struct mt_model_config {
     char postprocess_emb[16];
     char postprocess_top[16];
     bool tied_embeddings, tied_embeddings_src, tied_embeddings_all;
-    char dec_autoreg[32];    /* self-attention | average-attention | rnn          */
+    char dec_autoreg[32]; /* self-attention | average-attention | rnn          */
     int dim_aan, aan_depth;
     char aan_activation[16];
     bool aan_nogate;
@@ -59,10 +59,10 @@ typedef struct mt_model_config {
     float transformer_dropout, transformer_dropout_attention, transformer_dropout_ffn;
     /* ---- further special:model.yml keys (kept so that a model saved by mtpe
     ** carries what it was loaded with; see mt_model_config_to_yaml) */
-    char version[64];        /* "version": Marian build string ("" = fresh model) */
-    bool no_projection;      /* transformer-no-projection                         */
-    bool rnn_projection;     /* transformer-rnn-projection                        */
-    int n_tied_layers;       /* transformer-tied-layers (0 = none)                */
+    char version[64];    /* "version": Marian build string ("" = fresh model) */
+    bool no_projection;  /* transformer-no-projection                         */
+    bool rnn_projection; /* transformer-rnn-projection                        */
+    int n_tied_layers;   /* transformer-tied-layers (0 = none)                */
     int tied_layers[MT_MODEL_MAX_LAYERS];
     /* s2s (RNN) keys */
     int dim_rnn;
@@ -94,8 +94,7 @@ typedef struct mt_model mt_model;
 ** unit layer-norm scales; embeddings glorot-uniform in Marian's fan-in mode,
 ** U(-sqrt(3/V), sqrt(3/V))), in a fixed order from seed.  The config's
 ** dim_vocabs must be set (> 0). */
-mt_status mt_model_create(const mt_model_config *c, mt_device *dev, uint64_t seed,
-                          mt_model **out);
+mt_status mt_model_create(const mt_model_config *c, mt_device *dev, uint64_t seed, mt_model **out);
 /* Loads a Marian .npz/.bin; the config comes from its special:model.yml.
 ** Every parameter the architecture needs must be present with its shape
 ** (MT_ERR_NOTFOUND / MT_ERR_FORMAT naming the parameter and the file);
@@ -125,10 +124,10 @@ typedef struct mt_model_loss {
     mt_node *logprob_sent; /* [B]: sum of log p(reference token) per sentence     */
     mt_node *logprob_word; /* [B, T]: log p of each reference token (0 at padding) */
     /* appended: */
-    mt_node *align;        /* [B, T, S]: head-0 attention of the guided-alignment
-                              layer's cross-attention over the first source     */
-    mt_status status;      /* MT_OK, or why the fields are NULL (graph error or
-                              out of host memory; mt_errmsg() has the detail)    */
+    mt_node *align;   /* [B, T, S]: head-0 attention of the guided-alignment
+                         layer's cross-attention over the first source     */
+    mt_status status; /* MT_OK, or why the fields are NULL (graph error or
+                         out of host memory; mt_errmsg() has the detail)    */
 } mt_model_loss;
 /* Builds the loss graph; g decides training (dropout) vs inference.  Fields
 ** are NULL on failure (sticky graph error, or .status). */
@@ -180,8 +179,8 @@ typedef struct mt_dec_state {
     int n_rows;    /* per-row nodes [B * K, ...], reordered by mt_model_select;
                       entries may be NULL (nothing cached yet)                   */
     mt_node *rows[MT_DEC_STATE_SLOTS];
-    int n_fixed;   /* per-sentence nodes [B, ...] (cached projections of the
-                      encoder contexts), shared by all rows of a sentence       */
+    int n_fixed; /* per-sentence nodes [B, ...] (cached projections of the
+                    encoder contexts), shared by all rows of a sentence       */
     mt_node *fixed[MT_DEC_STATE_SLOTS];
     /* Optional output shortlist, set by the caller: i32 [V'] target ids in
     ** increasing order; log-probs are then over these V' ids only. */
@@ -196,8 +195,7 @@ typedef struct mt_dec_step {
 } mt_dec_step;
 
 mt_status mt_model_encode(mt_model *m, mt_graph *g, const mt_batch *b, mt_model_encoding *out);
-mt_status mt_model_start(mt_model *m, mt_graph *g, const mt_model_encoding *enc,
-                         mt_dec_state *out);
+mt_status mt_model_start(mt_model *m, mt_graph *g, const mt_model_encoding *enc, mt_dec_state *out);
 /* prev: B * K token ids (the previous output of each row); ignored at
 ** position 0, where the decoder input is the zero vector as in Marian. */
 mt_status mt_model_step(mt_model *m, mt_graph *g, const mt_model_encoding *enc,
@@ -213,12 +211,14 @@ mt_status mt_model_select(mt_model *m, mt_graph *g, const mt_dec_state *in, cons
 ** For the architecture files (transformer.c, later rnn.c); encdec.c
 ** dispatches to them by config type.  Not for callers outside models/. */
 
-/* Called once per parameter the architecture uses, in creation order. */
-typedef mt_status (*mt_param_visit_fn)(void *user, const char *name, mt_shape shape, mt_init init);
-/* Lists the parameters of a transformer (p, when not NULL, tells which
-** optional legacy names are present, e.g. decoder_ff_logit_out_W). */
-mt_status mt_transformer_params(const mt_model_config *c, const mt_params *p,
-                                mt_param_visit_fn fn, void *user);
+/* Builds the whole transformer once on a one-token batch (on a scratch
+** graph on dev).  check = false: parameters missing from p are created with
+** their initialisation, in build order (fresh models).  check = true: every
+** parameter must already exist in p with its shape (MT_ERR_NOTFOUND /
+** MT_ERR_FORMAT naming the first that does not; 1-D [d] is accepted for
+** [1, d] and reshaped). */
+mt_status mt_transformer_touch_params(const mt_model_config *c, mt_params *p, mt_device *dev,
+                                      bool check);
 mt_status mt_transformer_encode(const mt_model_config *c, mt_params *p, mt_graph *g,
                                 const mt_batch *b, mt_model_encoding *out);
 mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph *g,

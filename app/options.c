@@ -1,0 +1,673 @@
+/*
+** options.c: Marian-style option parsing (see options.h for the rules).
+**
+** Every option keeps its values as text (one string per list item) and the
+** source of the current value.  Values are checked against the option's
+** kind whenever they are set, so the typed getters only convert.
+**
+** Config files are YAML as read by mt_yaml (engine/yaml.c, which documents
+** the accepted subset): a top-level mapping from option names to scalars or
+** to sequences of scalars.
+*/
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+typedef struct opt_val {
+    int n;
+    char **v;
+    app_opt_source src;
+} opt_val;
+
+struct app_opts {
+    const app_opt *defs;
+    int n_defs;
+    opt_val *vals;
+    bool help;
+};
+
+static bool is_list(app_opt_kind k) { return k >= APP_OPT_INTS; }
+
+static app_opt_kind item_kind(app_opt_kind k) {
+    switch (k) {
+    case APP_OPT_INTS: return APP_OPT_INT;
+    case APP_OPT_FLOATS: return APP_OPT_FLOAT;
+    case APP_OPT_STRINGS: return APP_OPT_STRING;
+    case APP_OPT_FREQS: return APP_OPT_FREQ;
+    default: return k;
+    }
+}
+
+/* ------------------------------------------------------------- parsers */
+
+bool app_parse_bool(const char *s, bool *out) {
+    static const char *yes[] = {"true", "on", "yes", "1"};
+    static const char *no[] = {"false", "off", "no", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcmp(s, yes[i])) {
+            *out = true;
+            return true;
+        }
+        if (!strcmp(s, no[i])) {
+            *out = false;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool parse_int(const char *s, int64_t *out) {
+    if (*s == '\0' || isspace((unsigned char)*s)) return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0') return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+static bool parse_float(const char *s, double *out) {
+    if (*s == '\0' || isspace((unsigned char)*s)) return false;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+/* Marian's SchedulingParameter: a number, optionally with a multiplier
+** k/K (1e3), M (1e6), G (1e9), T (1e12), then an optional unit u|e|t. */
+bool app_parse_freq(const char *s, app_freq *out) {
+    size_t n = strlen(s);
+    char unit = 'u';
+    if (n > 0 && strchr("uet", s[n - 1]) != NULL) {
+        unit = s[n - 1];
+        n--;
+    }
+    double mult = 1;
+    if (n > 0) {
+        switch (s[n - 1]) {
+        case 'k':
+        case 'K':
+            mult = 1e3;
+            n--;
+            break;
+        case 'M':
+            mult = 1e6;
+            n--;
+            break;
+        case 'G':
+            mult = 1e9;
+            n--;
+            break;
+        case 'T':
+            mult = 1e12;
+            n--;
+            break;
+        default: break;
+        }
+    }
+    char buf[32];
+    if (n == 0 || n >= sizeof buf || !isdigit((unsigned char)s[0])) return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    int dots = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '.')
+            dots++;
+        else if (!isdigit((unsigned char)buf[i]))
+            return false;
+    }
+    double v;
+    if (dots > 1 || !parse_float(buf, &v)) return false;
+    v *= mult;
+    if (v >= 9.2e18) return false;
+    out->n = (int64_t)v;
+    out->unit = unit;
+    return true;
+}
+
+static bool valid_value(app_opt_kind k, const char *s) {
+    bool b;
+    int64_t i;
+    double d;
+    app_freq f;
+    switch (item_kind(k)) {
+    case APP_OPT_FLAG: return app_parse_bool(s, &b);
+    case APP_OPT_INT: return parse_int(s, &i);
+    case APP_OPT_FLOAT: return parse_float(s, &d);
+    case APP_OPT_FREQ: return app_parse_freq(s, &f);
+    default: return true;
+    }
+}
+
+static const char *kind_what(app_opt_kind k) {
+    switch (item_kind(k)) {
+    case APP_OPT_FLAG: return "a boolean (true/false)";
+    case APP_OPT_INT: return "an integer";
+    case APP_OPT_FLOAT: return "a number";
+    case APP_OPT_FREQ: return "a count with an optional unit u, e or t (e.g. 500u)";
+    default: return "text";
+    }
+}
+
+/* ------------------------------------------------------------ storage */
+
+static int find_opt(const app_opts *o, const char *name, size_t len) {
+    for (int i = 0; i < o->n_defs; i++) {
+        if (strlen(o->defs[i].name) == len && !strncmp(o->defs[i].name, name, len)) return i;
+    }
+    return -1;
+}
+
+static int must_find(const app_opts *o, const char *name) {
+    int i = find_opt(o, name, strlen(name));
+    if (i < 0) mt_log(MT_LOG_ERROR, "options: no option called '%s'", name);
+    MT_ASSERT(i >= 0);
+    return i;
+}
+
+static void val_clear(opt_val *v) {
+    for (int i = 0; i < v->n; i++)
+        mt_free(v->v[i]);
+    mt_free(v->v);
+    v->v = NULL;
+    v->n = 0;
+}
+
+/* Replaces option idx by values[0..n); validates first, so on failure the
+** old value stays. */
+static mt_status set_values(app_opts *o, int idx, int n, const char *const *values,
+                            app_opt_source src, const char *where) {
+    const app_opt *d = &o->defs[idx];
+    if (!is_list(d->kind) && n != 1) {
+        return mt_seterr(MT_ERR_INVALID, "option --%s%s takes one value, got %d", d->name, where,
+                         n);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!valid_value(d->kind, values[i])) {
+            return mt_seterr(MT_ERR_INVALID, "option --%s%s: '%s' is not %s", d->name, where,
+                             values[i], kind_what(d->kind));
+        }
+    }
+    char **v = NULL;
+    if (n > 0) {
+        v = mt_try_calloc((size_t)n, sizeof *v);
+        if (v == NULL) goto nomem;
+        for (int i = 0; i < n; i++) {
+            v[i] = mt_try_strdup(values[i]);
+            if (v[i] == NULL) {
+                for (int j = 0; j < i; j++)
+                    mt_free(v[j]);
+                mt_free(v);
+                goto nomem;
+            }
+        }
+    }
+    val_clear(&o->vals[idx]);
+    o->vals[idx].v = v;
+    o->vals[idx].n = n;
+    o->vals[idx].src = src;
+    return MT_OK;
+nomem:
+    return mt_seterr(MT_ERR_NOMEM, "options: out of memory");
+}
+
+/* Sets option idx from text holding space-separated values (defaults and
+** implicit values of lists); NULL or "" is an empty list. */
+static mt_status set_from_words(app_opts *o, int idx, const char *text, app_opt_source src) {
+    const app_opt *d = &o->defs[idx];
+    if (!is_list(d->kind)) {
+        const char *s = text;
+        if (s == NULL) {
+            switch (d->kind) {
+            case APP_OPT_FLAG: s = "false"; break;
+            case APP_OPT_INT:
+            case APP_OPT_FLOAT: s = "0"; break;
+            case APP_OPT_FREQ: s = "0u"; break;
+            default: s = ""; break;
+            }
+        }
+        return set_values(o, idx, 1, &s, src, " (default)");
+    }
+    char *copy = mt_try_strdup(text ? text : "");
+    const char **words = mt_try_calloc(strlen(copy ? copy : "") / 2 + 1, sizeof *words);
+    mt_status rc = MT_ERR_NOMEM;
+    if (copy == NULL || words == NULL) {
+        mt_seterr(rc, "options: out of memory");
+        goto done;
+    }
+    int n = 0;
+    for (char *t = strtok(copy, " "); t != NULL; t = strtok(NULL, " "))
+        words[n++] = t;
+    rc = set_values(o, idx, n, words, src, "");
+done:
+    mt_free(words);
+    mt_free(copy);
+    return rc;
+}
+
+void app_opts_free(app_opts *o) {
+    if (o == NULL) return;
+    for (int i = 0; o->vals != NULL && i < o->n_defs; i++)
+        val_clear(&o->vals[i]);
+    mt_free(o->vals);
+    mt_free(o);
+}
+
+/* ------------------------------------------------------- command line */
+
+/* An argument that does not start an option: "-", negative numbers and
+** anything not starting with '-'. */
+static bool is_value_arg(const char *s) {
+    if (s[0] != '-' || s[1] == '\0') return true;
+    if (isdigit((unsigned char)s[1])) return true;
+    return s[1] == '.' && isdigit((unsigned char)s[2]);
+}
+
+static mt_status parse_argv(app_opts *o, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            o->help = true;
+            continue;
+        }
+        int idx = -1;
+        const char *eq = NULL;
+        if (arg[0] == '-' && arg[1] == '-' && arg[2] != '\0') {
+            const char *name = arg + 2;
+            eq = strchr(name, '=');
+            idx = find_opt(o, name, eq ? (size_t)(eq - name) : strlen(name));
+            if (idx < 0) {
+                return mt_seterr(MT_ERR_INVALID, "unknown option '--%.*s'",
+                                 (int)(eq ? eq - name : (long)strlen(name)), name);
+            }
+        } else if (arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0' &&
+                   !isdigit((unsigned char)arg[1])) {
+            for (int k = 0; k < o->n_defs; k++)
+                if (o->defs[k].alias == arg[1]) idx = k;
+            if (idx < 0) return mt_seterr(MT_ERR_INVALID, "unknown option '%s'", arg);
+        } else {
+            return mt_seterr(MT_ERR_INVALID, "unexpected argument '%s' (options start with --)",
+                             arg);
+        }
+        const app_opt *d = &o->defs[idx];
+        mt_status rc;
+        if (eq != NULL) {
+            const char *v = eq + 1;
+            rc = set_values(o, idx, 1, &v, APP_SRC_CMDLINE, "");
+        } else if (d->kind == APP_OPT_FLAG) {
+            bool b;
+            const char *v = "true";
+            if (i + 1 < argc && app_parse_bool(argv[i + 1], &b)) v = argv[++i];
+            rc = set_values(o, idx, 1, &v, APP_SRC_CMDLINE, "");
+        } else if (is_list(d->kind)) {
+            int first = i + 1, n = 0;
+            while (first + n < argc && is_value_arg(argv[first + n]))
+                n++;
+            if (n == 0 && d->implicit == NULL)
+                return mt_seterr(MT_ERR_INVALID, "option --%s needs at least one value", d->name);
+            if (n == 0) {
+                rc = set_from_words(o, idx, d->implicit, APP_SRC_CMDLINE);
+            } else {
+                rc =
+                    set_values(o, idx, n, (const char *const *)(argv + first), APP_SRC_CMDLINE, "");
+            }
+            i += n;
+        } else if (i + 1 < argc && is_value_arg(argv[i + 1])) {
+            rc = set_values(o, idx, 1, (const char *const *)(argv + i + 1), APP_SRC_CMDLINE, "");
+            i++;
+        } else if (d->implicit != NULL) {
+            rc = set_values(o, idx, 1, &d->implicit, APP_SRC_CMDLINE, "");
+        } else {
+            return mt_seterr(MT_ERR_INVALID, "option --%s needs a value", d->name);
+        }
+        if (rc != MT_OK) return rc;
+    }
+    return MT_OK;
+}
+
+mt_status app_opts_parse(const app_opt *defs, int n_defs, int argc, char **argv, app_opts **out) {
+    *out = NULL;
+    mt_status rc = MT_ERR_NOMEM;
+    app_opts *o = mt_try_calloc(1, sizeof *o);
+    if (o == NULL) return mt_seterr(rc, "options: out of memory");
+    o->defs = defs;
+    o->n_defs = n_defs;
+    o->vals = mt_try_calloc((size_t)(n_defs > 0 ? n_defs : 1), sizeof *o->vals);
+    if (o->vals == NULL) {
+        mt_seterr(rc, "options: out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < n_defs; i++) {
+        MT_ASSERT(find_opt(o, defs[i].name, strlen(defs[i].name)) == i); /* unique names */
+        rc = set_from_words(o, i, defs[i].def, APP_SRC_DEFAULT);
+        if (rc != MT_OK) goto fail;
+    }
+    rc = parse_argv(o, argc, argv);
+    if (rc != MT_OK) goto fail;
+    int c = find_opt(o, "config", 6);
+    if (c >= 0 && !o->help) {
+        for (int k = 0; k < o->vals[c].n; k++) {
+            rc = app_opts_merge_file(o, o->vals[c].v[k], false);
+            if (rc != MT_OK) goto fail;
+        }
+    }
+    *out = o;
+    return MT_OK;
+fail:
+    app_opts_free(o);
+    return rc;
+}
+
+/* ------------------------------------------------------------- config */
+
+mt_status app_opts_merge_yaml(app_opts *o, const char *yaml_text, const char *name, bool lenient) {
+    mt_yaml *y = NULL;
+    const char **items = NULL;
+    char where[300];
+    snprintf(where, sizeof where, " in config file %s", name);
+    mt_status rc = mt_yaml_parse(yaml_text, &y);
+    if (rc != MT_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", mt_errmsg());
+        return mt_seterr(rc, "config file %s: %s", name, msg);
+    }
+    for (int k = 0; k < mt_yaml_count(y); k++) {
+        const char *key = mt_yaml_key(y, k);
+        if (!strcmp(key, "config")) continue; /* no nested config files */
+        int idx = find_opt(o, key, strlen(key));
+        if (idx < 0) {
+            if (lenient) continue;
+            rc = mt_seterr(MT_ERR_INVALID, "unknown option '%s' in config file %s", key, name);
+            goto done;
+        }
+        if (o->vals[idx].src == APP_SRC_CMDLINE) continue;
+        int n = mt_yaml_seq_len(y, key);
+        const char *scalar = mt_yaml_get(y, key);
+        if (n < 0 && scalar == NULL) {
+            if (lenient) continue;
+            rc =
+                mt_seterr(MT_ERR_INVALID,
+                          "option '%s' in config file %s is neither a value nor a list", key, name);
+            goto done;
+        }
+        mt_free(items);
+        items = NULL;
+        if (n < 0) {
+            rc = set_values(o, idx, 1, &scalar, APP_SRC_CONFIG, where);
+        } else {
+            items = mt_try_calloc((size_t)n + 1, sizeof *items);
+            if (items == NULL) {
+                rc = mt_seterr(MT_ERR_NOMEM, "options: out of memory");
+                goto done;
+            }
+            for (int j = 0; j < n; j++)
+                items[j] = mt_yaml_seq_item(y, key, j);
+            rc = set_values(o, idx, n, items, APP_SRC_CONFIG, where);
+        }
+        if (rc != MT_OK) {
+            if (rc == MT_ERR_INVALID && lenient) {
+                mt_log(MT_LOG_WARN, "ignoring '%s' in %s: %s", key, name, mt_errmsg());
+                rc = MT_OK;
+                continue;
+            }
+            goto done;
+        }
+    }
+    rc = MT_OK;
+done:
+    mt_free(items);
+    mt_yaml_free(y);
+    return rc;
+}
+
+static mt_status read_text(const char *path, char **out) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return mt_seterr(MT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = mt_try_malloc(cap);
+    mt_status rc = MT_ERR_NOMEM;
+    if (buf == NULL) goto fail;
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = mt_try_realloc(buf, cap * 2);
+            if (nb == NULL) goto fail;
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - 1 - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        rc = mt_seterr(MT_ERR_IO, "cannot read %s", path);
+        goto fail_msg;
+    }
+    buf[n] = '\0';
+    fclose(f);
+    *out = buf;
+    return MT_OK;
+fail:
+    mt_seterr(rc, "out of memory reading %s", path);
+fail_msg:
+    mt_free(buf);
+    fclose(f);
+    return rc;
+}
+
+mt_status app_opts_merge_file(app_opts *o, const char *path, bool lenient) {
+    char *text = NULL;
+    mt_status rc = read_text(path, &text);
+    if (rc != MT_OK) return rc;
+    rc = app_opts_merge_yaml(o, text, path, lenient);
+    mt_free(text);
+    return rc;
+}
+
+/* -------------------------------------------------------------- access */
+
+bool app_opts_help_wanted(const app_opts *o) { return o->help; }
+
+app_opt_source app_opts_source(const app_opts *o, const char *name) {
+    return o->vals[must_find(o, name)].src;
+}
+
+bool app_opts_given(const app_opts *o, const char *name) {
+    return app_opts_source(o, name) != APP_SRC_DEFAULT;
+}
+
+int app_opts_count(const app_opts *o, const char *name) { return o->vals[must_find(o, name)].n; }
+
+const char *app_opts_item(const app_opts *o, const char *name, int i) {
+    const opt_val *v = &o->vals[must_find(o, name)];
+    MT_ASSERT(i >= 0 && i < v->n);
+    return v->v[i];
+}
+
+const char *app_opts_str(const app_opts *o, const char *name) {
+    const opt_val *v = &o->vals[must_find(o, name)];
+    return v->n > 0 ? v->v[0] : "";
+}
+
+static const char *typed(const app_opts *o, const char *name, int i, app_opt_kind want) {
+    int idx = must_find(o, name);
+    MT_ASSERT(item_kind(o->defs[idx].kind) == want);
+    const opt_val *v = &o->vals[idx];
+    MT_ASSERT(i >= 0 && i < v->n);
+    return v->v[i];
+}
+
+bool app_opts_flag(const app_opts *o, const char *name) {
+    bool b = false;
+    app_parse_bool(typed(o, name, 0, APP_OPT_FLAG), &b);
+    return b;
+}
+
+int64_t app_opts_int_item(const app_opts *o, const char *name, int i) {
+    int64_t v = 0;
+    parse_int(typed(o, name, i, APP_OPT_INT), &v);
+    return v;
+}
+
+double app_opts_float_item(const app_opts *o, const char *name, int i) {
+    double v = 0;
+    parse_float(typed(o, name, i, APP_OPT_FLOAT), &v);
+    return v;
+}
+
+app_freq app_opts_freq_item(const app_opts *o, const char *name, int i) {
+    app_freq f = {0, 'u'};
+    app_parse_freq(typed(o, name, i, APP_OPT_FREQ), &f);
+    return f;
+}
+
+int64_t app_opts_int(const app_opts *o, const char *name) { return app_opts_int_item(o, name, 0); }
+double app_opts_float(const app_opts *o, const char *name) {
+    return app_opts_float_item(o, name, 0);
+}
+app_freq app_opts_freq(const app_opts *o, const char *name) {
+    return app_opts_freq_item(o, name, 0);
+}
+
+mt_status app_opts_set(app_opts *o, const char *name, int n, const char *const *values,
+                       app_opt_source src) {
+    return set_values(o, must_find(o, name), n, values, src, "");
+}
+
+/* ---------------------------------------------------------------- help */
+
+static const char *arg_label(app_opt_kind k) {
+    switch (k) {
+    case APP_OPT_FLAG: return "";
+    case APP_OPT_INT: return " INT";
+    case APP_OPT_FLOAT: return " FLOAT";
+    case APP_OPT_STRING: return " ARG";
+    case APP_OPT_FREQ: return " N[u|e|t]";
+    case APP_OPT_INTS: return " INT...";
+    case APP_OPT_FLOATS: return " FLOAT...";
+    case APP_OPT_STRINGS: return " ARG...";
+    case APP_OPT_FREQS: return " N[u|e|t]...";
+    }
+    return "";
+}
+
+void app_opts_print_help(const app_opt *defs, int n_defs, FILE *f) {
+    for (int i = 0; i < n_defs; i++) {
+        const app_opt *d = &defs[i];
+        char head[96];
+        if (d->alias) {
+            snprintf(head, sizeof head, "  -%c, --%s%s", d->alias, d->name, arg_label(d->kind));
+        } else {
+            snprintf(head, sizeof head, "      --%s%s", d->name, arg_label(d->kind));
+        }
+        fprintf(f, "%-44s %s", head, d->help ? d->help : "");
+        if (d->kind == APP_OPT_FLAG) {
+            fprintf(f, " (default: %s)", d->def ? d->def : "false");
+        } else if (d->def != NULL) {
+            fprintf(f, " (default: %s)", d->def[0] ? d->def : "\"\"");
+        }
+        if (d->implicit != NULL && d->kind != APP_OPT_FLAG)
+            fprintf(f, " (bare: %s)", d->implicit[0] ? d->implicit : "\"\"");
+        fputc('\n', f);
+    }
+    fprintf(f, "      --help, -h                           print this list\n");
+}
+
+/* ---------------------------------------------------------------- YAML */
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    bool failed;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+    if (b->failed) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *np = mt_try_realloc(b->p, cap);
+        if (np == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_quoted(sbuf *b, const char *s) {
+    sb_str(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            sb_put(b, esc, 2);
+        } else if (c < 0x20 || c == 0x7f) {
+            snprintf(esc, sizeof esc, "\\x%02x", c);
+            sb_str(b, esc);
+        } else {
+            sb_put(b, (const char *)&c, 1);
+        }
+    }
+    sb_str(b, "\"");
+}
+
+static void sb_value(sbuf *b, app_opt_kind k, const char *v) {
+    bool flag = false;
+    switch (item_kind(k)) {
+    case APP_OPT_STRING: sb_quoted(b, v); break;
+    case APP_OPT_FLAG:
+        app_parse_bool(v, &flag);
+        sb_str(b, flag ? "true" : "false");
+        break;
+    default: sb_str(b, v); break;
+    }
+}
+
+char *app_opts_to_yaml(const app_opts *o, const char *const *skip) {
+    sbuf b = {0};
+    for (int i = 0; i < o->n_defs; i++) {
+        const app_opt *d = &o->defs[i];
+        bool skipped = false;
+        for (int k = 0; skip && skip[k]; k++)
+            if (!strcmp(skip[k], d->name)) skipped = true;
+        if (skipped) continue;
+        const opt_val *v = &o->vals[i];
+        sb_str(&b, d->name);
+        sb_str(&b, ":");
+        if (!is_list(d->kind)) {
+            sb_str(&b, " ");
+            sb_value(&b, d->kind, v->n ? v->v[0] : "");
+        } else if (v->n == 0) {
+            sb_str(&b, "\n  []");
+        } else {
+            for (int j = 0; j < v->n; j++) {
+                sb_str(&b, "\n  - ");
+                sb_value(&b, d->kind, v->v[j]);
+            }
+        }
+        sb_str(&b, "\n");
+    }
+    if (b.p == NULL && !b.failed) sb_str(&b, "");
+    if (b.failed) {
+        mt_free(b.p);
+        return NULL;
+    }
+    return b.p;
+}

@@ -1,0 +1,720 @@
+/*
+** transformer.c: Marian's transformer (src/models/transformer.h of Marian
+** 1.12), encoder and decoder, written against engine/mt.h
+** (reference/marian-compat.md §2.2 and §3).
+**
+** Layout: batch-major, x [N, T, D] with N = B (encoder, teacher forcing) or
+** B * K (decoding, row b * K + k).  Marian computes the same thing in
+** [beam, batch, time, dim] layout.
+**
+** Per block, as Marian's LayerAttention / LayerFFN / LayerAAN:
+**   y = preprocess(x)            ops of transformer-preprocess: d n
+**   y = block(y)                 attention, FFN or average attention
+**   x = postprocess(y, x)        ops of transformer-postprocess: d a n h
+** Embeddings: E[id] * sqrt(D) + sinusoid(position), then the ops of
+** transformer-postprocess-emb applied as a preprocess ("decoder_emb" ln
+** names get "_pre"); after the stack the ops of transformer-postprocess-top
+** with the (scaled, positioned) embeddings as residual.  Layer norm eps
+** 1e-6.  Attention: q = x Wq + bq, k, v likewise from the keys/values input,
+** softmax(q k^T / sqrt(D / H) + mask) v per head, heads re-joined, then
+** Wo, bo (absent with transformer-no-projection).  Masks add -99999999 at
+** padding (and, in decoder self-attention during teacher forcing, above the
+** diagonal).  Marian 1.12 normalises keys and values with the query when
+** they are the query's own node; in incremental decoding the self-attention
+** keys/values from position 1 on are the cached un-normalised layer inputs,
+** which matters only for pre-norm models.  Average attention: the running
+** mean of the layer inputs ((prev * t + x) / (t + 1) when decoding, a
+** row-normalised lower-triangular matrix times x when teacher forcing).
+** The decoder input at position 0 is the zero vector (shifted target).
+** Output: logits = h Wemb^T + b (tied) or h Wt^T + b, log-softmax.
+**
+** Parameters come from par(): get-or-create through mt_param, or, in check
+** mode (model loading), they must already exist with the right shape.  The
+** model is built once on a one-token batch at creation and at load, so the
+** builder code below is the only list of parameter names (see
+** mt_transformer_touch_params).
+*/
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#define LN_EPS 1e-6f
+#define MASK_NEG -99999999.0f
+
+typedef struct tf {
+    const mt_model_config *c;
+    mt_params *p;
+    mt_graph *g;
+    bool train;   /* dropout active                                   */
+    bool check;   /* parameters must exist (loading)                  */
+    int64_t d;    /* dim-emb                                          */
+    mt_status rc; /* first failure outside the graph (memory, params) */
+    char err[400];
+} tf;
+
+static void tf_init(tf *t, const mt_model_config *c, mt_params *p, mt_graph *g) {
+    memset(t, 0, sizeof *t);
+    t->c = c;
+    t->p = p;
+    t->g = g;
+    t->train = mt_graph_training(g);
+    t->d = c->dim_emb;
+}
+
+static void fail(tf *t, mt_status rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void fail(tf *t, mt_status rc, const char *fmt, ...) {
+    if (t->rc != MT_OK) return;
+    t->rc = rc;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->err, sizeof t->err, fmt, ap);
+    va_end(ap);
+}
+
+static mt_status tf_finish(tf *t) {
+    if (t->rc != MT_OK) return mt_seterr(t->rc, "%s", t->err);
+    return mt_graph_status(t->g);
+}
+
+static void *tmp_alloc(tf *t, size_t n) {
+    void *q = mt_try_malloc(n ? n : 1);
+    if (q == NULL) fail(t, MT_ERR_NOMEM, "transformer: out of memory (%zu bytes)", n);
+    return q;
+}
+
+/* --------------------------------------------------------- parameters */
+
+static mt_node *par(tf *t, mt_shape shape, mt_init init, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static mt_node *par(tf *t, mt_shape shape, mt_init init, const char *fmt, ...) {
+    char name[192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    if (t->check) {
+        char s1[64], s2[64];
+        mt_tensor *v = mt_params_find(t->p, name);
+        if (v == NULL) {
+            fail(t, MT_ERR_NOTFOUND, "parameter '%s' %s is missing", name,
+                 mt_shape_str(&shape, s1, sizeof s1));
+            return NULL;
+        }
+        if (!mt_shape_eq(&v->shape, &shape)) {
+            /* 1-D vectors where Marian has [1, d] (files written by other tools) */
+            if (v->shape.ndim == 1 && shape.ndim == 2 && shape.dim[0] == 1 &&
+                v->shape.dim[0] == shape.dim[1]) {
+                v->shape = shape;
+            } else {
+                fail(t, MT_ERR_FORMAT, "parameter '%s' has shape %s, the model needs %s", name,
+                     mt_shape_str(&v->shape, s1, sizeof s1), mt_shape_str(&shape, s2, sizeof s2));
+                return NULL;
+            }
+        }
+        if (v->dtype != MT_F32) {
+            fail(t, MT_ERR_UNSUPPORTED, "parameter '%s' is %s, not float32", name,
+                 mt_dtype_name(v->dtype));
+            return NULL;
+        }
+        mt_params_set_trainable(t->p, name, true);
+    }
+    return mt_param(t->g, t->p, name, shape, init);
+}
+
+/* Marian's glorotUniform(fanIn, fanOut) for a [rows, cols] matrix. */
+static mt_init glorot_fan(int64_t rows, int64_t cols, bool fan_in, bool fan_out) {
+    if (fan_in && !fan_out) {
+        float a = sqrtf(3.0f / (float)rows);
+        return mt_init_uniform(-a, a);
+    }
+    if (!fan_in && fan_out) {
+        float a = sqrtf(3.0f / (float)cols);
+        return mt_init_uniform(-a, a);
+    }
+    return mt_init_glorot_uniform();
+}
+
+static int64_t dim_of(const mt_node *x, int axis) {
+    if (x == NULL) return 1;
+    mt_shape s = mt_node_shape(x);
+    return s.dim[axis < 0 ? s.ndim + axis : axis];
+}
+
+/* ------------------------------------------------------------- pieces */
+
+static mt_node *drop(tf *t, mt_node *x, float p) {
+    return t->train && p > 0.0f ? mt_dropout(t->g, x, p) : x;
+}
+
+static mt_node *activate(tf *t, const char *name, mt_node *x) {
+    if (!strcmp(name, "relu")) return mt_relu(t->g, x);
+    if (!strcmp(name, "swish")) return mt_swish(t->g, x);
+    if (!strcmp(name, "gelu")) return mt_gelu(t->g, x);
+    if (!strcmp(name, "sigmoid")) return mt_sigmoid(t->g, x);
+    fail(t, MT_ERR_UNSUPPORTED, "transformer: unknown activation '%s'", name);
+    return NULL;
+}
+
+/* Marian's layerNorm(x, prefix, suffix): prefix_ln_scale<suffix>, prefix_ln_bias<suffix>. */
+static mt_node *norm(tf *t, mt_node *x, const char *prefix, const char *suffix) {
+    mt_node *s = par(t, mt_shape2(1, t->d), mt_init_ones(), "%s_ln_scale%s", prefix, suffix);
+    mt_node *b = par(t, mt_shape2(1, t->d), mt_init_zeros(), "%s_ln_bias%s", prefix, suffix);
+    return mt_layer_norm(t->g, x, s, b, LN_EPS);
+}
+
+/* Marian's denseInline without activation: x prefix_W<suffix> + prefix_b<suffix>. */
+static mt_node *dense(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
+                      int64_t out) {
+    mt_node *w = par(t, mt_shape2(in, out), mt_init_glorot_uniform(), "%s_W%s", prefix, suffix);
+    mt_node *b = par(t, mt_shape2(1, out), mt_init_zeros(), "%s_b%s", prefix, suffix);
+    return mt_affine(t->g, x, w, b);
+}
+
+static mt_node *preprocess(tf *t, const char *ops, const char *prefix, mt_node *x) {
+    for (const char *op = ops; *op; op++) {
+        if (*op == 'd') {
+            x = drop(t, x, t->c->transformer_dropout);
+        } else if (*op == 'n') {
+            x = norm(t, x, prefix, "_pre");
+        } else {
+            fail(t, MT_ERR_UNSUPPORTED, "transformer: unknown pre-processing op '%c'", *op);
+            return NULL;
+        }
+    }
+    return x;
+}
+
+static mt_node *postprocess(tf *t, const char *ops, const char *prefix, mt_node *x, mt_node *prev) {
+    for (const char *op = ops; *op; op++) {
+        if (*op == 'd') {
+            x = drop(t, x, t->c->transformer_dropout);
+        } else if (*op == 'a') {
+            x = mt_add(t->g, x, prev);
+        } else if (*op == 'n') {
+            x = norm(t, x, prefix, "");
+        } else if (*op == 'h') {
+            mt_node *gate = dense(t, prev, prefix, "h", t->d, t->d);
+            x = mt_highway(t->g, x, prev, gate);
+        } else {
+            fail(t, MT_ERR_UNSUPPORTED, "transformer: unknown post-processing op '%c'", *op);
+            return NULL;
+        }
+    }
+    return x;
+}
+
+/* Sinusoids for positions start .. start+n-1 as [n, D] (Marian's
+** sinusoidalPositionEmbeddings, float arithmetic as there). */
+static mt_node *positions(tf *t, int64_t start, int64_t n) {
+    int64_t d = t->d;
+    float *buf = tmp_alloc(t, (size_t)(n * d) * sizeof(float));
+    if (buf == NULL) return NULL;
+    memset(buf, 0, (size_t)(n * d) * sizeof(float));
+    float nts = (float)d / 2;
+    int half = (int)nts;
+    float inc = logf(10000.f) / (nts - 1.f);
+    for (int64_t r = 0; r < n; r++) {
+        int p = (int)(start + r);
+        for (int i = 0; (float)i < nts; i++) {
+            float v = (float)p * expf((float)i * -inc);
+            buf[r * d + i] = sinf(v);
+            if (half + i < d) buf[r * d + half + i] = cosf(v);
+        }
+    }
+    mt_node *pe = mt_input(t->g, mt_shape2(n, d), buf);
+    mt_free(buf);
+    return pe;
+}
+
+/* Name of the embedding matrix of an encoder/decoder prefix (§2.1). */
+static void emb_name(tf *t, const char *prefix, char *buf, size_t n) {
+    if (t->c->tied_embeddings_src || t->c->tied_embeddings_all)
+        snprintf(buf, n, "Wemb");
+    else
+        snprintf(buf, n, "%s_Wemb", prefix);
+}
+
+static mt_node *emb_table(tf *t, const char *prefix, int64_t vocab) {
+    char name[64];
+    emb_name(t, prefix, name, sizeof name);
+    return par(t, mt_shape2(vocab, t->d), glorot_fan(vocab, t->d, true, false), "%s", name);
+}
+
+/* Word dropout (dropout-src / dropout-trg): whole embedding rows. */
+static mt_node *drop_words(tf *t, mt_node *x, float p, int64_t n, int64_t len) {
+    if (!(t->train && p > 0.0f)) return x;
+    mt_node *keep = mt_dropout(t->g, mt_constant(t->g, mt_shape3(n, len, 1), 1.0f), p);
+    return mt_mul(t->g, x, keep);
+}
+
+/* ------------------------------------------------------------- blocks */
+
+/* q = x Wq + bq against projected keys/values kh, vh [B, Tk, D]; x has
+** N = B * K rows of tq positions: queries of the K rows of a sentence
+** attend to the same keys (regrouped as [B, K * tq, D]).  *w_out, when
+** asked for, gets head 0 of the attention weights as [N, tq, Tk]. */
+static mt_node *attention(tf *t, mt_node *q, mt_node *k, mt_node *v, mt_node *mask, mt_node **w) {
+    float pd = t->c->transformer_dropout_attention;
+    if (!(t->train && pd > 0.0f)) return mt_attention(t->g, q, k, v, mask, t->c->heads, w);
+    /* composed as mt_attention is, with dropout on the weights (after the
+    ** softmax, as Marian) */
+    if (q == NULL || k == NULL || v == NULL) return NULL;
+    mt_graph *g = t->g;
+    int64_t b = dim_of(q, 0), tq = dim_of(q, 1), tk = dim_of(k, 1), d = t->d;
+    int64_t h = t->c->heads, dk = d / h;
+    static const int perm[4] = {0, 2, 1, 3};
+    mt_node *qh = mt_permute(g, mt_reshape(g, q, mt_shape4(b, tq, h, dk)), perm);
+    mt_node *kh = mt_permute(g, mt_reshape(g, k, mt_shape4(b, tk, h, dk)), perm);
+    mt_node *vh = mt_permute(g, mt_reshape(g, v, mt_shape4(b, tk, h, dk)), perm);
+    mt_node *s = mt_bmm(g, qh, kh, false, true, 1.0f / sqrtf((float)dk));
+    if (mask) s = mt_add(g, s, mask);
+    mt_node *wt = mt_softmax(g, s);
+    if (w) *w = wt;
+    mt_node *o = mt_bmm(g, drop(t, wt, pd), vh, false, false, 1.0f);
+    return mt_reshape(g, mt_permute(g, o, perm), mt_shape3(b, tq, d));
+}
+
+static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
+                           mt_node *kh, mt_node *vh, mt_node *mask, mt_node **w_out) {
+    mt_graph *g = t->g;
+    int64_t d = t->d;
+    mt_node *q = dense(t, x, prefix, "q", d, d);
+    if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
+    mt_node *w = NULL;
+    mt_node *o = attention(t, q, kh, vh, mask, w_out ? &w : NULL);
+    if (k > 1) o = mt_reshape(g, o, mt_shape3(b * k, tq, d));
+    if (w_out) {
+        int64_t tk = dim_of(kh, 1);
+        *w_out = mt_reshape(g, mt_slice(g, w, 1, 0, 1), mt_shape3(b * k, tq, tk));
+    }
+    if (!t->c->no_projection) o = dense(t, o, prefix, "o", d, d);
+    return o;
+}
+
+static void kv_project(tf *t, const char *prefix, mt_node *src, mt_node **kh, mt_node **vh) {
+    *kh = dense(t, src, prefix, "k", t->d, t->d);
+    *vh = dense(t, src, prefix, "v", t->d, t->d);
+}
+
+/* Self-attention block.  kv_raw: keys/values input; NULL means the block's
+** own (pre-processed) input, as Marian 1.12 when keys == query input. */
+static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_raw, int64_t n,
+                           int64_t tq, mt_node *mask) {
+    char pw[200];
+    snprintf(pw, sizeof pw, "%s_Wo", prefix);
+    mt_node *y = preprocess(t, t->c->preprocess, pw, x);
+    mt_node *kh, *vh;
+    kv_project(t, prefix, kv_raw ? kv_raw : y, &kh, &vh);
+    mt_node *o = multi_head(t, prefix, y, n, 1, tq, kh, vh, mask, NULL);
+    return postprocess(t, t->c->postprocess, pw, o, x);
+}
+
+static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
+                            mt_node *kh, mt_node *vh, mt_node *mask, mt_node **w) {
+    char pw[200];
+    snprintf(pw, sizeof pw, "%s_Wo", prefix);
+    mt_node *y = preprocess(t, t->c->preprocess, pw, x);
+    mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, w);
+    return postprocess(t, t->c->postprocess, pw, o, x);
+}
+
+static mt_node *ffn_block(tf *t, const char *prefix, mt_node *x, int64_t dim_ffn, int depth) {
+    char pf[200], sfx[16];
+    snprintf(pf, sizeof pf, "%s_ffn", prefix);
+    mt_node *y = preprocess(t, t->c->preprocess, pf, x);
+    int64_t in = t->d;
+    for (int i = 1; i < depth; i++) {
+        snprintf(sfx, sizeof sfx, "%d", i);
+        y = dense(t, y, prefix, sfx, in, dim_ffn);
+        y = drop(t, activate(t, t->c->ffn_activation, y), t->c->transformer_dropout_ffn);
+        in = dim_ffn;
+    }
+    snprintf(sfx, sizeof sfx, "%d", depth);
+    y = dense(t, y, prefix, sfx, in, t->d);
+    return postprocess(t, t->c->postprocess, pf, y, x);
+}
+
+/* Average attention block: x the layer input, avg the running mean of x. */
+static mt_node *aan_block(tf *t, const char *prefix, mt_node *x, mt_node *avg) {
+    char pf[200], sfx[16];
+    snprintf(pf, sizeof pf, "%s_ffn", prefix);
+    mt_graph *g = t->g;
+    mt_node *y = preprocess(t, t->c->preprocess, pf, avg);
+    int64_t in = t->d;
+    for (int i = 1; i < t->c->aan_depth; i++) {
+        snprintf(sfx, sizeof sfx, "%d", i);
+        y = dense(t, y, prefix, sfx, in, t->c->dim_aan);
+        y = drop(t, activate(t, t->c->aan_activation, y), t->c->transformer_dropout_ffn);
+        in = t->c->dim_aan;
+    }
+    if (in != t->d) {
+        snprintf(sfx, sizeof sfx, "%d", t->c->aan_depth);
+        y = dense(t, y, prefix, sfx, in, t->d);
+    }
+    if (!t->c->aan_nogate) {
+        mt_node *gi = mt_sigmoid(g, dense(t, x, prefix, "i", t->d, t->d));
+        mt_node *gf = mt_sigmoid(g, dense(t, y, prefix, "f", t->d, t->d));
+        y = mt_add(g, mt_mul(g, gi, x), mt_mul(g, gf, y));
+    }
+    return postprocess(t, t->c->postprocess, pf, y, x);
+}
+
+/* logits = x W^T + b over the target vocabulary (or the shortlist ids). */
+static mt_node *output_layer(tf *t, mt_node *x, mt_node *shortlist) {
+    const mt_model_config *c = t->c;
+    int64_t v = c->dim_vocabs[c->n_vocabs - 1], d = t->d;
+    mt_node *w;
+    bool legacy = false;
+    if (c->tied_embeddings || c->tied_embeddings_all) {
+        const char *nm = c->tied_embeddings_all || c->tied_embeddings_src ? "Wemb" : "decoder_Wemb";
+        w = par(t, mt_shape2(v, d), glorot_fan(v, d, true, false), "%s", nm);
+    } else if (mt_params_find(t->p, "decoder_ff_logit_out_W") != NULL) {
+        w = par(t, mt_shape2(d, v), glorot_fan(d, v, true, false), "decoder_ff_logit_out_W");
+        legacy = true;
+    } else {
+        w = par(t, mt_shape2(v, d), glorot_fan(v, d, false, true), "decoder_ff_logit_out_Wt");
+    }
+    mt_node *b = NULL;
+    if (!c->output_omit_bias)
+        b = par(t, mt_shape2(1, v), mt_init_zeros(), "decoder_ff_logit_out_b");
+    if (shortlist) {
+        w = mt_index_select(t->g, w, legacy ? 1 : 0, shortlist);
+        if (b) b = mt_index_select(t->g, b, 1, shortlist);
+    }
+    mt_node *y = mt_matmul(t->g, x, w, false, !legacy);
+    return b ? mt_add(t->g, y, b) : y;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static int n_encoders(const mt_model_config *c) { return strstr(c->type, "multi-") ? 2 : 1; }
+
+static void enc_prefix(const mt_model_config *c, int j, char *buf, size_t n) {
+    if (n_encoders(c) > 1 && strncmp(c->type, "shared-", 7) != 0)
+        snprintf(buf, n, "encoder%d", j + 1);
+    else
+        snprintf(buf, n, "encoder");
+}
+
+static int layer_no(const mt_model_config *c, int i) {
+    return c->n_tied_layers > 0 ? c->tied_layers[i] : i + 1;
+}
+
+static int align_layer(const mt_model_config *c) {
+    if (!strcmp(c->guided_alignment_layer, "last")) return c->dec_depth - 1;
+    return atoi(c->guided_alignment_layer) - 1;
+}
+
+static void context_prefix(const mt_model_config *c, int i, int j, char *buf, size_t n) {
+    if (j == 0)
+        snprintf(buf, n, "decoder_l%d_context", layer_no(c, i));
+    else
+        snprintf(buf, n, "decoder_l%d_context_enc%d", layer_no(c, i), j + 1);
+}
+
+static bool is_aan(const mt_model_config *c) {
+    return !strcmp(c->dec_autoreg, "average-attention");
+}
+
+/* log mask [B, 1, 1, S] = (1 - mask) * -99999999 (Marian's transposedLogMask) */
+static mt_node *log_mask_of(tf *t, mt_node *mask, int64_t b, int64_t s) {
+    mt_graph *g = t->g;
+    mt_node *m = mt_scale(g, mt_add_scalar(g, mt_neg(g, mask), 1.0f), MASK_NEG);
+    return mt_reshape(g, m, mt_shape4(b, 1, 1, s));
+}
+
+/* ------------------------------------------------------------ encoder */
+
+static void encode_stream(tf *t, const mt_batch *bt, int s, int j, mt_model_context *out) {
+    mt_graph *g = t->g;
+    const mt_model_config *c = t->c;
+    char prefix[32], name[160];
+    enc_prefix(c, j, prefix, sizeof prefix);
+    int64_t b = bt->size, len = bt->src_len[s];
+    mt_node *ids = mt_input_i32(g, mt_shape2(b, len), bt->src_ids[s]);
+    mt_node *mask = mt_input(g, mt_shape2(b, len), bt->src_mask[s]);
+    mt_node *lm = log_mask_of(t, mask, b, len);
+    mt_node *x = mt_gather_rows(g, emb_table(t, prefix, c->dim_vocabs[s]), ids);
+    x = drop_words(t, x, c->dropout_src, b, len);
+    x = mt_add(g, mt_scale(g, x, sqrtf((float)t->d)), positions(t, 0, len));
+    mt_node *prev = x;
+    snprintf(name, sizeof name, "%s_emb", prefix);
+    x = preprocess(t, c->postprocess_emb, name, x);
+    for (int l = 1; l <= c->enc_depth; l++) {
+        snprintf(name, sizeof name, "%s_l%d_self", prefix, l);
+        x = self_block(t, name, x, NULL, b, len, lm);
+        snprintf(name, sizeof name, "%s_l%d_ffn", prefix, l);
+        x = ffn_block(t, name, x, c->dim_ffn, c->ffn_depth);
+    }
+    snprintf(name, sizeof name, "%s_top", prefix);
+    x = postprocess(t, c->postprocess_top, name, x, prev);
+    out->ctx = x;
+    out->mask = mask;
+    out->log_mask = lm;
+    out->len = (int32_t)len;
+}
+
+mt_status mt_transformer_encode(const mt_model_config *c, mt_params *p, mt_graph *g,
+                                const mt_batch *b, mt_model_encoding *out) {
+    memset(out, 0, sizeof *out);
+    int n = n_encoders(c);
+    if (b->n_src < n)
+        return mt_seterr(MT_ERR_INVALID,
+                         "transformer: the model reads %d source streams, the "
+                         "batch has %d",
+                         n, b->n_src);
+    tf t;
+    tf_init(&t, c, p, g);
+    out->batch = b->size;
+    out->n = n;
+    for (int j = 0; j < n; j++)
+        encode_stream(&t, b, j, j, &out->c[j]);
+    return tf_finish(&t);
+}
+
+/* ------------------------------------------------------------ decoder */
+
+/* The layer stack over x [N, tq, D] (N = B * K).  Teacher forcing: pos < 0,
+** self_mask/avg_mat given.  Decoding: pos >= 0, in/next states. */
+typedef struct dec_io {
+    int64_t b, k, tq;
+    int pos;                /* -1: teacher forcing                          */
+    mt_node *self_mask;     /* teacher forcing, self-attention [B,1,T,T]    */
+    mt_node *avg_mat;       /* teacher forcing, average attention [B,T,T]   */
+    const mt_dec_state *in; /* decoding                                      */
+    mt_dec_state *next;
+    mt_node *align; /* out: [N, tq, S0]                              */
+} dec_io;
+
+static mt_node *decoder_stack(tf *t, const mt_model_encoding *enc, mt_node *x, dec_io *io) {
+    const mt_model_config *c = t->c;
+    mt_graph *g = t->g;
+    int64_t n = io->b * io->k;
+    char name[160];
+    mt_node *prev = x;
+    x = preprocess(t, c->postprocess_emb, "decoder_emb", x);
+    int al = align_layer(c);
+    for (int i = 0; i < c->dec_depth; i++) {
+        int ln = layer_no(c, i);
+        if (is_aan(c)) {
+            snprintf(name, sizeof name, "decoder_l%d_aan", ln);
+            mt_node *avg;
+            if (io->pos < 0) {
+                avg = io->tq > 1 ? mt_bmm(g, io->avg_mat, x, false, false, 1.0f) : x;
+            } else if (io->pos == 0) {
+                avg = x;
+            } else {
+                mt_node *s = mt_add(g, mt_scale(g, io->in->rows[i], (float)io->pos), x);
+                avg = mt_div(g, s, mt_constant(g, mt_shape1(1), (float)(io->pos + 1)));
+            }
+            if (io->next) io->next->rows[i] = avg;
+            x = aan_block(t, name, x, avg);
+        } else {
+            snprintf(name, sizeof name, "decoder_l%d_self", ln);
+            if (io->pos < 0) {
+                x = self_block(t, name, x, NULL, n, io->tq, io->self_mask);
+            } else {
+                mt_node *kv = NULL, *cache = x;
+                if (io->pos > 0) {
+                    mt_node *parts[2] = {io->in->rows[i], x};
+                    kv = cache = mt_concat(g, parts, 2, 1);
+                }
+                io->next->rows[i] = cache;
+                x = self_block(t, name, x, kv, n, io->tq, NULL);
+            }
+        }
+        for (int j = 0; j < enc->n; j++) {
+            context_prefix(c, i, j, name, sizeof name);
+            mt_node *kh, *vh;
+            if (io->pos < 0) {
+                kv_project(t, name, enc->c[j].ctx, &kh, &vh);
+            } else {
+                kh = io->in->fixed[2 * (i * enc->n + j)];
+                vh = io->in->fixed[2 * (i * enc->n + j) + 1];
+            }
+            mt_node **w = j == 0 && i == al ? &io->align : NULL;
+            x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, enc->c[j].log_mask, w);
+        }
+        snprintf(name, sizeof name, "decoder_l%d_ffn", ln);
+        int dim_ffn = c->dec_dim_ffn ? c->dec_dim_ffn : c->dim_ffn;
+        int depth = c->dec_ffn_depth ? c->dec_ffn_depth : c->ffn_depth;
+        x = ffn_block(t, name, x, dim_ffn, depth);
+    }
+    return postprocess(t, c->postprocess_top, "decoder_top", x, prev);
+}
+
+mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_graph *g,
+                                    const mt_model_encoding *enc, const mt_batch *b,
+                                    mt_node **logits, mt_node **align) {
+    *logits = NULL;
+    if (align) *align = NULL;
+    if (b->trg_len < 1 || b->trg_ids == NULL)
+        return mt_seterr(MT_ERR_INVALID, "transformer: the batch has no target");
+    if (enc->batch != b->size)
+        return mt_seterr(MT_ERR_INVALID, "transformer: encoding of %d sentences for a batch of %d",
+                         (int)enc->batch, (int)b->size);
+    tf t;
+    tf_init(&t, c, p, g);
+    int64_t bs = b->size, len = b->trg_len, d = t.d;
+    mt_node *ids = mt_input_i32(g, mt_shape2(bs, len), b->trg_ids);
+    mt_node *e = mt_gather_rows(g, emb_table(&t, "decoder", c->dim_vocabs[c->n_vocabs - 1]), ids);
+    /* shift right: position 0 gets the zero vector, position i the embedding of token i-1 */
+    mt_node *x = mt_constant(g, mt_shape3(bs, 1, d), 0.0f);
+    if (len > 1) {
+        mt_node *parts[2] = {x, mt_slice(g, e, 1, 0, len - 1)};
+        x = mt_concat(g, parts, 2, 1);
+    }
+    x = drop_words(&t, x, c->dropout_trg, bs, len);
+    x = mt_add(g, mt_scale(g, x, sqrtf((float)d)), positions(&t, 0, len));
+
+    /* lower triangle (j <= i) times the target mask (Marian's selfMask) */
+    float *tri = tmp_alloc(&t, (size_t)(len * len) * sizeof(float));
+    if (tri == NULL) return tf_finish(&t);
+    for (int64_t i = 0; i < len; i++)
+        for (int64_t j = 0; j < len; j++)
+            tri[i * len + j] = j <= i ? 1.0f : 0.0f;
+    mt_node *trin = mt_input(g, mt_shape3(1, len, len), tri);
+    mt_free(tri);
+    mt_node *tmask = mt_input(g, mt_shape3(bs, 1, len), b->trg_mask);
+    mt_node *sm = mt_mul(g, trin, tmask); /* [B, T, T] */
+    dec_io io = {.b = bs, .k = 1, .tq = len, .pos = -1};
+    if (is_aan(c)) {
+        io.avg_mat = mt_div(g, sm, mt_sum(g, sm, -1));
+    } else {
+        mt_node *lm = mt_scale(g, mt_add_scalar(g, mt_neg(g, sm), 1.0f), MASK_NEG);
+        io.self_mask = mt_reshape(g, lm, mt_shape4(bs, 1, len, len));
+    }
+    x = decoder_stack(&t, enc, x, &io);
+    *logits = output_layer(&t, x, NULL);
+    if (align) *align = io.align;
+    mt_status rc = tf_finish(&t);
+    if (rc != MT_OK) {
+        *logits = NULL;
+        if (align) *align = NULL;
+    }
+    return rc;
+}
+
+/* ----------------------------------------------------------- step API */
+
+static int n_fixed_slots(const mt_model_config *c, const mt_model_encoding *enc) {
+    return 2 * c->dec_depth * enc->n;
+}
+
+mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph *g,
+                               const mt_model_encoding *enc, mt_dec_state *out) {
+    memset(out, 0, sizeof *out);
+    if (c->dec_depth > MT_DEC_STATE_SLOTS || n_fixed_slots(c, enc) > MT_DEC_STATE_SLOTS)
+        return mt_seterr(MT_ERR_UNSUPPORTED,
+                         "transformer: %d decoder layers x %d encoders is "
+                         "too deep for the decoder state",
+                         c->dec_depth, enc->n);
+    tf t;
+    tf_init(&t, c, p, g);
+    out->batch = enc->batch;
+    out->beam = 1;
+    out->pos = 0;
+    out->n_rows = c->dec_depth;
+    out->n_fixed = n_fixed_slots(c, enc);
+    char name[160];
+    for (int i = 0; i < c->dec_depth; i++) {
+        for (int j = 0; j < enc->n; j++) {
+            context_prefix(c, i, j, name, sizeof name);
+            int k = 2 * (i * enc->n + j);
+            kv_project(&t, name, enc->c[j].ctx, &out->fixed[k], &out->fixed[k + 1]);
+        }
+    }
+    return tf_finish(&t);
+}
+
+mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *g,
+                              const mt_model_encoding *enc, const mt_dec_state *in,
+                              const int32_t *prev, mt_dec_state *next, mt_dec_step *out) {
+    memset(out, 0, sizeof *out);
+    if (in->pos > 0 && prev == NULL)
+        return mt_seterr(MT_ERR_INVALID, "transformer: step %d needs the previous tokens",
+                         (int)in->pos);
+    tf t;
+    tf_init(&t, c, p, g);
+    mt_dec_state st = *in;
+    int64_t n = (int64_t)in->batch * in->beam, d = t.d;
+    mt_node *x;
+    if (in->pos == 0) {
+        x = mt_constant(g, mt_shape3(n, 1, d), 0.0f);
+    } else {
+        mt_node *ids = mt_input_i32(g, mt_shape2(n, 1), prev);
+        x = mt_gather_rows(g, emb_table(&t, "decoder", c->dim_vocabs[c->n_vocabs - 1]), ids);
+    }
+    x = mt_add(g, mt_scale(g, x, sqrtf((float)d)), positions(&t, in->pos, 1));
+    dec_io io = {.b = in->batch, .k = in->beam, .tq = 1, .pos = in->pos, .in = in, .next = &st};
+    x = decoder_stack(&t, enc, x, &io);
+    mt_node *logits = output_layer(&t, mt_reshape(g, x, mt_shape2(n, d)), in->shortlist);
+    out->logprobs = mt_log_softmax(g, logits);
+    if (io.align) out->align = mt_reshape(g, io.align, mt_shape2(n, dim_of(io.align, -1)));
+    st.pos = in->pos + 1;
+    mt_status rc = tf_finish(&t);
+    if (rc != MT_OK) {
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    *next = st;
+    return MT_OK;
+}
+
+/* ------------------------------------------------- parameter creation */
+
+mt_status mt_transformer_touch_params(const mt_model_config *c, mt_params *p, mt_device *dev,
+                                      bool check) {
+    mt_graph_params gp = mt_graph_default_params();
+    gp.workspace_bytes = 1 << 16;
+    gp.node_arena_bytes = 1 << 16;
+    gp.training = false;
+    gp.memoize = false;
+    mt_graph *g = NULL;
+    mt_batch *b = NULL;
+    int n = n_encoders(c);
+    int32_t lens[MT_MAX_STREAMS] = {1, 1, 1, 1};
+    mt_status rc = mt_graph_init(dev, gp, &g);
+    if (rc == MT_OK) rc = mt_batch_alloc(n, 1, lens, 1, &b);
+    if (rc != MT_OK) goto done;
+    for (int s = 0; s < n; s++)
+        b->src_mask[s][0] = 1.0f;
+    b->trg_mask[0] = 1.0f;
+    b->trg_words = 1;
+    /* the whole model once, parameters in Marian's build order */
+    tf t;
+    tf_init(&t, c, p, g);
+    t.check = check;
+    mt_model_encoding enc = {.batch = 1, .n = n};
+    for (int j = 0; j < n; j++)
+        encode_stream(&t, b, j, j, &enc.c[j]);
+    dec_io io = {.b = 1, .k = 1, .tq = 1, .pos = -1};
+    emb_table(&t, "decoder", c->dim_vocabs[c->n_vocabs - 1]);
+    mt_node *x = mt_constant(g, mt_shape3(1, 1, t.d), 0.0f);
+    if (is_aan(c))
+        io.avg_mat = mt_constant(g, mt_shape3(1, 1, 1), 1.0f);
+    else
+        io.self_mask = mt_constant(g, mt_shape4(1, 1, 1, 1), 0.0f);
+    x = decoder_stack(&t, &enc, x, &io);
+    output_layer(&t, x, NULL);
+    if (t.rc != MT_OK) {
+        rc = mt_seterr(t.rc, "%s", t.err);
+    } else {
+        rc = mt_graph_status(g);
+    }
+done:
+    mt_batch_free(b);
+    mt_graph_free(g);
+    return rc;
+}

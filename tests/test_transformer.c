@@ -1,0 +1,963 @@
+/*
+** test_transformer.c: transformer models against Marian 1.12 itself.
+**
+** The fixtures under tests/data/marian were trained and scored by real
+** Marian (see their README.md); their *.out files are the oracle:
+**   score.out, score-norm.out, score-words.out, score-summary*.out
+**     sentence log-probs of ref.de given input.en (marian-scorer), compared
+**     per sentence within 1e-3 absolute, one sentence per batch (as Marian
+**     ran them) and again in padded batches of 16;
+**   beam1.out (transformer-tiny, -r2l, -aan)
+**     greedy decoding through the step API must give Marian's text exactly.
+** Fresh models: central finite differences on parameters through
+** mt_model_build_loss, and a save -> load round trip (same loss, same
+** special:model.yml; the fixture's model.yml is re-emitted byte-exactly).
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "model.h"
+#include "mt.h"
+#include "vocab.h"
+
+#define DATA MT_TEST_DATA "/marian/"
+#define CHECK_STATUS_OK(expr) CHECK((expr) == MT_OK, "%s: %s", #expr, mt_errmsg())
+
+/* ------------------------------------------------------------ helpers */
+
+typedef struct lines {
+    int n;
+    char **s;
+} lines;
+
+static void lines_free(lines *l) {
+    for (int i = 0; i < l->n; i++)
+        free(l->s[i]);
+    free(l->s);
+    l->n = 0;
+    l->s = NULL;
+}
+
+static int read_lines(const char *path, lines *out) {
+    FILE *f = fopen(path, "rb");
+    out->n = 0;
+    out->s = NULL;
+    if (!f) return 0;
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t k;
+    while ((k = getline(&buf, &cap, f)) >= 0) {
+        if (k > 0 && buf[k - 1] == '\n') buf[--k] = '\0';
+        if (k > 0 && buf[k - 1] == '\r') buf[--k] = '\0';
+        out->s = realloc(out->s, sizeof(char *) * (size_t)(out->n + 1));
+        out->s[out->n++] = strdup(buf);
+    }
+    free(buf);
+    fclose(f);
+    return 1;
+}
+
+typedef struct fixture {
+    const char *dir;
+    const char *src_vocab, *trg_vocab;
+    mt_model *m;
+    mt_vocab *vs, *vt;
+    lines src, ref;
+    int n;
+    int32_t **sid, **tid; /* encoded, model order, EOS included */
+    int32_t *slen, *tlen;
+    lines src2; /* multi-source models: the second source (input.mt) */
+    int32_t **sid2, *slen2;
+    int n_src;
+} fixture;
+
+static int encode_all(mt_vocab *v, lines *l, bool r2l, int32_t ***ids, int32_t **len) {
+    *ids = calloc((size_t)l->n, sizeof(int32_t *));
+    *len = calloc((size_t)l->n, sizeof(int32_t));
+    for (int i = 0; i < l->n; i++) {
+        int64_t n = 0;
+        if (mt_vocab_encode(v, l->s[i], MT_VOCAB_ADD_EOS, &(*ids)[i], &n) != MT_OK) return 0;
+        (*len)[i] = (int32_t)n;
+        if (r2l) mt_batch_reverse_seq((*ids)[i], (int32_t)n);
+    }
+    return 1;
+}
+
+static int fixture_open(fixture *fx, const char *dir, const char *sv, const char *tv) {
+    char p[512];
+    memset(fx, 0, sizeof *fx);
+    fx->dir = dir;
+    snprintf(p, sizeof p, DATA "%s/model.npz", dir);
+    mt_status rc = mt_model_load(p, NULL, &fx->m);
+    CHECK(rc == MT_OK, "load %s: %s", p, mt_errmsg());
+    if (rc != MT_OK) return 0;
+    snprintf(p, sizeof p, DATA "%s/%s", dir, sv);
+    CHECK_STATUS(mt_vocab_load(p, 0, &fx->vs));
+    snprintf(p, sizeof p, DATA "%s/%s", dir, tv);
+    CHECK_STATUS(mt_vocab_load(p, 0, &fx->vt));
+    if (!fx->vs || !fx->vt) return 0;
+    snprintf(p, sizeof p, DATA "%s/input.en", dir);
+    CHECK(read_lines(p, &fx->src), "read %s", p);
+    snprintf(p, sizeof p, DATA "%s/ref.de", dir);
+    CHECK(read_lines(p, &fx->ref), "read %s", p);
+    CHECK(fx->src.n == fx->ref.n && fx->src.n > 0, "%s: %d inputs, %d refs", dir, fx->src.n,
+          fx->ref.n);
+    fx->n = fx->src.n;
+    bool r2l = mt_model_get_config(fx->m)->right_left;
+    fx->n_src = mt_model_n_src(fx->m);
+    if (fx->n_src > 1) {
+        snprintf(p, sizeof p, DATA "%s/input.mt", dir);
+        CHECK(read_lines(p, &fx->src2) && fx->src2.n == fx->n, "read %s", p);
+        if (!encode_all(fx->vs, &fx->src2, r2l, &fx->sid2, &fx->slen2)) return 0;
+    }
+    if (!encode_all(fx->vs, &fx->src, r2l, &fx->sid, &fx->slen) ||
+        !encode_all(fx->vt, &fx->ref, r2l, &fx->tid, &fx->tlen)) {
+        CHECK(0, "encode %s: %s", dir, mt_errmsg());
+        return 0;
+    }
+    return fx->n > 0;
+}
+
+static void fixture_close(fixture *fx) {
+    for (int i = 0; i < fx->n; i++) {
+        if (fx->sid) mt_free(fx->sid[i]);
+        if (fx->tid) mt_free(fx->tid[i]);
+        if (fx->sid2) mt_free(fx->sid2[i]);
+    }
+    free(fx->sid2);
+    free(fx->slen2);
+    lines_free(&fx->src2);
+    free(fx->sid);
+    free(fx->tid);
+    free(fx->slen);
+    free(fx->tlen);
+    lines_free(&fx->src);
+    lines_free(&fx->ref);
+    mt_vocab_free(fx->vs);
+    mt_vocab_free(fx->vt);
+    mt_model_free(fx->m);
+}
+
+static mt_batch *make_batch(fixture *fx, int first, int count, bool with_trg) {
+    int per = fx->n_src + (with_trg ? 1 : 0);
+    mt_batch_seq *seqs = calloc((size_t)count * (size_t)per, sizeof *seqs);
+    for (int i = 0; i < count; i++) {
+        seqs[i * per] = (mt_batch_seq){fx->sid[first + i], fx->slen[first + i]};
+        if (fx->n_src > 1)
+            seqs[i * per + 1] = (mt_batch_seq){fx->sid2[first + i], fx->slen2[first + i]};
+        if (with_trg)
+            seqs[i * per + fx->n_src] = (mt_batch_seq){fx->tid[first + i], fx->tlen[first + i]};
+    }
+    mt_batch *b = NULL;
+    mt_status rc = mt_batch_make(fx->n_src, with_trg, count, seqs, NULL, &b);
+    free(seqs);
+    CHECK(rc == MT_OK, "batch: %s", mt_errmsg());
+    return b;
+}
+
+/* Scores sentences [first, first+count) as one batch: per-sentence and
+** per-word log-probs (words in model order, EOS last). */
+static int score_batch(fixture *fx, mt_graph *g, int first, int count, double *sent,
+                       float **words) {
+    mt_batch *b = make_batch(fx, first, count, true);
+    if (!b) return 0;
+    mt_graph_clear(g);
+    mt_model_loss L = mt_model_build_loss(fx->m, g, b, 0.0f);
+    int ok = CHECK(L.status == MT_OK && L.cost != NULL, "build loss: %s", mt_errmsg());
+    mt_status rc = ok ? mt_graph_forward(g) : MT_ERR_INVALID;
+    ok = ok && CHECK(rc == MT_OK, "forward: %s", mt_errmsg());
+    int64_t tl = b->trg_len;
+    float *ls = malloc(sizeof(float) * (size_t)count);
+    float *lw = malloc(sizeof(float) * (size_t)(count * tl));
+    if (ok) {
+        CHECK_STATUS(mt_node_get(L.logprob_sent, ls, count));
+        CHECK_STATUS(mt_node_get(L.logprob_word, lw, count * tl));
+        for (int i = 0; i < count; i++) {
+            sent[first + i] = ls[i];
+            if (words) {
+                words[first + i] = malloc(sizeof(float) * (size_t)fx->tlen[first + i]);
+                memcpy(words[first + i], lw + i * tl, sizeof(float) * (size_t)fx->tlen[first + i]);
+            }
+        }
+    }
+    free(ls);
+    free(lw);
+    mt_batch_free(b);
+    return ok;
+}
+
+/* Marian's numbers from a .out file: the leading number of each line. */
+static int read_numbers(const char *path, double *out, int n) {
+    lines l;
+    if (!read_lines(path, &l)) return 0;
+    int ok = l.n == n;
+    for (int i = 0; ok && i < n; i++)
+        out[i] = strtod(l.s[i], NULL);
+    lines_free(&l);
+    return ok;
+}
+
+/* ------------------------------------------------------ scoring tests */
+
+static void test_scores(const char *dir, const char *sv, const char *tv) {
+    fixture fx;
+    if (!fixture_open(&fx, dir, sv, tv)) {
+        fixture_close(&fx);
+        return;
+    }
+    int n = fx.n;
+    char p[512];
+    double *want = calloc((size_t)n, sizeof(double)), *got = calloc((size_t)n, sizeof(double));
+    double *got16 = calloc((size_t)n, sizeof(double));
+    float **words = calloc((size_t)n, sizeof(float *));
+    mt_graph *g = NULL;
+    mt_graph_params gp = mt_graph_default_params();
+    CHECK_STATUS(mt_graph_init(NULL, gp, &g));
+
+    /* one sentence per batch, as Marian ran them (--mini-batch 1) */
+    for (int i = 0; i < n; i++)
+        score_batch(&fx, g, i, 1, got, words);
+    snprintf(p, sizeof p, DATA "%s/score.out", dir);
+    CHECK(read_numbers(p, want, n), "read %s", p);
+    double maxd = 0, sum = 0;
+    int64_t words_total = 0;
+    for (int i = 0; i < n; i++) {
+        double dd = fabs(got[i] - want[i]);
+        if (dd > maxd) maxd = dd;
+        CHECK_CLOSE(got[i], want[i], 1e-3, 0, "%s sentence %d", dir, i + 1);
+        sum += got[i];
+        words_total += fx.tlen[i];
+    }
+    fprintf(stderr, "%s: score.out max abs diff %.3g over %d sentences\n", dir, maxd, n);
+
+    /* normalised: divided by the reference length incl. EOS */
+    snprintf(p, sizeof p, DATA "%s/score-norm.out", dir);
+    CHECK(read_numbers(p, want, n), "read %s", p);
+    for (int i = 0; i < n; i++)
+        CHECK_CLOSE(got[i] / fx.tlen[i], want[i], 1e-4, 0, "%s normalised %d", dir, i + 1);
+
+    /* word scores: "SUM ||| WordScores= w1 ... wN" */
+    lines ws;
+    snprintf(p, sizeof p, DATA "%s/score-words.out", dir);
+    CHECK(read_lines(p, &ws) && ws.n == n, "read %s", p);
+    double maxw = 0;
+    for (int i = 0; i < n && i < ws.n; i++) {
+        char *q = strstr(ws.s[i], "WordScores=");
+        CHECK(q != NULL, "%s line %d has no WordScores", p, i + 1);
+        if (!q) continue;
+        q += strlen("WordScores=");
+        int k = 0;
+        char *end;
+        for (double v = strtod(q, &end); end != q; v = strtod(q, &end), k++) {
+            q = end;
+            if (k < fx.tlen[i] && words[i]) {
+                double dd = fabs(words[i][k] - v);
+                if (dd > maxw) maxw = dd;
+                CHECK_CLOSE(words[i][k], v, 2e-4, 0, "%s word %d of sentence %d", dir, k + 1,
+                            i + 1);
+            }
+        }
+        CHECK(k == fx.tlen[i], "%s sentence %d: %d word scores, %d reference tokens", dir, i + 1, k,
+              fx.tlen[i]);
+    }
+    lines_free(&ws);
+    fprintf(stderr, "%s: score-words.out max abs diff %.3g\n", dir, maxw);
+
+    /* summaries: ce-sum and perplexity, printed with 6 significant digits */
+    double s1 = 0, s2 = 0;
+    snprintf(p, sizeof p, DATA "%s/score-summary.out", dir);
+    CHECK(read_numbers(p, &s1, 1), "read %s", p);
+    CHECK_CLOSE(-sum, s1, 0, 1e-5, "%s ce-sum summary", dir);
+    snprintf(p, sizeof p, DATA "%s/score-summary-perplexity.out", dir);
+    CHECK(read_numbers(p, &s2, 1), "read %s", p);
+    CHECK_CLOSE(exp(-sum / (double)words_total), s2, 0, 1e-5, "%s perplexity summary", dir);
+
+    /* padded batches of 16: padding must not change the scores */
+    double maxb = 0;
+    for (int i = 0; i < n; i += 16)
+        score_batch(&fx, g, i, n - i < 16 ? n - i : 16, got16, NULL);
+    for (int i = 0; i < n; i++) {
+        double dd = fabs(got16[i] - got[i]);
+        if (dd > maxb) maxb = dd;
+        CHECK_CLOSE(got16[i], got[i], 1e-3, 0, "%s sentence %d in a batch of 16", dir, i + 1);
+    }
+    fprintf(stderr, "%s: batched (16) vs single max abs diff %.3g\n", dir, maxb);
+
+    for (int i = 0; i < n; i++)
+        free(words[i]);
+    free(words);
+    free(want);
+    free(got);
+    free(got16);
+    mt_graph_free(g);
+    fixture_close(&fx);
+}
+
+/* ------------------------------------------------- greedy decoding */
+
+/* Greedy search through the step API as Marian's beam search with -b 1:
+** argmax of the log-probs (UNK suppressed), stop at EOS; the length limit
+** is --max-length-factor 3 times the source length (EOS included). */
+static int greedy(fixture *fx, mt_graph *g, int i, int32_t *hyp, int cap, int *n_out) {
+    *n_out = 0;
+    if (fx->slen[i] == 1) return 1; /* empty input: Marian forces EOS */
+    mt_batch *b = make_batch(fx, i, 1, false);
+    if (!b) return 0;
+    mt_graph_clear(g);
+    mt_model_encoding enc;
+    mt_dec_state st;
+    int ok = 1;
+    CHECK_STATUS(mt_model_encode(fx->m, g, b, &enc));
+    CHECK_STATUS(mt_model_start(fx->m, g, &enc, &st));
+    int32_t v = mt_model_trg_vocab(fx->m), eos = mt_vocab_eos_id(fx->vt);
+    int32_t unk = mt_vocab_unk_id(fx->vt);
+    float *lp = malloc(sizeof(float) * (size_t)v);
+    int max_len = 3 * fx->slen[i];
+    int32_t prev = 0;
+    for (int t = 0; t < max_len && t < cap; t++) {
+        mt_dec_state next;
+        mt_dec_step out;
+        mt_status rc = mt_model_step(fx->m, g, &enc, &st, &prev, &next, &out);
+        if (rc == MT_OK) rc = mt_graph_forward(g);
+        if (rc == MT_OK) rc = mt_node_get(out.logprobs, lp, v);
+        if (!CHECK(rc == MT_OK, "step %d of sentence %d: %s", t, i + 1, mt_errmsg())) {
+            ok = 0;
+            break;
+        }
+        int32_t best = -1;
+        for (int32_t k = 0; k < v; k++)
+            if (k != unk && (best < 0 || lp[k] > lp[best])) best = k;
+        if (best == eos) break;
+        hyp[(*n_out)++] = best;
+        prev = best;
+        st = next;
+    }
+    free(lp);
+    mt_batch_free(b);
+    return ok;
+}
+
+static void test_greedy(const char *dir, const char *sv, const char *tv) {
+    fixture fx;
+    if (!fixture_open(&fx, dir, sv, tv)) {
+        fixture_close(&fx);
+        return;
+    }
+    char p[512];
+    lines want;
+    snprintf(p, sizeof p, DATA "%s/beam1.out", dir);
+    CHECK(read_lines(p, &want) && want.n == fx.n, "read %s", p);
+    mt_graph *g = NULL;
+    CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    bool r2l = mt_model_get_config(fx.m)->right_left;
+    int same = 0;
+    int32_t hyp[1024];
+    for (int i = 0; i < fx.n && i < want.n && g; i++) {
+        int n = 0;
+        if (!greedy(&fx, g, i, hyp, 1024, &n)) break;
+        if (r2l)
+            for (int a = 0, z = n - 1; a < z; a++, z--) {
+                int32_t tmp = hyp[a];
+                hyp[a] = hyp[z];
+                hyp[z] = tmp;
+            }
+        char *text = NULL;
+        CHECK_STATUS(mt_vocab_decode(fx.vt, hyp, n, 0, &text));
+        if (text) {
+            same += CHECK(!strcmp(text, want.s[i]), "%s beam1 line %d:\n  got  '%s'\n  want '%s'",
+                          dir, i + 1, text, want.s[i]);
+        }
+        mt_free(text);
+    }
+    fprintf(stderr, "%s: greedy decoding matches beam1.out on %d of %d lines\n", dir, same, fx.n);
+    lines_free(&want);
+    mt_graph_free(g);
+    fixture_close(&fx);
+}
+
+/* Batched incremental decoding with K = 2 rows per sentence (both rows of
+** a sentence follow the same greedy path) and padded sources: exercises
+** mt_model_select, the batch-major cross-attention and the source mask.
+** The text must equal beam1.out for every sentence. */
+static void test_greedy_batched(const char *dir, const char *sv, const char *tv, int first,
+                                int count) {
+    fixture fx;
+    if (!fixture_open(&fx, dir, sv, tv)) {
+        fixture_close(&fx);
+        return;
+    }
+    char p[512];
+    lines want;
+    snprintf(p, sizeof p, DATA "%s/beam1.out", dir);
+    CHECK(read_lines(p, &want) && want.n == fx.n, "read %s", p);
+    mt_graph *g = NULL;
+    CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    mt_batch *b = make_batch(&fx, first, count, false);
+    const int k = 2;
+    int32_t v = mt_model_trg_vocab(fx.m), eos = mt_vocab_eos_id(fx.vt);
+    int32_t unk = mt_vocab_unk_id(fx.vt);
+    int32_t *prev = calloc((size_t)(count * k), sizeof(int32_t));
+    int32_t *rows = calloc((size_t)(count * k), sizeof(int32_t));
+    int32_t *hyp = calloc((size_t)(count * 1024), sizeof(int32_t));
+    int *len = calloc((size_t)count, sizeof(int));
+    bool *done = calloc((size_t)count, sizeof(bool));
+    float *lp = malloc(sizeof(float) * (size_t)(count * k * v));
+    mt_model_encoding enc;
+    mt_dec_state st;
+    if (g && b) {
+        CHECK_STATUS(mt_model_encode(fx.m, g, b, &enc));
+        CHECK_STATUS(mt_model_start(fx.m, g, &enc, &st));
+    }
+    int max_len = 0;
+    for (int i = 0; i < count; i++) {
+        if (3 * fx.slen[first + i] > max_len) max_len = 3 * fx.slen[first + i];
+        done[i] = fx.slen[first + i] == 1;
+    }
+    for (int t = 0; g && b && t < max_len; t++) {
+        mt_dec_state next;
+        mt_dec_step out;
+        mt_status rc = mt_model_step(fx.m, g, &enc, &st, prev, &next, &out);
+        if (rc == MT_OK) rc = mt_graph_forward(g);
+        int64_t nr = (int64_t)count * st.beam;
+        if (rc == MT_OK) rc = mt_node_get(out.logprobs, lp, nr * v);
+        if (!CHECK(rc == MT_OK, "batched step %d: %s", t, mt_errmsg())) break;
+        for (int i = 0; i < count; i++) {
+            for (int r = 0; r < st.beam; r++) {
+                const float *row = lp + (int64_t)(i * st.beam + r) * v;
+                int32_t best = -1;
+                for (int32_t w = 0; w < v; w++)
+                    if (w != unk && (best < 0 || row[w] > row[best])) best = w;
+                if (r == 0 && !done[i]) {
+                    if (best == eos || t + 1 >= 3 * fx.slen[first + i]) done[i] = true;
+                    if (best != eos) hyp[i * 1024 + len[i]++] = best;
+                }
+                if (r > 0 && !done[i] && st.beam > 1) {
+                    const float *r0 = lp + (int64_t)(i * st.beam) * v;
+                    CHECK_CLOSE(row[best], r0[best], 1e-5, 0, "rows of sentence %d differ", i);
+                }
+            }
+        }
+        /* beam 2 from step 0 on: row i*2+r <- old row i*beam (+0) */
+        for (int i = 0; i < count; i++)
+            for (int r = 0; r < k; r++) {
+                rows[i * k + r] = i * st.beam;
+                int32_t last = len[i] ? hyp[i * 1024 + len[i] - 1] : eos;
+                prev[i * k + r] = last;
+            }
+        if (!CHECK_STATUS_OK(mt_model_select(fx.m, g, &next, rows, k, &st))) break;
+        bool all = true;
+        for (int i = 0; i < count; i++)
+            all = all && done[i];
+        if (all) break;
+    }
+    int same = 0;
+    for (int i = 0; i < count; i++) {
+        char *text = NULL;
+        CHECK_STATUS(mt_vocab_decode(fx.vt, hyp + i * 1024, len[i], 0, &text));
+        if (text)
+            same += CHECK(!strcmp(text, want.s[first + i]),
+                          "%s batched beam1 line %d:\n  got  '%s'\n  want '%s'", dir, first + i + 1,
+                          text, want.s[first + i]);
+        mt_free(text);
+    }
+    fprintf(stderr, "%s: batched greedy (B=%d, K=%d) matches beam1.out on %d of %d lines\n", dir,
+            count, k, same, count);
+    /* a row of another sentence is refused */
+    if (g && count > 1) {
+        int32_t bad[2] = {0, 0};
+        mt_dec_state junk;
+        mt_dec_state one = st;
+        one.batch = 2;
+        one.beam = 1;
+        CHECK(mt_model_select(fx.m, g, &one, bad, 1, &junk) == MT_ERR_INVALID,
+              "select accepted a row of another sentence");
+    }
+    free(prev);
+    free(rows);
+    free(hyp);
+    free(len);
+    free(done);
+    free(lp);
+    mt_batch_free(b);
+    lines_free(&want);
+    mt_graph_free(g);
+    fixture_close(&fx);
+}
+
+/* Alignments: Marian's align-soft.out holds, for its beam-4 translation of
+** each input, the head-0 attention of the guided-alignment layer per target
+** token.  Teacher-forcing that translation must give the same weights
+** (lines whose text re-encodes to other pieces than Marian produced, seen
+** from the word scores in nbest4-wordscores.out, are left out). */
+static void test_alignment(const char *dir, const char *sv, const char *tv) {
+    fixture fx;
+    if (!fixture_open(&fx, dir, sv, tv)) {
+        fixture_close(&fx);
+        return;
+    }
+    char p[512];
+    lines al;
+    snprintf(p, sizeof p, DATA "%s/align-soft.out", dir);
+    CHECK(read_lines(p, &al) && al.n == fx.n, "read %s", p);
+    lines nb;
+    snprintf(p, sizeof p, DATA "%s/nbest4-wordscores.out", dir);
+    CHECK(read_lines(p, &nb), "read %s", p);
+    mt_graph *g = NULL;
+    CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    int compared = 0, nb_at = 0;
+    double maxd = 0;
+    for (int i = 0; g && i < al.n && i < fx.n; i++) {
+        char *sep = strstr(al.s[i], " ||| ");
+        if (!sep) continue;
+        *sep = '\0';
+        const char *rows = sep + 5;
+        int32_t *hyp = NULL;
+        int64_t n = 0;
+        if (mt_vocab_encode(fx.vt, al.s[i], MT_VOCAB_ADD_EOS, &hyp, &n) != MT_OK) continue;
+        int n_rows = 1;
+        for (const char *q = rows; *q; q++)
+            n_rows += *q == ' ';
+        if (n_rows != n) {
+            mt_free(hyp);
+            continue;
+        }
+        /* Marian's word scores of this hypothesis: the first n-best entry of id i */
+        while (nb_at < nb.n && atoi(nb.s[nb_at]) < i)
+            nb_at++;
+        const char *ws =
+            nb_at < nb.n && atoi(nb.s[nb_at]) == i ? strstr(nb.s[nb_at], "WordScores=") : NULL;
+        if (!ws) {
+            mt_free(hyp);
+            continue;
+        }
+        ws += strlen("WordScores=");
+        /* the hypothesis as the target of sentence i */
+        mt_free(fx.tid[i]);
+        fx.tid[i] = hyp;
+        fx.tlen[i] = (int32_t)n;
+        mt_batch *b = make_batch(&fx, i, 1, true);
+        mt_graph_clear(g);
+        mt_model_loss L = mt_model_build_loss(fx.m, g, b, 0.0f);
+        int32_t sl = fx.slen[i];
+        float *w = malloc(sizeof(float) * (size_t)(n * sl));
+        float *lw = malloc(sizeof(float) * (size_t)n);
+        bool same_pieces = false;
+        if (CHECK(L.align != NULL, "no alignment node") && mt_graph_forward(g) == MT_OK &&
+            mt_node_get(L.logprob_word, lw, n) == MT_OK) {
+            same_pieces = true;
+            const char *q = ws;
+            for (int64_t t = 0; t < n && same_pieces; t++) {
+                char *end;
+                double v = strtod(q, &end);
+                same_pieces = end != q && fabs(v - lw[t]) < 2e-3;
+                q = end;
+            }
+        }
+        free(lw);
+        if (same_pieces && mt_node_get(L.align, w, n * sl) == MT_OK) {
+            const char *q = rows;
+            for (int64_t t = 0; t < n; t++) {
+                for (int32_t k = 0; k < sl; k++) {
+                    char *end;
+                    double v = strtod(q, &end);
+                    if (!CHECK(end != q, "%s align line %d: too few values", dir, i + 1)) break;
+                    q = end + (*end == ',' || *end == ' ');
+                    double dd = fabs(w[t * sl + k] - v);
+                    if (dd > maxd) maxd = dd;
+                    CHECK_CLOSE(w[t * sl + k], v, 2e-4, 1e-3, "%s alignment line %d [%lld, %d]",
+                                dir, i + 1, (long long)t, k);
+                }
+            }
+            compared++;
+        }
+        free(w);
+        mt_batch_free(b);
+    }
+    fprintf(stderr, "%s: alignments of %d lines compared with align-soft.out, max abs diff %.3g\n",
+            dir, compared, maxd);
+    CHECK(compared >= fx.n / 2, "%s: only %d alignment lines comparable", dir, compared);
+    lines_free(&al);
+    lines_free(&nb);
+    mt_graph_free(g);
+    fixture_close(&fx);
+}
+
+/* A shortlist restricts the output layer to some ids: its log-probs are
+** the full ones renormalised over those ids. */
+static void test_shortlist(void) {
+    fixture fx;
+    if (!fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm")) {
+        fixture_close(&fx);
+        return;
+    }
+    mt_graph *g = NULL;
+    CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    mt_batch *b = make_batch(&fx, 2, 3, false);
+    int32_t v = mt_model_trg_vocab(fx.m);
+    int32_t ids[300];
+    int n_ids = 0;
+    for (int32_t k = 0; k < v && n_ids < 300; k += 1 + k % 37)
+        ids[n_ids++] = k;
+    float *full = malloc(sizeof(float) * 3 * (size_t)v), *part = malloc(sizeof(float) * 3 * 300);
+    mt_model_encoding enc;
+    mt_dec_state st, next, st2, next2;
+    mt_dec_step o1, o2;
+    int32_t prev[3] = {5, 17, 99};
+    if (g && b) {
+        CHECK_STATUS(mt_model_encode(fx.m, g, b, &enc));
+        CHECK_STATUS(mt_model_start(fx.m, g, &enc, &st));
+        CHECK_STATUS(mt_model_step(fx.m, g, &enc, &st, prev, &next, &o1));
+        st2 = next;
+        CHECK_STATUS(mt_model_step(fx.m, g, &enc, &next, prev, &next2, &o1));
+        st2.shortlist = mt_input_i32(g, mt_shape1(n_ids), ids);
+        CHECK_STATUS(mt_model_step(fx.m, g, &enc, &st2, prev, &next2, &o2));
+        CHECK_STATUS(mt_graph_forward(g));
+        CHECK_STATUS(mt_node_get(o1.logprobs, full, 3 * (int64_t)v));
+        CHECK_STATUS(mt_node_get(o2.logprobs, part, 3 * (int64_t)n_ids));
+        for (int r = 0; r < 3; r++) {
+            double m = -1e30, z = 0;
+            for (int j = 0; j < n_ids; j++)
+                if (full[r * v + ids[j]] > m) m = full[r * v + ids[j]];
+            for (int j = 0; j < n_ids; j++)
+                z += exp(full[r * v + ids[j]] - m);
+            for (int j = 0; j < n_ids; j++)
+                CHECK_CLOSE(part[r * n_ids + j], full[r * v + ids[j]] - m - log(z), 1e-4, 0,
+                            "shortlist row %d id %d", r, ids[j]);
+        }
+    }
+    free(full);
+    free(part);
+    mt_batch_free(b);
+    mt_graph_free(g);
+    fixture_close(&fx);
+}
+
+/* ------------------------------------------------------ fresh models */
+
+static mt_model_config tiny_config(bool aan) {
+    mt_model_config c = mt_model_config_default();
+    c.dim_vocabs[0] = c.dim_vocabs[1] = 11;
+    c.dim_emb = 8;
+    c.heads = 2;
+    c.dim_ffn = 12;
+    c.enc_depth = c.dec_depth = 1;
+    if (aan) { /* pre-norm, average attention, untied output, highway top */
+        snprintf(c.dec_autoreg, sizeof c.dec_autoreg, "average-attention");
+        c.dim_aan = 6;
+        snprintf(c.preprocess, sizeof c.preprocess, "n");
+        snprintf(c.postprocess, sizeof c.postprocess, "da");
+        snprintf(c.postprocess_top, sizeof c.postprocess_top, "n");
+        snprintf(c.ffn_activation, sizeof c.ffn_activation, "gelu");
+        c.ffn_depth = 3;
+    } else { /* post-norm, relu, tied everything */
+        c.tied_embeddings_all = true;
+        snprintf(c.ffn_activation, sizeof c.ffn_activation, "relu");
+    }
+    return c;
+}
+
+static mt_batch *tiny_batch(uint64_t seed) {
+    mt_rng r;
+    mt_rng_seed(&r, seed);
+    int32_t ids[3][2][7];
+    mt_batch_seq seqs[6];
+    const int32_t lens[3][2] = {{5, 4}, {3, 6}, {7, 2}};
+    for (int i = 0; i < 3; i++)
+        for (int s = 0; s < 2; s++) {
+            for (int t = 0; t < lens[i][s]; t++)
+                ids[i][s][t] = 2 + (int32_t)(mt_rng_next(&r) % 9);
+            ids[i][s][lens[i][s] - 1] = 0; /* EOS */
+            seqs[i * 2 + s] = (mt_batch_seq){ids[i][s], lens[i][s]};
+        }
+    mt_batch *b = NULL;
+    CHECK_STATUS(mt_batch_make(1, true, 3, seqs, NULL, &b));
+    return b;
+}
+
+static double eval_cost(mt_model *m, const mt_batch *b, float ls) {
+    mt_graph *g = NULL;
+    float cost = NAN;
+    CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    if (!g) return NAN;
+    mt_model_loss L = mt_model_build_loss(m, g, b, ls);
+    if (L.cost && mt_graph_forward(g) == MT_OK) mt_node_get_scalar(L.cost, &cost);
+    mt_graph_free(g);
+    return cost;
+}
+
+static void test_gradients(int variant) {
+    mt_model_config c = tiny_config(variant == 1);
+    const char *name = variant == 0 ? "post-norm" : variant == 1 ? "aan" : "pre-norm";
+    if (variant == 2) { /* pre-norm self-attention, highway, shared src/trg embeddings */
+        c.tied_embeddings_all = false;
+        c.tied_embeddings_src = true;
+        snprintf(c.preprocess, sizeof c.preprocess, "n");
+        snprintf(c.postprocess, sizeof c.postprocess, "dah");
+        snprintf(c.postprocess_top, sizeof c.postprocess_top, "n");
+        snprintf(c.ffn_activation, sizeof c.ffn_activation, "swish");
+        c.dec_depth = 2;
+        snprintf(c.guided_alignment_layer, sizeof c.guided_alignment_layer, "1");
+    }
+    mt_model *m = NULL;
+    CHECK_STATUS(mt_model_create(&c, NULL, 1234, &m));
+    mt_batch *b = tiny_batch(99);
+    if (!m || !b) {
+        mt_model_free(m);
+        mt_batch_free(b);
+        return;
+    }
+    const float ls = 0.1f;
+    mt_params *p = mt_model_params(m);
+    CHECK_STATUS(mt_params_alloc_grads(p));
+    mt_params_zero_grads(p);
+    mt_graph_params gp = mt_graph_default_params();
+    gp.training = true;
+    mt_graph *g = NULL;
+    CHECK_STATUS(mt_graph_init(NULL, gp, &g));
+    mt_model_loss L = mt_model_build_loss(m, g, b, ls);
+    CHECK(L.status == MT_OK && L.cost, "training loss: %s", mt_errmsg());
+    if (L.cost) CHECK_STATUS(mt_graph_backward(g, L.cost));
+    int n_checked = 0, n_bad = 0, n_kink = 0;
+    double worst = 0;
+    mt_rng r;
+    mt_rng_seed(&r, 7);
+    for (int i = 0; i < mt_params_count(p); i++) {
+        mt_tensor *t = mt_params_at(p, i), *gt = mt_params_grad_at(p, i);
+        int64_t n = mt_tensor_numel(t);
+        if (!gt) continue;
+        float *val = malloc(sizeof(float) * (size_t)n), *grad = malloc(sizeof(float) * (size_t)n);
+        mt_tensor_get(t, val, sizeof(float) * (size_t)n);
+        mt_tensor_get(gt, grad, sizeof(float) * (size_t)n);
+        for (int rep = 0; rep < 3; rep++) {
+            int64_t k = (int64_t)(mt_rng_next(&r) % (uint64_t)n);
+            /* central differences at two step sizes: where they disagree the
+            ** loss is not smooth around x (a ReLU input near 0): skipped */
+            double gn[2];
+            for (int e = 0; e < 2; e++) {
+                const float eps = e == 0 ? 2e-3f : 1e-3f;
+                float x0 = val[k];
+                val[k] = x0 + eps;
+                mt_tensor_set(t, val, sizeof(float) * (size_t)n);
+                mt_params_touch(p);
+                double lp = eval_cost(m, b, ls);
+                val[k] = x0 - eps;
+                mt_tensor_set(t, val, sizeof(float) * (size_t)n);
+                mt_params_touch(p);
+                double lm = eval_cost(m, b, ls);
+                val[k] = x0;
+                mt_tensor_set(t, val, sizeof(float) * (size_t)n);
+                mt_params_touch(p);
+                gn[e] = (lp - lm) / (2.0 * eps);
+            }
+            if (fabs(gn[0] - gn[1]) > 1e-2 + 2e-2 * fabs(gn[0])) {
+                n_kink++;
+                continue;
+            }
+            double err = fabs(grad[k] - gn[1]) / (1e-2 + fabs(gn[1]));
+            if (err > worst) worst = err;
+            n_checked++;
+            if (!CHECK(fabs(grad[k] - gn[1]) <= 1e-2 + 2e-2 * fabs(gn[1]),
+                       "%s: d cost / d %s[%lld]: backward %.6g, finite differences %.6g", name,
+                       mt_params_name(p, i), (long long)k, grad[k], gn[1]))
+                n_bad++;
+        }
+        free(val);
+        free(grad);
+    }
+    fprintf(stderr,
+            "%s tiny transformer: %d gradient entries over %d parameters checked (%d at "
+            "non-smooth points skipped), worst relative error %.3g\n",
+            name, n_checked, mt_params_count(p), n_kink, worst);
+    CHECK(n_checked >= 3 * 30 && n_kink * 10 <= n_checked,
+          "%d gradient entries checked, %d "
+          "skipped",
+          n_checked, n_kink);
+    mt_graph_free(g);
+    mt_batch_free(b);
+    mt_model_free(m);
+}
+
+static void test_round_trip(bool aan) {
+    mt_model_config c = tiny_config(aan);
+    mt_model *m = NULL, *m2 = NULL;
+    CHECK_STATUS(mt_model_create(&c, NULL, 42, &m));
+    mt_batch *b = tiny_batch(5);
+    if (!m || !b) goto done;
+    char path[64];
+    snprintf(path, sizeof path, "test_transformer_%d_%d.npz", (int)getpid(), aan);
+    CHECK_STATUS(mt_model_save(m, path));
+    CHECK_STATUS(mt_model_load(path, NULL, &m2));
+    if (m2) {
+        double c1 = eval_cost(m, b, 0.0f), c2 = eval_cost(m2, b, 0.0f);
+        CHECK(c1 == c2 && isfinite(c1), "cost %.9g before saving, %.9g after loading", c1, c2);
+        CHECK(mt_params_count(mt_model_params(m)) == mt_params_count(mt_model_params(m2)),
+              "parameter count changed by save/load");
+        char *y1 = mt_model_config_to_yaml(mt_model_get_config(m));
+        char *y2 = mt_model_config_to_yaml(mt_model_get_config(m2));
+        CHECK(y1 && y2 && !strcmp(y1, y2), "model.yml changed by save/load");
+        mt_free(y1);
+        mt_free(y2);
+    }
+    unlink(path);
+done:
+    mt_batch_free(b);
+    mt_model_free(m);
+    mt_model_free(m2);
+}
+
+/* A fresh model with a fixture's config has exactly Marian's parameter
+** names and shapes; the fixture's model.yml is re-emitted byte-exactly. */
+static void test_marian_layout(const char *dir) {
+    char p[512];
+    snprintf(p, sizeof p, DATA "%s/model.npz", dir);
+    mt_model_file *f = NULL;
+    CHECK_STATUS(mt_model_file_read(p, &f));
+    if (!f || !f->config_yaml) {
+        mt_model_file_free(f);
+        return;
+    }
+    mt_model_config c = mt_model_config_default();
+    CHECK_STATUS(mt_model_config_from_yaml(f->config_yaml, &c));
+    char *y = mt_model_config_to_yaml(&c);
+    CHECK(y && !strcmp(y, f->config_yaml), "%s: model.yml not re-emitted byte-exactly:\n%s", dir,
+          y ? y : "(null)");
+    mt_free(y);
+    mt_model *m = NULL;
+    CHECK_STATUS(mt_model_create(&c, NULL, 1, &m));
+    if (m) {
+        mt_params *ps = mt_model_params(m);
+        CHECK(mt_params_count(ps) == f->n, "%s: fresh model has %d parameters, Marian's %d", dir,
+              mt_params_count(ps), f->n);
+        for (int i = 0; i < f->n; i++) {
+            mt_tensor *t = mt_params_find(ps, f->names[i]);
+            char s1[64], s2[64];
+            CHECK(t && mt_shape_eq(&t->shape, &f->tensors[i].shape),
+                  "%s: Marian's %s %s is %s in a fresh model", dir, f->names[i],
+                  mt_shape_str(&f->tensors[i].shape, s1, sizeof s1),
+                  t ? mt_shape_str(&t->shape, s2, sizeof s2) : "missing");
+        }
+    }
+    mt_model_free(m);
+
+    /* a file without one parameter, or with a wrong shape, is refused by name */
+    const char *victim = "decoder_l1_ffn_W2";
+    for (int mode = 0; mode < 2; mode++) {
+        mt_model_file *h = mt_model_file_new();
+        for (int i = 0; h && i < f->n; i++) {
+            if (strcmp(f->names[i], victim)) {
+                mt_model_file_add(h, f->names[i], &f->tensors[i]);
+            } else if (mode == 1) {
+                mt_tensor t = f->tensors[i];
+                t.shape = mt_shape2(t.shape.dim[1], t.shape.dim[0]); /* transposed */
+                if (t.shape.dim[0] != t.shape.dim[1]) mt_model_file_add(h, f->names[i], &t);
+            }
+        }
+        mt_model_file_set_config(h, f->config_yaml);
+        snprintf(p, sizeof p, "test_transformer_bad_%d.npz", (int)getpid());
+        CHECK_STATUS(mt_model_file_write(p, h));
+        mt_model *bad = NULL;
+        mt_status rc = mt_model_load(p, NULL, &bad);
+        CHECK(rc == (mode ? MT_ERR_FORMAT : MT_ERR_NOTFOUND) && bad == NULL &&
+                  strstr(mt_errmsg(), victim) && strstr(mt_errmsg(), p),
+              "%s: load without %s: %s (%s)", dir, victim, mt_status_str(rc), mt_errmsg());
+        mt_model_free(bad);
+        mt_model_file_free(h);
+        unlink(p);
+    }
+    mt_model_file_free(f);
+}
+
+/* Allocation failures: load a model, score a batch, translate two steps,
+** save it, with the N-th try-allocation and all later ones failing, for
+** every N until the scenario succeeds: always a clean status with a
+** message, never a leak or a crash. */
+static mt_status fault_scenario(const char *out_path) {
+    mt_model *m = NULL;
+    mt_graph *g = NULL;
+    mt_batch *b = NULL;
+    mt_status rc = mt_model_load(DATA "transformer-tiny/model.npz", NULL, &m);
+    if (rc == MT_OK) rc = mt_graph_init(NULL, mt_graph_default_params(), &g);
+    const int32_t src[2][4] = {{5, 6, 7, 0}, {8, 9, 0, 0}}, trg[2][3] = {{10, 11, 0}, {12, 0, 0}};
+    mt_batch_seq seqs[4] = {{src[0], 4}, {trg[0], 3}, {src[1], 3}, {trg[1], 2}};
+    if (rc == MT_OK) rc = mt_batch_make(1, true, 2, seqs, NULL, &b);
+    if (rc == MT_OK) {
+        mt_model_loss L = mt_model_build_loss(m, g, b, 0.1f);
+        rc = L.status;
+        if (rc == MT_OK) rc = mt_graph_forward(g);
+    }
+    mt_model_encoding enc;
+    mt_dec_state st, next;
+    mt_dec_step out;
+    int32_t prev[2] = {3, 4}, rows[4] = {0, 0, 1, 1};
+    if (rc == MT_OK) {
+        mt_graph_clear(g);
+        rc = mt_model_encode(m, g, b, &enc);
+    }
+    if (rc == MT_OK) rc = mt_model_start(m, g, &enc, &st);
+    if (rc == MT_OK) rc = mt_model_step(m, g, &enc, &st, prev, &next, &out);
+    if (rc == MT_OK) rc = mt_model_select(m, g, &next, rows, 2, &st);
+    if (rc == MT_OK) rc = mt_model_step(m, g, &enc, &st, rows, &next, &out);
+    if (rc == MT_OK) rc = mt_graph_forward(g);
+    if (rc == MT_OK) rc = mt_model_save(m, out_path);
+    mt_batch_free(b);
+    mt_graph_free(g);
+    mt_model_free(m);
+    return rc;
+}
+
+static void test_alloc_failures(void) {
+    char path[64];
+    snprintf(path, sizeof path, "test_transformer_fault_%d.npz", (int)getpid());
+    mt_alloc_fail_at(-1, false);
+    int64_t n = 0, failures = 0;
+    mt_status rc = MT_ERR_NOMEM;
+    for (; n < 20000; n++) {
+        size_t live = mt_alloc_get_stats().live_blocks;
+        mt_alloc_fail_at(n, true);
+        mt_clearerr();
+        rc = fault_scenario(path);
+        mt_alloc_fail_at(-1, false);
+        size_t after = mt_alloc_get_stats().live_blocks;
+        if (!CHECK(after == live, "N=%lld: %zu blocks leaked (%s: %s)", (long long)n,
+                   after - live, mt_status_str(rc), mt_errmsg()) ||
+            !CHECK(rc == MT_OK || mt_errmsg()[0] != '\0', "N=%lld: %s without a message",
+                   (long long)n, mt_status_str(rc))) {
+            if (++failures > 5) break;
+        }
+        if (rc == MT_OK) break;
+    }
+    CHECK(rc == MT_OK, "the scenario succeeds once allocations do");
+    fprintf(stderr, "allocation failures: %lld failure points tested\n", (long long)n);
+    unlink(path);
+}
+
+int main(void) {
+    test_scores("transformer-tiny", "vocab.spm", "vocab.spm");
+    test_scores("transformer-tiny-r2l", "vocab.spm", "vocab.spm");
+    test_scores("transformer-aan", "vocab.en.spm", "vocab.de.spm");
+    test_scores("multi-transformer", "vocab.spm", "vocab.spm");
+    test_greedy("transformer-tiny", "vocab.spm", "vocab.spm");
+    test_greedy("transformer-tiny-r2l", "vocab.spm", "vocab.spm");
+    test_greedy("transformer-aan", "vocab.en.spm", "vocab.de.spm");
+    test_greedy("multi-transformer", "vocab.spm", "vocab.spm");
+    test_alignment("transformer-tiny", "vocab.spm", "vocab.spm");
+    test_alignment("transformer-aan", "vocab.en.spm", "vocab.de.spm");
+    test_shortlist();
+    test_greedy_batched("transformer-tiny", "vocab.spm", "vocab.spm", 0, 8);
+    test_greedy_batched("transformer-aan", "vocab.en.spm", "vocab.de.spm", 48, 8);
+    test_gradients(0);
+    test_gradients(1);
+    test_gradients(2);
+    test_round_trip(false);
+    test_round_trip(true);
+    test_marian_layout("transformer-tiny");
+    test_marian_layout("transformer-aan");
+    test_marian_layout("transformer-tiny-r2l");
+    test_marian_layout("multi-transformer");
+    test_alloc_failures();
+    TEST_MAIN_END();
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# train_cli.sh: `mtpe train` end to end on a toy corpus (the 60 sentence
+# pairs of the transformer-tiny fixture with its vocab.spm; dim 16, 1+1
+# layers, dropout and exponential smoothing on):
+#   - the cost goes down; every checkpoint file is written
+#   - a run stopped after N updates and continued to 2N prints exactly the
+#     same progress lines (cost, labels, gradient norm) as an uninterrupted
+#     2N-update run
+#   - kill -9 during training leaves a model.npz that loads (and continues)
+#   - a missing .spm vocabulary is trained; validation metrics are reported
+#   - usage errors: unknown option (exit 2, named), mismatched corpus files
+# Usage: bash train_cli.sh <path-to-mtpe> <source-dir>
+set -u
+MTPE=${1:?usage: train_cli.sh MTPE SRC}
+SRC=${2:?usage: train_cli.sh MTPE SRC}
+D=$SRC/tests/data/marian/transformer-tiny
+[ -f "$D/vocab.spm" ] || { echo "fixture missing: $D"; exit 77; }
+T=$(mktemp -d /tmp/mtpe_train_cli.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+
+# cost lines without the clock-dependent fields
+costs() { grep -a -E ' : Up\. ' "$1" | sed -E 's/^\[[^]]*\] //; s/ : Time [^:]* : [^:]* words\/s//'; }
+
+COMMON=(-t "$D/input.en" "$D/ref.de" -v "$D/vocab.spm" "$D/vocab.spm"
+        --dim-emb 16 --enc-depth 1 --dec-depth 1 --transformer-heads 2
+        --transformer-dim-ffn 32 --transformer-dropout 0.1 --exponential-smoothing
+        --mini-batch 16 --maxi-batch 2 --learn-rate 0.003 --lr-warmup 4
+        --disp-freq 4 --save-freq 12 --seed 1111 --cpu-threads 1 --quiet)
+N=24
+
+# 1. uninterrupted 2N-update run
+mkdir -p "$T/a"
+"$MTPE" train -m "$T/a/model.npz" "${COMMON[@]}" --after-batches $((2 * N)) \
+    --log "$T/a.log"
+rc=$?
+[ $rc -eq 0 ] && ok "training run exits 0" || bad "training run exit code $rc"
+for f in model.npz model.npz.optimizer.npz model.npz.progress.yml model.npz.yml \
+         model.npz.decoder.yml model.iter12.npz; do
+    [ -s "$T/a/$f" ] || bad "missing $f"
+done
+ok "checkpoint files written"
+costs "$T/a.log" > "$T/a.costs"
+n_lines=$(wc -l < "$T/a.costs")
+[ "$n_lines" -eq $((2 * N / 4)) ] && ok "$n_lines progress lines" ||
+    bad "expected $((2 * N / 4)) progress lines, got $n_lines"
+first=$(head -1 "$T/a.costs" | sed -E 's/.*Cost ([0-9.]+).*/\1/')
+last=$(tail -1 "$T/a.costs" | sed -E 's/.*Cost ([0-9.]+).*/\1/')
+if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }'; then
+    ok "cost decreases ($first -> $last)"
+else
+    bad "cost does not decrease ($first -> $last)"
+fi
+grep -q "^batches: $((2 * N))$" "$T/a/model.npz.progress.yml" && ok "progress.yml batches" ||
+    bad "progress.yml does not record $((2 * N)) updates"
+grep -q '^  - model.npz$\|^  - .*/a/model.npz$' "$T/a/model.npz.decoder.yml" &&
+    ok "decoder.yml names the model" || bad "decoder.yml"
+"$MTPE" convert --info "$T/a/model.npz" > "$T/info.txt" 2>&1 &&
+    grep -q "type: transformer" "$T/info.txt" && ok "model.npz loads (convert --info)" ||
+    bad "model.npz does not load"
+
+# 2. N updates, then continue to 2N: identical progress lines
+mkdir -p "$T/b"
+"$MTPE" train -m "$T/b/model.npz" "${COMMON[@]}" --after-batches $N --log "$T/b.log" ||
+    bad "first half exit code"
+"$MTPE" train -m "$T/b/model.npz" "${COMMON[@]}" --after-batches $((2 * N)) \
+    --log "$T/b.log" || bad "second half exit code"
+grep -q "Restoring the corpus state\|Loading model" "$T/b.log" && ok "second half continued" ||
+    bad "second half did not load the checkpoint"
+costs "$T/b.log" > "$T/b.costs"
+if cmp -s "$T/a.costs" "$T/b.costs"; then
+    ok "resumed run prints the same progress lines as the uninterrupted run"
+else
+    bad "resumed run differs:"
+    diff "$T/a.costs" "$T/b.costs" | head -10
+fi
+# resuming mid-epoch too (N+2 is not an epoch boundary: 4 batches per epoch)
+mkdir -p "$T/c"
+"$MTPE" train -m "$T/c/model.npz" "${COMMON[@]}" --after-batches $((N + 2)) \
+    --log "$T/c.log" || bad "c first part"
+"$MTPE" train -m "$T/c/model.npz" "${COMMON[@]}" --after-batches $((2 * N)) \
+    --log "$T/c.log" || bad "c second part"
+costs "$T/c.log" > "$T/c.costs"
+cmp -s "$T/a.costs" "$T/c.costs" && ok "mid-epoch resume identical" ||
+    { bad "mid-epoch resume differs"; diff "$T/a.costs" "$T/c.costs" | head -10; }
+
+# 3. kill -9 while checkpoints are being written: model.npz stays loadable
+mkdir -p "$T/k"
+for delay in 0.6 1.1 1.7; do
+    "$MTPE" train -m "$T/k/model.npz" "${COMMON[@]}" --after-batches 100000 --save-freq 1 \
+        --disp-freq 1000 > /dev/null 2>&1 &
+    pid=$!
+    sleep $delay
+    kill -9 $pid 2> /dev/null
+    wait $pid 2> /dev/null
+    if [ -f "$T/k/model.npz" ]; then
+        "$MTPE" convert --info "$T/k/model.npz" > /dev/null 2>&1 &&
+            ok "model.npz loadable after kill -9 at ${delay}s" ||
+            bad "model.npz corrupt after kill -9 at ${delay}s"
+    else
+        echo "note: no checkpoint yet after ${delay}s"
+    fi
+done
+if [ -f "$T/k/model.npz" ]; then
+    b0=$(sed -n 's/^batches: //p' "$T/k/model.npz.progress.yml")
+    "$MTPE" train -m "$T/k/model.npz" "${COMMON[@]}" --after-batches $((b0 + 3)) \
+        > /dev/null 2>&1 && ok "training continues after kill -9 (from update $b0)" ||
+        bad "cannot continue after kill -9"
+fi
+
+# 4. a missing .spm is trained; validation with every metric
+mkdir -p "$T/v"
+head -12 "$D/input.en" > "$T/valid.en"
+head -12 "$D/ref.de" > "$T/valid.de"
+"$MTPE" train -m "$T/v/model.npz" -t "$D/input.en" "$D/ref.de" \
+    -v "$T/v/vocab.spm" "$T/v/vocab.spm" --dim-vocabs 200 200 --dim-emb 16 --enc-depth 1 \
+    --dec-depth 1 --transformer-heads 2 --transformer-dim-ffn 32 --after-batches 8 \
+    --mini-batch 16 --seed 5 --cpu-threads 1 --valid-sets "$T/valid.en" "$T/valid.de" \
+    --valid-freq 4 --valid-metrics ce-mean-words perplexity cross-entropy bleu chrf \
+    --keep-best --overwrite --quiet --log "$T/v.log"
+rc=$?
+[ $rc -eq 0 ] && [ -s "$T/v/vocab.spm" ] && ok "missing .spm trained" || bad "spm training ($rc)"
+missing=""
+for m in ce-mean-words perplexity cross-entropy bleu chrf; do
+    grep -q "\[valid\] Ep\. [0-9]* : Up\. 4 : $m : " "$T/v.log" || missing="$missing $m"
+done
+[ -z "$missing" ] && ok "validation lines for every metric" || bad "no validation for$missing"
+[ -s "$T/v/model.npz.best-ce-mean-words.npz" ] && ok "keep-best model written" ||
+    bad "no keep-best model"
+[ ! -e "$T/v/model.iter4.npz" ] && ok "--overwrite keeps no iter copies" || bad "iter copy"
+
+# 4b. early stopping: with learning rate 0 the validation cost never improves,
+# so --early-stopping 2 ends training at the third validation
+mkdir -p "$T/e"
+"$MTPE" train -m "$T/e/model.npz" "${COMMON[@]}" --learn-rate 0 --after-batches 100 \
+    --valid-sets "$T/valid.en" "$T/valid.de" --valid-freq 2 --early-stopping 2 \
+    --log "$T/e.log" || bad "early-stopping run exit code"
+grep -q "^batches: 6$" "$T/e/model.npz.progress.yml" &&
+    grep -q "Up. 6 : cross-entropy : .* : stalled 2 times" "$T/e.log" &&
+    ok "early stopping after 2 stalled validations" || bad "early stopping"
+
+# 5. usage errors
+"$MTPE" train --no-such-option 2> "$T/err.txt"
+rc=$?
+[ $rc -eq 2 ] && grep -q -- "--no-such-option" "$T/err.txt" && ok "unknown option: exit 2" ||
+    bad "unknown option: exit $rc, $(cat "$T/err.txt")"
+head -5 "$D/ref.de" > "$T/short.de"
+"$MTPE" train -m "$T/x.npz" -t "$D/input.en" "$T/short.de" -v "$D/vocab.spm" "$D/vocab.spm" \
+    --dim-emb 16 --quiet --log "$T/x.log" 2> "$T/x.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "short.de has 5 lines" "$T/x.log" && ok "line-count mismatch reported" ||
+    bad "line-count mismatch: exit $rc"
+"$MTPE" train --help | grep -q -- "--exponential-smoothing" && ok "--help lists options" ||
+    bad "--help"
+
+exit $fail
