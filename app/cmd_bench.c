@@ -428,7 +428,8 @@ done:
 }
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: mtpe bench gemm|gemm-int|topk [--repeat N] [--peak-gflops X] [--peak-gops X]\n"
+    fprintf(f, "usage: mtpe bench gemm|gemm-int|topk [--repeat N] [--peak-gflops X]\n"
+               "                  [--peak-gops X]\n"
                "  gemm      fp32 GEMM GFLOP/s at decoder shapes, OpenBLAS vs own kernel\n"
                "  gemm-int  int8/int16 GEMM GOP/s vs fp32 OpenBLAS; --peak-gops: nominal int8\n"
                "            peak per core (default 913, Zen 5 VNNI)\n"

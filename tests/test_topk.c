@@ -5,15 +5,17 @@
 ** Oracles are unfused and plain: x = logits + bias in a temporary row,
 ** kcpu_log_softmax_fwd_ref over it, and a full qsort of the columns by
 ** (x descending, column ascending); lse also in double.  Indices must match
-** exactly; log-probs within LP_TOL (1 + |want|) of the double formula, and
-** of log_softmax_ref up to that reference's own error: it sums cols terms
-** in float in sequence, so its log-sum is off by up to about cols * 2^-24
-** (2e-3 at 32000 columns; 2.5e-4 is seen there on rows of near-equal terms,
-** where the fused kernels stay within 2e-7 of the double formula).  The dispatched kernels (every ISA level this machine
-** has, kcpu_isa_force) must give the reference's indices exactly and its
-** log-probs within the same tolerance.  Rows: odd sizes, magnitudes up to
-** 1e4 and down to 1e-4, masked (-inf) tokens, all-masked rows, exact ties,
-** ascending rows (every column enters the heap), bias on and off.
+** exactly.  Log-probs must be within LP_TOL (1 + |want|) of the double
+** formula, and of log_softmax_ref up to that reference's own error: it sums
+** cols terms in float in sequence, so its log-sum is off by up to about
+** cols * 2^-24 (2e-3 at 32000 columns; 2.5e-4 is seen there on rows of
+** near-equal terms, where the fused kernels stay within 4e-7 of the double
+** formula).  The dispatched kernels (every ISA level this machine has,
+** kcpu_isa_force) must give the reference's indices exactly and its
+** log-probs within LP_TOL.  Rows: odd sizes, magnitudes up to 1e4 and down
+** to 1e-4, masked (-inf) tokens, all-masked rows, exact ties, ascending rows
+** (every column enters the heap), bias on and off; shortlists; row offsets;
+** the beam step against a full sort of each sentence's candidates.
 */
 #include "harness.h"
 #include "kcpu.h"
@@ -42,9 +44,7 @@ static float urand(float lo, float hi) {
     return lo + (hi - lo) * (float)((rng_next() >> 40) * (1.0 / 16777216.0));
 }
 
-static int irand(int n) {
-    return (int)((rng_next() >> 33) % (uint64_t)n);
-}
+static int irand(int n) { return (int)((rng_next() >> 33) % (uint64_t)n); }
 
 static void *xalloc(size_t n) {
     void *p = mt_try_malloc(n ? n : 1);
@@ -78,9 +78,7 @@ static bool lp_close(double got, double want, double *worst) {
 /* Error bound of kcpu_log_softmax_fwd_ref's log-sum over n terms: the
 ** sequential float sum ((n - 1) u relative, u = 2^-24) and expf (1 ulp per
 ** term), with some slack. */
-static double unfused_slack(int64_t n) {
-    return 1.1 * (double)(n + 1) * 0x1p-24;
-}
+static double unfused_slack(int64_t n) { return 1.1 * (double)(n + 1) * 0x1p-24; }
 
 /* Row kinds. */
 enum {
@@ -165,9 +163,8 @@ static double oracle_lp(const oracle *o, int64_t c) {
 /* One output row (k entries) of a top-k kernel against the oracle.  ids
 ** maps positions to target ids (NULL: identity).  Returns true if it
 ** matches; the first mismatch is reported through CHECK by the caller. */
-static bool check_row(const char *who, int64_t cols, int32_t k, const oracle *o,
-                      const int32_t *ids, const int32_t *idx, const float *lp, float lse,
-                      char *msg, size_t msg_len) {
+static bool check_row(const char *who, int64_t cols, int32_t k, const oracle *o, const int32_t *ids,
+                      const int32_t *idx, const float *lp, float lse, char *msg, size_t msg_len) {
     int32_t n = (int64_t)k < cols ? k : (int32_t)cols;
     bool masked = o->lse == -INFINITY;
     for (int32_t j = 0; j < n; j++) {
@@ -181,8 +178,8 @@ static bool check_row(const char *who, int64_t cols, int32_t k, const oracle *o,
         double w_unfused = masked ? -INFINITY : (double)o->lsm[c];
         if (!lp_close_x(lp[j], w_unfused, unfused_slack(cols), &worst_unfused) ||
             !lp_close(lp[j], oracle_lp(o, c), &worst_double)) {
-            snprintf(msg, msg_len, "%s: rank %d (col %d) logp %.9g want %.9g (double %.9g)", who,
-                     j, c, (double)lp[j], w_unfused, oracle_lp(o, c));
+            snprintf(msg, msg_len, "%s: rank %d (col %d) logp %.9g want %.9g (double %.9g)", who, j,
+                     c, (double)lp[j], w_unfused, oracle_lp(o, c));
             return false;
         }
     }
@@ -255,10 +252,11 @@ static void test_topk_full(void) {
                             bad = j;
                         }
                     }
-                    CHECK(bad < 0, "[%s] topk vs ref cols=%lld k=%d kind=%d rank %d: %d %.9g "
-                          "vs %d %.9g", isa_tag, (long long)cols, k, r, bad,
-                          bad < 0 ? 0 : idx[r * k + bad], bad < 0 ? 0.0 : lp[r * k + bad],
-                          bad < 0 ? 0 : idx_ref[r * k + bad],
+                    CHECK(bad < 0,
+                          "[%s] topk vs ref cols=%lld k=%d kind=%d rank %d: %d %.9g "
+                          "vs %d %.9g",
+                          isa_tag, (long long)cols, k, r, bad, bad < 0 ? 0 : idx[r * k + bad],
+                          bad < 0 ? 0.0 : lp[r * k + bad], bad < 0 ? 0 : idx_ref[r * k + bad],
                           bad < 0 ? 0.0 : lp_ref[r * k + bad]);
                 }
             }
@@ -306,8 +304,8 @@ static void test_topk_known(void) {
     /* argmax of a tie and of a masked row */
     int32_t am[2];
     float av[2];
-    const float xa[10] = {1, 5, 5, 0, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                          -INFINITY};
+    const float xa[10] = {1,         5,         5,         0,         -INFINITY,
+                          -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
     kcpu_argmax_rows(2, 5, xa, NULL, am, av);
     CHECK(am[0] == 1 && av[0] == 5.0f, "[%s] argmax tie: %d %g", isa_tag, am[0], (double)av[0]);
     CHECK(am[1] == 0 && av[1] == -INFINITY, "[%s] argmax masked: %d %g", isa_tag, am[1],
@@ -459,8 +457,7 @@ static void test_argmax(void) {
             for (int64_t r = 0; r < rows && bad < 0; r++) {
                 bad = t1[r] != idx[r] ? (int)r : -1;
             }
-            CHECK(bad < 0, "[%s] argmax vs top-1 cols=%lld row %d", isa_tag, (long long)cols,
-                  bad);
+            CHECK(bad < 0, "[%s] argmax vs top-1 cols=%lld row %d", isa_tag, (long long)cols, bad);
         }
         mt_free(logits);
         mt_free(bias);
@@ -519,8 +516,7 @@ static void test_beam(void) {
         float *bias = xalloc((size_t)cols * sizeof(float));
         float path[7];
         for (int64_t r = 0; r < rows; r++) {
-            fill_row(r == 4 ? ROW_TIES : r == 5 ? ROW_MASKED : ROW_NORMAL, cols,
-                     logits + r * cols);
+            fill_row(r == 4 ? ROW_TIES : r == 5 ? ROW_MASKED : ROW_NORMAL, cols, logits + r * cols);
             path[r] = urand(-6.0f, 0.0f);
         }
         /* sentence 2: rows 2 and 3 identical with equal paths (ties across rows) */
@@ -542,8 +538,8 @@ static void test_beam(void) {
             float *o_s = xalloc((size_t)(n_sent * k) * sizeof(float));
             for (int isa_ref = 0; isa_ref < 2; isa_ref++) {
                 kcpu_isa old = isa_ref ? kcpu_isa_force(KCPU_ISA_REF) : kcpu_isa_active();
-                kcpu_softmax_topk_beam(n_sent, rps, cols, logits, bias, NULL, path, k, sc_i,
-                                       sc_v, o_row, o_idx, o_s, NULL);
+                kcpu_softmax_topk_beam(n_sent, rps, cols, logits, bias, NULL, path, k, sc_i, sc_v,
+                                       o_row, o_idx, o_s, NULL);
                 if (isa_ref) {
                     kcpu_isa_force(old);
                 }
@@ -562,8 +558,7 @@ static void test_beam(void) {
                     for (int32_t j = 0; j < k && bad < 0; j++) {
                         int64_t f = s * k + j;
                         if (j >= nc) {
-                            bad = o_row[f] != -1 || o_idx[f] != -1 || o_s[f] != -INFINITY ? j
-                                                                                            : -1;
+                            bad = o_row[f] != -1 || o_idx[f] != -1 || o_s[f] != -INFINITY ? j : -1;
                             continue;
                         }
                         bool same = o_row[f] == all[j].row && o_idx[f] == all[j].id;
@@ -574,8 +569,8 @@ static void test_beam(void) {
                         /* other ISAs: the same candidate with a close score, or a near
                         ** tie: a candidate whose oracle score is as close */
                         double tol = LP_TOL * (1.0 + fabs(all[j].s));
-                        bool close = isinf(all[j].s) ? o_s[f] == all[j].s
-                                                     : fabs(o_s[f] - all[j].s) <= tol;
+                        bool close =
+                            isinf(all[j].s) ? o_s[f] == all[j].s : fabs(o_s[f] - all[j].s) <= tol;
                         bool ok = same && close;
                         for (int64_t q = 0; q < nc && !ok && close && !isinf(all[j].s); q++) {
                             if (all[q].row == o_row[f] && all[q].id == o_idx[f]) {
@@ -584,9 +579,10 @@ static void test_beam(void) {
                         }
                         bad = ok ? -1 : j;
                     }
-                    CHECK(bad < 0, "[%s%s] beam cols=%lld k=%d sentence %lld rank %d: row %d "
-                          "id %d score %.9g, want row %d id %d score %.9g", isa_tag,
-                          isa_ref ? "/ref" : "", (long long)cols, k, (long long)s, bad,
+                    CHECK(bad < 0,
+                          "[%s%s] beam cols=%lld k=%d sentence %lld rank %d: row %d "
+                          "id %d score %.9g, want row %d id %d score %.9g",
+                          isa_tag, isa_ref ? "/ref" : "", (long long)cols, k, (long long)s, bad,
                           bad < 0 ? 0 : o_row[s * k + bad], bad < 0 ? 0 : o_idx[s * k + bad],
                           bad < 0 ? 0.0 : o_s[s * k + bad],
                           bad < 0 || bad >= nc ? -1 : all[bad].row,
@@ -624,9 +620,10 @@ int main(void) {
         test_argmax();
         test_merge();
         test_beam();
-        fprintf(stderr, "[%s] worst scaled logp error: vs log_softmax_ref %.3g, vs double %.3g, "
-                "vs ref kernel %.3g (tolerance %g)\n", isa_tag, worst_unfused, worst_double,
-                worst_isa, LP_TOL);
+        fprintf(stderr,
+                "[%s] worst scaled logp error: vs log_softmax_ref %.3g, vs double %.3g, "
+                "vs ref kernel %.3g (tolerance %g)\n",
+                isa_tag, worst_unfused, worst_double, worst_isa, LP_TOL);
         worst_unfused = worst_double = worst_isa = 0.0;
     }
     kcpu_isa_force(KCPU_ISA_AVX512);

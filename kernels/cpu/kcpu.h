@@ -454,6 +454,112 @@ void kcpu_igemm_i8_vnni(kcpu_igemm_job *job);
 void kcpu_igemm_i16_vnni(kcpu_igemm_job *job);
 double kcpu_vnni_ops_avx512(bool int16, int64_t iters); /* the probe: returns ops */
 
+/* ------------------------------------------------ fused softmax / top-k */
+
+/*
+** The output layer of a decoding step after its GEMM, in one pass over each
+** row (Marian's fused softmax + top-k, reference/papers
+** fused-softmax-topup-batching §3.1).  Per row r of `cols` logits:
+**
+**   x[c]  = logits[r,c] + bias[c]       one float add (bias NULL: x = logits)
+**   m     = max_c x[c],  d = sum_c exp(x[c] - m),  lse = m + log d
+**   logp  = (x[c] - m) - log d          (kcpu_log_softmax_fwd_ref's expression)
+**
+** m and d are kept online (d = d e^(m_old - m_new) + e^(x - m_new)) next to
+** a binary heap of the k best raw x; only the k winners are normalised.
+**
+** Order: x descending; equal x by lower column first (for a shortlist: by
+** lower target id, the same thing).  Selection compares the same float x in
+** every ISA variant, so indices are identical across variants; log-probs
+** differ only through the rounding of d (the reference sums in double; the
+** AVX-512 variant in float over 64 lanes): |delta| <= 1e-5 (1 + |logp|).
+** Masked tokens (x = -inf) rank last, by column, with logp -inf; a row whose
+** x are all -inf has lse = -inf and every logp -inf.  NaN/+inf logits give
+** unspecified (memory-safe) results.
+**
+** k: any k >= 1, no upper bound.  The heap lives in the caller's outputs
+** (row r at out_idx + r*k, out_logp + r*k), so nothing is allocated and
+** nothing of size k is on the stack.  When k > cols, entries c >= cols get
+** idx -1 and logp -inf.  Cost: one pass over the row plus O(log k) per heap
+** insertion (about k ln(cols/k) of them for random rows) and a k log k sort.
+** 1 <= cols < 2^31.  Single-threaded; rows are independent.
+*/
+
+/* out_idx[r*k + j], out_logp[r*k + j] (j < k): the k best of row r, best
+** first.  out_lse [rows] receives lse per row (NULL: not wanted). */
+void kcpu_softmax_topk(int64_t rows, int64_t cols, const float *logits, const float *bias,
+                       int32_t k, int32_t *out_idx, float *out_logp, float *out_lse);
+/* Shortlist: logits [rows, n_short] were computed only for the target ids
+** cols_idx[0..n_short) (strictly increasing), i.e. the GEMM ran over those
+** columns of the output matrix.  bias (NULL ok) has n_short entries aligned
+** with the logits (slice it once per batch, like the matrix).  out_idx gets
+** vocabulary ids cols_idx[c]; the normaliser runs over the shortlist only
+** (as Marian renormalises over the shortlist). */
+void kcpu_softmax_topk_short(int64_t rows, int64_t n_short, const float *logits,
+                             const float *bias, const int32_t *cols_idx, int32_t k,
+                             int32_t *out_idx, float *out_logp, float *out_lse);
+/* General entry: cols_idx NULL = the identity (full vocabulary); row_off
+** [rows] NULL = none, else out_val = row_off[r] + logp (one float add; e.g.
+** a hypothesis' path score; the order within a row is still by x). */
+void kcpu_softmax_topk_ex(int64_t rows, int64_t cols, const float *logits, const float *bias,
+                          const int32_t *cols_idx, const float *row_off, int32_t k,
+                          int32_t *out_idx, float *out_val, float *out_lse);
+void kcpu_softmax_topk_ex_ref(int64_t rows, int64_t cols, const float *logits,
+                              const float *bias, const int32_t *cols_idx, const float *row_off,
+                              int32_t k, int32_t *out_idx, float *out_val, float *out_lse);
+void kcpu_softmax_topk_ex_avx512(int64_t rows, int64_t cols, const float *logits,
+                                 const float *bias, const int32_t *cols_idx,
+                                 const float *row_off, int32_t k, int32_t *out_idx,
+                                 float *out_val, float *out_lse);
+
+/* Merges n_lists lists of k_in entries (list l at val + l*k_in, idx +
+** l*k_in), each sorted best first as kcpu_softmax_topk_ex writes them, into
+** the k_out best: out_list[j] (the list), out_idx[j] (its idx), out_val[j],
+** ordered by val descending, then list ascending, then position in the list.
+** Entries with idx < 0 end a list (padding).  Missing entries (fewer than
+** k_out in all) get list -1, idx -1, val -inf.  out_* must not alias the
+** inputs.  n_lists * k_in < 2^31. */
+void kcpu_topk_merge(int32_t n_lists, int32_t k_in, const float *val, const int32_t *idx,
+                     int32_t k_out, int32_t *out_list, int32_t *out_idx, float *out_val);
+
+/* Beam-search step: sentence s owns rows_per_sent[s] consecutive rows of
+** logits (its hypotheses; 0 allowed), path[rows] their path scores.  Returns
+** per sentence the k best of its rows x cols candidates by score = path[r] +
+** logp[r,c] (one float add), ties by lower row, then by the row's own order:
+** the order of the concatenated beam x V scores.  Each row's top-k (with the
+** offset) goes to scratch_idx/scratch_val [rows*k]; since the k best of the
+** concatenation lie in the union of the rows' top-k, kcpu_topk_merge of
+** those lists is exact.  out_row[s*k + j] is the row of logits (0..rows-1),
+** out_idx the target id (through cols_idx when not NULL, as in _ex),
+** out_score the score; padding as in the merge.  out_lse [rows] or NULL. */
+void kcpu_softmax_topk_beam(int64_t n_sent, const int32_t *rows_per_sent, int64_t cols,
+                            const float *logits, const float *bias, const int32_t *cols_idx,
+                            const float *path, int32_t k, int32_t *scratch_idx,
+                            float *scratch_val, int32_t *out_row, int32_t *out_idx,
+                            float *out_score, float *out_lse);
+
+/* Beam 1 without a softmax (Marian WNMT 2018 §2.3): out_idx[r] = the first
+** column of the largest logits[r,c] + bias[c]; out_val[r] (NULL ok) that
+** value.  A row of -inf gives column 0 and -inf.  With a shortlist the id
+** is cols_idx[out_idx[r]].  1 <= cols < 2^31. */
+void kcpu_argmax_rows(int64_t rows, int64_t cols, const float *logits, const float *bias,
+                      int32_t *out_idx, float *out_val);
+void kcpu_argmax_rows_ref(int64_t rows, int64_t cols, const float *logits, const float *bias,
+                          int32_t *out_idx, float *out_val);
+void kcpu_argmax_rows_avx512(int64_t rows, int64_t cols, const float *logits, const float *bias,
+                             int32_t *out_idx, float *out_val);
+
+/* Internal (topk.c, shared with topk_avx512.c): a heap of n entries (val,
+** pos) with the worst at the root, worst = lower val, or equal val and
+** higher pos.  push adds (v, p) to a heap of n; replace puts (v, p) at the
+** root of a heap of n and sifts it down; finish turns a row's heap of n
+** raw x into its sorted output (see kcpu_softmax_topk_ex), m and logd as
+** above (logd = -inf: all-masked row). */
+void kcpu_topk_heap_push(int32_t n, float *val, int32_t *pos, float v, int32_t p);
+void kcpu_topk_heap_replace(int32_t n, float *val, int32_t *pos, float v, int32_t p);
+void kcpu_topk_row_finish(int32_t n, int32_t k, float *val, int32_t *pos, float m, float logd,
+                          const int32_t *cols_idx, const float *row_off);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,237 @@
+/*
+** topk_avx512.c: AVX-512 variants of the fused softmax + top-k and of the
+** row argmax (contracts in kcpu.h, references in topk.c).  Compiled with
+** -mavx512f etc.; called only through the dispatchers when
+** kcpu_isa_active() >= KCPU_ISA_AVX512.
+**
+** Fused top-k, per row, 64 columns per step in four independent
+** accumulators of 16 lanes (m, d), each lane online over its own columns
+** with one exp per element:
+**     e = exp(-|x - m|);   x > m:  d = d e + 1, m = x;   else  d = d + e
+** (for x > m, e = exp(m - x) rescales the old sum; otherwise e = exp(x - m)
+** is the new term).  m starts at -FLT_MAX, not -inf, so that x = -inf gives
+** e = exp(-inf) = 0 and no -inf - -inf arises; a lane that saw only -inf
+** keeps m = -FLT_MAX, d = 0.  The 64 (m, d) pairs are combined at the end of
+** the row: M = max m,  D = sum d exp(m - M); D = 0 is an all-masked row.
+** Selection: while the heap is not full every column goes to it (scalar);
+** then a column is a candidate iff x > root, one vector compare per 16
+** columns, and candidates are re-checked in column order against the root
+** as it rises, so the result equals the reference's exactly.
+*/
+#include "kcpu.h"
+#include "kcpu_simd.h"
+
+#include <float.h>
+#include <immintrin.h>
+#include <math.h>
+
+typedef struct row_acc {
+    __m512 m, d;
+} row_acc;
+
+ALWAYS_INLINE void acc_update(row_acc *a, __m512 x, __mmask16 live) {
+    __m512 diff = _mm512_sub_ps(x, a->m);
+    __m512 nabs = _mm512_castsi512_ps(
+        _mm512_or_si512(_mm512_castps_si512(diff), _mm512_set1_epi32((int)0x80000000u)));
+    __m512 e = exp512(nabs);
+    __mmask16 gt = _mm512_mask_cmp_ps_mask(live, x, a->m, _CMP_GT_OQ);
+    __mmask16 le = _kandn_mask16(gt, live);
+    a->d = _mm512_mask_fmadd_ps(a->d, gt, e, _mm512_set1_ps(1.0f));
+    a->d = _mm512_mask_add_ps(a->d, le, a->d, e);
+    a->m = _mm512_mask_mov_ps(a->m, gt, x);
+}
+
+/* m and log d of the row from the lanes (log d = -inf: nothing finite). */
+static void acc_finish(const row_acc *acc, int n_acc, float *m_out, float *logd_out) {
+    __m512 mv = acc[0].m;
+    for (int a = 1; a < n_acc; a++) {
+        mv = _mm512_max_ps(mv, acc[a].m);
+    }
+    __m512 dv = _mm512_setzero_ps();
+    for (int a = 0; a < n_acc; a++) {
+        dv = _mm512_fmadd_ps(acc[a].d, exp512(_mm512_sub_ps(acc[a].m, mv)), dv);
+    }
+    float m = _mm512_reduce_max_ps(mv);
+    float d = _mm512_reduce_add_ps(_mm512_mul_ps(dv, exp512(_mm512_sub_ps(mv, _mm512_set1_ps(m)))));
+    *m_out = m;
+    *logd_out = d > 0.0f ? logf(d) : -INFINITY;
+}
+
+typedef struct row_heap {
+    float *val;
+    int32_t *pos;
+    int32_t n, cap;
+} row_heap;
+
+/* Offers the live lanes of x (columns c0 + lane) to the heap, in order. */
+static void offer_all(row_heap *h, __m512 x, __mmask16 live, int64_t c0) {
+    float t[16];
+    _mm512_storeu_ps(t, x);
+    for (unsigned bits = live; bits; bits &= bits - 1) {
+        int l = __builtin_ctz(bits);
+        if (h->n < h->cap) {
+            kcpu_topk_heap_push(h->n++, h->val, h->pos, t[l], (int32_t)(c0 + l));
+        } else if (t[l] > h->val[0]) {
+            kcpu_topk_heap_replace(h->n, h->val, h->pos, t[l], (int32_t)(c0 + l));
+        }
+    }
+}
+
+ALWAYS_INLINE __m512 load_x(const float *xr, const float *bias, int64_t c, __mmask16 mk) {
+    __m512 x = _mm512_maskz_loadu_ps(mk, xr + c);
+    return bias ? _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, bias + c)) : x;
+}
+
+/* The steady state: online (m, d) over 64-column blocks from c while at
+** least 64 columns are left, until a block has a column with x > thr.
+** Returns that block's start (its columns already counted in acc) with the
+** per-column hit bits in *hits, or the first column not scanned with *hits
+** = 0.  Kept out of line and free of calls so that the accumulators and
+** the constants of exp512 stay in registers. */
+__attribute__((noinline)) static int64_t scan_blocks(const float *xr, const float *bias, int64_t c,
+                                                     int64_t cols, float thr, row_acc *acc,
+                                                     uint64_t *hits) {
+    const __mmask16 all = 0xffff;
+    row_acc a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    __m512 vt = _mm512_set1_ps(thr);
+    uint64_t h = 0;
+    for (; c + 64 <= cols; c += 64) {
+        __m512 x0 = load_x(xr, bias, c, all), x1 = load_x(xr, bias, c + 16, all);
+        __m512 x2 = load_x(xr, bias, c + 32, all), x3 = load_x(xr, bias, c + 48, all);
+        acc_update(&a0, x0, all);
+        acc_update(&a1, x1, all);
+        acc_update(&a2, x2, all);
+        acc_update(&a3, x3, all);
+        __mmask16 k0 = _mm512_cmp_ps_mask(x0, vt, _CMP_GT_OQ);
+        __mmask16 k1 = _mm512_cmp_ps_mask(x1, vt, _CMP_GT_OQ);
+        __mmask16 k2 = _mm512_cmp_ps_mask(x2, vt, _CMP_GT_OQ);
+        __mmask16 k3 = _mm512_cmp_ps_mask(x3, vt, _CMP_GT_OQ);
+        if (__builtin_expect(_kortestz_mask16_u8(_kor_mask16(k0, k1), _kor_mask16(k2, k3)) == 0,
+                             0)) {
+            h = (uint64_t)k0 | (uint64_t)k1 << 16 | (uint64_t)k2 << 32 | (uint64_t)k3 << 48;
+            break;
+        }
+    }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
+    *hits = h;
+    return c;
+}
+
+void kcpu_softmax_topk_ex_avx512(int64_t rows, int64_t cols, const float *logits, const float *bias,
+                                 const int32_t *cols_idx, const float *row_off, int32_t k,
+                                 int32_t *out_idx, float *out_val, float *out_lse) {
+    int32_t cap = (int64_t)k < cols ? k : (int32_t)cols;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = logits + r * cols;
+        row_heap h = {out_val + r * k, out_idx + r * k, 0, cap};
+        row_acc acc[4];
+        for (int a = 0; a < 4; a++) {
+            acc[a].m = _mm512_set1_ps(-FLT_MAX);
+            acc[a].d = _mm512_setzero_ps();
+        }
+        int64_t c = 0;
+        /* Filling the heap: every column is offered. */
+        for (; c < cols && h.n < h.cap; c += 16) {
+            __mmask16 mk = tail_mask(cols - c);
+            __m512 x = load_x(xr, bias, c, mk);
+            acc_update(&acc[0], x, mk);
+            offer_all(&h, x, mk, c);
+        }
+        /* Full heap: only columns above its root, re-checked in order. */
+        while (c + 64 <= cols) {
+            uint64_t hits;
+            c = scan_blocks(xr, bias, c, cols, h.val[0], acc, &hits);
+            if (hits == 0) {
+                break;
+            }
+            for (int q = 0; q < 4; q++) {
+                __mmask16 kq = (__mmask16)(hits >> (16 * q));
+                if (kq) {
+                    offer_all(&h, load_x(xr, bias, c + 16 * q, 0xffff), kq, c + 16 * q);
+                }
+            }
+            c += 64;
+        }
+        for (; c < cols; c += 16) {
+            __mmask16 mk = tail_mask(cols - c);
+            __m512 x = load_x(xr, bias, c, mk);
+            acc_update(&acc[0], x, mk);
+            __mmask16 kc = _mm512_mask_cmp_ps_mask(mk, x, _mm512_set1_ps(h.val[0]), _CMP_GT_OQ);
+            if (kc) {
+                offer_all(&h, x, kc, c);
+            }
+        }
+        float m, logd;
+        acc_finish(acc, 4, &m, &logd);
+        kcpu_topk_row_finish(h.n, k, h.val, h.pos, m, logd, cols_idx, row_off ? row_off + r : NULL);
+        if (out_lse) {
+            out_lse[r] = logd == -INFINITY ? -INFINITY : m + logd;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ argmax */
+
+typedef struct arg_acc {
+    __m512 v;
+    __m512i i;
+} arg_acc;
+
+ALWAYS_INLINE void arg_update(arg_acc *a, __m512 x, __m512i idx, __mmask16 live) {
+    __mmask16 gt = _mm512_mask_cmp_ps_mask(live, x, a->v, _CMP_GT_OQ);
+    a->v = _mm512_mask_mov_ps(a->v, gt, x);
+    a->i = _mm512_mask_mov_epi32(a->i, gt, idx);
+}
+
+void kcpu_argmax_rows_avx512(int64_t rows, int64_t cols, const float *logits, const float *bias,
+                             int32_t *out_idx, float *out_val) {
+    const __mmask16 all = 0xffff;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i s16 = _mm512_set1_epi32(16);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = logits + r * cols;
+        arg_acc acc[4];
+        for (int a = 0; a < 4; a++) {
+            acc[a].v = _mm512_set1_ps(-INFINITY);
+            acc[a].i = _mm512_setzero_si512();
+        }
+        __m512i vi = iota;
+        int64_t c = 0;
+        for (; c + 64 <= cols; c += 64) {
+            arg_update(&acc[0], load_x(xr, bias, c, all), vi, all);
+            vi = _mm512_add_epi32(vi, s16);
+            arg_update(&acc[1], load_x(xr, bias, c + 16, all), vi, all);
+            vi = _mm512_add_epi32(vi, s16);
+            arg_update(&acc[2], load_x(xr, bias, c + 32, all), vi, all);
+            vi = _mm512_add_epi32(vi, s16);
+            arg_update(&acc[3], load_x(xr, bias, c + 48, all), vi, all);
+            vi = _mm512_add_epi32(vi, s16);
+        }
+        for (; c < cols; c += 16) {
+            __mmask16 mk = tail_mask(cols - c);
+            arg_update(&acc[0], load_x(xr, bias, c, mk), vi, mk);
+            vi = _mm512_add_epi32(vi, s16);
+        }
+        /* Each lane holds its first maximum; take the lowest column among
+        ** the lanes that reach the row's maximum. */
+        __m512 mv =
+            _mm512_max_ps(_mm512_max_ps(acc[0].v, acc[1].v), _mm512_max_ps(acc[2].v, acc[3].v));
+        float best = _mm512_reduce_max_ps(mv);
+        int32_t at = 0;
+        if (best > -INFINITY) {
+            __m512 vb = _mm512_set1_ps(best);
+            at = INT32_MAX;
+            for (int a = 0; a < 4; a++) {
+                __mmask16 eq = _mm512_cmp_ps_mask(acc[a].v, vb, _CMP_EQ_OQ);
+                if (eq) {
+                    int32_t lo = _mm512_mask_reduce_min_epi32(eq, acc[a].i);
+                    at = lo < at ? lo : at;
+                }
+            }
+        }
+        out_idx[r] = at;
+        if (out_val) {
+            out_val[r] = best;
+        }
+    }
+}
