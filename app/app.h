@@ -13,5 +13,7 @@ int app_train_main(int argc, char **argv);   /* app/cmd_train.c   */
 int app_score_main(int argc, char **argv);   /* app/cmd_score.c   */
 int app_align_main(int argc, char **argv);   /* app/cmd_align.c   */
 int app_shortlist_main(int argc, char **argv); /* app/cmd_shortlist.c */
+int app_translate_main(int argc, char **argv); /* app/cmd_translate.c */
+int app_corpus_main(int argc, char **argv);    /* app/cmd_corpus.c    */
 
 #endif

@@ -5,9 +5,11 @@
 **                                 per parameter: name, shape, type; totals
 **   mtpe convert MODEL OUT        convert by suffix: npz -> bin, bin -> npz,
 **   mtpe convert -f MODEL -t OUT  npz -> npz, bin -> bin
-**
-** Quantization (--gemm-type, as in marian-conv) comes later; options are
-** parsed in one table-free loop so that it slots in beside --info.
+**   -g, --gemm-type TYPE          int8 | int16: weight matrices become
+**                                 Marian's generic intgemm8 / intgemm16
+**                                 items (marian-conv -g intgemm8|16);
+**                                 float32: such items back to float32
+**                                 (mt_model_file_quantize, engine/quantize.c)
 */
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +29,11 @@ static void usage(FILE *f) {
                "  -t, --to OUT      output model (.npz or .bin)\n"
                "  -i, --info        print the model config and one line per parameter\n"
                "                    (name, shape, type), then the totals\n"
+               "  -g, --gemm-type TYPE  int8 | int16: store the weight matrices (names\n"
+               "                    ending in _W or _W?, e.g. _Wq _W1 _Wt) as Marian's\n"
+               "                    intgemm8 / intgemm16 items, as marian-conv -g does\n"
+               "                    (.bin output only); float32: turn such items back\n"
+               "                    into float32 (default: keep every item as it is)\n"
                "  -h, --help        this text\n"
                "\n"
                "Quantized items (intgemm8/16, packed) exist only in .bin files; converting\n"
@@ -85,26 +92,36 @@ static int print_info(const char *path) {
     return 0;
 }
 
-static int convert(const char *from, const char *to) {
+static int convert(const char *from, const char *to, const char *gemm_type) {
+    mt_gemm_type gt = MT_GEMM_FLOAT32;
+    if (gemm_type && (mt_gemm_type_parse(gemm_type, &gt) != MT_OK || gt == MT_GEMM_AUTO)) {
+        fprintf(stderr, "mtpe convert: --gemm-type %s: use float32, int16 or int8\n", gemm_type);
+        return 2;
+    }
     mt_model_file *m = NULL;
     if (mt_model_file_read(from, &m) != MT_OK) {
         fprintf(stderr, "mtpe convert: %s\n", mt_errmsg());
         return 1;
     }
-    int rc = 0;
-    if (mt_model_file_write(to, m) != MT_OK) {
+    int rc = 0, changed = 0;
+    if (gemm_type && mt_model_file_quantize(m, gt, &changed) != MT_OK) {
+        fprintf(stderr, "mtpe convert: %s: %s\n", from, mt_errmsg());
+        rc = 1;
+    } else if (mt_model_file_write(to, m) != MT_OK) {
         fprintf(stderr, "mtpe convert: %s\n", mt_errmsg());
         rc = 1;
     } else {
-        fprintf(stderr, "mtpe convert: wrote %s (%d parameters%s)\n", to, m->n,
+        fprintf(stderr, "mtpe convert: wrote %s (%d parameters%s", to, m->n,
                 m->config_yaml ? " + config" : "");
+        if (gemm_type) fprintf(stderr, "; %d converted to %s", changed, mt_gemm_type_name(gt));
+        fprintf(stderr, ")\n");
     }
     mt_model_file_free(m);
     return rc;
 }
 
 int app_convert_main(int argc, char **argv) {
-    const char *from = NULL, *to = NULL;
+    const char *from = NULL, *to = NULL, *gemm_type = NULL;
     const char *pos[2] = {NULL, NULL};
     int n_pos = 0;
     bool info = false, opts_done = false;
@@ -118,6 +135,14 @@ int app_convert_main(int argc, char **argv) {
                 return 0;
             } else if (!strcmp(a, "-i") || !strcmp(a, "--info")) {
                 info = true;
+            } else if (!strcmp(a, "-g") || !strcmp(a, "--gemm-type")) {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "mtpe convert: %s needs a type (float32, int16, int8)\n", a);
+                    return 2;
+                }
+                gemm_type = argv[++i];
+            } else if (!strncmp(a, "--gemm-type=", 12)) {
+                gemm_type = a + 12;
             } else if (!strcmp(a, "-f") || !strcmp(a, "--from") || !strcmp(a, "-t") ||
                        !strcmp(a, "--to")) {
                 if (i + 1 >= argc) {
@@ -150,5 +175,5 @@ int app_convert_main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    return info ? print_info(from) : convert(from, to);
+    return info ? print_info(from) : convert(from, to, gemm_type);
 }

@@ -51,13 +51,13 @@
 #include <string.h>
 
 #include "app.h"
+#include "common.h"
 #include "model.h"
 #include "mt.h"
 #include "options.h"
 #include "vocab.h"
 
-#define MAX_MODELS 8
-#define N_STREAMS_MAX (MT_MAX_STREAMS + 1)
+#define N_STREAMS_MAX APP_MAX_STREAMS
 
 static const app_opt score_opts[] = {
     {"config", 'c', APP_OPT_STRINGS, NULL, NULL, "YAML config files (command line wins)"},
@@ -100,10 +100,11 @@ typedef struct item {
 
 typedef struct scorer {
     app_opts *o;
+    app_models am; /* the ensemble and its vocabularies */
     int n_models, n_streams, n_src;
-    mt_model *models[MAX_MODELS];
-    float weights[MAX_MODELS];
-    mt_vocab *vocabs[N_STREAMS_MAX];
+    mt_model **models;
+    const float *weights;
+    mt_vocab **vocabs;
     bool right_left, word_scores, want_align, nbest;
     int32_t max_length;
     bool crop;
@@ -271,59 +272,16 @@ static mt_status score_chunk(scorer *s) {
     int threads = (int)app_opts_int(s->o, "cpu-threads");
     if (threads < 1) threads = 1;
     if (threads > s->n_batches) threads = s->n_batches;
-    if (threads == 1) {
-        worker(s);
-    } else {
-        pthread_t tid[64];
-        if (threads > 64) threads = 64;
-        int started = 0;
-        for (int i = 0; i < threads; i++)
-            if (pthread_create(&tid[i], NULL, worker, s) == 0) started++;
-        if (started == 0) worker(s);
-        for (int i = 0; i < started; i++)
-            pthread_join(tid[i], NULL);
-    }
+    if (threads > 1) app_blas_single_threaded();
+    app_run_workers(threads, worker, s);
     if (s->rc != MT_OK) return mt_seterr(s->rc, "%s", s->err);
     return MT_OK;
 }
 
 /* ----------------------------------------------------------- output */
 
-static void print_hard(FILE *out, const item *it, int trg, float threshold) {
-    int ls = it->len[0];
-    bool first = true;
-    /* pairs sorted by (source, target) */
-    for (int sp = 0; sp < ls; sp++) {
-        for (int t = 0; t < it->len[trg]; t++) {
-            const float *row = it->align + t * ls;
-            bool on;
-            if (threshold == 1.0f) {
-                int arg = 0;
-                for (int k = 0; k < ls; k++)
-                    if (row[arg] < row[k]) arg = k;
-                on = arg == sp;
-            } else {
-                on = row[sp] > threshold;
-            }
-            if (on) {
-                fprintf(out, "%s%d-%d", first ? "" : " ", sp, t);
-                first = false;
-            }
-        }
-    }
-}
-
 static void print_alignment(FILE *out, const item *it, int trg, const char *how) {
-    if (!strcmp(how, "soft")) {
-        for (int t = 0; t < it->len[trg]; t++) {
-            if (t) fputc(' ', out);
-            for (int k = 0; k < it->len[0]; k++)
-                fprintf(out, "%s%g", k ? "," : "", it->align[t * it->len[0] + k]);
-        }
-        return;
-    }
-    float threshold = !strcmp(how, "hard") ? 1.0f : strtof(how, NULL);
-    print_hard(out, it, trg, threshold);
+    app_print_alignment(out, it->align, it->len[trg], it->len[0], how);
 }
 
 /* std::to_string(float): "%f" */
@@ -393,15 +351,6 @@ static char *trim(char *t) {
     return t;
 }
 
-/* getline without the line end ('\n' and one '\r'); -1 at the end. */
-static ssize_t read_line(FILE *f, char **buf, size_t *cap) {
-    ssize_t k = getline(buf, cap, f);
-    if (k < 0) return -1;
-    if (k > 0 && (*buf)[k - 1] == '\n') (*buf)[--k] = '\0';
-    if (k > 0 && (*buf)[k - 1] == '\r') (*buf)[--k] = '\0';
-    return k;
-}
-
 /* Encodes text for stream k into it (EOS added, cropped, reversed for
 ** right-to-left).  Returns false when the tuple is too long (skipped). */
 static mt_status encode_stream(scorer *s, item *it, int k, const char *text, const char *file,
@@ -446,49 +395,31 @@ static int fail_msg(const char *what) {
 static mt_status load_all(scorer *s) {
     app_opts *o = s->o;
     const char *key = app_opts_count(o, "models") > 0 ? "models" : "model";
-    s->n_models = app_opts_count(o, key);
-    if (s->n_models < 1) return mt_seterr(MT_ERR_INVALID, "no model given (-m MODEL)");
-    if (s->n_models > MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", MAX_MODELS);
-    int nw = app_opts_count(o, "weights");
-    if (nw != 0 && nw != s->n_models)
-        return mt_seterr(MT_ERR_INVALID, "%d weights for %d models", nw, s->n_models);
-    for (int m = 0; m < s->n_models; m++) {
-        s->weights[m] = nw ? (float)app_opts_float_item(o, "weights", m) : 1.0f;
-        mt_status rc = mt_model_load(app_opts_item(o, key, m), NULL, &s->models[m]);
-        if (rc != MT_OK) return rc;
-        const mt_model_config *c = mt_model_get_config(s->models[m]);
-        const mt_model_config *c0 = mt_model_get_config(s->models[0]);
-        if (m == 0) {
-            s->n_src = mt_model_n_src(s->models[0]);
-            s->n_streams = s->n_src + 1;
-            s->right_left = c->right_left;
-        } else if (mt_model_n_src(s->models[m]) != s->n_src || c->n_vocabs != c0->n_vocabs ||
-                   memcmp(c->dim_vocabs, c0->dim_vocabs, sizeof c->dim_vocabs) != 0) {
-            return mt_seterr(MT_ERR_INVALID,
-                             "%s: the ensemble's models must share their "
-                             "vocabularies",
-                             app_opts_item(o, key, m));
-        } else if (c->right_left != s->right_left) {
-            return mt_seterr(MT_ERR_INVALID,
-                             "left-to-right and right-to-left models cannot be "
-                             "mixed (%s)",
-                             app_opts_item(o, key, m));
-        }
+    int n = app_opts_count(o, key), nw = app_opts_count(o, "weights");
+    if (n > APP_MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", APP_MAX_MODELS);
+    if (nw != 0 && nw != n) return mt_seterr(MT_ERR_INVALID, "%d weights for %d models", nw, n);
+    const char *paths[APP_MAX_MODELS], *vpaths[N_STREAMS_MAX];
+    float w[APP_MAX_MODELS];
+    for (int m = 0; m < n; m++) {
+        paths[m] = app_opts_item(o, key, m);
+        w[m] = nw ? (float)app_opts_float_item(o, "weights", m) : 1.0f;
     }
-    if (app_opts_count(o, "vocabs") != s->n_streams)
-        return mt_seterr(MT_ERR_INVALID,
-                         "the model reads %d streams: give %d vocabularies "
-                         "(-v), got %d",
-                         s->n_streams, s->n_streams, app_opts_count(o, "vocabs"));
+    int nv = app_opts_count(o, "vocabs");
+    if (nv > N_STREAMS_MAX) nv = N_STREAMS_MAX;
+    for (int k = 0; k < nv; k++)
+        vpaths[k] = app_opts_item(o, "vocabs", k);
+    mt_status rc = app_models_load(&s->am, paths, n, w, vpaths, nv);
+    if (rc != MT_OK) return rc;
+    s->n_models = s->am.n_models;
+    s->n_src = s->am.n_src;
+    s->n_streams = s->am.n_streams;
+    s->models = s->am.models;
+    s->weights = s->am.weights;
+    s->vocabs = s->am.vocabs;
+    s->right_left = s->am.right_left;
     if (app_opts_count(o, "train-sets") != s->n_streams)
         return mt_seterr(MT_ERR_INVALID, "give %d files (-t sources... target), got %d",
                          s->n_streams, app_opts_count(o, "train-sets"));
-    const mt_model_config *c0 = mt_model_get_config(s->models[0]);
-    for (int k = 0; k < s->n_streams; k++) {
-        mt_status rc =
-            mt_vocab_load(app_opts_item(o, "vocabs", k), c0->dim_vocabs[k], &s->vocabs[k]);
-        if (rc != MT_OK) return rc;
-    }
     return MT_OK;
 }
 
@@ -554,7 +485,7 @@ static int run(scorer *s) {
         while (s->n_items < chunk) {
             item *it = &s->items[s->n_items];
             bool too_long = false;
-            ssize_t k = read_line(in[trg], &bufs[trg], &caps[trg]);
+            ssize_t k = app_read_line(in[trg], &bufs[trg], &caps[trg]);
             if (k < 0) {
                 eof = true;
                 break;
@@ -585,7 +516,7 @@ static int run(scorer *s) {
                     }
                     while (src_line <= id) {
                         for (int q = 0; q < trg; q++) {
-                            if (read_line(in[q], &bufs[q], &caps[q]) < 0) {
+                            if (app_read_line(in[q], &bufs[q], &caps[q]) < 0) {
                                 fprintf(stderr, "mtpe score: %s ends before n-best id %lld\n",
                                         app_opts_item(o, "train-sets", q), id);
                                 goto done;
@@ -599,7 +530,7 @@ static int run(scorer *s) {
                 text = trim(f1 + 3);
             } else {
                 for (int q = 0; q < trg; q++) {
-                    if (read_line(in[q], &bufs[q], &caps[q]) < 0) {
+                    if (app_read_line(in[q], &bufs[q], &caps[q]) < 0) {
                         fprintf(stderr, "mtpe score: %s has fewer lines than %s\n",
                                 app_opts_item(o, "train-sets", q),
                                 app_opts_item(o, "train-sets", trg));
@@ -642,7 +573,7 @@ static int run(scorer *s) {
         s->n_items = 0;
     }
     for (int q = 0; q < trg && !s->nbest; q++) {
-        if (read_line(in[q], &bufs[q], &caps[q]) >= 0) {
+        if (app_read_line(in[q], &bufs[q], &caps[q]) >= 0) {
             fprintf(stderr, "mtpe score: %s has more lines than %s\n",
                     app_opts_item(o, "train-sets", q), app_opts_item(o, "train-sets", trg));
             goto done;
@@ -714,10 +645,7 @@ int app_score_main(int argc, char **argv) {
     pthread_mutex_init(&s.mu, NULL);
     int ret = run(&s);
     pthread_mutex_destroy(&s.mu);
-    for (int m = 0; m < MAX_MODELS; m++)
-        mt_model_free(s.models[m]);
-    for (int k = 0; k < N_STREAMS_MAX; k++)
-        mt_vocab_free(s.vocabs[k]);
+    app_models_free(&s.am);
     app_opts_free(o);
     return ret;
 }

@@ -22,10 +22,12 @@ typedef struct app_command {
 static const app_command commands[] = {
     {"convert", app_convert_main, "inspect a model file; convert between .npz and .bin"},
     {"bench", app_bench_main, "speed benchmarks (gemm), GFLOP/s and fraction of peak"},
+    {"translate", app_translate_main, "translate text or documents (marian-decoder)"},
     {"train", app_train_main, "train or continue training a model (Marian's options and files)"},
     {"score", app_score_main, "score sentence pairs or rescore an n-best list (marian-scorer)"},
     {"align", app_align_main, "word alignment, fast_align style (IBM model 2 + diagonal prior)"},
     {"shortlist", app_shortlist_main, "lexical shortlists: lex.s2t from alignments, Marian binary"},
+    {"corpus", app_corpus_main, "parallel text from PO/MO/XLIFF/TMX; export confirmed edits"},
     {"demo", app_demo_main, "train a small network with the engine and load a Marian model"},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);

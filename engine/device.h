@@ -73,6 +73,31 @@ typedef struct mt_device_ops {
                      float lr, float b1, float b2, float eps, float wd, float c1, float c2);
     void (*smooth_f32)(mt_device *d, int64_t n, const float *w, float *s, float beta);
     double (*sumsq_f32)(mt_device *d, int64_t n, const float *x);
+
+    /* Appended: integer GEMM (kcpu.h "integer GEMM"; bits is 8 or 16) and
+    ** the fp32 GEMM variants the auto-tuner times.  NULL: not supported. */
+    /* fp32 GEMM by a given variant (MT_GEMM_BLAS or MT_GEMM_SMALL); the
+    ** variant must be available (gemm_f32_has). */
+    void (*gemm_f32_impl)(mt_device *d, int variant, bool ta, bool tb, int64_t m, int64_t n,
+                          int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                          int64_t ldb, float beta, float *c, int64_t ldc);
+    bool (*gemm_f32_has)(mt_device *d, int variant, int64_t m, bool ta);
+    float (*maxabs_f32)(mt_device *d, int64_t n, const float *x); /* NaN skipped */
+    /* y[i] = quantize(x[i] * mult): int8 in [-127, 127], int16 saturated. */
+    void (*quantize)(mt_device *d, int bits, int64_t n, const float *x, float mult, void *y);
+    size_t (*pack_bytes)(mt_device *d, int bits, int64_t k, int64_t n);
+    /* Packs op(B) [k,n], B [k,n] (row stride ldb) or [n,k] when tb: from fp32
+    ** (quantized with 127/max|B| or 2^10), or from quantized values bq
+    ** (int8_t or int16_t) with their multiplier qb.  pack_q returns the number
+    ** of int8 -128 values stored as -127. */
+    void (*pack_f32)(mt_device *d, int bits, int64_t k, int64_t n, const float *b, int64_t ldb,
+                     bool tb, void *packed);
+    int64_t (*pack_q)(mt_device *d, int bits, int64_t k, int64_t n, const void *bq, int64_t ldb,
+                      bool tb, float qb, void *packed);
+    size_t (*igemm_scratch_bytes)(mt_device *d, int bits, int64_t m, int64_t k);
+    /* C[m,n] (ldc) = dequant(quant(A) . packed) + bias; A [m,k] (lda). */
+    void (*igemm)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
+                  const void *packed, const float *bias, float *c, int64_t ldc, void *scratch);
 } mt_device_ops;
 
 /* Mirrors of the kcpu enums, so that engine code need not include kcpu.h. */

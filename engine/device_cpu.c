@@ -212,6 +212,84 @@ static double cpu_sumsq_f32(mt_device *d, int64_t n, const float *x) {
     return kcpu_sumsq_f32(n, x);
 }
 
+/* ---- integer GEMM and fp32 variants (the tuner's alternatives).  Variant
+** numbers are mt_gemm_variant values (mt.h). */
+
+enum { SMALL_M_MAX = 16 }; /* kcpu_gemm_f32_small's range (blas.c) */
+
+static bool cpu_gemm_f32_has(mt_device *d, int variant, int64_t m, bool ta) {
+    (void)d;
+    if (variant == MT_GEMM_BLAS) return true;
+    if (variant == MT_GEMM_SMALL) {
+        return !ta && m >= 1 && m <= SMALL_M_MAX && kcpu_isa_active() >= KCPU_ISA_AVX512;
+    }
+    return false;
+}
+
+static void cpu_gemm_f32_impl(mt_device *d, int variant, bool ta, bool tb, int64_t m, int64_t n,
+                              int64_t k, float alpha, const float *a, int64_t lda,
+                              const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)d;
+    if (variant == MT_GEMM_SMALL) {
+        kcpu_gemm_f32_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    } else {
+        kcpu_gemm_f32_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+}
+
+static float cpu_maxabs_f32(mt_device *d, int64_t n, const float *x) {
+    (void)d;
+    return kcpu_maxabs_f32(1, n, x, n);
+}
+
+static void cpu_quantize(mt_device *d, int bits, int64_t n, const float *x, float mult, void *y) {
+    (void)d;
+    if (bits == 8) {
+        kcpu_quantize_i8(n, x, mult, y);
+    } else {
+        kcpu_quantize_i16(n, x, mult, y);
+    }
+}
+
+static size_t cpu_pack_bytes(mt_device *d, int bits, int64_t k, int64_t n) {
+    (void)d;
+    return bits == 8 ? kcpu_pack_i8_bytes(k, n) : kcpu_pack_i16_bytes(k, n);
+}
+
+static void cpu_pack_f32(mt_device *d, int bits, int64_t k, int64_t n, const float *b,
+                         int64_t ldb, bool tb, void *packed) {
+    (void)d;
+    if (bits == 8) {
+        kcpu_pack_i8_ex(k, n, b, ldb, tb, packed);
+    } else {
+        kcpu_pack_i16_ex(k, n, b, ldb, tb, packed);
+    }
+}
+
+static int64_t cpu_pack_q(mt_device *d, int bits, int64_t k, int64_t n, const void *bq,
+                          int64_t ldb, bool tb, float qb, void *packed) {
+    (void)d;
+    if (bits == 8) return kcpu_pack_i8_q(k, n, bq, ldb, tb, qb, packed);
+    kcpu_pack_i16_q(k, n, bq, ldb, tb, qb, packed);
+    return 0;
+}
+
+static size_t cpu_igemm_scratch_bytes(mt_device *d, int bits, int64_t m, int64_t k) {
+    (void)d;
+    return bits == 8 ? kcpu_gemm_i8_scratch_bytes(m, k) : kcpu_gemm_i16_scratch_bytes(m, k);
+}
+
+static void cpu_igemm(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
+                      const void *packed, const float *bias, float *c, int64_t ldc,
+                      void *scratch) {
+    (void)d;
+    if (bits == 8) {
+        kcpu_gemm_i8(m, a, lda, packed, bias, c, ldc, scratch);
+    } else {
+        kcpu_gemm_i16(m, a, lda, packed, bias, c, ldc, scratch);
+    }
+}
+
 static const mt_device_ops cpu_ops = {
     .name = "cpu",
     .alloc = cpu_alloc,
@@ -247,6 +325,15 @@ static const mt_device_ops cpu_ops = {
     .adam_f32 = cpu_adam_f32,
     .smooth_f32 = cpu_smooth_f32,
     .sumsq_f32 = cpu_sumsq_f32,
+    .gemm_f32_impl = cpu_gemm_f32_impl,
+    .gemm_f32_has = cpu_gemm_f32_has,
+    .maxabs_f32 = cpu_maxabs_f32,
+    .quantize = cpu_quantize,
+    .pack_bytes = cpu_pack_bytes,
+    .pack_f32 = cpu_pack_f32,
+    .pack_q = cpu_pack_q,
+    .igemm_scratch_bytes = cpu_igemm_scratch_bytes,
+    .igemm = cpu_igemm,
 };
 
 /* Process-wide; never freed.  The ops never write to it. */

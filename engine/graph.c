@@ -106,6 +106,8 @@ struct mt_graph {
     uint64_t memo_serial, memo_hits;
     params_version *pv;
     int n_pv, cap_pv;
+
+    struct gemm_tuner *tuner; /* auto-tuner table (ops_gemm_int.c), kept across clears */
 };
 
 static const mt_op_def op_input = {"input", NULL, NULL};
@@ -567,6 +569,10 @@ bool graph_node_aux(mt_graph *g, mt_node *n, size_t bytes) {
     return true;
 }
 
+const mt_graph_params *graph_params(const mt_graph *g) { return &g->prm; }
+bool graph_memoizing(const mt_graph *g) { return memo_active(g); }
+struct gemm_tuner **graph_tuner(mt_graph *g) { return &g->tuner; }
+const struct gemm_tuner *graph_tuner_const(const mt_graph *g) { return g->tuner; }
 mt_device *graph_device(const mt_graph *g) { return g->dev; }
 const mt_device_ops *graph_ops(const mt_graph *g) { return g->dev->ops; }
 bool graph_is_training(const mt_graph *g) { return g->training; }
@@ -748,6 +754,7 @@ void mt_graph_free(mt_graph *g) {
     mt_free(g->mark);
     mt_free(g->tab);
     mt_free(g->pv);
+    gemm_tuner_free(g->tuner);
     mt_arena_free(g->arena);
     mt_free(g);
 }

@@ -70,6 +70,23 @@ mt_device *graph_device(const mt_graph *g);
 const mt_device_ops *graph_ops(const mt_graph *g);
 bool graph_is_training(const mt_graph *g);
 mt_rng *graph_rng(mt_graph *g); /* dropout */
+/* Appended for the integer GEMM path (engine/ops_gemm_int.c). */
+const mt_graph_params *graph_params(const mt_graph *g);
+bool graph_memoizing(const mt_graph *g); /* memoize on and not training */
+/* The graph's auto-tuner table (created by ops_gemm_int.c on first use,
+** kept across clears, freed by mt_graph_free through gemm_tuner_free). */
+struct gemm_tuner;
+struct gemm_tuner **graph_tuner(mt_graph *g);
+const struct gemm_tuner *graph_tuner_const(const mt_graph *g);
+void gemm_tuner_free(struct gemm_tuner *t);
+/* Builds x . op(B) (+ bias) on the integer / tuned path when it applies
+** (mt_gemm_type in mt.h): B a 2-D constant f32 with gemm_type != FLOAT32 in
+** a memoizing inference graph, or a pre-quantized int8/int16 parameter.
+** a: [..., M, K] f32 (never transposed); bias NULL or f32 [N] / [1, N].
+** Returns the node; or NULL with *taken false when the path does not apply
+** (the caller builds the fp32 op); or NULL with *taken true on error. */
+mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
+                            bool *taken);
 static inline float *node_f32(const mt_node *n) { return (float *)n->val.data; }
 static inline float *node_grad_f32(const mt_node *n) { return (float *)n->grad.data; }
 static inline const int32_t *node_i32(const mt_node *n) { return (const int32_t *)n->val.data; }

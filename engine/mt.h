@@ -163,6 +163,40 @@ int64_t mt_params_numel(const mt_params *p); /* total elements */
 typedef struct mt_graph mt_graph; /* tape of nodes for one batch      */
 typedef struct mt_node mt_node;   /* one value (+ gradient) on a tape */
 
+/* How products with a constant weight are computed in inference graphs
+** (mt_graph_params.gemm_type; engine/ops_gemm_int.c).  In a graph that is
+** not training and memoizes, mt_matmul (without trans_a) and mt_affine
+** whose B is a 2-D f32 constant (a parameter or a memoized node) take the
+** integer path when gemm_type is INT16 or INT8: B is quantized and packed
+** once by a memoized "pack" node (kept across clears, recomputed when the
+** parameters change), A is quantized per call, C = dequant(Aq . Bq) (+ bias)
+** with the error bound of kernels/cpu/kcpu.h "integer GEMM".  AUTO times
+** the alternatives per shape (mt_gemm_variant) over the first calls and
+** keeps the fastest (WNMT 2018 sec. 4.4); the environment variable
+** MT_GEMM=blas|small|int16|int8 pins one.  B given pre-quantized (an int8 or
+** int16 parameter from an intgemm model file, mt_params_adopt_item) always
+** takes the integer path of its type, in any inference graph; training
+** graphs refuse it.  Everything else, and every training graph, is fp32. */
+typedef enum mt_gemm_type {
+    MT_GEMM_FLOAT32 = 0, /* fp32 (OpenBLAS or the own small-M kernel)  */
+    MT_GEMM_INT16 = 1,   /* fixed multiplier 2^10 (Devlin 2017)         */
+    MT_GEMM_INT8 = 2,    /* 127 / max|.| (intgemm)                      */
+    MT_GEMM_AUTO = 3,    /* tuned per shape                             */
+} mt_gemm_type;
+const char *mt_gemm_type_name(mt_gemm_type t); /* "float32", "int16", "int8", "auto" */
+/* Parses those names (also "fp32", "intgemm8", "intgemm16"); MT_ERR_INVALID. */
+mt_status mt_gemm_type_parse(const char *s, mt_gemm_type *out);
+
+/* The alternatives the auto-tuner times. */
+typedef enum mt_gemm_variant {
+    MT_GEMM_BLAS = 0,  /* OpenBLAS sgemm                                */
+    MT_GEMM_SMALL = 1, /* own AVX-512 fp32 kernel (rows <= 16)          */
+    MT_GEMM_I16 = 2,
+    MT_GEMM_I8 = 3,
+    MT_GEMM_VARIANTS
+} mt_gemm_variant;
+const char *mt_gemm_variant_name(mt_gemm_variant v); /* "blas", "small", "int16", "int8" */
+
 typedef struct mt_graph_params {
     size_t node_arena_bytes; /* first chunk of the node arena                */
     size_t workspace_bytes;  /* device workspace reserved at init            */
@@ -173,6 +207,10 @@ typedef struct mt_graph_params {
     uint64_t seed;           /* dropout RNG                                   */
     bool (*should_abort)(void *user); /* polled between nodes; may be NULL */
     void *abort_user;
+    /* Appended: */
+    mt_gemm_type gemm_type;    /* see mt_gemm_type (default MT_GEMM_FLOAT32)   */
+    int32_t gemm_tune_samples; /* AUTO: timed calls per variant and shape before
+                                  deciding (0 = 4)                            */
 } mt_graph_params;
 
 mt_graph_params mt_graph_default_params(void);
@@ -207,6 +245,27 @@ typedef struct mt_graph_stats {
     uint64_t memo_entries;
 } mt_graph_stats;
 mt_graph_stats mt_graph_get_stats(const mt_graph *g);
+
+/* Auto-tuner state of a graph (gemm_type AUTO), kept across clears: one
+** entry per product shape, rows bucketed by powers of two (m_lo..m_hi).
+** Each alternative available for the shape is timed gemm_tune_samples times
+** (in rotation, so they see the same mix of rows), the fastest per row by
+** its best sample is kept and never reconsidered.  ns_per_row[v] is 0 for
+** a variant not timed (unavailable: SMALL above 16 rows, the fp32 variants
+** for a pre-quantized B).  While an entry is undecided its products use
+** the variant being timed, so early results mix precisions. */
+typedef struct mt_gemm_decision {
+    int64_t m_lo, m_hi, n, k;
+    bool trans_b;
+    bool decided;
+    bool pinned; /* chosen by MT_GEMM, not timed */
+    mt_gemm_variant chosen;
+    double ns_per_row[MT_GEMM_VARIANTS];
+    int64_t calls; /* products computed under this entry */
+} mt_gemm_decision;
+/* Writes up to max entries (in creation order) to out and returns how many
+** the graph has (call with max 0 to count). */
+int mt_graph_gemm_decisions(const mt_graph *g, mt_gemm_decision *out, int max);
 
 /* Node accessors.  Values are available after mt_graph_forward. */
 mt_shape mt_node_shape(const mt_node *n);
@@ -465,6 +524,38 @@ size_t mt_marian_type_width(uint32_t type);
 size_t mt_marian_required_bytes(uint32_t type, int64_t numel);
 /* Marian type code of an mt_dtype (MT_F32 -> 0x404, ...). */
 uint32_t mt_marian_type_of(mt_dtype t);
+
+/* Makes item i's tensor t (and its details item, NULL for a typed tensor)
+** a parameter of p.  Typed items: mt_params_adopt (t's data moves).
+** Marian's generic intgemm8 / intgemm16 items (the values of W [K, N]
+** transposed, [N, K] row-major, then a float32 multiplier qB): the values
+** are copied into a new int8 / int16 parameter of shape [K, N] (row-major)
+** with multiplier qB, which products take through the integer path (see
+** mt_gemm_type); t stays with its owner.  Other raw items (CPU-specific
+** intgemm layouts, FBGEMM packed, Bergamot codes, float64 ...):
+** MT_ERR_UNSUPPORTED naming the item and its type.  MT_ERR_FORMAT for an
+** intgemm item whose size, shape or multiplier is inconsistent. */
+mt_status mt_params_adopt_item(mt_params *p, const char *name, mt_tensor *t,
+                               const mt_model_item *item);
+/* Quantization multiplier of parameter i (0: not a pre-quantized weight). */
+float mt_params_qmult_at(const mt_params *p, int i);
+
+/* `mtpe convert --gemm-type` (engine/quantize.c), as marian-conv -g:
+**   INT8 / INT16  every float32 item that is a 2-D weight by Marian's name
+**                 rule (the name ends in "_W", or its first "_W" starts 3
+**                 characters from the end: _Wq _Wo _W1 _Wt ...; never Wemb,
+**                 biases or layer norms) becomes a generic intgemm8 /
+**                 intgemm16 item: Marian's bytes (quantized W^T + qB), with
+**                 qB = 127 / max|W| or 2^10 and kcpu's rounding; generic
+**                 items of the other width are dequantized and requantized.
+**   FLOAT32       generic intgemm items become float32 (value / qB).
+** Other items are untouched (same bytes, same order).  *n_changed (may be
+** NULL) receives the number of items converted.  MT_ERR_UNSUPPORTED for
+** AUTO and for CPU-specific intgemm items when converting them; on failure
+** m may be partly converted (callers discard it). */
+mt_status mt_model_file_quantize(mt_model_file *m, mt_gemm_type type, int *n_changed);
+/* True when name is a weight matrix by Marian's rule above. */
+bool mt_marian_is_gemm_weight(const char *name);
 
 /* Reads a model from memory, format by magic ("PK" = npz, else .bin); name
 ** is used in error messages.  The buffer is not kept. */

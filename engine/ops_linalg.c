@@ -10,6 +10,11 @@
 **   !ta: dA[M,K] += alpha dC op(B)^T      ta: dA[K,M] += alpha op(B) dC^T
 **   !tb: dB[K,N] += alpha op(A)^T dC      tb: dB[N,K] += alpha dC^T op(A)
 ** All gradient GEMMs run with beta = 1, so they accumulate.
+**
+** mt_matmul (without trans_a) and mt_affine first offer the product to
+** graph_gemm_const_b (ops_gemm_int.c): a constant 2-D B in a memoizing
+** inference graph with gemm_type int8/int16/auto, or a pre-quantized int8/
+** int16 weight, takes the integer (or tuned) path there.
 */
 #include <string.h>
 
@@ -145,6 +150,11 @@ static const mt_op_def op_matmul = {"matmul", matmul_forward, matmul_backward};
 mt_node *mt_matmul(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b) {
     if (a == NULL || b == NULL) return NULL;
     if (b->val.shape.ndim > 2) return mt_bmm(g, a, b, trans_a, trans_b, 1.0f);
+    if (!trans_a) { /* integer / tuned path for a constant B (ops_gemm_int.c) */
+        bool taken = false;
+        mt_node *q = graph_gemm_const_b(g, a, b, NULL, trans_b, &taken);
+        if (taken) return q;
+    }
     if (!need_f32(g, "mt_matmul", a) || !need_f32(g, "mt_matmul", b)) return NULL;
     const mt_shape *sa = &a->val.shape, *sb = &b->val.shape;
     char s1[64], s2[64];
@@ -285,6 +295,9 @@ mt_node *mt_affine(mt_graph *g, mt_node *x, mt_node *w, mt_node *b) {
                  ((sb->ndim == 1 && sb->dim[0] == sw->dim[1]) ||
                   (sb->ndim == 2 && sb->dim[0] == 1 && sb->dim[1] == sw->dim[1]));
     if (!fused) return mt_add(g, mt_matmul(g, x, w, false, false), b);
+    bool taken = false; /* integer / tuned path for a constant W (ops_gemm_int.c) */
+    mt_node *q = graph_gemm_const_b(g, x, w, b, false, &taken);
+    if (taken) return q;
     if (!need_f32(g, "mt_affine", x) || !need_f32(g, "mt_affine", w)) return NULL;
     int nd = sx->ndim;
     if (sx->dim[nd - 1] != sw->dim[0]) {

@@ -33,6 +33,7 @@ typedef struct entry {
     mt_tensor val;
     mt_tensor grad; /* data NULL until allocated */
     bool trainable;
+    float qmult; /* pre-quantized int8/int16 weight: its multiplier; else 0 */
     char name[]; /* NUL-terminated */
 } entry;
 
@@ -364,6 +365,16 @@ void mt_params_zero_grads(mt_params *p) {
         if (g->data && mt_tensor_bytes(g))
             p->dev->ops->memset0(p->dev, g->data, mt_tensor_bytes(g));
     }
+}
+
+float mt_params_qmult_at(const mt_params *p, int i) {
+    MT_ASSERT(i >= 0 && i < p->n);
+    return p->items[i]->qmult;
+}
+
+void params_set_qmult(mt_params *p, int i, float qmult) {
+    MT_ASSERT(i >= 0 && i < p->n);
+    p->items[i]->qmult = qmult;
 }
 
 uint64_t mt_params_version(const mt_params *p) { return p->version; }

@@ -15,5 +15,8 @@ mt_status params_get_index(mt_params *p, const char *name, mt_dtype dtype, bool 
 /* Swaps the data of parameter i with t (same dtype, shape and device): used
 ** by mt_adam_swap_smoothed.  Ownership flags travel with the data. */
 void params_swap_data(mt_params *p, int i, mt_tensor *t);
+/* Marks parameter i (int8/int16) as a pre-quantized weight with multiplier
+** qmult (engine/quantize.c, mt_params_adopt_item). */
+void params_set_qmult(mt_params *p, int i, float qmult);
 
 #endif /* MT_PARAMS_IMPL_H */

@@ -552,11 +552,10 @@ static mt_status adopt_item(mt_model *m, mt_model_file *f, int i, const char *pa
     const char *name = f->names[i];
     mt_tensor *t = &f->tensors[i];
     if (f->items && f->items[i].raw) {
-        const char *tn = mt_marian_type_name(f->items[i].marian_type);
-        return mt_seterr(MT_ERR_UNSUPPORTED,
-                         "%s: item '%s' has type %s: packed or quantized "
-                         "models are not supported here",
-                         path, name, tn ? tn : "(unknown)");
+        /* intgemm8/16 weights become int8/int16 parameters that products take
+        ** on the integer path; other raw types are refused (engine/quantize.c) */
+        mt_status rc = mt_params_adopt_item(m->params, name, t, &f->items[i]);
+        return rc == MT_OK ? MT_OK : with_path(rc, path);
     }
     if (t->dtype != MT_F16) return mt_params_adopt(m->params, name, t);
     mt_tensor c = {0};
@@ -703,32 +702,71 @@ mt_status mt_model_start(mt_model *m, mt_graph *g, const mt_model_encoding *enc,
 mt_status mt_model_step(mt_model *m, mt_graph *g, const mt_model_encoding *enc,
                         const mt_dec_state *in, const int32_t *prev, mt_dec_state *next,
                         mt_dec_step *out) {
-    if (in->batch != enc->batch || in->beam < 1)
+    if ((enc && in->batch != enc->batch) || in->beam < 1 || in->batch < 1)
         return mt_seterr(MT_ERR_INVALID,
                          "model step: state of %d x %d rows for an encoding of "
                          "%d sentences",
-                         (int)in->batch, (int)in->beam, (int)enc->batch);
+                         (int)in->batch, (int)in->beam, enc ? (int)enc->batch : 0);
     return m->arch->step(&m->cfg, m->params, g, enc, in, prev, next, out);
 }
 
 mt_status mt_model_select(mt_model *m, mt_graph *g, const mt_dec_state *in, const int32_t *rows,
                           int32_t beam, mt_dec_state *out) {
+    return mt_model_reorder(m, g, in, NULL, in->batch, rows, beam, MT_DEC_ROWS, out);
+}
+
+mt_status mt_model_reorder(mt_model *m, mt_graph *g, const mt_dec_state *in, const int32_t *sent,
+                           int32_t n_sent, const int32_t *rows, int32_t beam, unsigned parts,
+                           mt_dec_state *out) {
     (void)m;
-    if (beam < 1) return mt_seterr(MT_ERR_INVALID, "model select: beam %d", (int)beam);
-    int64_t n = (int64_t)in->batch * beam;
-    for (int64_t i = 0; i < n; i++) {
-        if (rows[i] < 0 || rows[i] >= (int64_t)in->batch * in->beam ||
-            rows[i] / in->beam != i / beam)
+    if (sent == NULL) n_sent = in->batch;
+    if (n_sent < 1 || ((parts & MT_DEC_ROWS) && (beam < 1 || rows == NULL)))
+        return mt_seterr(MT_ERR_INVALID, "model reorder: %d sentences, beam %d", (int)n_sent,
+                         (int)beam);
+    for (int32_t b = 0; sent && b < n_sent; b++)
+        if (sent[b] < 0 || sent[b] >= in->batch)
             return mt_seterr(MT_ERR_INVALID,
-                             "model select: new row %lld takes row %d, which is "
-                             "not a row of sentence %lld",
-                             (long long)i, (int)rows[i], (long long)(i / beam));
-    }
+                             "model reorder: sentence %d takes sentence %d of a batch of %d",
+                             (int)b, (int)sent[b], (int)in->batch);
     mt_dec_state st = *in;
-    st.beam = beam;
-    mt_node *ids = mt_input_i32(g, mt_shape1(n), rows);
-    for (int r = 0; r < in->n_rows; r++)
-        if (in->rows[r]) st.rows[r] = mt_index_select(g, in->rows[r], 0, ids);
+    st.batch = n_sent;
+    if (parts & MT_DEC_ROWS) {
+        int64_t n = (int64_t)n_sent * beam;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t want = sent ? sent[i / beam] : i / beam;
+            if (rows[i] < 0 || rows[i] >= (int64_t)in->batch * in->beam ||
+                rows[i] / in->beam != want)
+                return mt_seterr(MT_ERR_INVALID,
+                                 "model select: new row %lld takes row %d, which is "
+                                 "not a row of sentence %lld",
+                                 (long long)i, (int)rows[i], (long long)want);
+        }
+        st.beam = beam;
+        mt_node *ids = mt_input_i32(g, mt_shape1(n), rows);
+        for (int r = 0; r < in->n_rows; r++)
+            if (in->rows[r]) st.rows[r] = mt_index_select(g, in->rows[r], 0, ids);
+    }
+    bool same = sent == NULL || n_sent == in->batch;
+    for (int32_t b = 0; sent && same && b < n_sent; b++)
+        same = sent[b] == b;
+    if ((parts & MT_DEC_FIXED) && !same) {
+        mt_node *ids = mt_input_i32(g, mt_shape1(n_sent), sent);
+        for (int r = 0; r < in->n_fixed; r++)
+            if (in->fixed[r]) st.fixed[r] = mt_index_select(g, in->fixed[r], 0, ids);
+    }
+    mt_status rc = mt_graph_status(g);
+    if (rc == MT_OK) *out = st;
+    return rc;
+}
+
+mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned parts,
+                              mt_dec_state *out) {
+    mt_dec_state st = *in;
+    st.shortlist = NULL;
+    for (int r = 0; (parts & MT_DEC_ROWS) && r < in->n_rows; r++)
+        if (in->rows[r]) st.rows[r] = mt_tensor_node(g, mt_node_value(in->rows[r]));
+    for (int r = 0; (parts & MT_DEC_FIXED) && r < in->n_fixed; r++)
+        if (in->fixed[r]) st.fixed[r] = mt_tensor_node(g, mt_node_value(in->fixed[r]));
     mt_status rc = mt_graph_status(g);
     if (rc == MT_OK) *out = st;
     return rc;

@@ -146,12 +146,26 @@ mt_model_loss mt_model_build_loss(mt_model *m, mt_graph *g, const mt_batch *b,
 **                     in their new order, with a new beam width
 **
 ** Rows are batch-major: a state with beam K has B * K rows and row b * K + k
-** is hypothesis k of sentence b.  A beam search keeps K fixed per batch
-** (padding finished sentences with dummy rows).  All of it is built on one
-** graph that lives for the whole batch (do not clear it between steps):
-** call mt_graph_forward after each step to get its values.  States are
-** plain values (node pointers on that graph); nothing is allocated on the
-** host except small temporary buffers while building.
+** is hypothesis k of sentence b; every sentence has K rows (a beam search
+** pads a sentence with fewer live hypotheses with copies of one of them).
+** States are plain values (node pointers); nothing is allocated on the host
+** while building (the graphs' memory is reused after their first rounds).
+**
+** Two ways to use it:
+**   one graph    everything on one graph that lives for the whole batch (do
+**                not clear it between steps); call mt_graph_forward after
+**                each step.  Memory grows with every step: for tests and
+**                short outputs.
+**   bounded      (app/scorer_model.c) encode + start on an "encoder" graph,
+**                each step on its own graph, alternating between two: a step
+**                imports the state of the previous one (mt_dec_state_import:
+**                leaves viewing the computed values of the other graph), is
+**                built and run, and the graph of the step before the
+**                previous one can be cleared.  Dropping finished sentences
+**                (mt_model_reorder with MT_DEC_FIXED) goes to the other one of
+**                two encoder graphs in the same way.  Memory is bounded by
+**                one step (the caches of the current length) plus the
+**                encoding, and nothing is allocated in steady state.
 **
 ** Ensembles: one encoding and one state per model, log-probs combined by
 ** the caller.  A decoder reads every context of the encoding, so another
@@ -185,6 +199,11 @@ typedef struct mt_dec_state {
     /* Optional output shortlist, set by the caller: i32 [V'] target ids in
     ** increasing order; log-probs are then over these V' ids only. */
     mt_node *shortlist;
+    /* appended: */
+    int n_ctx;        /* source contexts the fixed nodes hold (set by start)   */
+    bool logits_only; /* set by the caller: the step gives the logits instead
+                         of their log-softmax (same argmax per row; WNMT 2018
+                         sec. 2.3: beam 1 needs no softmax)                   */
 } mt_dec_state;
 
 typedef struct mt_dec_step {
@@ -195,9 +214,13 @@ typedef struct mt_dec_step {
 } mt_dec_step;
 
 mt_status mt_model_encode(mt_model *m, mt_graph *g, const mt_batch *b, mt_model_encoding *out);
+/* The start state holds everything later steps need from the encoding (the
+** projected contexts and their masks). */
 mt_status mt_model_start(mt_model *m, mt_graph *g, const mt_model_encoding *enc, mt_dec_state *out);
 /* prev: B * K token ids (the previous output of each row); ignored at
-** position 0, where the decoder input is the zero vector as in Marian. */
+** position 0, where the decoder input is the zero vector as in Marian.
+** enc may be NULL (the state has what the step needs); when given, its
+** batch must be the state's. */
 mt_status mt_model_step(mt_model *m, mt_graph *g, const mt_model_encoding *enc,
                         const mt_dec_state *in, const int32_t *prev, mt_dec_state *next,
                         mt_dec_step *out);
@@ -206,6 +229,31 @@ mt_status mt_model_step(mt_model *m, mt_graph *g, const mt_model_encoding *enc,
 ** MT_ERR_INVALID. */
 mt_status mt_model_select(mt_model *m, mt_graph *g, const mt_dec_state *in, const int32_t *rows,
                           int32_t beam, mt_dec_state *out);
+
+/* Parts of a state, for mt_dec_state_import and mt_model_reorder. */
+enum {
+    MT_DEC_ROWS = 1,  /* the per-row nodes (caches)                              */
+    MT_DEC_FIXED = 2, /* the per-sentence nodes (projected contexts, masks)      */
+};
+/* General selection: a state of n_sent sentences; new sentence b is old
+** sentence sent[b] (sent NULL: all of them, in order; n_sent = in->batch).
+** MT_DEC_FIXED selects the per-sentence nodes (skipped when sent is NULL);
+** MT_DEC_ROWS the rows: new row i is old row rows[i], which must belong to
+** old sentence sent[i / beam] (rows: n_sent * beam entries).  out->batch
+** becomes n_sent, out->beam beam (rows: else unchanged).  Nodes of the part
+** not asked for are copied as they are, so a FIXED-only result has rows of
+** the old layout: combine it with a ROWS result (built from the same in and
+** arguments), as the bounded scheme above does across two graphs.
+** MT_ERR_INVALID for ids out of range. */
+mt_status mt_model_reorder(mt_model *m, mt_graph *g, const mt_dec_state *in, const int32_t *sent,
+                           int32_t n_sent, const int32_t *rows, int32_t beam, unsigned parts,
+                           mt_dec_state *out);
+/* A copy of in whose nodes (of the parts asked for; others copied as they
+** are) are leaves of g viewing the values of in's nodes (mt_tensor_node),
+** which must have been computed on their graph and stay valid (that graph
+** not cleared) until g has been run.  The shortlist is not copied (NULL). */
+mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned parts,
+                              mt_dec_state *out);
 
 /* ------------------------------------------------------------ internal
 ** For the architecture files (transformer.c, later rnn.c); encdec.c

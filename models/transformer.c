@@ -122,7 +122,8 @@ static mt_node *par(tf *t, mt_shape shape, mt_init init, const char *fmt, ...) {
                 return NULL;
             }
         }
-        if (v->dtype != MT_F32) {
+        bool quantized = v->dtype == MT_I8 || v->dtype == MT_I16; /* intgemm weights */
+        if (v->dtype != MT_F32 && !quantized) {
             fail(t, MT_ERR_UNSUPPORTED, "parameter '%s' is %s, not float32", name,
                  mt_dtype_name(v->dtype));
             return NULL;
@@ -218,7 +219,8 @@ static mt_node *postprocess(tf *t, const char *ops, const char *prefix, mt_node 
 ** sinusoidalPositionEmbeddings, float arithmetic as there). */
 static mt_node *positions(tf *t, int64_t start, int64_t n) {
     int64_t d = t->d;
-    float *buf = tmp_alloc(t, (size_t)(n * d) * sizeof(float));
+    float stack[2048]; /* one decoding position: no allocation per step */
+    float *buf = n * d <= 2048 ? stack : tmp_alloc(t, (size_t)(n * d) * sizeof(float));
     if (buf == NULL) return NULL;
     memset(buf, 0, (size_t)(n * d) * sizeof(float));
     float nts = (float)d / 2;
@@ -233,7 +235,7 @@ static mt_node *positions(tf *t, int64_t start, int64_t n) {
         }
     }
     mt_node *pe = mt_input(t->g, mt_shape2(n, d), buf);
-    mt_free(buf);
+    if (buf != stack) mt_free(buf);
     return pe;
 }
 
@@ -285,6 +287,35 @@ static mt_node *attention(tf *t, mt_node *q, mt_node *k, mt_node *v, mt_node *ma
     return mt_reshape(g, mt_permute(g, o, perm), mt_shape3(b, tq, d));
 }
 
+/* [N, T, D] -> [N, H, T, D / H], as mt_attention splits heads. */
+static mt_node *split_heads(tf *t, mt_node *x) {
+    mt_graph *g = t->g;
+    int64_t n = dim_of(x, 0), len = dim_of(x, 1), h = t->c->heads;
+    if (h == 1) return mt_reshape(g, x, mt_shape4(n, 1, len, t->d));
+    static const int perm[4] = {0, 2, 1, 3};
+    return mt_permute(g, mt_reshape(g, x, mt_shape4(n, len, h, t->d / h)), perm);
+}
+
+/* mt_attention with keys and values already split into heads ([B, H, Tk,
+** D/H]: the decoding caches keep them so, instead of splitting them again
+** at every step); the same ops, so the same numbers.  Inference only. */
+static mt_node *attention_split(tf *t, mt_node *q, mt_node *kh, mt_node *vh, mt_node *mask,
+                                mt_node **w) {
+    mt_graph *g = t->g;
+    int64_t b = dim_of(q, 0), tq = dim_of(q, 1), h = t->c->heads, dk = t->d / h;
+    mt_node *s = mt_bmm(g, split_heads(t, q), kh, false, true, (float)(1.0 / sqrt((double)dk)));
+    if (mask) s = mt_add(g, s, mask);
+    mt_node *wt = mt_softmax(g, s);
+    if (w) *w = wt;
+    mt_node *o = mt_bmm(g, wt, vh, false, false, 1.0f);
+    if (h > 1) {
+        static const int perm[4] = {0, 2, 1, 3};
+        o = mt_permute(g, o, perm);
+    }
+    return mt_reshape(g, o, mt_shape3(b, tq, t->d));
+}
+
+/* kh, vh: [B, Tk, D], or split into heads [B, H, Tk, D/H] (4-D: decoding). */
 static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
                            mt_node *kh, mt_node *vh, mt_node *mask, mt_node **w_out) {
     mt_graph *g = t->g;
@@ -292,10 +323,12 @@ static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int
     mt_node *q = dense(t, x, prefix, "q", d, d);
     if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
     mt_node *w = NULL;
-    mt_node *o = attention(t, q, kh, vh, mask, w_out ? &w : NULL);
+    bool split = kh != NULL && mt_node_shape(kh).ndim == 4;
+    mt_node *o = split ? attention_split(t, q, kh, vh, mask, w_out ? &w : NULL)
+                       : attention(t, q, kh, vh, mask, w_out ? &w : NULL);
     if (k > 1) o = mt_reshape(g, o, mt_shape3(b * k, tq, d));
     if (w_out) {
-        int64_t tk = dim_of(kh, 1);
+        int64_t tk = dim_of(kh, split ? 2 : 1);
         *w_out = mt_reshape(g, mt_slice(g, w, 1, 0, 1), mt_shape3(b * k, tq, tk));
     }
     if (!t->c->no_projection) o = dense(t, o, prefix, "o", d, d);
@@ -497,6 +530,47 @@ typedef struct dec_io {
     mt_node *align; /* out: [N, tq, S0]                              */
 } dec_io;
 
+/* Slot of the log mask of context j among the fixed state nodes (after the
+** 2 * dec-depth * n_ctx cross-attention keys and values). */
+static int mask_slot(const mt_model_config *c, int n_ctx, int j) {
+    return 2 * c->dec_depth * n_ctx + j;
+}
+
+/* Self-attention of one decoding position over the cache of layer i.  The
+** state keeps the projected keys and values of every earlier position, split
+** into heads (rows 2i and 2i + 1, [N, H, pos, D/H]); this position's are
+** appended.  Marian
+** (DecoderLayerSelfAttention) caches the raw layer inputs and projects
+** them all again at every step: the same values (the projection is per
+** row), computed once.  Marian's keys/values at position 0 are the
+** pre-processed input (the query's own node), from position 1 on the raw
+** cached inputs; that differs only for pre-norm models and is kept. */
+static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int i) {
+    mt_graph *g = t->g;
+    char pw[200];
+    snprintf(pw, sizeof pw, "%s_Wo", prefix);
+    mt_node *y = preprocess(t, t->c->preprocess, pw, x);
+    mt_node *kx, *vx;
+    kv_project(t, prefix, x, &kx, &vx);
+    mt_node *kc = split_heads(t, kx), *vc = split_heads(t, vx);
+    if (io->pos > 0) {
+        mt_node *kp[2] = {io->in->rows[2 * i], kc}, *vp[2] = {io->in->rows[2 * i + 1], vc};
+        kc = mt_concat(g, kp, 2, 2);
+        vc = mt_concat(g, vp, 2, 2);
+    }
+    io->next->rows[2 * i] = kc;
+    io->next->rows[2 * i + 1] = vc;
+    mt_node *ka = kc, *va = vc;
+    if (io->pos == 0 && y != x) {
+        kv_project(t, prefix, y, &ka, &va);
+        ka = split_heads(t, ka);
+        va = split_heads(t, va);
+    }
+    int64_t n = io->b * io->k;
+    mt_node *o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, NULL, NULL);
+    return postprocess(t, t->c->postprocess, pw, o, x);
+}
+
 static mt_node *decoder_stack(tf *t, const mt_model_encoding *enc, mt_node *x, dec_io *io) {
     const mt_model_config *c = t->c;
     mt_graph *g = t->g;
@@ -525,26 +599,23 @@ static mt_node *decoder_stack(tf *t, const mt_model_encoding *enc, mt_node *x, d
             if (io->pos < 0) {
                 x = self_block(t, name, x, NULL, n, io->tq, io->self_mask);
             } else {
-                mt_node *kv = NULL, *cache = x;
-                if (io->pos > 0) {
-                    mt_node *parts[2] = {io->in->rows[i], x};
-                    kv = cache = mt_concat(g, parts, 2, 1);
-                }
-                io->next->rows[i] = cache;
-                x = self_block(t, name, x, kv, n, io->tq, NULL);
+                x = self_step(t, name, x, io, i);
             }
         }
-        for (int j = 0; j < enc->n; j++) {
+        int n_ctx = io->pos < 0 ? enc->n : io->in->n_ctx;
+        for (int j = 0; j < n_ctx; j++) {
             context_prefix(c, i, j, name, sizeof name);
-            mt_node *kh, *vh;
+            mt_node *kh, *vh, *lm;
             if (io->pos < 0) {
                 kv_project(t, name, enc->c[j].ctx, &kh, &vh);
+                lm = enc->c[j].log_mask;
             } else {
-                kh = io->in->fixed[2 * (i * enc->n + j)];
-                vh = io->in->fixed[2 * (i * enc->n + j) + 1];
+                kh = io->in->fixed[2 * (i * n_ctx + j)];
+                vh = io->in->fixed[2 * (i * n_ctx + j) + 1];
+                lm = io->in->fixed[mask_slot(c, n_ctx, j)];
             }
             mt_node **w = j == 0 && i == al ? &io->align : NULL;
-            x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, enc->c[j].log_mask, w);
+            x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, lm, w);
         }
         snprintf(name, sizeof name, "decoder_l%d_ffn", ln);
         int dim_ffn = c->dec_dim_ffn ? c->dec_dim_ffn : c->dim_ffn;
@@ -608,14 +679,23 @@ mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_g
 
 /* ----------------------------------------------------------- step API */
 
-static int n_fixed_slots(const mt_model_config *c, const mt_model_encoding *enc) {
-    return 2 * c->dec_depth * enc->n;
+/* State layout (model.h leaves it to the architecture):
+**   rows    self-attention: keys 2i and values 2i + 1 of layer i, split into
+**           heads: [N, H, pos, D/H];
+**           average attention: the running mean of layer i, [N, 1, D]
+**   fixed   keys 2(i n + j) and values 2(i n + j) + 1 of the cross-attention
+**           of layer i over context j, [B, H, S_j, D/H]; then the log mask of
+**           each context j, [B, 1, 1, S_j] (mask_slot) */
+static int n_row_slots(const mt_model_config *c) { return (is_aan(c) ? 1 : 2) * c->dec_depth; }
+
+static int n_fixed_slots(const mt_model_config *c, int n_ctx) {
+    return 2 * c->dec_depth * n_ctx + n_ctx;
 }
 
 mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph *g,
                                const mt_model_encoding *enc, mt_dec_state *out) {
     memset(out, 0, sizeof *out);
-    if (c->dec_depth > MT_DEC_STATE_SLOTS || n_fixed_slots(c, enc) > MT_DEC_STATE_SLOTS)
+    if (n_row_slots(c) > MT_DEC_STATE_SLOTS || n_fixed_slots(c, enc->n) > MT_DEC_STATE_SLOTS)
         return mt_seterr(MT_ERR_UNSUPPORTED,
                          "transformer: %d decoder layers x %d encoders is "
                          "too deep for the decoder state",
@@ -625,16 +705,22 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
     out->batch = enc->batch;
     out->beam = 1;
     out->pos = 0;
-    out->n_rows = c->dec_depth;
-    out->n_fixed = n_fixed_slots(c, enc);
+    out->n_rows = n_row_slots(c);
+    out->n_fixed = n_fixed_slots(c, enc->n);
+    out->n_ctx = enc->n;
     char name[160];
     for (int i = 0; i < c->dec_depth; i++) {
         for (int j = 0; j < enc->n; j++) {
             context_prefix(c, i, j, name, sizeof name);
             int k = 2 * (i * enc->n + j);
-            kv_project(&t, name, enc->c[j].ctx, &out->fixed[k], &out->fixed[k + 1]);
+            mt_node *kh, *vh;
+            kv_project(&t, name, enc->c[j].ctx, &kh, &vh);
+            out->fixed[k] = split_heads(&t, kh);
+            out->fixed[k + 1] = split_heads(&t, vh);
         }
     }
+    for (int j = 0; j < enc->n; j++)
+        out->fixed[mask_slot(c, enc->n, j)] = enc->c[j].log_mask;
     return tf_finish(&t);
 }
 
@@ -658,11 +744,13 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     }
     x = mt_add(g, mt_scale(g, x, sqrtf((float)d)), positions(&t, in->pos, 1));
     dec_io io = {.b = in->batch, .k = in->beam, .tq = 1, .pos = in->pos, .in = in, .next = &st};
-    x = decoder_stack(&t, enc, x, &io);
+    (void)enc; /* the state holds the contexts' keys, values and masks */
+    x = decoder_stack(&t, NULL, x, &io);
     mt_node *logits = output_layer(&t, mt_reshape(g, x, mt_shape2(n, d)), in->shortlist);
-    out->logprobs = mt_log_softmax(g, logits);
+    out->logprobs = in->logits_only ? logits : mt_log_softmax(g, logits);
     if (io.align) out->align = mt_reshape(g, io.align, mt_shape2(n, dim_of(io.align, -1)));
     st.pos = in->pos + 1;
+    st.logits_only = false;
     mt_status rc = tf_finish(&t);
     if (rc != MT_OK) {
         memset(out, 0, sizeof *out);

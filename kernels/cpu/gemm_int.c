@@ -160,30 +160,39 @@ void kcpu_pack_i16_q(int64_t k, int64_t n, const int16_t *bq, int64_t ldb, bool 
     }
 }
 
-void kcpu_pack_i8(int64_t k, int64_t n, const float *b, int64_t ldb, void *packed) {
-    float qb = kcpu_i8_mult(kcpu_maxabs_f32(k, n, b, ldb));
+void kcpu_pack_i8_ex(int64_t k, int64_t n, const float *b, int64_t ldb, bool trans, void *packed) {
+    float qb = kcpu_i8_mult(trans ? kcpu_maxabs_f32(n, k, b, ldb) : kcpu_maxabs_f32(k, n, b, ldb));
     pack_hdr *h = hdr_init(8, k, n, qb, packed);
     int8_t *p = hdr_panels(h);
     for (int64_t kk = 0; kk < k; kk++) {
         for (int64_t j = 0; j < n; j++) {
             int8_t q;
-            kcpu_quantize_i8(1, b + kk * ldb + j, qb, &q);
+            kcpu_quantize_i8(1, trans ? b + j * ldb + kk : b + kk * ldb + j, qb, &q);
             p[panel_index(8, h->kp, kk, j)] = q;
         }
     }
     pack_corr(h);
 }
 
-void kcpu_pack_i16(int64_t k, int64_t n, const float *b, int64_t ldb, void *packed) {
+void kcpu_pack_i16_ex(int64_t k, int64_t n, const float *b, int64_t ldb, bool trans,
+                      void *packed) {
     pack_hdr *h = hdr_init(16, k, n, KCPU_I16_MULT, packed);
     int16_t *p = hdr_panels(h);
     for (int64_t kk = 0; kk < k; kk++) {
         for (int64_t j = 0; j < n; j++) {
             int16_t q;
-            kcpu_quantize_i16(1, b + kk * ldb + j, KCPU_I16_MULT, &q);
+            kcpu_quantize_i16(1, trans ? b + j * ldb + kk : b + kk * ldb + j, KCPU_I16_MULT, &q);
             p[panel_index(16, h->kp, kk, j)] = q;
         }
     }
+}
+
+void kcpu_pack_i8(int64_t k, int64_t n, const float *b, int64_t ldb, void *packed) {
+    kcpu_pack_i8_ex(k, n, b, ldb, false, packed);
+}
+
+void kcpu_pack_i16(int64_t k, int64_t n, const float *b, int64_t ldb, void *packed) {
+    kcpu_pack_i16_ex(k, n, b, ldb, false, packed);
 }
 
 bool kcpu_packed_get_info(const void *packed, kcpu_packed_info *info) {

@@ -375,6 +375,13 @@ size_t kcpu_pack_i16_bytes(int64_t k, int64_t n);
 ** (model load or `mtpe convert`); slow-ish plain C. */
 void kcpu_pack_i8(int64_t k, int64_t n, const float *b, int64_t ldb, void *packed);
 void kcpu_pack_i16(int64_t k, int64_t n, const float *b, int64_t ldb, void *packed);
+/* The same for op(B) [k,n]: B is [k,n] (row stride ldb), or stored [n,k]
+** when trans (y = x . B^T: an output layer tied to the embeddings [V, D]).
+** The int8 multiplier is 127 / max|B| over the whole matrix either way, so
+** the packed bytes equal those of packing the explicit transpose. */
+void kcpu_pack_i8_ex(int64_t k, int64_t n, const float *b, int64_t ldb, bool trans, void *packed);
+void kcpu_pack_i16_ex(int64_t k, int64_t n, const float *b, int64_t ldb, bool trans,
+                      void *packed);
 /* Packs already-quantized weights with their multiplier qb: bq is [k,n] with
 ** row stride ldb, or [n,k] when trans (intgemm's file layout: Bq transposed).
 ** int8 values of -128 are stored as -127; returns how many were. */

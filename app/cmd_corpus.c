@@ -1,0 +1,290 @@
+/*
+** cmd_corpus.c: `mtpe corpus`, parallel text in and out of mtpe.
+**
+**   mtpe corpus build -o corpus --src-lang en --trg-lang de a.po b.mo c.xlf d.tmx
+**       -> corpus.en, corpus.de (line-aligned), counts on stderr
+**   mtpe corpus build --tsv pairs.tsv --src-lang en --trg-lang de --dedup *.po
+**   mtpe corpus export --tmx edits.tmx [--db PATH] [--document FILE] [--since TIME]
+**   mtpe corpus export --tsv edits.tsv --since 2024-05-01T00:00:00Z
+**
+** What is kept, dropped and changed is described in app/corpus_io.h (the
+** work is done there; this file parses options and prints the counts).
+** Exit codes: 0 ok, 1 failure, 2 usage error.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "corpus_io.h"
+#include "options.h"
+#include "paths.h"
+#include "store.h"
+
+static const app_opt build_opts[] = {
+    {"output", 'o', APP_OPT_STRING, NULL, NULL,
+     "write PREFIX.SRC-LANG and PREFIX.TRG-LANG, one segment per line"},
+    {"tsv", 0, APP_OPT_STRING, NULL, NULL, "write source<TAB>target lines to FILE"},
+    {"src-lang", 's', APP_OPT_STRING, NULL, NULL, "source language code (e.g. en)"},
+    {"trg-lang", 't', APP_OPT_STRING, NULL, NULL, "target language code (e.g. de)"},
+    {"include-fuzzy", 0, APP_OPT_FLAG, NULL, NULL,
+     "keep fuzzy PO entries and XLIFF targets that need review"},
+    {"dedup", 0, APP_OPT_FLAG, NULL, NULL, "drop repeated (source, target) pairs"},
+    {"strip-accelerators", 0, APP_OPT_FLAG, NULL, NULL,
+     "remove accelerator markers (_File, &Open) as the training corpus did"},
+};
+static const int n_build_opts = (int)(sizeof build_opts / sizeof build_opts[0]);
+
+static const app_opt export_opts[] = {
+    {"tmx", 0, APP_OPT_STRING, NULL, NULL, "write the confirmed segments as TMX 1.4 to FILE"},
+    {"tsv", 0, APP_OPT_STRING, NULL, NULL, "write source<TAB>target lines to FILE"},
+    {"db", 0, APP_OPT_STRING, NULL, NULL,
+     "the store (default: $XDG_DATA_HOME/mtpe/mtpe.db or ~/.local/share/mtpe/mtpe.db)"},
+    {"document", 'd', APP_OPT_STRING, NULL, NULL, "only this document (its path, as opened)"},
+    {"since", 0, APP_OPT_STRING, NULL, NULL,
+     "only segments confirmed at or after TIME (ISO 8601; no zone: local time)"},
+    {"src-lang", 's', APP_OPT_STRING, NULL, NULL, "only documents with this source language"},
+    {"trg-lang", 't', APP_OPT_STRING, NULL, NULL, "only documents with this target language"},
+    {"dedup", 0, APP_OPT_FLAG, NULL, NULL, "drop repeated (source, target) pairs"},
+    {"strip-accelerators", 0, APP_OPT_FLAG, NULL, NULL, "remove accelerator markers (_File)"},
+};
+static const int n_export_opts = (int)(sizeof export_opts / sizeof export_opts[0]);
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: mtpe corpus build -o PREFIX --src-lang L1 --trg-lang L2 [options] FILES...\n"
+               "       mtpe corpus export (--tmx FILE | --tsv FILE) [options]\n"
+               "\n"
+               "build: parallel text for training from gettext PO/MO, XLIFF 1.2 and TMX files:\n"
+               "translated entries only (fuzzy ones with --include-fuzzy), one pair per plural\n"
+               "form; line breaks and tabs inside a segment become spaces, XLIFF inline tags are\n"
+               "removed.  Counts go to stderr.\n"
+               "export: the segments confirmed in the editor's store, of one document or all.\n"
+               "\n"
+               "mtpe corpus build --help, mtpe corpus export --help: the options.\n");
+}
+
+static void build_help(FILE *f) {
+    fprintf(f, "usage: mtpe corpus build (-o PREFIX | --tsv FILE) --src-lang L1 --trg-lang L2\n"
+               "                         [options] FILES...\n\n"
+               "FILES: .po/.pot, .mo/.gmo, .xlf/.xliff, .tmx (else detected by content).\n"
+               "Files whose header names other languages are skipped with a warning.\n\n"
+               "options:\n");
+    app_opts_print_help(build_opts, n_build_opts, f);
+}
+
+static void export_help(FILE *f) {
+    fprintf(f, "usage: mtpe corpus export (--tmx FILE | --tsv FILE) [--db PATH] [--document FILE]\n"
+               "                          [--since TIME] [options]\n\n"
+               "Writes the latest confirmed translation of every confirmed segment (TMX keeps\n"
+               "line breaks, TSV turns them into spaces).  TIME: 2024-05-01, 2024-05-01T14:30Z,\n"
+               "2024-05-01 14:30:00+02:00, ...\n\n"
+               "options:\n");
+    app_opts_print_help(export_opts, n_export_opts, f);
+}
+
+static const app_opt *find_def(const app_opt *defs, int n, const char *arg) {
+    if (arg[0] == '-' && arg[1] == '-') {
+        const char *name = arg + 2;
+        size_t len = strcspn(name, "=");
+        for (int i = 0; i < n; i++)
+            if (strlen(defs[i].name) == len && !strncmp(defs[i].name, name, len)) return &defs[i];
+    } else if (arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0') {
+        for (int i = 0; i < n; i++)
+            if (defs[i].alias == arg[1]) return &defs[i];
+    }
+    return NULL;
+}
+
+/* Splits argv (argv[0]: the subcommand) into the options, for
+** app_opts_parse, and the file names: arguments that are neither an option
+** nor an option's value, and everything after "--".  Both arrays hold
+** pointers into argv; the caller mt_free()s them. */
+static mt_status split_args(const app_opt *defs, int n_defs, int argc, char **argv, char ***opts,
+                            int *n_opts, char ***files, int *n_files) {
+    *opts = mt_try_calloc((size_t)argc + 1, sizeof **opts);
+    *files = mt_try_calloc((size_t)argc + 1, sizeof **files);
+    if (*opts == NULL || *files == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
+    int no = 0, nf = 0;
+    (*opts)[no++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            while (++i < argc)
+                (*files)[nf++] = argv[i];
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0') {
+            (*files)[nf++] = argv[i];
+            continue;
+        }
+        (*opts)[no++] = argv[i];
+        const app_opt *d = find_def(defs, n_defs, a);
+        if (d == NULL || strchr(a, '=') != NULL || i + 1 >= argc) continue;
+        bool b;
+        if (d->kind == APP_OPT_FLAG ? app_parse_bool(argv[i + 1], &b) : argv[i + 1][0] != '-')
+            (*opts)[no++] = argv[++i];
+    }
+    *n_opts = no;
+    *n_files = nf;
+    return MT_OK;
+}
+
+static const char *opt_or_null(const app_opts *o, const char *name) {
+    return app_opts_given(o, name) ? app_opts_str(o, name) : NULL;
+}
+
+static int build_main(int argc, char **argv) {
+    char **oargv = NULL, **files = NULL;
+    int oargc = 0, n_files = 0, ret = 1;
+    app_opts *o = NULL;
+    mt_status rc =
+        split_args(build_opts, n_build_opts, argc, argv, &oargv, &oargc, &files, &n_files);
+    if (rc == MT_OK) rc = app_opts_parse(build_opts, n_build_opts, oargc, oargv, &o);
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe corpus build: %s\n\n", mt_errmsg());
+        build_help(stderr);
+        ret = rc == MT_ERR_INVALID ? 2 : 1;
+        goto done;
+    }
+    if (app_opts_help_wanted(o)) {
+        build_help(stdout);
+        ret = 0;
+        goto done;
+    }
+    app_corpus_build_params p = {
+        .files = (const char *const *)files,
+        .n_files = n_files,
+        .src_lang = opt_or_null(o, "src-lang"),
+        .trg_lang = opt_or_null(o, "trg-lang"),
+        .out_prefix = opt_or_null(o, "output"),
+        .tsv_path = opt_or_null(o, "tsv"),
+        .include_fuzzy = app_opts_flag(o, "include-fuzzy"),
+        .dedup = app_opts_flag(o, "dedup"),
+        .strip_accelerators = app_opts_flag(o, "strip-accelerators"),
+    };
+    const char *missing = !p.src_lang                    ? "--src-lang"
+                          : !p.trg_lang                  ? "--trg-lang"
+                          : !p.out_prefix && !p.tsv_path ? "-o PREFIX or --tsv FILE"
+                          : n_files == 0                 ? "input files"
+                                                         : NULL;
+    if (missing) {
+        fprintf(stderr, "mtpe corpus build: missing %s\n\n", missing);
+        build_help(stderr);
+        ret = 2;
+        goto done;
+    }
+    app_corpus_stats st;
+    rc = app_corpus_build(&p, &st);
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe corpus build: %s\n", mt_errmsg());
+        fprintf(stderr, "mtpe corpus build: nothing written\n");
+        ret = rc == MT_ERR_INVALID ? 2 : 1;
+        goto done;
+    }
+    fprintf(stderr, "corpus build: files %lld, entries %lld, pairs %lld\n", (long long)st.files,
+            (long long)st.entries, (long long)st.pairs);
+    fprintf(stderr,
+            "corpus build: skipped: untranslated %lld, fuzzy %lld, obsolete %lld, "
+            "no-language %lld, empty %lld, duplicates %lld, other-language files %lld\n",
+            (long long)st.untranslated, (long long)st.fuzzy, (long long)st.obsolete,
+            (long long)st.no_lang, (long long)st.empty, (long long)st.duplicates,
+            (long long)st.files_other_lang);
+    if (p.out_prefix)
+        fprintf(stderr, "corpus build: wrote %s.%s and %s.%s\n", p.out_prefix, p.src_lang,
+                p.out_prefix, p.trg_lang);
+    if (p.tsv_path) fprintf(stderr, "corpus build: wrote %s\n", p.tsv_path);
+    ret = 0;
+done:
+    app_opts_free(o);
+    mt_free(oargv);
+    mt_free(files);
+    return ret;
+}
+
+static int export_main(int argc, char **argv) {
+    app_opts *o = NULL;
+    store *s = NULL;
+    char *db = NULL;
+    int ret = 1;
+    mt_status rc = app_opts_parse(export_opts, n_export_opts, argc, argv, &o);
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe corpus export: %s\n\n", mt_errmsg());
+        export_help(stderr);
+        ret = rc == MT_ERR_INVALID ? 2 : 1;
+        goto done;
+    }
+    if (app_opts_help_wanted(o)) {
+        export_help(stdout);
+        ret = 0;
+        goto done;
+    }
+    app_corpus_export_params p = {
+        .document = opt_or_null(o, "document"),
+        .since_ms = INT64_MIN,
+        .tmx_path = opt_or_null(o, "tmx"),
+        .tsv_path = opt_or_null(o, "tsv"),
+        .src_lang = opt_or_null(o, "src-lang"),
+        .trg_lang = opt_or_null(o, "trg-lang"),
+        .strip_accelerators = app_opts_flag(o, "strip-accelerators"),
+        .dedup = app_opts_flag(o, "dedup"),
+    };
+    if (!p.tmx_path && !p.tsv_path) {
+        fprintf(stderr, "mtpe corpus export: missing --tmx FILE or --tsv FILE\n\n");
+        export_help(stderr);
+        ret = 2;
+        goto done;
+    }
+    const char *since = opt_or_null(o, "since");
+    if (since && (rc = app_parse_iso8601(since, &p.since_ms)) != MT_OK) {
+        fprintf(stderr, "mtpe corpus export: --since: %s\n", mt_errmsg());
+        ret = 2;
+        goto done;
+    }
+    if (app_opts_given(o, "db")) {
+        db = mt_try_strdup(app_opts_str(o, "db"));
+        rc = db ? MT_OK : mt_seterr(MT_ERR_NOMEM, "out of memory");
+    } else {
+        rc = app_default_db_path(false, &db);
+    }
+    if (rc == MT_OK && access(db, F_OK) != 0)
+        rc = mt_seterr(MT_ERR_NOTFOUND, "no store at %s (the editor creates it; or give --db)", db);
+    if (rc == MT_OK) rc = store_open(db, &s);
+    app_corpus_stats st;
+    if (rc == MT_OK) rc = app_corpus_export(s, &p, &st);
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe corpus export: %s\n", mt_errmsg());
+        goto done;
+    }
+    fprintf(stderr,
+            "corpus export: documents %lld, confirmed segments %lld, pairs %lld "
+            "(confirmed before --since %lld, empty %lld, duplicates %lld, "
+            "other-language documents %lld)\n",
+            (long long)st.documents, (long long)st.entries, (long long)st.pairs,
+            (long long)st.before_since, (long long)st.empty, (long long)st.duplicates,
+            (long long)st.files_other_lang);
+    if (st.pairs == 0) fprintf(stderr, "corpus export: warning: no confirmed segments to export\n");
+    ret = 0;
+done:
+    store_close(s);
+    mt_free(db);
+    app_opts_free(o);
+    return ret;
+}
+
+int app_corpus_main(int argc, char **argv) {
+    const char *sub = argc >= 2 ? argv[1] : NULL;
+    if (sub == NULL) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "build")) return build_main(argc - 1, argv + 1);
+    if (!strcmp(sub, "export")) return export_main(argc - 1, argv + 1);
+    fprintf(stderr, "mtpe corpus: unknown subcommand '%s'\n\n", sub);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,1109 @@
+/*
+** cmd_translate.c: `mtpe translate`, Marian's marian-decoder
+** (reference/marian-compat.md §5 and §9).
+**
+**   mtpe translate -m MODEL -v SRC.spm TRG.spm [-i IN] [-o OUT] [options]
+**   mtpe translate -c model.npz.decoder.yml < in > out
+**   mtpe translate < in > out               (the default model in assets/)
+**   mtpe translate --format po|xliff|text [FILE] [-i FILE] [-o OUT]
+**
+** Input: UTF-8 text, one sentence per line ('\n', an optional '\r' before
+** it is dropped); multi-source models read one file per source (-i a b),
+** line-aligned.  Output, one line per input line, in input order, flushed
+** per line, byte-identical to marian-decoder's:
+**
+**   1-best    TEXT[ ||| ALIGNMENT][ ||| WordScores= W W ...]
+**   --n-best  ID ||| TEXT[ ||| ALIGNMENT][ ||| WordScores= ...] ||| F0= S0[ F1= S1 ...]
+**             ||| NORM       (beam-size lines per input, best first; ID is the
+**             0-based line number)
+**
+**   TEXT        detokenised (left to right also for right-to-left models)
+**   S_j         model j's unweighted log-probability of the tokens incl. EOS;
+**               NORM = (weighted sum - word-penalty * L) / L^normalize:
+**               printed as C++ streams print floats ("%g", 6 digits)
+**   W           per-token increments of the weighted path score, EOS last,
+**               model order, "%.5f"
+**   ALIGNMENT   from the first model's guided-alignment layer (attention
+**               head 0) over the first source, model order, EOS included:
+**               --alignment soft: per target token the weights over the
+**               source tokens, ',' between sources, ' ' between targets
+**               ("%g"); hard (or bare, or 1): "s-t" for each target t with
+**               s its first maximum; a threshold 0 < T < 1: every s-t with
+**               weight > T; pairs sorted by (s, t)
+**
+** Lines that cannot be translated (invalid UTF-8, more than --max-length
+** tokens without --max-length-crop) are reported on stderr with their line
+** number and give an empty line (nothing in n-best mode); the rest of the
+** file is translated.  (Marian drops over-long lines and then waits forever
+** for them.)  Empty lines give empty lines.
+**
+** Batching as Marian's BatchGenerator: --mini-batch x --maxi-batch input
+** lines are read, ordered by a std::priority_queue (--maxi-batch-sort src:
+** longest sources first; none: input order), cut into mini-batches of
+** --mini-batch sentences (or, with --mini-batch-words W, as soon as their
+** source tokens exceed W); each mini-batch is one beam search (its length
+** limit is --max-length-factor times its longest source).  --cpu-threads N
+** workers translate mini-batches in parallel, each with its own graphs and
+** single-threaded BLAS; a writer prints in input order.
+**
+** --prefix-file F: line i of F is a target prefix for input line i, forced
+** and then completed (prefix-constrained decoding).
+**
+** Models: -m (ensembles: several, --weights), or from a config (-c, e.g. the
+** model.npz.decoder.yml that training writes; with relative-paths: true,
+** paths in it are relative to the config file), else the default model in
+** assets/models/en-de (decoder.yml, model.npz, vocab.spm; paths relative
+** to that folder).
+**
+** Documents (--format): the untranslated segments of a PO or XLIFF 1.2
+** file (or every line of a text file) are translated line by line (a
+** segment's '\n's are kept) and written back as drafts: PO "#, fuzzy",
+** XLIFF state="needs-review-translation"; everything else of the file is
+** kept (app/doc.h).  Written to -o, or over FILE (text: to stdout).
+*/
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "common.h"
+#include "doc.h"
+#include "options.h"
+#include "shortlist.h"
+#include "translate.h"
+
+static const app_opt tr_opts[] = {
+    {"config", 'c', APP_OPT_STRINGS, NULL, NULL, "YAML config files (command line wins)"},
+    {"models", 'm', APP_OPT_STRINGS, NULL, NULL, "model(s) (.npz or .bin); several: an ensemble"},
+    {"model", 0, APP_OPT_STRINGS, NULL, NULL, "same as --models"},
+    {"weights", 0, APP_OPT_FLOATS, NULL, NULL, "ensemble weights (default 1 each)"},
+    {"vocabs", 'v', APP_OPT_STRINGS, NULL, NULL, "vocabularies: sources..., target"},
+    {"input", 'i', APP_OPT_STRINGS, "stdin", NULL, "input file(s), one per source"},
+    {"output", 'o', APP_OPT_STRING, "stdout", NULL, "output file"},
+    {"beam-size", 'b', APP_OPT_INT, "12", NULL, "beam size"},
+    {"normalize", 'n', APP_OPT_FLOAT, "0", "1", "length normalisation: score / length ^ A"},
+    {"word-penalty", 0, APP_OPT_FLOAT, "0", NULL, "subtract this per target token"},
+    {"max-length", 0, APP_OPT_INT, "1000", NULL,
+     "longest input in tokens (longer: skipped, or cropped)"},
+    {"max-length-factor", 0, APP_OPT_FLOAT, "3", NULL,
+     "output length limit: this times the longest source of the batch"},
+    {"max-length-crop", 0, APP_OPT_FLAG, NULL, NULL, "crop long inputs instead of skipping"},
+    {"allow-unk", 0, APP_OPT_FLAG, NULL, NULL, "allow <unk> in translations"},
+    {"allow-special", 0, APP_OPT_FLAG, NULL, NULL, "allow special (control) pieces"},
+    {"n-best", 0, APP_OPT_FLAG, NULL, NULL, "print the n-best list (beam-size entries)"},
+    {"alignment", 0, APP_OPT_STRING, "", "1", "print alignments: soft, hard or a threshold"},
+    {"word-scores", 0, APP_OPT_FLAG, NULL, NULL, "print the score of every target token"},
+    {"no-spm-decode", 0, APP_OPT_FLAG, NULL, NULL, "print SentencePiece pieces"},
+    {"mini-batch", 0, APP_OPT_INT, "1", NULL, "sentences per batch"},
+    {"mini-batch-words", 0, APP_OPT_INT, "0", NULL, "close a batch past this many source tokens"},
+    {"maxi-batch", 0, APP_OPT_INT, "1", NULL, "batches read and sorted together"},
+    {"maxi-batch-sort", 0, APP_OPT_STRING, "none", NULL, "sort a maxi-batch by: src, none"},
+    {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "worker threads"},
+    {"shortlist", 0, APP_OPT_STRINGS, NULL, NULL,
+     "lexical shortlist: FILE [first=100] [best=100] [threshold=0]"},
+    {"prefix-file", 0, APP_OPT_STRING, "", NULL, "target prefixes, one per input line"},
+    {"format", 0, APP_OPT_STRINGS, NULL, NULL, "translate a document: po|xliff|text [FILE]"},
+    {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages (errors only)"},
+    {"quiet-translation", 0, APP_OPT_FLAG, NULL, NULL, "do not log the translations"},
+    {"relative-paths", 0, APP_OPT_FLAG, NULL, NULL, "paths in config files are relative to them"},
+    {"max-active", 0, APP_OPT_INT, "0", NULL, "sentences decoding at once (0: all)"},
+    {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"},
+    {"devices", 'd', APP_OPT_STRINGS, "0", NULL, "ignored"},
+    {"num-devices", 0, APP_OPT_INT, "0", NULL, "ignored"},
+    {"data-threads", 0, APP_OPT_INT, "8", NULL, "ignored"},
+    {"log-level", 0, APP_OPT_STRING, "info", NULL, "ignored"},
+    {"log", 0, APP_OPT_STRING, "", NULL, "ignored"},
+    {"seed", 0, APP_OPT_INT, "0", NULL, "ignored"},
+    {"precision", 0, APP_OPT_STRINGS, "float32", NULL, "ignored"},
+    {"optimize", 0, APP_OPT_FLAG, NULL, NULL, "ignored"},
+    {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL, "ignored"},
+    {"skip-cost", 0, APP_OPT_FLAG, NULL, NULL, "ignored"},
+    {"type", 0, APP_OPT_STRING, "", NULL, "ignored (the model's own type is used)"},
+};
+static const int n_tr_opts = (int)(sizeof tr_opts / sizeof tr_opts[0]);
+
+/* ------------------------------------------------------------ pipeline */
+
+enum { SLOT_FREE = 0, SLOT_PENDING, SLOT_DONE };
+
+typedef struct slot {
+    int state;
+    app_tr_sentence s;
+    app_tr_result r;
+    bool bad;      /* no translation: print an empty line                  */
+    char *warn;    /* logged when the line is printed                       */
+    int64_t bytes; /* input bytes up to the end of this line (progress)     */
+} slot;
+
+typedef struct job {
+    int64_t *ids;
+    int n;
+    struct job *next;
+} job;
+
+typedef struct tr_ctx tr_ctx;
+/* Called by the writer for every line in input order. */
+typedef mt_status (*sink_fn)(tr_ctx *c, int64_t id, slot *sl);
+
+struct tr_ctx {
+    app_opts *o;
+    app_models am;
+    app_shortlist *sl;
+    app_translator *tr;
+    int threads;
+    /* pipeline (mu guards everything below) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv_job, cv_done, cv_space;
+    slot *ring;
+    int64_t cap, n_read, n_out;
+    job *head, *tail;
+    bool eof;
+    mt_status rc;
+    char err[1024];
+    /* output */
+    sink_fn sink;
+    FILE *out;
+    bool nbest, word_scores, quiet_tr;
+    const char *align; /* "" = none */
+    /* progress */
+    bool progress;
+    int64_t total_bytes;
+    double t0, t_last;
+    /* documents: 1-best texts by line */
+    char **doc_lines;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void set_error(tr_ctx *c, mt_status rc, const char *msg) {
+    pthread_mutex_lock(&c->mu);
+    if (c->rc == MT_OK) {
+        c->rc = rc;
+        snprintf(c->err, sizeof c->err, "%s", msg);
+    }
+    pthread_cond_broadcast(&c->cv_job);
+    pthread_cond_broadcast(&c->cv_done);
+    pthread_cond_broadcast(&c->cv_space);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static slot *slot_of(tr_ctx *c, int64_t id) { return &c->ring[id % c->cap]; }
+
+/* ----------------------------------------------------------- workers */
+
+static void *worker_main(void *arg) {
+    tr_ctx *c = arg;
+    app_translate_worker *w = NULL;
+    app_tr_sentence *ss = NULL;
+    app_tr_result *rs = NULL;
+    int cap = 0;
+    mt_status rc = app_translate_worker_init(c->tr, &w);
+    if (rc != MT_OK) {
+        set_error(c, rc, mt_errmsg());
+        return NULL;
+    }
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        while (c->head == NULL && !c->eof && c->rc == MT_OK)
+            pthread_cond_wait(&c->cv_job, &c->mu);
+        job *j = c->rc == MT_OK ? c->head : NULL;
+        if (j) {
+            c->head = j->next;
+            if (c->head == NULL) c->tail = NULL;
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (j == NULL) break;
+        if (j->n > cap) {
+            mt_free(ss);
+            mt_free(rs);
+            ss = mt_try_malloc(sizeof *ss * (size_t)j->n);
+            rs = mt_try_malloc(sizeof *rs * (size_t)j->n);
+            cap = ss && rs ? j->n : 0;
+        }
+        if (cap == 0) {
+            rc = mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+        } else {
+            /* the slots of a job are not touched by others until DONE */
+            for (int i = 0; i < j->n; i++)
+                ss[i] = slot_of(c, j->ids[i])->s;
+            rc = app_translate_encoded(w, ss, j->n, rs, NULL, NULL);
+        }
+        if (rc != MT_OK) {
+            set_error(c, rc, mt_errmsg());
+            mt_free(j->ids);
+            mt_free(j);
+            break;
+        }
+        pthread_mutex_lock(&c->mu);
+        for (int i = 0; i < j->n; i++) {
+            slot *sl = slot_of(c, j->ids[i]);
+            app_tr_sentence_clear(&sl->s);
+            sl->r = rs[i];
+            sl->state = SLOT_DONE;
+        }
+        pthread_cond_broadcast(&c->cv_done);
+        pthread_mutex_unlock(&c->mu);
+        mt_free(j->ids);
+        mt_free(j);
+    }
+    mt_free(ss);
+    mt_free(rs);
+    app_translate_worker_free(w);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ output */
+
+static void print_word_scores(FILE *f, const app_tr_hyp *h) {
+    fputs("WordScores=", f);
+    for (int32_t t = 0; h->word_scores && t < h->length; t++)
+        fprintf(f, " %.5f", (double)h->word_scores[t]);
+}
+
+static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
+    FILE *f = c->out;
+    if (sl->bad || sl->r.n_hyps == 0) {
+        if (!c->nbest) fputc('\n', f);
+    } else if (!c->nbest) {
+        const app_tr_hyp *h = &sl->r.hyps[0];
+        fputs(h->text, f);
+        if (c->align[0]) {
+            fputs(" ||| ", f);
+            if (h->align) app_print_alignment(f, h->align, h->length, h->src_len, c->align);
+        }
+        if (c->word_scores) {
+            fputs(" ||| ", f);
+            print_word_scores(f, h);
+        }
+        fputc('\n', f);
+    } else {
+        for (int k = 0; k < sl->r.n_hyps; k++) {
+            const app_tr_hyp *h = &sl->r.hyps[k];
+            fprintf(f, "%lld ||| %s", (long long)id, h->text);
+            if (c->align[0]) {
+                fputs(" ||| ", f);
+                if (h->align) app_print_alignment(f, h->align, h->length, h->src_len, c->align);
+            }
+            if (c->word_scores) {
+                fputs(" ||| ", f);
+                print_word_scores(f, h);
+            }
+            fputs(" |||", f);
+            for (int m = 0; m < c->am.n_models; m++)
+                fprintf(f, " F%d= %g", m, (double)h->model_scores[m]);
+            fprintf(f, " ||| %g\n", (double)h->norm_score);
+        }
+    }
+    if (!c->quiet_tr && !sl->bad && sl->r.n_hyps > 0)
+        mt_log(MT_LOG_INFO, "Best translation %lld : %s", (long long)id, sl->r.hyps[0].text);
+    if (fflush(f) != 0 || ferror(f)) return mt_seterr(MT_ERR_IO, "cannot write the output");
+    return MT_OK;
+}
+
+static mt_status sink_doc(tr_ctx *c, int64_t id, slot *sl) {
+    const char *t = !sl->bad && sl->r.n_hyps > 0 ? sl->r.hyps[0].text : "";
+    c->doc_lines[id] = mt_try_strdup(t);
+    if (c->doc_lines[id] == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    return MT_OK;
+}
+
+static void draw_progress(tr_ctx *c, int64_t lines, int64_t bytes, bool final) {
+    double t = now_s();
+    if (!final && t - c->t_last < 0.2) return;
+    c->t_last = t;
+    double frac = c->total_bytes > 0 ? (double)bytes / (double)c->total_bytes : 0;
+    if (frac > 1) frac = 1;
+    int width = 30, fill = (int)(frac * width + 0.5);
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '=' : ' ';
+    bar[width] = '\0';
+    double dt = t - c->t0;
+    fprintf(stderr, "\r[%s] %3.0f%%  %lld lines  %.1f lines/s", bar, 100 * frac, (long long)lines,
+            dt > 0 ? (double)lines / dt : 0.0);
+    if (final) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void *writer_main(void *arg) {
+    tr_ctx *c = arg;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        slot *sl = NULL;
+        while (c->rc == MT_OK) {
+            if (c->n_out < c->n_read && slot_of(c, c->n_out)->state == SLOT_DONE) {
+                sl = slot_of(c, c->n_out);
+                break;
+            }
+            if (c->eof && c->n_out == c->n_read) break;
+            pthread_cond_wait(&c->cv_done, &c->mu);
+        }
+        int64_t id = c->n_out;
+        pthread_mutex_unlock(&c->mu);
+        if (sl == NULL) break;
+        if (sl->warn) mt_log(MT_LOG_WARN, "%s", sl->warn);
+        mt_status rc = c->sink(c, id, sl);
+        if (c->progress) draw_progress(c, id + 1, sl->bytes, false);
+        app_tr_result_clear(&sl->r);
+        mt_free(sl->warn);
+        sl->warn = NULL;
+        if (rc != MT_OK) {
+            set_error(c, rc, mt_errmsg());
+            break;
+        }
+        pthread_mutex_lock(&c->mu);
+        sl->state = SLOT_FREE;
+        sl->bad = false;
+        c->n_out++;
+        pthread_cond_broadcast(&c->cv_space);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (c->progress && c->rc == MT_OK) draw_progress(c, c->n_out, c->total_bytes, true);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* Where lines come from: files (one per source + prefixes) or memory. */
+typedef struct line_src {
+    int n_src;
+    FILE *f[MT_MAX_STREAMS];
+    const char *name[MT_MAX_STREAMS];
+    FILE *pf; /* prefixes or NULL */
+    const char *pname;
+    char *buf[MT_MAX_STREAMS + 1];
+    size_t bcap[MT_MAX_STREAMS + 1];
+    int64_t bytes;
+    mt_status err; /* of the last failure */
+    /* memory */
+    char **mem;
+    int64_t n_mem, at;
+} line_src;
+
+/* 1: a line (texts[k], prefix), 0: end, <0: error (message set). */
+static int next_line(line_src *ls, int64_t line_no, const char **texts, const char **prefix) {
+    *prefix = NULL;
+    if (ls->mem) {
+        if (ls->at >= ls->n_mem) return 0;
+        texts[0] = ls->mem[ls->at++];
+        return 1;
+    }
+    for (int k = 0; k < ls->n_src; k++) {
+        ssize_t n = app_read_line(ls->f[k], &ls->buf[k], &ls->bcap[k]);
+        if (n < 0) {
+            if (ferror(ls->f[k])) {
+                ls->err = mt_seterr(MT_ERR_IO, "%s: read error", ls->name[k]);
+                return -1;
+            }
+            if (k > 0) {
+                ls->err = mt_seterr(MT_ERR_INVALID, "%s has fewer lines than %s", ls->name[k],
+                                    ls->name[0]);
+                return -1;
+            }
+            for (int q = 1; q < ls->n_src; q++)
+                if (app_read_line(ls->f[q], &ls->buf[q], &ls->bcap[q]) >= 0) {
+                    ls->err = mt_seterr(MT_ERR_INVALID, "%s has more lines than %s", ls->name[q],
+                                        ls->name[0]);
+                    return -1;
+                }
+            return 0;
+        }
+        if (k == 0) {
+            long off = ftell(ls->f[0]);
+            ls->bytes = off >= 0 ? off : ls->bytes + n + 1;
+        }
+        texts[k] = ls->buf[k];
+    }
+    if (ls->pf) {
+        if (app_read_line(ls->pf, &ls->buf[MT_MAX_STREAMS], &ls->bcap[MT_MAX_STREAMS]) < 0) {
+            ls->err = mt_seterr(MT_ERR_INVALID, "%s: no prefix for input line %lld", ls->pname,
+                                (long long)line_no + 1);
+            return -1;
+        }
+        *prefix = ls->buf[MT_MAX_STREAMS];
+    }
+    return 1;
+}
+
+/* Marian's maxi-batch order: a std::priority_queue (libstdc++ binary heap)
+** with comparator less(a, b); pops the greatest first.  Reimplemented with
+** libstdc++'s exact sift rules, so that ties come out in Marian's order. */
+typedef struct heap_ctx {
+    tr_ctx *c;
+    int mode; /* 0 none (ids), 1 src (lexicographic by stream lengths) */
+} heap_ctx;
+
+static bool h_less(const heap_ctx *h, int64_t a, int64_t b) {
+    if (h->mode == 0) return a > b; /* cmpNone: getId() > */
+    const app_tr_sentence *x = &slot_of(h->c, a)->s, *y = &slot_of(h->c, b)->s;
+    int n = h->c->am.n_src;
+    for (int k = 0; k < n; k++) { /* lexicographical_compare by sizes */
+        if (x->len[k] < y->len[k]) return true;
+        if (y->len[k] < x->len[k]) return false;
+    }
+    return false;
+}
+
+static void push_heap_at(const heap_ctx *h, int64_t *a, int64_t hole, int64_t top, int64_t v) {
+    int64_t parent = (hole - 1) / 2;
+    while (hole > top && h_less(h, a[parent], v)) {
+        a[hole] = a[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    a[hole] = v;
+}
+
+static void heap_push(const heap_ctx *h, int64_t *a, int64_t len, int64_t v) {
+    push_heap_at(h, a, len, 0, v); /* a[len] is the new last element */
+}
+
+/* Removes a[0] (returned); len is the size before. */
+static int64_t heap_pop(const heap_ctx *h, int64_t *a, int64_t len) {
+    int64_t top = a[0];
+    if (len > 1) {
+        int64_t last = len - 1, v = a[last];
+        a[last] = a[0];
+        /* __adjust_heap(first, 0, last, v) */
+        int64_t hole = 0, second = 0, n = last;
+        while (second < (n - 1) / 2) {
+            second = 2 * (second + 1);
+            if (h_less(h, a[second], a[second - 1])) second--;
+            a[hole] = a[second];
+            hole = second;
+        }
+        if ((n & 1) == 0 && second == (n - 2) / 2) {
+            second = 2 * (second + 1);
+            a[hole] = a[second - 1];
+            hole = second - 1;
+        }
+        push_heap_at(h, a, hole, 0, v);
+    }
+    return top;
+}
+
+static mt_status enqueue(tr_ctx *c, const int64_t *ids, int n) {
+    job *j = mt_try_calloc(1, sizeof *j);
+    int64_t *q = mt_try_malloc(sizeof(int64_t) * (size_t)n);
+    if (!j || !q) {
+        mt_free(j);
+        mt_free(q);
+        return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    }
+    memcpy(q, ids, sizeof(int64_t) * (size_t)n);
+    j->ids = q;
+    j->n = n;
+    pthread_mutex_lock(&c->mu);
+    if (c->tail)
+        c->tail->next = j;
+    else
+        c->head = j;
+    c->tail = j;
+    pthread_cond_signal(&c->cv_job);
+    pthread_mutex_unlock(&c->mu);
+    return MT_OK;
+}
+
+/* Sorts the good lines of a chunk as Marian does and enqueues the batches. */
+static mt_status schedule(tr_ctx *c, int64_t *ids, int64_t n, int64_t *heap, int64_t *batch) {
+    int mini = (int)app_opts_int(c->o, "mini-batch");
+    int64_t words_max = app_opts_int(c->o, "mini-batch-words");
+    if (mini < 1) mini = 1;
+    heap_ctx h = {c, strcmp(app_opts_str(c->o, "maxi-batch-sort"), "none") ? 1 : 0};
+    int64_t len = 0;
+    for (int64_t i = 0; i < n; i++)
+        heap_push(&h, heap, len++, ids[i]);
+    int nb = 0;
+    int64_t words = 0;
+    mt_status rc = MT_OK;
+    while (len > 0 && rc == MT_OK) {
+        int64_t id = heap_pop(&h, heap, len--);
+        batch[nb++] = id;
+        bool make;
+        if (words_max > 0) {
+            words += slot_of(c, id)->s.len[0];
+            make = words > words_max;
+        } else {
+            make = nb == mini;
+        }
+        if (make) {
+            rc = enqueue(c, batch, nb);
+            nb = 0;
+            words = 0;
+        }
+    }
+    if (rc == MT_OK && nb > 0) rc = enqueue(c, batch, nb);
+    return rc;
+}
+
+/* Reads, checks and encodes lines chunk by chunk; the writer and workers run
+** meanwhile.  Returns when the input ends or something failed. */
+static mt_status reader_main(tr_ctx *c, line_src *ls) {
+    int64_t chunk = app_opts_int(c->o, "mini-batch") * app_opts_int(c->o, "maxi-batch");
+    if (chunk < 1) chunk = 1;
+    int64_t *ids = mt_try_malloc(sizeof(int64_t) * (size_t)chunk);
+    int64_t *heap = mt_try_malloc(sizeof(int64_t) * (size_t)chunk);
+    int64_t *batch = mt_try_malloc(sizeof(int64_t) * (size_t)chunk);
+    mt_status rc = MT_OK;
+    if (!ids || !heap || !batch) rc = mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    bool end = false;
+    while (rc == MT_OK && !end) {
+        int64_t n_good = 0;
+        for (int64_t k = 0; k < chunk && rc == MT_OK; k++) {
+            pthread_mutex_lock(&c->mu);
+            while (c->rc == MT_OK && c->n_read - c->n_out >= c->cap)
+                pthread_cond_wait(&c->cv_space, &c->mu);
+            bool failed = c->rc != MT_OK;
+            pthread_mutex_unlock(&c->mu);
+            if (failed) {
+                end = true;
+                break;
+            }
+            const char *texts[MT_MAX_STREAMS] = {0}, *prefix = NULL;
+            int64_t id = c->n_read;
+            int got = next_line(ls, id, texts, &prefix);
+            if (got < 0) {
+                rc = ls->err;
+                break;
+            }
+            if (got == 0) {
+                end = true;
+                break;
+            }
+            slot *sl = slot_of(c, id);
+            memset(sl, 0, sizeof *sl);
+            sl->bytes = ls->bytes;
+            mt_status lrc = MT_OK;
+            for (int s = 0; s < c->am.n_src && lrc == MT_OK; s++)
+                lrc = app_check_utf8(texts[s], strlen(texts[s]), ls->mem ? "input" : ls->name[s],
+                                     id + 1);
+            if (lrc == MT_OK && prefix)
+                lrc = app_check_utf8(prefix, strlen(prefix), ls->pname, id + 1);
+            if (lrc == MT_OK) {
+                app_tr_input in = {.prefix = prefix};
+                for (int s = 0; s < c->am.n_src; s++)
+                    in.src[s] = texts[s];
+                lrc = app_tr_encode(c->tr, &in, &sl->s);
+            }
+            if (lrc == MT_ERR_NOMEM) {
+                rc = lrc;
+                break;
+            }
+            if (lrc != MT_OK || sl->s.skipped) {
+                char msg[1200];
+                if (lrc != MT_OK)
+                    snprintf(msg, sizeof msg, "%s (line %lld not translated)", mt_errmsg(),
+                             (long long)id + 1);
+                else
+                    snprintf(msg, sizeof msg,
+                             "%s:%lld: %d tokens, more than --max-length %d: not translated "
+                             "(--max-length-crop crops it)",
+                             ls->mem ? "input" : ls->name[0], (long long)id + 1, (int)sl->s.raw_len,
+                             (int)app_opts_int(c->o, "max-length"));
+                sl->warn = mt_try_strdup(msg);
+                sl->bad = true;
+                app_tr_sentence_clear(&sl->s);
+            } else if (sl->s.cropped) {
+                char msg[256];
+                snprintf(msg, sizeof msg, "%s:%lld: %d tokens cropped to --max-length %d",
+                         ls->mem ? "input" : ls->name[0], (long long)id + 1, (int)sl->s.raw_len,
+                         (int)app_opts_int(c->o, "max-length"));
+                sl->warn = mt_try_strdup(msg);
+            }
+            bool bad = sl->bad; /* once DONE, the writer may recycle the slot */
+            if (!bad) ids[n_good++] = id;
+            pthread_mutex_lock(&c->mu);
+            sl->state = bad ? SLOT_DONE : SLOT_PENDING;
+            c->n_read++;
+            pthread_cond_broadcast(&c->cv_done);
+            pthread_mutex_unlock(&c->mu);
+        }
+        if (rc == MT_OK && n_good > 0) rc = schedule(c, ids, n_good, heap, batch);
+    }
+    mt_free(ids);
+    mt_free(heap);
+    mt_free(batch);
+    return rc;
+}
+
+/* Runs the pipeline over ls with the given sink. */
+static mt_status run_pipeline(tr_ctx *c, line_src *ls) {
+    int64_t chunk = app_opts_int(c->o, "mini-batch") * app_opts_int(c->o, "maxi-batch");
+    if (chunk < 1) chunk = 1;
+    c->cap = 2 * chunk + 16 * (int64_t)c->threads;
+    c->ring = mt_try_calloc((size_t)c->cap, sizeof *c->ring);
+    if (c->ring == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    c->t0 = c->t_last = now_s();
+    pthread_t writer, tids[256];
+    int n_workers = 0;
+    bool writer_ok = pthread_create(&writer, NULL, writer_main, c) == 0;
+    if (c->threads > 1) app_blas_single_threaded();
+    for (int i = 0; i < c->threads && i < 256; i++)
+        if (pthread_create(&tids[n_workers], NULL, worker_main, c) == 0) n_workers++;
+    mt_status rc = MT_OK;
+    if (!writer_ok || n_workers == 0)
+        rc = mt_seterr(MT_ERR_NOMEM, "translate: cannot start threads");
+    if (rc == MT_OK) rc = reader_main(c, ls);
+    if (rc != MT_OK) set_error(c, rc, mt_errmsg());
+    pthread_mutex_lock(&c->mu);
+    c->eof = true;
+    pthread_cond_broadcast(&c->cv_job);
+    pthread_cond_broadcast(&c->cv_done);
+    pthread_mutex_unlock(&c->mu);
+    for (int i = 0; i < n_workers; i++)
+        pthread_join(tids[i], NULL);
+    if (writer_ok) pthread_join(writer, NULL);
+    /* leftovers after an error */
+    while (c->head) {
+        job *j = c->head;
+        c->head = j->next;
+        mt_free(j->ids);
+        mt_free(j);
+    }
+    for (int64_t i = 0; i < c->cap; i++) {
+        app_tr_sentence_clear(&c->ring[i].s);
+        app_tr_result_clear(&c->ring[i].r);
+        mt_free(c->ring[i].warn);
+    }
+    mt_free(c->ring);
+    c->ring = NULL;
+    if (c->rc != MT_OK) return mt_seterr(c->rc, "%s", c->err);
+    return MT_OK;
+}
+
+/* -------------------------------------------------------------- setup */
+
+static bool file_exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static void dir_of(const char *path, char *dir, size_t cap) {
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(dir, cap, ".");
+    else
+        snprintf(dir, cap, "%.*s", (int)(slash - path), path);
+}
+
+/* Rewrites the relative paths of option key as dir/path (base: dir/basename). */
+static mt_status rebase(app_opts *o, const char *key, const char *dir, bool base, int only_first) {
+    int n = app_opts_count(o, key);
+    if (n == 0) return MT_OK;
+    char **v = mt_try_calloc((size_t)n, sizeof(char *));
+    if (v == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
+    mt_status rc = MT_OK;
+    for (int i = 0; i < n && rc == MT_OK; i++) {
+        const char *p = app_opts_item(o, key, i);
+        size_t need = strlen(dir) + strlen(p) + 2;
+        v[i] = mt_try_malloc(need);
+        if (v[i] == NULL) {
+            rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (base) {
+            const char *b = strrchr(p, '/');
+            snprintf(v[i], need, "%s/%s", dir, b ? b + 1 : p);
+        } else if (p[0] == '/' || (only_first && i > 0)) {
+            snprintf(v[i], need, "%s", p);
+        } else {
+            snprintf(v[i], need, "%s/%s", dir, p);
+        }
+    }
+    if (rc == MT_OK) rc = app_opts_set(o, key, n, (const char *const *)v, app_opts_source(o, key));
+    for (int i = 0; i < n; i++)
+        mt_free(v[i]);
+    mt_free(v);
+    return rc;
+}
+
+/* -m/-v from the command line, a config, or the default model. */
+static mt_status resolve_models(app_opts *o) {
+    if (app_opts_count(o, "models") == 0 && app_opts_count(o, "model") > 0) {
+        int n = app_opts_count(o, "model");
+        const char *v[APP_MAX_MODELS];
+        for (int i = 0; i < n && i < APP_MAX_MODELS; i++)
+            v[i] = app_opts_item(o, "model", i);
+        mt_status rc = app_opts_set(o, "models", n < APP_MAX_MODELS ? n : APP_MAX_MODELS, v,
+                                    app_opts_source(o, "model"));
+        if (rc != MT_OK) return rc;
+    }
+    int nc = app_opts_count(o, "config");
+    if (nc > 0 && app_opts_flag(o, "relative-paths")) {
+        char dir[PATH_MAX];
+        dir_of(app_opts_item(o, "config", nc - 1), dir, sizeof dir);
+        const char *keys[] = {"models", "vocabs", "shortlist"};
+        for (int k = 0; k < 3; k++) {
+            if (app_opts_source(o, keys[k]) != APP_SRC_CONFIG) continue;
+            mt_status rc = rebase(o, keys[k], dir, false, k == 2);
+            if (rc != MT_OK) return rc;
+        }
+    }
+    if (app_opts_count(o, "models") > 0) return MT_OK;
+    char dir[PATH_MAX], looked[3 * PATH_MAX];
+    if (!app_default_model_dir(dir, sizeof dir, looked, sizeof looked))
+        return mt_seterr(MT_ERR_NOTFOUND,
+                         "no model given (-m MODEL -v VOCABS, or -c CONFIG) and the default "
+                         "model is not installed (looked for model.npz in %s)",
+                         looked);
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/decoder.yml", dir);
+    if (file_exists(p)) {
+        mt_status rc = app_opts_merge_file(o, p, true);
+        if (rc != MT_OK) return rc;
+    }
+    /* the files next to decoder.yml, whatever paths training wrote into it */
+    snprintf(p, sizeof p, "%s/model.npz", dir);
+    const char *mv[1] = {p};
+    mt_status rc = app_opts_set(o, "models", 1, mv, APP_SRC_CONFIG);
+    if (rc == MT_OK && app_opts_count(o, "vocabs") > 0) {
+        rc = rebase(o, "vocabs", dir, true, 0);
+    } else if (rc == MT_OK) {
+        char vp[PATH_MAX + 32];
+        snprintf(vp, sizeof vp, "%s/vocab.spm", dir);
+        const char *vv[2] = {vp, vp};
+        rc = app_opts_set(o, "vocabs", 2, vv, APP_SRC_CONFIG);
+    }
+    return rc;
+}
+
+static mt_status load_everything(tr_ctx *c) {
+    app_opts *o = c->o;
+    mt_status rc = resolve_models(o);
+    if (rc != MT_OK) return rc;
+    int n = app_opts_count(o, "models"), nw = app_opts_count(o, "weights");
+    if (n > APP_MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", APP_MAX_MODELS);
+    if (nw != 0 && nw != n) return mt_seterr(MT_ERR_INVALID, "%d weights for %d models", nw, n);
+    const char *paths[APP_MAX_MODELS], *vpaths[APP_MAX_STREAMS];
+    float w[APP_MAX_MODELS];
+    for (int m = 0; m < n; m++) {
+        paths[m] = app_opts_item(o, "models", m);
+        w[m] = nw ? (float)app_opts_float_item(o, "weights", m) : 1.0f;
+    }
+    int nv = app_opts_count(o, "vocabs");
+    if (nv > APP_MAX_STREAMS) nv = APP_MAX_STREAMS;
+    for (int k = 0; k < nv; k++)
+        vpaths[k] = app_opts_item(o, "vocabs", k);
+    rc = app_models_load(&c->am, paths, n, w, vpaths, nv);
+    if (rc != MT_OK) return rc;
+    int ns = app_opts_count(o, "shortlist");
+    if (ns > 0) {
+        uint64_t first = 100, best = 100;
+        float threshold = 0;
+        bool check = true;
+        for (int i = 1; i < ns && i < 4; i++) {
+            char *end = NULL;
+            const char *v = app_opts_item(o, "shortlist", i);
+            double d = strtod(v, &end);
+            if (end == v || *end != '\0' || d < 0)
+                return mt_seterr(MT_ERR_INVALID, "--shortlist: '%s' is not a number", v);
+            if (i == 1) first = (uint64_t)d, check = d != 0;
+            if (i == 2) best = (uint64_t)d;
+            if (i == 3) threshold = (float)d;
+        }
+        rc = app_shortlist_load(app_opts_item(o, "shortlist", 0), c->am.vocabs[0],
+                                c->am.vocabs[c->am.n_streams - 1], first, best, threshold, check,
+                                &c->sl);
+        if (rc != MT_OK) return rc;
+    }
+    app_translate_params p = app_translate_default_params();
+    p.beam_size = (int32_t)app_opts_int(o, "beam-size");
+    p.normalize = (float)app_opts_float(o, "normalize");
+    p.word_penalty = (float)app_opts_float(o, "word-penalty");
+    p.max_length_factor = (float)app_opts_float(o, "max-length-factor");
+    p.max_length = (int32_t)app_opts_int(o, "max-length");
+    p.max_length_crop = app_opts_flag(o, "max-length-crop");
+    p.allow_unk = app_opts_flag(o, "allow-unk");
+    p.allow_special = app_opts_flag(o, "allow-special");
+    p.n_best = app_opts_flag(o, "n-best");
+    p.word_scores = app_opts_flag(o, "word-scores");
+    p.alignment = app_opts_str(o, "alignment")[0] != '\0';
+    p.pieces = app_opts_flag(o, "no-spm-decode");
+    p.max_active = (int32_t)app_opts_int(o, "max-active");
+    if (p.beam_size < 1) return mt_seterr(MT_ERR_INVALID, "--beam-size must be at least 1");
+    if (p.max_length < 0) p.max_length = 0;
+    return app_translator_init(&c->am, c->sl, &p, &c->tr);
+}
+
+/* --------------------------------------------------------- documents */
+
+typedef struct doc_item {
+    int64_t seg;
+    int form;
+    int64_t first, n; /* lines of the pipeline */
+} doc_item;
+
+static mt_status split_lines(char ***lines, int64_t *n, int64_t *cap, const char *text) {
+    const char *p = text;
+    for (;;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (*n == *cap) {
+            int64_t nc = *cap ? 2 * *cap : 256;
+            char **q = mt_try_realloc(*lines, sizeof(char *) * (size_t)nc);
+            if (q == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
+            *lines = q;
+            *cap = nc;
+        }
+        char *s = mt_try_malloc(len + 1);
+        if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
+        memcpy(s, p, len);
+        s[len] = '\0';
+        (*lines)[(*n)++] = s;
+        if (nl == NULL) return MT_OK;
+        p = nl + 1;
+    }
+}
+
+static mt_status join_lines(char **lines, int64_t n, char **out) {
+    size_t len = 1;
+    for (int64_t i = 0; i < n; i++)
+        len += strlen(lines[i]) + 1;
+    char *s = mt_try_malloc(len);
+    if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
+    size_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (i) s[at++] = '\n';
+        size_t k = strlen(lines[i]);
+        memcpy(s + at, lines[i], k);
+        at += k;
+    }
+    s[at] = '\0';
+    *out = s;
+    return MT_OK;
+}
+
+static mt_status translate_document(tr_ctx *c, const char *kind, const char *path) {
+    app_opts *o = c->o;
+    app_doc_format fmt;
+    mt_status rc = app_doc_format_from_name(kind, &fmt);
+    if (rc == MT_OK && fmt != APP_DOC_FORMAT_PO && fmt != APP_DOC_FORMAT_XLIFF &&
+        fmt != APP_DOC_FORMAT_TEXT)
+        rc = mt_seterr(MT_ERR_INVALID, "--format: po, xliff or text, not '%s'", kind);
+    if (rc != MT_OK) return rc;
+    if (c->am.n_src != 1) return mt_seterr(MT_ERR_INVALID, "documents need a model with one input");
+    app_doc *d = NULL;
+    rc = app_doc_open(path, fmt, &d);
+    if (rc != MT_OK) return rc;
+    char **lines = NULL;
+    int64_t n_lines = 0, cap_lines = 0, n_items = 0;
+    doc_item *items = NULL;
+    int64_t n_seg = app_doc_count(d);
+    items = mt_try_calloc((size_t)(n_seg > 0 ? n_seg : 1) * 8, sizeof *items);
+    if (items == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n_seg && rc == MT_OK; i++) {
+        const app_doc_segment *sg = app_doc_segment_at(d, i);
+        if (sg->state != APP_DOC_STATE_EMPTY) continue;
+        for (int f = 0; f < sg->n_targets && f < 8 && rc == MT_OK; f++) {
+            const char *src = f > 0 && sg->source_plural ? sg->source_plural : sg->source;
+            char *plain = NULL;
+            rc = fmt == APP_DOC_FORMAT_XLIFF ? app_doc_strip_tags(src, &plain) : MT_OK;
+            if (rc != MT_OK) break;
+            doc_item *it = &items[n_items++];
+            it->seg = i;
+            it->form = f;
+            it->first = n_lines;
+            rc = split_lines(&lines, &n_lines, &cap_lines, plain ? plain : src);
+            it->n = n_lines - it->first;
+            mt_free(plain);
+        }
+    }
+    if (rc == MT_OK) {
+        c->doc_lines = mt_try_calloc((size_t)(n_lines > 0 ? n_lines : 1), sizeof(char *));
+        if (c->doc_lines == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+    }
+    if (rc == MT_OK && n_lines > 0) {
+        line_src ls;
+        memset(&ls, 0, sizeof ls);
+        ls.n_src = 1;
+        ls.mem = lines;
+        ls.n_mem = n_lines;
+        c->sink = sink_doc;
+        c->quiet_tr = true;
+        rc = run_pipeline(c, &ls);
+    }
+    const char *out = app_opts_str(o, "output");
+    bool to_stdout = !strcmp(out, "stdout") || !strcmp(out, "-");
+    for (int64_t k = 0; k < n_items && rc == MT_OK; k++) {
+        char *text = NULL;
+        rc = join_lines(c->doc_lines + items[k].first, items[k].n, &text);
+        if (rc != MT_OK) break;
+        if (fmt == APP_DOC_FORMAT_TEXT && to_stdout) {
+            fprintf(c->out, "%s\n", text);
+        } else {
+            rc = app_doc_set_target(d, items[k].seg, items[k].form, text, APP_DOC_STATE_DRAFT);
+            if (rc != MT_OK) {
+                char msg[800];
+                snprintf(msg, sizeof msg, "%s", mt_errmsg());
+                mt_log(MT_LOG_WARN, "%s: segment %lld left untranslated: %s", path,
+                       (long long)items[k].seg + 1, msg);
+                rc = MT_OK;
+            }
+        }
+        mt_free(text);
+    }
+    if (rc == MT_OK && !(fmt == APP_DOC_FORMAT_TEXT && to_stdout))
+        rc = app_doc_save(d, to_stdout ? NULL : out, app_doc_default_save_params());
+    if (rc == MT_OK && !app_opts_flag(o, "quiet"))
+        mt_log(MT_LOG_INFO, "%s: %lld segment%s translated", path, (long long)n_items,
+               n_items == 1 ? "" : "s");
+    for (int64_t i = 0; i < n_lines; i++) {
+        mt_free(lines[i]);
+        if (c->doc_lines) mt_free(c->doc_lines[i]);
+    }
+    mt_free(lines);
+    mt_free(c->doc_lines);
+    c->doc_lines = NULL;
+    mt_free(items);
+    app_doc_free(d);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static mt_status translate_stream(tr_ctx *c) {
+    app_opts *o = c->o;
+    line_src ls;
+    memset(&ls, 0, sizeof ls);
+    ls.n_src = c->am.n_src;
+    int ni = app_opts_count(o, "input");
+    mt_status rc = MT_OK;
+    if (ni != ls.n_src)
+        return mt_seterr(MT_ERR_INVALID, "the model reads %d input%s: give %d files (-i), got %d",
+                         ls.n_src, ls.n_src > 1 ? "s" : "", ls.n_src, ni);
+    bool regular = true;
+    for (int k = 0; k < ls.n_src && rc == MT_OK; k++) {
+        const char *p = app_opts_item(o, "input", k);
+        bool std_in = !strcmp(p, "stdin") || !strcmp(p, "-");
+        ls.name[k] = std_in ? "stdin" : p;
+        ls.f[k] = std_in ? stdin : fopen(p, "rb");
+        if (ls.f[k] == NULL) rc = mt_seterr(MT_ERR_IO, "cannot open %s: %s", p, strerror(errno));
+        struct stat st;
+        if (ls.f[k] && (fstat(fileno(ls.f[k]), &st) != 0 || !S_ISREG(st.st_mode))) regular = false;
+        if (ls.f[k] && k == 0 && regular) c->total_bytes = (int64_t)st.st_size;
+    }
+    const char *pf = app_opts_str(o, "prefix-file");
+    if (rc == MT_OK && pf[0]) {
+        ls.pname = pf;
+        ls.pf = fopen(pf, "rb");
+        if (ls.pf == NULL) rc = mt_seterr(MT_ERR_IO, "cannot open %s: %s", pf, strerror(errno));
+    }
+    c->sink = sink_print;
+    c->progress = regular && isatty(2) && !app_opts_flag(o, "quiet");
+    if (c->progress) c->quiet_tr = true;
+    if (rc == MT_OK) rc = run_pipeline(c, &ls);
+    for (int k = 0; k < ls.n_src; k++)
+        if (ls.f[k] && ls.f[k] != stdin) fclose(ls.f[k]);
+    if (ls.pf) fclose(ls.pf);
+    for (int k = 0; k <= MT_MAX_STREAMS; k++)
+        free(ls.buf[k]);
+    return rc;
+}
+
+static void print_help(FILE *f) {
+    fprintf(f, "usage: mtpe translate [-m MODEL... -v VOCABS... | -c CONFIG] [-i IN] [-o OUT]\n"
+               "       mtpe translate --format po|xliff|text FILE [-o OUT]\n\n"
+               "Translates text, one sentence per line, as marian-decoder (same options and\n"
+               "output formats).  Without -m or -c, the default model in assets/ is used.\n\n"
+               "options:\n");
+    app_opts_print_help(tr_opts, n_tr_opts, f);
+}
+
+static void quiet_log(mt_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level >= MT_LOG_ERROR) fprintf(stderr, "%s\n", msg);
+}
+
+int app_translate_main(int argc, char **argv) {
+    app_opts *o = NULL;
+    mt_status rc = app_opts_parse(tr_opts, n_tr_opts, argc, argv, &o);
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe translate: %s\n\n", mt_errmsg());
+        print_help(stderr);
+        return 2;
+    }
+    if (app_opts_help_wanted(o)) {
+        print_help(stdout);
+        app_opts_free(o);
+        return 0;
+    }
+    if (app_opts_flag(o, "quiet")) mt_log_set(quiet_log, NULL);
+    tr_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    c.out = stdout;
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.cv_job, NULL);
+    pthread_cond_init(&c.cv_done, NULL);
+    pthread_cond_init(&c.cv_space, NULL);
+    c.threads = (int)app_opts_int(o, "cpu-threads");
+    if (c.threads < 1) c.threads = 1;
+    c.nbest = app_opts_flag(o, "n-best");
+    c.word_scores = app_opts_flag(o, "word-scores");
+    c.quiet_tr = app_opts_flag(o, "quiet-translation") || app_opts_flag(o, "quiet");
+    c.align = app_opts_str(o, "alignment");
+    int ret = 1;
+    if (c.align[0] && strcmp(c.align, "soft")) {
+        char *end = NULL;
+        float t = strcmp(c.align, "hard") ? strtof(c.align, &end) : 1.0f;
+        if (strcmp(c.align, "hard") && (end == c.align || *end || !(t > 0.0f && t <= 1.0f))) {
+            fprintf(stderr, "mtpe translate: --alignment: soft, hard or a threshold in (0, 1]\n");
+            ret = 2;
+            goto done;
+        }
+    }
+    int nf = app_opts_count(o, "format");
+    if (nf > 2) {
+        fprintf(stderr, "mtpe translate: --format KIND [FILE]\n");
+        ret = 2;
+        goto done;
+    }
+    rc = load_everything(&c);
+    const char *op = app_opts_str(o, "output");
+    bool to_file = strcmp(op, "stdout") && strcmp(op, "-");
+    if (rc == MT_OK && to_file && nf == 0) {
+        c.out = fopen(op, "w");
+        if (c.out == NULL) {
+            c.out = stdout;
+            rc = mt_seterr(MT_ERR_IO, "cannot write %s: %s", op, strerror(errno));
+        }
+    }
+    if (rc == MT_OK && nf > 0) {
+        const char *file = nf > 1 ? app_opts_item(o, "format", 1) : app_opts_item(o, "input", 0);
+        if (!strcmp(file, "stdin") || !strcmp(file, "-"))
+            rc = mt_seterr(MT_ERR_INVALID, "--format needs a file (--format KIND FILE)");
+        else
+            rc = translate_document(&c, app_opts_item(o, "format", 0), file);
+    } else if (rc == MT_OK) {
+        rc = translate_stream(&c);
+    }
+    if (c.out != stdout && fclose(c.out) != 0 && rc == MT_OK)
+        rc = mt_seterr(MT_ERR_IO, "cannot write %s", op);
+    if (rc == MT_OK && c.out == stdout && fflush(stdout) != 0)
+        rc = mt_seterr(MT_ERR_IO, "cannot write the output");
+    if (rc != MT_OK)
+        fprintf(stderr, "mtpe translate: %s\n", mt_errmsg());
+    else
+        ret = 0;
+done:
+    app_translator_free(c.tr);
+    app_shortlist_free(c.sl);
+    app_models_free(&c.am);
+    pthread_mutex_destroy(&c.mu);
+    pthread_cond_destroy(&c.cv_job);
+    pthread_cond_destroy(&c.cv_done);
+    pthread_cond_destroy(&c.cv_space);
+    app_opts_free(o);
+    return ret;
+}

@@ -1,0 +1,190 @@
+/*
+** common.c: shared helpers of the commands (see common.h).
+*/
+#include "common.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kcpu.h"
+#include "paths.h"
+
+/* ------------------------------------------------------------ models */
+
+static char *dup_path(const char *p) {
+    char *s = mt_try_strdup(p);
+    if (s == NULL) mt_seterr(MT_ERR_NOMEM, "out of memory");
+    return s;
+}
+
+mt_status app_models_load(app_models *m, const char *const *model_paths, int n_models,
+                          const float *weights, const char *const *vocab_paths, int n_vocabs) {
+    memset(m, 0, sizeof *m);
+    if (n_models < 1) return mt_seterr(MT_ERR_INVALID, "no model given (-m MODEL)");
+    if (n_models > APP_MAX_MODELS)
+        return mt_seterr(MT_ERR_INVALID, "%d models: at most %d", n_models, APP_MAX_MODELS);
+    for (int i = 0; i < n_models; i++) {
+        m->weights[i] = weights ? weights[i] : 1.0f;
+        m->model_paths[i] = dup_path(model_paths[i]);
+        if (m->model_paths[i] == NULL) return MT_ERR_NOMEM;
+        mt_status rc = mt_model_load(model_paths[i], NULL, &m->models[i]);
+        if (rc != MT_OK) return rc;
+        m->n_models = i + 1;
+        const mt_model_config *c = mt_model_get_config(m->models[i]);
+        const mt_model_config *c0 = mt_model_get_config(m->models[0]);
+        if (i == 0) {
+            m->n_src = mt_model_n_src(m->models[0]);
+            m->n_streams = m->n_src + 1;
+            m->right_left = c->right_left;
+        } else if (mt_model_n_src(m->models[i]) != m->n_src || c->n_vocabs != c0->n_vocabs ||
+                   memcmp(c->dim_vocabs, c0->dim_vocabs, sizeof c->dim_vocabs) != 0) {
+            return mt_seterr(MT_ERR_INVALID,
+                             "%s: the ensemble's models must read the same inputs with "
+                             "the same vocabularies (dim-vocabs differ from %s)",
+                             model_paths[i], model_paths[0]);
+        } else if (c->right_left != m->right_left) {
+            return mt_seterr(MT_ERR_INVALID,
+                             "left-to-right and right-to-left models cannot be mixed (%s)",
+                             model_paths[i]);
+        }
+    }
+    if (n_vocabs != m->n_streams)
+        return mt_seterr(MT_ERR_INVALID,
+                         "the model reads %d input%s: give %d vocabularies (-v "
+                         "sources... target), got %d",
+                         m->n_src, m->n_src > 1 ? "s" : "", m->n_streams, n_vocabs);
+    const mt_model_config *c0 = mt_model_get_config(m->models[0]);
+    for (int k = 0; k < m->n_streams; k++) {
+        m->vocab_paths[k] = dup_path(vocab_paths[k]);
+        if (m->vocab_paths[k] == NULL) return MT_ERR_NOMEM;
+        mt_status rc = mt_vocab_load(vocab_paths[k], c0->dim_vocabs[k], &m->vocabs[k]);
+        if (rc != MT_OK) return rc;
+    }
+    return MT_OK;
+}
+
+void app_models_borrow(app_models *m, mt_model *model, mt_vocab *const *vocabs, bool shared_vocab) {
+    memset(m, 0, sizeof *m);
+    m->borrowed = true;
+    m->n_models = 1;
+    m->models[0] = model;
+    m->weights[0] = 1.0f;
+    m->n_src = mt_model_n_src(model);
+    m->n_streams = m->n_src + 1;
+    m->right_left = mt_model_get_config(model)->right_left;
+    for (int k = 0; k < m->n_streams; k++)
+        m->vocabs[k] = vocabs[k];
+    m->shared = shared_vocab;
+}
+
+void app_models_free(app_models *m) {
+    if (m->borrowed) {
+        memset(m, 0, sizeof *m);
+        return;
+    }
+    for (int i = 0; i < APP_MAX_MODELS; i++) {
+        mt_model_free(m->models[i]);
+        mt_free(m->model_paths[i]);
+    }
+    for (int k = 0; k < APP_MAX_STREAMS; k++) {
+        mt_vocab_free(m->vocabs[k]);
+        mt_free(m->vocab_paths[k]);
+    }
+    memset(m, 0, sizeof *m);
+}
+
+bool app_models_shared_vocab(const app_models *m) {
+    if (m->borrowed) return m->shared;
+    if (m->n_streams < 2 || !m->vocab_paths[0]) return false;
+    return !strcmp(m->vocab_paths[0], m->vocab_paths[m->n_streams - 1]);
+}
+
+/* ------------------------------------------------------------- lines */
+
+ssize_t app_read_line(FILE *f, char **buf, size_t *cap) {
+    ssize_t k = getline(buf, cap, f);
+    if (k < 0) return -1;
+    if (k > 0 && (*buf)[k - 1] == '\n') (*buf)[--k] = '\0';
+    if (k > 0 && (*buf)[k - 1] == '\r') (*buf)[--k] = '\0';
+    return k;
+}
+
+mt_status app_check_utf8(const char *s, size_t n, const char *file, int64_t line) {
+    size_t bad = 0;
+    if (mt_utf8_valid(s, n, &bad)) return MT_OK;
+    return mt_seterr(MT_ERR_INVALID, "%s:%lld: invalid UTF-8 at byte %zu", file, (long long)line,
+                     bad);
+}
+
+/* -------------------------------------------------------- alignments */
+
+void app_print_alignment(FILE *f, const float *align, int32_t n_trg, int32_t n_src,
+                         const char *how) {
+    if (!strcmp(how, "soft")) {
+        for (int32_t t = 0; t < n_trg; t++) {
+            if (t) fputc(' ', f);
+            for (int32_t s = 0; s < n_src; s++)
+                fprintf(f, "%s%g", s ? "," : "", (double)align[(size_t)t * n_src + s]);
+        }
+        return;
+    }
+    float threshold = !strcmp(how, "hard") ? 1.0f : strtof(how, NULL);
+    bool first = true;
+    for (int32_t s = 0; s < n_src; s++) {
+        for (int32_t t = 0; t < n_trg; t++) {
+            const float *row = align + (size_t)t * n_src;
+            bool on;
+            if (threshold == 1.0f) {
+                int32_t arg = 0;
+                for (int32_t k = 0; k < n_src; k++)
+                    if (row[arg] < row[k]) arg = k;
+                on = arg == s;
+            } else {
+                on = row[s] > threshold;
+            }
+            if (on) {
+                fprintf(f, "%s%d-%d", first ? "" : " ", (int)s, (int)t);
+                first = false;
+            }
+        }
+    }
+}
+
+/* ----------------------------------------------------------- threads */
+
+void app_run_workers(int n, void *(*fn)(void *), void *arg) {
+    enum { MAX_THREADS = 256 };
+    pthread_t tid[MAX_THREADS];
+    if (n > MAX_THREADS) n = MAX_THREADS;
+    int started = 0;
+    for (int i = 1; i < n; i++)
+        if (pthread_create(&tid[started], NULL, fn, arg) == 0) started++;
+    fn(arg);
+    for (int i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+}
+
+void app_blas_single_threaded(void) { kcpu_blas_set_threads(1); }
+
+/* ------------------------------------------------------ default model */
+
+bool app_default_model_dir(char *dir, size_t cap, char *looked, size_t looked_cap) {
+    if (looked && looked_cap) looked[0] = '\0';
+    char *assets = NULL;
+    if (app_default_assets_dir(&assets) != MT_OK) {
+        if (looked && looked_cap) snprintf(looked, looked_cap, "%s", mt_errmsg());
+        return false;
+    }
+    char p[PATH_MAX + 64];
+    struct stat st;
+    snprintf(p, sizeof p, "%.4000s/models/en-de/model.npz", assets);
+    bool ok = stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    if (looked && looked_cap) snprintf(looked, looked_cap, "%.4000s/models/en-de", assets);
+    if (ok) snprintf(dir, cap, "%.4000s/models/en-de", assets);
+    mt_free(assets);
+    return ok;
+}

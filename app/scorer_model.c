@@ -1,0 +1,346 @@
+/*
+** scorer_model.c: the mt_scorer of one model (engine/mt.h, "beam search")
+** over the step API of models/model.h, in bounded memory.
+**
+** Graphs (all owned by the scorer, reused from search to search):
+**   enc[2]   encode + start of the search's batch, and later the
+**            per-sentence state (projected contexts, masks) reduced to the
+**            sentences still decoding ("purge", as Marian drops finished
+**            sentences from its batch): built on the other graph from
+**            views of the current one, which is then free.
+**   step[2]  one decoding step each, alternately: a step views the state
+**            that the previous step computed on the other graph, reorders
+**            it (mt_model_reorder) and extends it.  The graph of the step
+**            before the previous one is cleared first.
+** So the memory in use is one step (caches of the current length) and the
+** encoding, whatever the output length.
+**
+** Rows.  The beam gives its rows grouped by sentence, each sentence with at
+** most beam_size of them; the model wants every sentence of its state with
+** the same number K of rows.  K is the largest count of this step; a
+** sentence with fewer rows gets copies of its first row (its parent and
+** previous token) whose scores are dropped (index_select of the real rows
+** on the graph before they are read).  Sentences with no row are finished:
+** the next step drops them.
+**
+** When the beam only needs each row's argmax (beam 1, no scores asked for),
+** the step returns the logits without the log-softmax (WNMT 2018 sec. 2.3).
+*/
+#include <string.h>
+
+#include "translate.h"
+
+struct app_model_scorer {
+    mt_model *m;
+    mt_graph *enc[2], *step[2];
+    int ecur, scur;
+    /* batch of the search (set_batch) */
+    const mt_batch_seq *seqs;
+    int32_t n_sent;
+    int n_src;
+    /* state */
+    mt_dec_state st;
+    int32_t n_live;  /* sentences of the state                           */
+    int32_t beam;    /* rows per sentence of the state                   */
+    int32_t *live;   /* [n_live] search sentence of each state sentence   */
+    int32_t *row_of; /* [rows of the last call] state row of each         */
+    /* scratch (grown, never shrunk) */
+    int32_t cap_sent, cap_rows;
+    int32_t *new_live, *sel_sent, *sel_rows, *prev_tok, *real, *cnt, *first;
+    mt_batch_seq *bseqs;
+    int32_t cap_seqs;
+    float *align_buf;
+    size_t cap_align;
+    app_model_scorer_stats stats;
+};
+
+/* ---------------------------------------------------------- buffers */
+
+static mt_status grow_i32(int32_t **p, int32_t n) {
+    int32_t *q = mt_try_realloc(*p, sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    if (q == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    *p = q;
+    return MT_OK;
+}
+
+static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
+    mt_status rc = MT_OK;
+    if (n_sent > s->cap_sent) {
+        int32_t **bufs[] = {&s->live, &s->new_live, &s->sel_sent, &s->cnt, &s->first};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0] && rc == MT_OK; i++)
+            rc = grow_i32(bufs[i], n_sent);
+        if (rc != MT_OK) return rc;
+        s->cap_sent = n_sent;
+    }
+    if (n_rows > s->cap_rows) {
+        int32_t **bufs[] = {&s->row_of, &s->sel_rows, &s->prev_tok, &s->real};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0] && rc == MT_OK; i++)
+            rc = grow_i32(bufs[i], n_rows);
+        if (rc != MT_OK) return rc;
+        s->cap_rows = n_rows;
+    }
+    return MT_OK;
+}
+
+/* --------------------------------------------------------- lifetime */
+
+static mt_status new_graph(mt_graph **g) {
+    mt_graph_params gp = mt_graph_default_params();
+    gp.workspace_bytes = 1 << 20;
+    gp.training = false;
+    return mt_graph_init(NULL, gp, g);
+}
+
+mt_status app_model_scorer_init(mt_model *m, app_model_scorer **out) {
+    *out = NULL;
+    app_model_scorer *s = mt_try_calloc(1, sizeof *s);
+    if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    s->m = m;
+    mt_status rc = MT_OK;
+    for (int i = 0; i < 2 && rc == MT_OK; i++) {
+        rc = new_graph(&s->enc[i]);
+        if (rc == MT_OK) rc = new_graph(&s->step[i]);
+    }
+    if (rc != MT_OK) {
+        app_model_scorer_free(s);
+        return rc;
+    }
+    *out = s;
+    return MT_OK;
+}
+
+void app_model_scorer_free(app_model_scorer *s) {
+    if (s == NULL) return;
+    for (int i = 0; i < 2; i++) {
+        mt_graph_free(s->enc[i]);
+        mt_graph_free(s->step[i]);
+    }
+    int32_t *bufs[] = {s->live,     s->row_of, s->new_live, s->sel_sent, s->sel_rows,
+                       s->prev_tok, s->real,   s->cnt,      s->first};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        mt_free(bufs[i]);
+    mt_free(s->bseqs);
+    mt_free(s->align_buf);
+    mt_free(s);
+}
+
+void app_model_scorer_set_batch(app_model_scorer *s, const mt_batch_seq *seqs, int32_t n,
+                                int n_src) {
+    s->seqs = seqs;
+    s->n_sent = n;
+    s->n_src = n_src;
+}
+
+app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s) {
+    app_model_scorer_stats st = s->stats;
+    st.enc_bytes = st.step_bytes = 0;
+    for (int i = 0; i < 2; i++) {
+        st.enc_bytes += mt_graph_get_stats(s->enc[i]).workspace_capacity;
+        st.step_bytes += mt_graph_get_stats(s->step[i]).workspace_capacity;
+    }
+    st.graph_bytes = st.enc_bytes + st.step_bytes;
+    return st;
+}
+
+/* ------------------------------------------------------- scorer ops */
+
+static int32_t op_vocab_size(void *user) {
+    app_model_scorer *s = user;
+    return mt_model_trg_vocab(s->m);
+}
+
+static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void **state) {
+    app_model_scorer *s = user;
+    *state = s;
+    if (s->seqs == NULL || s->n_src != mt_model_n_src(s->m))
+        return mt_seterr(MT_ERR_INVALID, "translate: the scorer has no batch of %d inputs",
+                         mt_model_n_src(s->m));
+    mt_status rc = reserve(s, n, 0);
+    if (rc != MT_OK) return rc;
+    int32_t need = n * s->n_src;
+    if (need > s->cap_seqs) {
+        mt_batch_seq *q = mt_try_realloc(s->bseqs, sizeof *q * (size_t)need);
+        if (q == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+        s->bseqs = q;
+        s->cap_seqs = need;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (sentences[i] < 0 || sentences[i] >= s->n_sent)
+            return mt_seterr(MT_ERR_INVALID, "translate: sentence %d is not in the batch of %d",
+                             (int)sentences[i], (int)s->n_sent);
+        for (int k = 0; k < s->n_src; k++)
+            s->bseqs[i * s->n_src + k] = s->seqs[sentences[i] * s->n_src + k];
+        s->live[i] = sentences[i];
+    }
+    mt_batch *b = NULL;
+    rc = mt_batch_make(s->n_src, false, n, s->bseqs, NULL, &b);
+    if (rc != MT_OK) return rc;
+    s->ecur = 0; /* encodings always on enc[0]: only it grows to encoder size */
+    mt_graph *g = s->enc[0];
+    mt_graph_clear(g);
+    mt_model_encoding enc;
+    rc = mt_model_encode(s->m, g, b, &enc);
+    if (rc == MT_OK) rc = mt_model_start(s->m, g, &enc, &s->st);
+    if (rc == MT_OK) rc = mt_graph_forward(g);
+    mt_batch_free(b);
+    s->n_live = n;
+    s->beam = 1;
+    return rc;
+}
+
+/* The FIXED part of the state for the sentences sel_sent[0..n): on the other
+** encoder graph, which becomes the current one. */
+static mt_status purge(app_model_scorer *s, int32_t n) {
+    mt_graph *g = s->enc[1 - s->ecur];
+    mt_graph_clear(g);
+    mt_dec_state imp, red;
+    mt_status rc = mt_dec_state_import(g, &s->st, MT_DEC_FIXED, &imp);
+    if (rc == MT_OK)
+        rc = mt_model_reorder(s->m, g, &imp, s->sel_sent, n, NULL, 0, MT_DEC_FIXED, &red);
+    if (rc == MT_OK) rc = mt_graph_forward(g);
+    if (rc != MT_OK) return rc;
+    memcpy(s->st.fixed, red.fixed, sizeof red.fixed);
+    s->ecur = 1 - s->ecur;
+    s->stats.purges++;
+    return MT_OK;
+}
+
+static mt_status op_step(void *user, void *state, const mt_scorer_step *in, float *logprobs,
+                         float *align) {
+    app_model_scorer *s = state;
+    (void)user;
+    const int32_t n = in->n_hyps;
+    mt_status rc = reserve(s, s->n_live, n * 2);
+    if (rc != MT_OK) return rc;
+    /* sentences of this step (increasing) and their rows */
+    int32_t n_new = 0, kmax = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (n_new == 0 || s->new_live[n_new - 1] != in->hyp_sentence[i]) {
+            if (n_new == s->n_live)
+                return mt_seterr(MT_ERR_INVALID, "translate: step rows of unknown sentences");
+            s->new_live[n_new] = in->hyp_sentence[i];
+            s->first[n_new] = i;
+            s->cnt[n_new] = 0;
+            n_new++;
+        }
+        int32_t c = ++s->cnt[n_new - 1];
+        if (c > kmax) kmax = c;
+    }
+    if (n_new == 0) return MT_OK;
+    rc = reserve(s, s->n_live, n_new * kmax > n ? n_new * kmax : n);
+    if (rc != MT_OK) return rc;
+    /* position of each in the state (both lists increase) */
+    int32_t ob = 0;
+    bool same_sent = n_new == s->n_live;
+    for (int32_t b = 0; b < n_new; b++) {
+        while (ob < s->n_live && s->live[ob] < s->new_live[b])
+            ob++;
+        if (ob == s->n_live || s->live[ob] != s->new_live[b])
+            return mt_seterr(MT_ERR_INVALID, "translate: sentence %d is not decoding",
+                             (int)s->new_live[b]);
+        s->sel_sent[b] = ob;
+        same_sent = same_sent && ob == b;
+    }
+    /* rows: parent state row and previous token; copies of the first row pad */
+    bool identity = same_sent && kmax == s->beam;
+    int64_t padded = 0;
+    for (int32_t b = 0; b < n_new; b++) {
+        for (int32_t j = 0; j < kmax; j++) {
+            int32_t i = s->first[b] + (j < s->cnt[b] ? j : 0);
+            int32_t parent;
+            if (in->reorder[i] < 0) {
+                parent = s->sel_sent[b] * s->beam; /* the start row */
+            } else {
+                if (in->reorder[i] >= in->n_prev)
+                    return mt_seterr(MT_ERR_INVALID, "translate: bad parent row %d",
+                                     (int)in->reorder[i]);
+                parent = s->row_of[in->reorder[i]];
+            }
+            int32_t r = b * kmax + j;
+            s->sel_rows[r] = parent;
+            s->prev_tok[r] = in->prev_tokens[i] < 0 ? 0 : in->prev_tokens[i];
+            identity = identity && parent == r;
+            if (j < s->cnt[b])
+                s->real[i] = r;
+            else
+                padded++;
+        }
+    }
+    if (!same_sent) {
+        rc = purge(s, n_new);
+        if (rc != MT_OK) return rc;
+    }
+    /* the step */
+    mt_graph *g = s->step[1 - s->scur];
+    mt_graph_clear(g);
+    mt_dec_state cur, next;
+    mt_dec_step out;
+    rc = mt_dec_state_import(g, &s->st, MT_DEC_ROWS | MT_DEC_FIXED, &cur);
+    if (rc == MT_OK && !identity)
+        rc = mt_model_reorder(s->m, g, &cur, s->sel_sent, n_new, s->sel_rows, kmax, MT_DEC_ROWS,
+                              &cur);
+    if (rc == MT_OK && in->shortlist)
+        cur.shortlist = mt_input_i32(g, mt_shape1(in->n_shortlist), in->shortlist);
+    cur.logits_only = in->argmax_only; /* beam 1: the argmax of the logits */
+    if (rc == MT_OK) rc = mt_model_step(s->m, g, NULL, &cur, s->prev_tok, &next, &out);
+    if (rc != MT_OK) return rc;
+    mt_node *lp = out.logprobs, *al = align ? out.align : NULL;
+    if (padded > 0) {
+        mt_node *ids = mt_input_i32(g, mt_shape1(n), s->real);
+        lp = mt_index_select(g, lp, 0, ids);
+        if (al) al = mt_index_select(g, al, 0, ids);
+    }
+    rc = mt_graph_forward(g);
+    int32_t cols = in->shortlist ? in->n_shortlist : mt_model_trg_vocab(s->m);
+    if (rc == MT_OK) rc = mt_node_get(lp, logprobs, (int64_t)n * cols);
+    if (rc == MT_OK && align) {
+        if (al == NULL) return mt_seterr(MT_ERR_UNSUPPORTED, "translate: no alignment layer");
+        int64_t sl = mt_node_shape(al).dim[1];
+        size_t need = (size_t)n * (size_t)sl;
+        if (sl > in->align_stride)
+            return mt_seterr(MT_ERR_INVALID, "translate: source of %lld > alignment stride %d",
+                             (long long)sl, (int)in->align_stride);
+        if (need > s->cap_align) {
+            float *q = mt_try_realloc(s->align_buf, sizeof(float) * need);
+            if (q == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+            s->align_buf = q;
+            s->cap_align = need;
+        }
+        rc = mt_node_get(al, s->align_buf, (int64_t)need);
+        for (int32_t i = 0; rc == MT_OK && i < n; i++)
+            memcpy(align + (size_t)i * (size_t)in->align_stride, s->align_buf + (size_t)i * sl,
+                   sizeof(float) * (size_t)sl);
+    }
+    if (rc != MT_OK) return rc;
+    /* commit */
+    s->st = next;
+    s->st.shortlist = NULL;
+    s->scur = 1 - s->scur;
+    for (int32_t i = 0; i < n; i++)
+        s->row_of[i] = s->real[i];
+    memcpy(s->live, s->new_live, sizeof(int32_t) * (size_t)n_new);
+    s->n_live = n_new;
+    s->beam = kmax;
+    s->stats.steps++;
+    s->stats.rows += (int64_t)n_new * kmax;
+    s->stats.padded_rows += padded;
+    return MT_OK;
+}
+
+static void op_finish(void *user, void *state) {
+    app_model_scorer *s = user;
+    (void)state;
+    memset(&s->st, 0, sizeof s->st);
+    s->n_live = 0;
+    s->beam = 0;
+}
+
+static const mt_scorer_ops model_scorer_ops = {
+    .vocab_size = op_vocab_size,
+    .start = op_start,
+    .add = NULL,
+    .step = op_step,
+    .finish = op_finish,
+};
+
+mt_scorer app_model_scorer_get(app_model_scorer *s) { return (mt_scorer){&model_scorer_ops, s}; }

@@ -1,0 +1,175 @@
+/*
+** translate.h: translation with Marian's decoding semantics, for
+** `mtpe translate` (batch mode), `mtpe bench translate` and the editor's
+** as-you-type completion (worker threads).
+**
+** Layers:
+**   app_model_scorer   the mt_scorer of one model (app/scorer_model.c): the
+**                      beam search of engine/mt.h over the model step API of
+**                      models/model.h, in bounded memory
+**   app_translator     an ensemble with its vocabularies, shortlist and
+**                      decoding options; read-only, shared by the workers
+**   app_translate_worker   one per thread: its graphs, beam search and
+**                      scratch; translates batches of sentences
+**
+** What a translation returns (app_tr_result): the n-best list (only the best
+** without n_best), each hypothesis with its detokenised text (left to right,
+** also for right-to-left models), its target ids in the model's order, the
+** normalised score, the path score and every model's own score (Marian's
+** F0= F1= ...), the word scores (path score increments, EOS last) and the
+** attention of the first model's alignment layer over the first source
+** (rows: target tokens incl. EOS; columns: source tokens incl. EOS), both
+** in the model's order as Marian prints them.
+**
+** Batches: app_translate_encoded() decodes its sentences in one search, so
+** they form one of Marian's mini-batches (the length limit is the factor
+** times the longest source of the batch; results may depend on the batch
+** at the level of float rounding, as in Marian).  Empty sources give the
+** empty translation (Marian: EOS forced at step 0; its F scores are then
+** the models' log-probabilities of that EOS, which are computed for n-best
+** lists).  Sources longer than max_length tokens (EOS included) are
+** cropped (max_length_crop: the last kept token becomes EOS) or skipped
+** (result.skipped: no translation; Marian drops such lines).
+**
+** Forced prefix (app_tr_input.prefix): the target text is encoded without
+** EOS, forced, and completed by beam search; each hypothesis starts with it
+** (prefix_len tokens).  Not for right-to-left models (MT_ERR_UNSUPPORTED).
+**
+** Cancellation: the callback is polled before every decoding step; a search
+** it stops returns MT_ABORTED and no results.
+**
+** Memory: a worker keeps its graphs and buffers between calls (sized by the
+** largest batch so far); a step allocates nothing once they have grown.
+*/
+#ifndef APP_TRANSLATE_H
+#define APP_TRANSLATE_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "model.h"
+#include "mt.h"
+#include "shortlist.h"
+
+/* ------------------------------------------------ the scorer of a model */
+
+typedef struct app_model_scorer app_model_scorer;
+
+/* A scorer for model m (not owned; shared read-only with other threads). */
+mt_status app_model_scorer_init(mt_model *m, app_model_scorer **out);
+void app_model_scorer_free(app_model_scorer *s); /* NULL is a no-op */
+/* The sentences the next search may decode: sentence i, source stream k is
+** seqs[i * n_src + k] (model order, EOS last).  The arrays must stay valid
+** until the search ends. */
+void app_model_scorer_set_batch(app_model_scorer *s, const mt_batch_seq *seqs, int32_t n,
+                                int n_src);
+mt_scorer app_model_scorer_get(app_model_scorer *s);
+
+typedef struct app_model_scorer_stats {
+    int64_t steps;       /* step calls                                     */
+    int64_t rows;        /* rows computed (padding included)               */
+    int64_t padded_rows; /* of them, copies added to fill a sentence's beam */
+    int64_t purges;      /* times finished sentences were dropped          */
+    size_t graph_bytes;  /* workspace of the scorer's graphs: ...           */
+    size_t enc_bytes;    /* ... of the two encoder graphs                   */
+    size_t step_bytes;   /* ... of the two step graphs                      */
+} app_model_scorer_stats;
+app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s);
+
+/* ------------------------------------------------------- translation */
+
+typedef struct app_translate_params {
+    int32_t beam_size;       /* -b (Marian's decoder default 12)                  */
+    float normalize;         /* -n: score / L^normalize                          */
+    float word_penalty;      /* --word-penalty                                    */
+    float max_length_factor; /* --max-length-factor (3)                           */
+    int32_t max_length;      /* --max-length: longest source in tokens incl. EOS
+                                (1000; 0 = no limit)                            */
+    bool max_length_crop;    /* --max-length-crop                                 */
+    bool allow_unk;          /* --allow-unk                                       */
+    bool allow_special;      /* --allow-special                                   */
+    bool n_best;             /* return the whole n-best list (beam_size entries)  */
+    bool word_scores;        /* fill app_tr_hyp.word_scores                       */
+    bool alignment;          /* fill app_tr_hyp.align                             */
+    bool scores;             /* valid scores also at beam 1 (else NAN there)      */
+    bool pieces;             /* --no-spm-decode: text = pieces joined by spaces   */
+    int32_t max_active;      /* mt_beam_params.max_active (0: all at once)        */
+} app_translate_params;
+app_translate_params app_translate_default_params(void);
+
+typedef struct app_translator {
+    const app_models *models; /* not owned                                  */
+    const app_shortlist *sl;  /* --shortlist, not owned; NULL = none        */
+    app_translate_params p;
+    int32_t *suppress; /* ids never produced (besides UNK): special pieces  */
+    int n_suppress;
+} app_translator;
+
+/* models and sl must outlive the translator. */
+mt_status app_translator_init(const app_models *models, const app_shortlist *sl,
+                              const app_translate_params *p, app_translator **out);
+void app_translator_free(app_translator *t); /* NULL is a no-op */
+
+typedef struct app_translate_worker app_translate_worker;
+mt_status app_translate_worker_init(const app_translator *t, app_translate_worker **out);
+void app_translate_worker_free(app_translate_worker *w); /* NULL is a no-op */
+
+typedef struct app_tr_input {
+    const char *src[MT_MAX_STREAMS]; /* the text of each source stream (UTF-8)   */
+    const char *prefix;              /* forced target prefix, or NULL             */
+} app_tr_input;
+
+/* An encoded input: ids in the model's order (reversed for right-to-left
+** models except the final EOS), EOS included. */
+typedef struct app_tr_sentence {
+    int32_t *ids[MT_MAX_STREAMS];
+    int32_t len[MT_MAX_STREAMS];
+    int32_t *prefix; /* target ids, no EOS (NULL: none)              */
+    int32_t prefix_len;
+    bool skipped;    /* longer than max_length: not translated       */
+    bool cropped;    /* cut to max_length                            */
+    int32_t raw_len; /* stream 0 length before cropping               */
+} app_tr_sentence;
+
+/* Encodes one input (see the header comment for max_length).  MT_ERR_INVALID
+** for invalid UTF-8 or a prefix with a right-to-left model; MT_ERR_NOMEM. */
+mt_status app_tr_encode(const app_translator *t, const app_tr_input *in, app_tr_sentence *out);
+void app_tr_sentence_clear(app_tr_sentence *s); /* frees, zeroes */
+
+/* One hypothesis.  length is L, the tokens including EOS (n_tokens + 1, or
+** n_tokens when the length limit stopped it); word_scores has L entries and
+** align L rows of src_len (the first source, EOS included). */
+typedef struct app_tr_hyp {
+    char *text;      /* detokenised, left to right                        */
+    int32_t *tokens; /* n_tokens target ids, model order, without EOS     */
+    int32_t n_tokens;
+    int32_t length;
+    int32_t prefix_len; /* tokens of the forced prefix                     */
+    bool eos;           /* false: stopped by the length limit              */
+    float norm_score;   /* (path - wp * L) / L^normalize                   */
+    float path_score;   /* the weighted sum of the models' log-probs       */
+    float *word_scores; /* NULL unless asked for                          */
+    float *align;       /* NULL unless asked for                          */
+    int32_t src_len;
+    /* unweighted score of each model (Marian's F0= F1= ...) */
+    float model_scores[APP_MAX_MODELS];
+} app_tr_hyp;
+
+typedef struct app_tr_result {
+    int n_hyps;       /* best first (n_best: beam_size of them, else 1)   */
+    app_tr_hyp *hyps; /* n_hyps of them                                   */
+    bool skipped;     /* the source was longer than max_length            */
+} app_tr_result;
+
+void app_tr_result_clear(app_tr_result *r); /* frees, zeroes */
+
+/* Translates n encoded sentences in one search; out[0..n) receive the
+** results (cleared first).  Returns MT_OK, MT_ABORTED (cancel returned
+** true: out cleared), or an error (out cleared). */
+mt_status app_translate_encoded(app_translate_worker *w, const app_tr_sentence *s, int n,
+                                app_tr_result *out, bool (*cancel)(void *), void *cancel_user);
+/* Encodes and translates n inputs in one search. */
+mt_status app_translate(app_translate_worker *w, const app_tr_input *in, int n, app_tr_result *out,
+                        bool (*cancel)(void *), void *cancel_user);
+
+#endif

@@ -1,0 +1,445 @@
+/*
+** ops_gemm_int.c: products with a constant weight on the integer path, and
+** the auto-tuner (mt_gemm_type in mt.h).  Inference only: no backward.
+**
+** mt_matmul(a, B, false, tb) and mt_affine(a, B, bias) come here first
+** (graph_gemm_const_b).  When the path applies they build two nodes:
+**
+**   pack      P = packed op(B) [k, n]: int8 panels (kcpu layout, "KQ08"
+**             header) at byte 0 and/or int16 panels ("KQ16") at byte off16
+**             (64-aligned), as an int8 byte vector.  Its only source is B, a
+**             constant, so in a memoizing graph it is a memo node: computed
+**             by the first forward, kept across clears, recomputed after the
+**             parameters change (graph.c).  From f32 B the multiplier is
+**             127 / max|B| (int8) or 2^10 (int16); from a pre-quantized
+**             parameter, the parameter's own values and multiplier.
+**   gemm_q    C[rows, n] = dequant(quant(A) . P) (+ bias): A [..., M, K]
+**             with rows = all leading dims times M; C has A's leading shape
+**             with n columns.  Sources {A, P} then, in AUTO mode, the f32 B,
+**             then the bias.  The activation scratch (quantized A) is
+**             reserved at build time (graph_node_aux), so forward allocates
+**             nothing.  Error bound: kcpu.h "integer GEMM".
+**
+** Auto-tuner (gemm_type AUTO; WNMT 2018 sec. 4.4).  The graph owns a table
+** of entries keyed by (row bucket, n, k, trans_b); buckets are powers of
+** two, 1, 2, 3-4, 5-8, ..., so every product of a bucket has the same
+** alternatives (the own fp32 kernel only up to 16 rows).  Entries are made
+** by the builders (a new shape allocates at build time, never in forward).
+** Until an entry is decided, each call runs the available variant with the
+** fewest timed samples (a rotation: all variants see the same mix of row
+** counts) and records its time per row; once every variant has
+** gemm_tune_samples samples, the one with the lowest best time per row
+** wins for good.  MT_GEMM=blas|small|int16|int8 in the environment (read
+** when a graph's table is created) decides every entry at once (SMALL
+** falls back to BLAS above 16 rows).  Timing uses the host clock around the
+** kernel call: CPU device only (the others have no igemm entry, so AUTO is
+** fp32 there).
+*/
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "graph_impl.h"
+
+#define DEFAULT_SAMPLES 4
+
+/* ------------------------------------------------------------------ names */
+
+const char *mt_gemm_type_name(mt_gemm_type t) {
+    switch (t) {
+    case MT_GEMM_FLOAT32: return "float32";
+    case MT_GEMM_INT16: return "int16";
+    case MT_GEMM_INT8: return "int8";
+    case MT_GEMM_AUTO: return "auto";
+    default: return "?";
+    }
+}
+
+mt_status mt_gemm_type_parse(const char *s, mt_gemm_type *out) {
+    static const struct {
+        const char *name;
+        mt_gemm_type t;
+    } tab[] = {{"float32", MT_GEMM_FLOAT32}, {"fp32", MT_GEMM_FLOAT32}, {"int16", MT_GEMM_INT16},
+               {"intgemm16", MT_GEMM_INT16}, {"int8", MT_GEMM_INT8},    {"intgemm8", MT_GEMM_INT8},
+               {"auto", MT_GEMM_AUTO}};
+    for (size_t i = 0; s != NULL && i < sizeof tab / sizeof tab[0]; i++) {
+        if (strcmp(s, tab[i].name) == 0) {
+            *out = tab[i].t;
+            return MT_OK;
+        }
+    }
+    return mt_seterr(MT_ERR_INVALID, "unknown gemm type '%s' (float32, int16, int8 or auto)",
+                     s ? s : "(null)");
+}
+
+const char *mt_gemm_variant_name(mt_gemm_variant v) {
+    switch (v) {
+    case MT_GEMM_BLAS: return "blas";
+    case MT_GEMM_SMALL: return "small";
+    case MT_GEMM_I16: return "int16";
+    case MT_GEMM_I8: return "int8";
+    default: return "?";
+    }
+}
+
+/* ------------------------------------------------------------------ tuner */
+
+typedef struct tune_entry {
+    int64_t m_hi, n, k;
+    bool tb;
+    unsigned avail; /* bit v: variant v can run this shape */
+    bool decided, pinned;
+    int chosen;
+    int samples[MT_GEMM_VARIANTS];
+    double best_ns[MT_GEMM_VARIANTS]; /* per row, best sample */
+    int64_t calls;
+} tune_entry;
+
+struct gemm_tuner {
+    tune_entry *e;
+    int n, cap;
+    int pin; /* MT_GEMM variant, -1 none */
+    int samples;
+};
+
+void gemm_tuner_free(struct gemm_tuner *t) {
+    if (t == NULL) return;
+    mt_free(t->e);
+    mt_free(t);
+}
+
+static int pin_from_env(void) {
+    const char *s = getenv("MT_GEMM");
+    if (s == NULL || *s == '\0') return -1;
+    for (int v = 0; v < MT_GEMM_VARIANTS; v++) {
+        if (strcmp(s, mt_gemm_variant_name((mt_gemm_variant)v)) == 0) return v;
+    }
+    if (strcmp(s, "float32") == 0 || strcmp(s, "fp32") == 0) return MT_GEMM_BLAS;
+    mt_log(MT_LOG_WARN, "MT_GEMM=%s: not one of blas, small, int16, int8; ignored", s);
+    return -1;
+}
+
+static struct gemm_tuner *tuner_get(mt_graph *g) {
+    struct gemm_tuner **tp = graph_tuner(g);
+    if (*tp == NULL) {
+        struct gemm_tuner *t = mt_try_calloc(1, sizeof *t);
+        if (t == NULL) return NULL;
+        t->pin = pin_from_env();
+        int s = graph_params(g)->gemm_tune_samples;
+        t->samples = s > 0 ? s : DEFAULT_SAMPLES;
+        *tp = t;
+    }
+    return *tp;
+}
+
+static int64_t bucket_hi(int64_t rows) {
+    int64_t b = 1;
+    while (b < rows)
+        b *= 2;
+    return b;
+}
+
+/* Index of the entry for this shape (created when new), -1 when out of memory. */
+static int tuner_slot(mt_graph *g, int64_t rows, int64_t n, int64_t k, bool tb) {
+    struct gemm_tuner *t = tuner_get(g);
+    if (t == NULL) return -1;
+    int64_t hi = bucket_hi(rows);
+    for (int i = 0; i < t->n; i++) {
+        const tune_entry *e = &t->e[i];
+        if (e->m_hi == hi && e->n == n && e->k == k && e->tb == tb) return i;
+    }
+    if (t->n == t->cap) {
+        int cap = t->cap ? t->cap * 2 : 32;
+        tune_entry *ne = mt_try_realloc(t->e, (size_t)cap * sizeof *ne);
+        if (ne == NULL) return -1;
+        t->e = ne;
+        t->cap = cap;
+    }
+    tune_entry *e = &t->e[t->n];
+    memset(e, 0, sizeof *e);
+    e->m_hi = hi;
+    e->n = n;
+    e->k = k;
+    e->tb = tb;
+    const mt_device_ops *ops = graph_ops(g);
+    mt_device *d = graph_device(g);
+    for (int v = 0; v < MT_GEMM_VARIANTS; v++) {
+        bool ok = v >= MT_GEMM_I16 || (ops->gemm_f32_has && ops->gemm_f32_has(d, v, hi, false));
+        if (ok) e->avail |= 1u << v;
+    }
+    if (t->pin >= 0) {
+        int v = t->pin;
+        if (!(e->avail & (1u << v))) v = MT_GEMM_BLAS;
+        e->decided = e->pinned = true;
+        e->chosen = v;
+    }
+    return t->n++;
+}
+
+/* The variant to run now: the decision, or the next one to time. */
+static int tuner_pick(const tune_entry *e) {
+    if (e->decided) return e->chosen;
+    int best = -1;
+    for (int v = 0; v < MT_GEMM_VARIANTS; v++) {
+        if (!(e->avail & (1u << v))) continue;
+        if (best < 0 || e->samples[v] < e->samples[best]) best = v;
+    }
+    return best;
+}
+
+static void tuner_record(tune_entry *e, int samples, int v, double ns, int64_t rows) {
+    double per_row = ns / (double)(rows > 0 ? rows : 1);
+    if (e->samples[v] == 0 || per_row < e->best_ns[v]) e->best_ns[v] = per_row;
+    e->samples[v]++;
+    for (int u = 0; u < MT_GEMM_VARIANTS; u++) {
+        if ((e->avail & (1u << u)) && e->samples[u] < samples) return;
+    }
+    int best = -1;
+    for (int u = 0; u < MT_GEMM_VARIANTS; u++) {
+        if (!(e->avail & (1u << u))) continue;
+        if (best < 0 || e->best_ns[u] < e->best_ns[best]) best = u;
+    }
+    e->chosen = best;
+    e->decided = true;
+}
+
+int mt_graph_gemm_decisions(const mt_graph *g, mt_gemm_decision *out, int max) {
+    const struct gemm_tuner *t = graph_tuner_const(g);
+    if (t == NULL) return 0;
+    for (int i = 0; i < t->n && i < max; i++) {
+        const tune_entry *e = &t->e[i];
+        mt_gemm_decision *o = &out[i];
+        memset(o, 0, sizeof *o);
+        o->m_hi = e->m_hi;
+        o->m_lo = e->m_hi == 1 ? 1 : e->m_hi / 2 + 1;
+        o->n = e->n;
+        o->k = e->k;
+        o->trans_b = e->tb;
+        o->decided = e->decided;
+        o->pinned = e->pinned;
+        o->chosen = (mt_gemm_variant)e->chosen;
+        for (int v = 0; v < MT_GEMM_VARIANTS; v++)
+            o->ns_per_row[v] = e->samples[v] ? e->best_ns[v] : 0.0;
+        o->calls = e->calls;
+    }
+    return t->n;
+}
+
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------
+** pack:  P = packed op(B)          attrs i = {k, n, tb, formats, off16}
+**   formats bit 0: int8 panels at byte 0; bit 1: int16 panels at off16.
+**   B f32 [k, n] ([n, k] when tb), or a pre-quantized int8/int16 parameter
+**   (one format, its own).  Not differentiable (inference only).
+*/
+enum { FMT_I8 = 1, FMT_I16 = 2 };
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static atomic_bool warned_nomemo; /* process-wide: the warning below once */
+
+static mt_status pack_forward(mt_graph *g, mt_node *y) {
+    const mt_node *b = y->src[0];
+    const mt_device_ops *ops = graph_ops(g);
+    mt_device *d = graph_device(g);
+    int64_t k = y->attr.i[0], n = y->attr.i[1];
+    bool tb = y->attr.i[2] != 0;
+    int fmt = (int)y->attr.i[3];
+    char *dst = y->val.data;
+    int64_t ldb = tb ? k : n;
+    if (b->val.dtype == MT_F32) {
+        if (fmt & FMT_I8) ops->pack_f32(d, 8, k, n, node_f32(b), ldb, tb, dst);
+        if (fmt & FMT_I16) ops->pack_f32(d, 16, k, n, node_f32(b), ldb, tb, dst + y->attr.i[4]);
+        return MT_OK;
+    }
+    if (!y->is_memo && !atomic_exchange(&warned_nomemo, true)) {
+        mt_log(MT_LOG_WARN,
+               "quantized weight '%s' packed in a graph without memoize: this repeats on every "
+               "round (set mt_graph_params.memoize; logged once)",
+               mt_params_name(b->params, b->param_index));
+    }
+    float qb = mt_params_qmult_at(b->params, b->param_index);
+    int bits = b->val.dtype == MT_I8 ? 8 : 16;
+    int64_t low = ops->pack_q(d, bits, k, n, b->val.data, ldb, tb, qb, dst);
+    if (low > 0) {
+        mt_log(MT_LOG_WARN, "int8 weight '%s': %lld values of -128 used as -127",
+               mt_params_name(b->params, b->param_index), (long long)low);
+    }
+    return MT_OK;
+}
+
+static const mt_op_def op_pack = {"gemm_pack", pack_forward, NULL};
+
+static mt_node *build_pack(mt_graph *g, mt_node *b, int64_t k, int64_t n, bool tb, int fmt,
+                           int64_t *off16) {
+    const mt_device_ops *ops = graph_ops(g);
+    mt_device *d = graph_device(g);
+    size_t bytes = 0;
+    *off16 = 0;
+    if (fmt & FMT_I8) bytes = align64(ops->pack_bytes(d, 8, k, n));
+    if (fmt & FMT_I16) {
+        *off16 = (int64_t)bytes;
+        bytes += align64(ops->pack_bytes(d, 16, k, n));
+    }
+    mt_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = k;
+    at.i[1] = n;
+    at.i[2] = tb;
+    at.i[3] = fmt;
+    at.i[4] = *off16;
+    mt_node *src[1] = {b};
+    return graph_push(g, &op_pack, mt_shape1((int64_t)bytes), MT_I8, 1, src, &at);
+}
+
+/* ------------------------------------------------------------------------
+** gemm_q:  C[rows, n] = A[rows, k] . op(B) (+ bias), by variant
+**   attrs i = {rows, k, n, tb, mode, slot, off16, b_idx | bias_idx << 4}
+**   mode: an mt_gemm_variant, or -1 = tuned (slot = the tuner entry).
+**   src: {A, P, [B f32: AUTO only], [bias]}.  aux: the activation scratch.
+*/
+static void run_variant(mt_graph *g, const mt_node *y, int v, int64_t rows, int64_t k, int64_t n,
+                        bool tb, const float *bias) {
+    const mt_device_ops *ops = graph_ops(g);
+    mt_device *d = graph_device(g);
+    const float *a = node_f32(y->src[0]);
+    const char *p = y->src[1]->val.data;
+    float *c = node_f32(y);
+    if (v == MT_GEMM_I8) {
+        ops->igemm(d, 8, rows, a, k, p, bias, c, n, y->aux);
+    } else if (v == MT_GEMM_I16) {
+        ops->igemm(d, 16, rows, a, k, p + y->attr.i[6], bias, c, n, y->aux);
+    } else {
+        const mt_node *b = y->src[y->attr.i[7] & 15];
+        if (bias) ops->copy2d(d, rows, n, bias, 0, c, n, false);
+        ops->gemm_f32_impl(d, v, false, tb, rows, n, k, 1.0f, a, k, node_f32(b), tb ? k : n,
+                           bias ? 1.0f : 0.0f, c, n);
+    }
+}
+
+static mt_status gemm_q_forward(mt_graph *g, mt_node *y) {
+    int64_t rows = y->attr.i[0], k = y->attr.i[1], n = y->attr.i[2];
+    bool tb = y->attr.i[3] != 0;
+    int mode = (int)y->attr.i[4];
+    int bias_idx = (int)(y->attr.i[7] >> 4);
+    const float *bias = bias_idx ? node_f32(y->src[bias_idx]) : NULL;
+    if (mode >= 0) {
+        run_variant(g, y, mode, rows, k, n, tb, bias);
+        return MT_OK;
+    }
+    struct gemm_tuner *t = *graph_tuner(g);
+    MT_ASSERT(t != NULL && y->attr.i[5] < t->n);
+    tune_entry *e = &t->e[y->attr.i[5]];
+    int v = tuner_pick(e);
+    e->calls++;
+    if (e->decided || rows == 0) {
+        run_variant(g, y, v, rows, k, n, tb, bias);
+        return MT_OK;
+    }
+    double t0 = now_ns();
+    run_variant(g, y, v, rows, k, n, tb, bias);
+    tuner_record(e, t->samples, v, now_ns() - t0, rows);
+    return MT_OK;
+}
+
+static const mt_op_def op_gemm_q = {"gemm_q", gemm_q_forward, NULL};
+
+/* ------------------------------------------------------------------ router */
+
+static bool is_param_leaf(const mt_node *b) { return b->params != NULL && b->n_src == 0; }
+
+mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
+                            bool *taken) {
+    *taken = false;
+    if (a == NULL || b == NULL) return NULL;
+    const mt_device_ops *ops = graph_ops(g);
+    const mt_shape *sa = &a->val.shape, *sb = &b->val.shape;
+    bool quantized = b->val.dtype == MT_I8 || b->val.dtype == MT_I16;
+    int mode;
+    if (quantized) {
+        if (!is_param_leaf(b) || mt_params_qmult_at(b->params, b->param_index) <= 0.0f) {
+            return NULL; /* a plain integer tensor: the fp32 builder refuses it */
+        }
+        *taken = true;
+        const char *name = mt_params_name(b->params, b->param_index);
+        if (graph_is_training(g)) {
+            return graph_fail(g, MT_ERR_INVALID,
+                              "weight '%s' is quantized (%s): inference graphs only", name,
+                              mt_dtype_name(b->val.dtype));
+        }
+        if (ops->igemm == NULL) {
+            return graph_fail(g, MT_ERR_UNSUPPORTED,
+                              "weight '%s' is quantized (%s): no integer GEMM on device %s", name,
+                              mt_dtype_name(b->val.dtype), ops->name);
+        }
+        mode = b->val.dtype == MT_I8 ? MT_GEMM_I8 : MT_GEMM_I16;
+    } else {
+        mt_gemm_type gt = graph_params(g)->gemm_type;
+        if (gt == MT_GEMM_FLOAT32 || !graph_memoizing(g) || ops->igemm == NULL) return NULL;
+        if (b->val.dtype != MT_F32 || !b->is_const || !(is_param_leaf(b) || b->is_memo)) {
+            return NULL;
+        }
+        mode = gt == MT_GEMM_INT8 ? MT_GEMM_I8 : gt == MT_GEMM_INT16 ? MT_GEMM_I16 : -1;
+    }
+    if (a->val.dtype != MT_F32 || sa->ndim < 2 || sb->ndim != 2) {
+        *taken = false; /* the fp32 builder reports it */
+        return NULL;
+    }
+    int64_t k = sa->dim[sa->ndim - 1];
+    int64_t kb = trans_b ? sb->dim[1] : sb->dim[0], n = trans_b ? sb->dim[0] : sb->dim[1];
+    if (k != kb || k < 1 || n < 1) {
+        *taken = false;
+        return NULL;
+    }
+    *taken = true;
+    int64_t rows = mt_shape_numel(sa) / k;
+    int fmt = mode == MT_GEMM_I8 ? FMT_I8 : mode == MT_GEMM_I16 ? FMT_I16 : FMT_I8 | FMT_I16;
+    int slot = 0;
+    if (mode < 0) {
+        slot = tuner_slot(g, rows, n, k, trans_b);
+        if (slot < 0) return graph_fail(g, MT_ERR_NOMEM, "gemm auto-tuner: out of memory");
+    }
+    int64_t off16 = 0;
+    mt_node *p = build_pack(g, b, k, n, trans_b, fmt, &off16);
+    if (p == NULL) return NULL;
+
+    mt_node *src[MT_MAX_SRC] = {a, p, NULL, NULL};
+    int n_src = 2, b_idx = 0, bias_idx = 0;
+    if (mode < 0) {
+        b_idx = n_src;
+        src[n_src++] = b;
+    }
+    if (bias != NULL) {
+        bias_idx = n_src;
+        src[n_src++] = bias;
+    }
+    mt_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = rows;
+    at.i[1] = k;
+    at.i[2] = n;
+    at.i[3] = trans_b;
+    at.i[4] = mode;
+    at.i[5] = slot;
+    at.i[6] = off16;
+    at.i[7] = b_idx | bias_idx << 4;
+    mt_shape out = *sa;
+    out.dim[out.ndim - 1] = n;
+    mt_node *y = graph_push(g, &op_gemm_q, out, MT_F32, n_src, src, &at);
+    if (y == NULL) return NULL;
+    mt_device *d = graph_device(g);
+    size_t scratch = 0;
+    if (fmt & FMT_I8) scratch = ops->igemm_scratch_bytes(d, 8, rows, k);
+    if (fmt & FMT_I16) {
+        size_t s16 = ops->igemm_scratch_bytes(d, 16, rows, k);
+        scratch = s16 > scratch ? s16 : scratch;
+    }
+    if (!graph_node_aux(g, y, scratch)) return NULL;
+    return y;
+}

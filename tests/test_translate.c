@@ -1,0 +1,588 @@
+/*
+** test_translate.c: the translation API (app/translate.h) and the model
+** scorer (app/scorer_model.c) with the Marian fixtures of tests/data/marian.
+**
+**   - beam 1 and beam 4 (-n 0.6) translations of input.en equal Marian's
+**     beam1.out / beam4.out, one sentence per search as Marian ran them;
+**   - n-best lists: beam-size entries, sorted by normalised score, distinct,
+**     with norm = path / L^0.6, F0 = path, word scores summing to the path,
+**     and equal to nbest4.out within 1e-3 (texts exactly);
+**   - forced prefix through the real model: every hypothesis starts with it;
+**   - empty source, over-long source (skipped / cropped), invalid UTF-8;
+**   - bounded memory: after one search has warmed the graphs up, the same
+**     search allocates nothing in any step, and the graphs' workspace of a
+**     450-step search stays small (the whole-batch graph it replaces grew
+**     by about 16 vocabulary rows per sentence and step);
+**   - cancellation, and an ensemble of a model with itself (weights 0.5).
+** The command line, the other fixtures and the document formats are in
+** tests/translate_cli.sh.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "harness.h"
+#include "model.h"
+#include "mt.h"
+#include "translate.h"
+#include "vocab.h"
+
+#define DATA MT_TEST_DATA "/marian/"
+#define CHECK_OK(expr) CHECK((expr) == MT_OK, "%s: %s", #expr, mt_errmsg())
+
+typedef struct lines {
+    int n;
+    char **s;
+} lines;
+
+static void lines_free(lines *l) {
+    for (int i = 0; i < l->n; i++)
+        free(l->s[i]);
+    free(l->s);
+    memset(l, 0, sizeof *l);
+}
+
+static int read_lines(const char *path, lines *out) {
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char *buf = NULL;
+    size_t cap = 0;
+    while (app_read_line(f, &buf, &cap) >= 0) {
+        out->s = realloc(out->s, sizeof(char *) * (size_t)(out->n + 1));
+        out->s[out->n++] = strdup(buf);
+    }
+    free(buf);
+    fclose(f);
+    return 1;
+}
+
+typedef struct fixture {
+    app_models am;
+    app_translator *tr;
+    app_translate_worker *w;
+    lines input;
+} fixture;
+
+static int fixture_open(fixture *fx, const char *dir, const char *sv, const char *tv,
+                        const app_translate_params *p, int n_models, const float *weights) {
+    memset(fx, 0, sizeof *fx);
+    char mp[512], v1[512], v2[512], in[512];
+    snprintf(mp, sizeof mp, DATA "%s/model.npz", dir);
+    snprintf(v1, sizeof v1, DATA "%s/%s", dir, sv);
+    snprintf(v2, sizeof v2, DATA "%s/%s", dir, tv);
+    snprintf(in, sizeof in, DATA "%s/input.en", dir);
+    const char *models[2] = {mp, mp}, *vocabs[2] = {v1, v2};
+    if (!CHECK_OK(app_models_load(&fx->am, models, n_models, weights, vocabs, 2))) return 0;
+    if (!CHECK_OK(app_translator_init(&fx->am, NULL, p, &fx->tr))) return 0;
+    if (!CHECK_OK(app_translate_worker_init(fx->tr, &fx->w))) return 0;
+    return CHECK(read_lines(in, &fx->input) && fx->input.n == 60, "read %s", in);
+}
+
+static void fixture_close(fixture *fx) {
+    app_translate_worker_free(fx->w);
+    app_translator_free(fx->tr);
+    app_models_free(&fx->am);
+    lines_free(&fx->input);
+}
+
+/* Translates line i alone (Marian's --mini-batch 1). */
+static mt_status translate_line(fixture *fx, const char *text, const char *prefix,
+                                app_tr_result *r) {
+    app_tr_input in = {.src = {text}, .prefix = prefix};
+    return app_translate(fx->w, &in, 1, r, NULL, NULL);
+}
+
+/* ------------------------------------------------- 1-best vs Marian */
+
+static void test_one_best(const char *dir, const char *sv, const char *tv, int beam, float alpha,
+                          const char *want_file) {
+    app_translate_params p = app_translate_default_params();
+    p.beam_size = beam;
+    p.normalize = alpha;
+    fixture fx;
+    lines want;
+    char path[512];
+    snprintf(path, sizeof path, DATA "%s/%s", dir, want_file);
+    if (fixture_open(&fx, dir, sv, tv, &p, 1, NULL) && CHECK(read_lines(path, &want), "%s", path)) {
+        int same = 0;
+        for (int i = 0; i < fx.input.n && i < want.n; i++) {
+            app_tr_result r;
+            if (!CHECK_OK(translate_line(&fx, fx.input.s[i], NULL, &r))) break;
+            if (CHECK(r.n_hyps == 1, "%s line %d: %d hypotheses", dir, i + 1, r.n_hyps))
+                same += CHECK(!strcmp(r.hyps[0].text, want.s[i]),
+                              "%s %s line %d:\n  got  '%s'\n  want '%s'", dir, want_file, i + 1,
+                              r.hyps[0].text, want.s[i]);
+            app_tr_result_clear(&r);
+        }
+        fprintf(stderr, "%s: %d of %d lines equal to %s\n", dir, same, fx.input.n, want_file);
+        lines_free(&want);
+    }
+    fixture_close(&fx);
+}
+
+/* ------------------------------------------------------------ n-best */
+
+/* Fields of a Marian n-best line: id, text, F0, norm. */
+static int parse_nbest(char *line, int *id, char **text, double *f0, double *norm) {
+    char *a = strstr(line, " ||| ");
+    if (!a) return 0;
+    *a = '\0';
+    *id = atoi(line);
+    *text = a + 5;
+    char *b = strstr(*text, " ||| F0= ");
+    if (!b) return 0;
+    *b = '\0';
+    char *c = b + 9, *end = NULL;
+    *f0 = strtod(c, &end);
+    char *d = strstr(end, " ||| ");
+    if (!d) return 0;
+    *norm = strtod(d + 5, NULL);
+    return 1;
+}
+
+static void test_nbest(void) {
+    app_translate_params p = app_translate_default_params();
+    p.beam_size = 4;
+    p.normalize = 0.6f;
+    p.n_best = true;
+    p.word_scores = true;
+    fixture fx;
+    lines want;
+    if (!fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL) ||
+        !CHECK(read_lines(DATA "transformer-tiny/nbest4.out", &want), "nbest4.out")) {
+        fixture_close(&fx);
+        return;
+    }
+    int at = 0, compared = 0;
+    double maxd = 0;
+    for (int i = 0; i < fx.input.n; i++) {
+        app_tr_result r;
+        if (!CHECK_OK(translate_line(&fx, fx.input.s[i], NULL, &r))) break;
+        CHECK(r.n_hyps == 4, "line %d: %d hypotheses", i + 1, r.n_hyps);
+        bool empty = fx.input.s[i][0] == '\0';
+        for (int h = 0; h < r.n_hyps; h++) {
+            const app_tr_hyp *y = &r.hyps[h];
+            if (h > 0) {
+                CHECK(y->norm_score <= r.hyps[h - 1].norm_score, "line %d: n-best not sorted",
+                      i + 1);
+                for (int k = 0; k < h && !empty; k++)
+                    CHECK(y->n_tokens != r.hyps[k].n_tokens ||
+                              memcmp(y->tokens, r.hyps[k].tokens,
+                                     sizeof(int32_t) * (size_t)y->n_tokens) != 0,
+                          "line %d: hypotheses %d and %d are the same", i + 1, k, h);
+            }
+            if (!empty) {
+                CHECK_CLOSE(y->norm_score, y->path_score / powf((float)y->length, 0.6f), 1e-5, 1e-6,
+                            "line %d hyp %d: normalised score", i + 1, h);
+                CHECK_CLOSE(y->model_scores[0], y->path_score, 1e-4, 1e-6, "line %d hyp %d: F0",
+                            i + 1, h);
+                double sum = 0;
+                for (int t = 0; t < y->length; t++)
+                    sum += y->word_scores[t];
+                CHECK_CLOSE(sum, y->path_score, 1e-3, 1e-5, "line %d hyp %d: word scores", i + 1,
+                            h);
+            }
+            /* Marian's line */
+            int id = -1;
+            char *text = NULL;
+            double f0 = 0, norm = 0;
+            if (!CHECK(at < want.n && parse_nbest(want.s[at], &id, &text, &f0, &norm),
+                       "nbest4.out line %d", at + 1))
+                continue;
+            at++;
+            CHECK(id == i, "nbest4.out: id %d, want %d", id, i);
+            CHECK(!strcmp(text, y->text), "line %d hyp %d: '%s', Marian '%s'", i + 1, h, y->text,
+                  text);
+            CHECK_CLOSE(y->model_scores[0], f0, 1e-3, 1e-5, "line %d hyp %d F0", i + 1, h);
+            CHECK_CLOSE(y->norm_score, norm, 1e-3, 1e-5, "line %d hyp %d score", i + 1, h);
+            if (fabs(y->model_scores[0] - f0) > maxd) maxd = fabs(y->model_scores[0] - f0);
+            compared++;
+        }
+        app_tr_result_clear(&r);
+    }
+    CHECK(at == want.n, "compared %d of %d n-best lines", at, want.n);
+    fprintf(stderr, "n-best: %d hypotheses equal to nbest4.out, F0 max abs diff %.2g\n", compared,
+            maxd);
+    lines_free(&want);
+    fixture_close(&fx);
+}
+
+/* ------------------------------------------------------------ prefix */
+
+static void test_prefix(void) {
+    app_translate_params p = app_translate_default_params();
+    p.beam_size = 4;
+    p.normalize = 0.6f;
+    p.n_best = true;
+    fixture fx;
+    if (!fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
+        fixture_close(&fx);
+        return;
+    }
+    const mt_vocab *tv = fx.am.vocabs[1];
+    const char *prefixes[] = {"Benutzer nicht", "Das ist ein", "Keine"};
+    for (int k = 0; k < 3; k++) {
+        int32_t *ids = NULL;
+        int64_t n = 0;
+        CHECK_OK(mt_vocab_encode(tv, prefixes[k], 0, &ids, &n));
+        app_tr_result r;
+        if (CHECK_OK(translate_line(&fx, fx.input.s[1], prefixes[k], &r))) {
+            CHECK(r.n_hyps == 4, "prefix '%s': %d hypotheses", prefixes[k], r.n_hyps);
+            for (int h = 0; h < r.n_hyps; h++) {
+                const app_tr_hyp *y = &r.hyps[h];
+                CHECK(y->prefix_len == n && y->n_tokens >= n &&
+                          memcmp(y->tokens, ids, sizeof(int32_t) * (size_t)n) == 0,
+                      "prefix '%s' hyp %d does not start with the prefix", prefixes[k], h);
+                CHECK(!strncmp(y->text, prefixes[k], strlen(prefixes[k])),
+                      "prefix '%s' hyp %d: '%s'", prefixes[k], h, y->text);
+            }
+            if (k == 0 && r.n_hyps > 0)
+                fprintf(stderr, "prefix '%s' of '%s' -> '%s'\n", prefixes[k], fx.input.s[1],
+                        r.hyps[0].text);
+            app_tr_result_clear(&r);
+        }
+        mt_free(ids);
+    }
+    /* the prefix of Marian's own best translation gives that translation */
+    lines want;
+    if (CHECK(read_lines(DATA "transformer-tiny/beam4.out", &want), "beam4.out")) {
+        app_tr_result r;
+        if (CHECK_OK(translate_line(&fx, fx.input.s[1], "Benutzer", &r)) && r.n_hyps > 0)
+            CHECK(!strcmp(r.hyps[0].text, want.s[1]), "forced 'Benutzer': '%s', want '%s'",
+                  r.hyps[0].text, want.s[1]);
+        app_tr_result_clear(&r);
+        lines_free(&want);
+    }
+    fixture_close(&fx);
+}
+
+/* ------------------------------------------------ edges of the input */
+
+static void test_edges(void) {
+    app_translate_params p = app_translate_default_params();
+    p.beam_size = 2;
+    p.n_best = true;
+    p.alignment = true;
+    fixture fx;
+    if (!fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
+        fixture_close(&fx);
+        return;
+    }
+    /* 10,000 tokens */
+    size_t n = 10000 * 5;
+    char *big = malloc(n + 1);
+    for (size_t i = 0; i < 10000; i++)
+        memcpy(big + 5 * i, "word ", 5);
+    big[n - 1] = '\0';
+    app_tr_input in[4] = {{.src = {""}}, {.src = {big}}, {.src = {"Save"}}, {.src = {""}}};
+    app_tr_result r[4];
+    if (CHECK_OK(app_translate(fx.w, in, 4, r, NULL, NULL))) {
+        CHECK(r[0].n_hyps == 2 && r[0].hyps[0].text[0] == '\0' && r[0].hyps[0].n_tokens == 0,
+              "empty line: %d hyps", r[0].n_hyps);
+        if (r[0].n_hyps == 2) {
+            CHECK(r[0].hyps[0].model_scores[0] < 0 &&
+                      r[0].hyps[0].model_scores[0] == r[0].hyps[1].model_scores[0],
+                  "empty line: F0 %g", (double)r[0].hyps[0].model_scores[0]);
+            CHECK(r[0].hyps[0].norm_score == 0.0f, "empty line: score %g",
+                  (double)r[0].hyps[0].norm_score);
+            CHECK(r[0].hyps[0].src_len == 1 && r[0].hyps[0].align && r[0].hyps[0].align[0] == 1.0f,
+                  "empty line: alignment");
+        }
+        CHECK(r[1].skipped && r[1].n_hyps == 0, "10,000 tokens: not skipped");
+        CHECK(!r[2].skipped && r[2].n_hyps == 2 && r[2].hyps[0].text[0] != '\0',
+              "a line after the long one");
+        CHECK(r[3].n_hyps == 2 && r[3].hyps[0].text[0] == '\0', "second empty line");
+    }
+    for (int i = 0; i < 4; i++)
+        app_tr_result_clear(&r[i]);
+    /* cropped */
+    app_translator *t2 = NULL;
+    app_translate_worker *w2 = NULL;
+    p.max_length_crop = true;
+    p.max_length = 100;
+    p.n_best = false;
+    if (CHECK_OK(app_translator_init(&fx.am, NULL, &p, &t2)) &&
+        CHECK_OK(app_translate_worker_init(t2, &w2))) {
+        app_tr_sentence s;
+        if (CHECK_OK(app_tr_encode(t2, &in[1], &s))) {
+            CHECK(s.cropped && !s.skipped && s.len[0] == 100 && s.raw_len == 10001 &&
+                      s.ids[0][99] == mt_vocab_eos_id(fx.am.vocabs[0]),
+                  "cropped to %d tokens", (int)s.len[0]);
+            app_tr_result rr;
+            if (CHECK_OK(app_translate_encoded(w2, &s, 1, &rr, NULL, NULL)))
+                CHECK(rr.n_hyps == 1 && rr.hyps[0].src_len == 100 && rr.hyps[0].length <= 300,
+                      "cropped: source %d, output %d tokens", (int)rr.hyps[0].src_len,
+                      (int)rr.hyps[0].length);
+            app_tr_result_clear(&rr);
+            app_tr_sentence_clear(&s);
+        }
+    }
+    app_translate_worker_free(w2);
+    app_translator_free(t2);
+    /* invalid UTF-8 */
+    app_tr_sentence s;
+    app_tr_input bad = {.src = {"caf\xc3("}};
+    CHECK(app_tr_encode(fx.tr, &bad, &s) == MT_ERR_INVALID, "invalid UTF-8 accepted");
+    free(big);
+    fixture_close(&fx);
+}
+
+/* ----------------------------------------------------- cancellation */
+
+static int polls;
+static bool cancel_after_5(void *user) {
+    (void)user;
+    return ++polls > 5;
+}
+
+static void test_cancel(void) {
+    app_translate_params p = app_translate_default_params();
+    p.beam_size = 4;
+    fixture fx;
+    if (fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
+        app_tr_input in = {.src = {fx.input.s[0]}};
+        app_tr_result r;
+        polls = 0;
+        CHECK(app_translate(fx.w, &in, 1, &r, cancel_after_5, NULL) == MT_ABORTED,
+              "cancel did not abort");
+        CHECK(r.n_hyps == 0 && r.hyps == NULL, "results after a cancel");
+        /* the worker is still usable */
+        if (CHECK_OK(app_translate(fx.w, &in, 1, &r, NULL, NULL)))
+            CHECK(r.n_hyps == 1, "translation after a cancel");
+        /* the same model borrowed (as the trainer would lend its own) */
+        app_models bm;
+        app_translator *bt = NULL;
+        app_translate_worker *bw = NULL;
+        app_models_borrow(&bm, fx.am.models[0], fx.am.vocabs, true);
+        app_tr_result r2;
+        if (CHECK_OK(app_translator_init(&bm, NULL, &p, &bt)) &&
+            CHECK_OK(app_translate_worker_init(bt, &bw)) &&
+            CHECK_OK(app_translate(bw, &in, 1, &r2, NULL, NULL)) && r.n_hyps == 1) {
+            CHECK(r2.n_hyps == 1 && !strcmp(r2.hyps[0].text, r.hyps[0].text),
+                  "borrowed model translates differently");
+            app_tr_result_clear(&r2);
+        }
+        app_translate_worker_free(bw);
+        app_translator_free(bt);
+        app_models_free(&bm);
+        CHECK(bm.models[0] == NULL && fx.am.models[0] != NULL, "borrowed models were freed");
+        app_tr_result_clear(&r);
+    }
+    fixture_close(&fx);
+}
+
+/* --------------------------------------------------------- ensembles */
+
+static void test_ensemble(void) {
+    app_translate_params p = app_translate_default_params();
+    p.beam_size = 4;
+    p.normalize = 0.6f;
+    p.n_best = true;
+    const float w[2] = {0.5f, 0.5f};
+    fixture fx;
+    lines want;
+    if (fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 2, w) &&
+        CHECK(read_lines(DATA "transformer-tiny/beam4.out", &want), "beam4.out")) {
+        int same = 0;
+        for (int i = 0; i < 20; i++) {
+            app_tr_result r;
+            if (!CHECK_OK(translate_line(&fx, fx.input.s[i], NULL, &r))) break;
+            if (r.n_hyps > 0) {
+                same += !strcmp(r.hyps[0].text, want.s[i]);
+                CHECK(r.hyps[0].model_scores[0] == r.hyps[0].model_scores[1],
+                      "line %d: F0 %g != F1 %g", i + 1, (double)r.hyps[0].model_scores[0],
+                      (double)r.hyps[0].model_scores[1]);
+            }
+            app_tr_result_clear(&r);
+        }
+        /* 0.5 a + 0.5 a may round differently from a: allow one near-tie */
+        CHECK(same >= 19, "ensemble of a model with itself: %d of 20 lines as beam4.out", same);
+        fprintf(stderr, "ensemble (model x2, weights 0.5): %d of 20 lines equal to beam4.out\n",
+                same);
+        lines_free(&want);
+    }
+    fixture_close(&fx);
+}
+
+/* ---------------------------------------------------- bounded memory */
+
+typedef struct spy {
+    mt_scorer inner;
+    bool counting;
+    int64_t steps, allocs;
+} spy;
+
+static int32_t spy_vocab(void *u) {
+    spy *s = u;
+    return s->inner.ops->vocab_size(s->inner.user);
+}
+static mt_status spy_start(void *u, const int32_t *sent, int32_t n, void **state) {
+    spy *s = u;
+    return s->inner.ops->start(s->inner.user, sent, n, state);
+}
+static mt_status spy_step(void *u, void *state, const mt_scorer_step *in, float *lp, float *al) {
+    spy *s = u;
+    uint64_t a0 = mt_alloc_get_stats().n_allocs;
+    mt_status rc = s->inner.ops->step(s->inner.user, state, in, lp, al);
+    if (s->counting) s->allocs += (int64_t)(mt_alloc_get_stats().n_allocs - a0);
+    s->steps++;
+    return rc;
+}
+static void spy_finish(void *u, void *state) {
+    spy *s = u;
+    s->inner.ops->finish(s->inner.user, state);
+}
+static const mt_scorer_ops spy_ops = {spy_vocab, spy_start, NULL, spy_step, spy_finish};
+
+static void test_bounded_memory(void) {
+    app_models am;
+    const char *mp[1] = {DATA "transformer-aan/model.npz"};
+    const char *vp[2] = {DATA "transformer-aan/vocab.en.spm", DATA "transformer-aan/vocab.de.spm"};
+    lines in;
+    if (!CHECK_OK(app_models_load(&am, mp, 1, NULL, vp, 2)) ||
+        !CHECK(read_lines(DATA "transformer-aan/input.en", &in), "input")) {
+        app_models_free(&am);
+        return;
+    }
+    app_model_scorer *ms = NULL;
+    mt_beam *beam = NULL;
+    int32_t *ids[3] = {0};
+    int64_t len[3] = {0};
+    /* line 55 (150 tokens; the model repeats itself up to the length
+    ** limit) with two short ones: a padded batch, sentences finishing early */
+    const int pick[3] = {54, 1, 51};
+    mt_batch_seq seqs[3];
+    int32_t src_len[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(mt_vocab_encode(am.vocabs[0], in.s[pick[i]], MT_VOCAB_ADD_EOS, &ids[i], &len[i]));
+        seqs[i] = (mt_batch_seq){ids[i], (int32_t)len[i]};
+        src_len[i] = (int32_t)len[i];
+    }
+    if (CHECK_OK(app_model_scorer_init(am.models[0], &ms)) && CHECK_OK(mt_beam_init(&beam))) {
+        app_model_scorer_set_batch(ms, seqs, 3, 1);
+        spy sp = {app_model_scorer_get(ms), false, 0, 0};
+        mt_scorer sc = {&spy_ops, &sp};
+        mt_beam_params bp = mt_beam_default_params();
+        bp.beam_size = 4;
+        bp.normalize = 0.6f;
+        mt_beam_input bi = {.n_sentences = 3, .src_len = src_len};
+        const mt_beam_result *res = NULL;
+        /* a short search (length limit 0.3 x the longest source), then the
+        ** long one twice: the second time counting allocations */
+        bp.max_length_factor = 0.3f;
+        CHECK_OK(mt_beam_search(beam, &bp, &sc, 1, &bi, &res));
+        app_model_scorer_stats short_st = app_model_scorer_get_stats(ms);
+        bp.max_length_factor = 3.0f;
+        int32_t first_len = 0;
+        for (int round = 0; round < 2; round++) {
+            sp.counting = round == 1;
+            sp.steps = 0;
+            if (!CHECK_OK(mt_beam_search(beam, &bp, &sc, 1, &bi, &res))) break;
+            if (round == 0)
+                first_len = res[0].hyps[0].length;
+            else
+                CHECK(res[0].hyps[0].length == first_len, "second search differs");
+        }
+        app_model_scorer_stats st = app_model_scorer_get_stats(ms);
+        fprintf(stderr,
+                "bounded memory: %lld steps, longest output %d tokens, %lld allocations in the "
+                "steps of the second search; step graphs %.2f MB (%.2f MB after a 46-step "
+                "search), encoder graphs %.1f MB; %lld padded rows, %lld purges\n",
+                (long long)sp.steps, (int)first_len, (long long)sp.allocs,
+                (double)st.step_bytes / 1e6, (double)short_st.step_bytes / 1e6,
+                (double)st.enc_bytes / 1e6, (long long)st.padded_rows, (long long)st.purges);
+        CHECK(sp.steps > 300, "only %lld steps: not a long search", (long long)sp.steps);
+        CHECK(sp.allocs == 0, "%lld allocations in steady-state steps", (long long)sp.allocs);
+        CHECK(st.purges >= 1, "finished sentences were never dropped");
+        /* The average-attention decoder's state does not grow with the
+        ** output: 14 times more steps must not need more step memory (the
+        ** whole-batch graph needed 16 x 4000 x 4 bytes per row and step,
+        ** over 400 MB here).  The encoder graphs depend on the sources only. */
+        CHECK(st.step_bytes <= short_st.step_bytes + short_st.step_bytes / 4,
+              "step graphs grew from %zu to %zu bytes", short_st.step_bytes, st.step_bytes);
+        CHECK(st.enc_bytes == short_st.enc_bytes, "encoder graphs grew from %zu to %zu bytes",
+              short_st.enc_bytes, st.enc_bytes);
+    }
+    for (int i = 0; i < 3; i++)
+        mt_free(ids[i]);
+    mt_beam_free(beam);
+    app_model_scorer_free(ms);
+    lines_free(&in);
+    app_models_free(&am);
+}
+
+/* ------------------------------------------------ allocation failures */
+
+/* Translator, worker and a batch of three sentences (one empty, one with a
+** prefix) with the N-th try-allocation and all later ones failing, for every
+** N until it succeeds: always a clean status with a message, nothing leaked. */
+static mt_status fault_scenario(const app_models *am) {
+    app_translate_params p = app_translate_default_params();
+    p.beam_size = 2;
+    p.n_best = true;
+    p.word_scores = true;
+    p.alignment = true;
+    app_translator *t = NULL;
+    app_translate_worker *w = NULL;
+    app_tr_input in[3] = {
+        {.src = {"Open the file."}}, {.src = {""}}, {.src = {"Save"}, .prefix = "Speichern"}};
+    app_tr_result r[3];
+    memset(r, 0, sizeof r);
+    mt_status rc = app_translator_init(am, NULL, &p, &t);
+    if (rc == MT_OK) rc = app_translate_worker_init(t, &w);
+    if (rc == MT_OK) rc = app_translate(w, in, 3, r, NULL, NULL);
+    if (rc == MT_OK && (r[0].n_hyps != 2 || r[2].n_hyps != 2))
+        rc = mt_seterr(MT_ERR_INVALID, "wrong results");
+    for (int i = 0; i < 3; i++)
+        app_tr_result_clear(&r[i]);
+    app_translate_worker_free(w);
+    app_translator_free(t);
+    return rc;
+}
+
+static void test_alloc_failures(void) {
+    app_models am;
+    const char *mp[1] = {DATA "transformer-tiny/model.npz"};
+    const char *vp[2] = {DATA "transformer-tiny/vocab.spm", DATA "transformer-tiny/vocab.spm"};
+    if (!CHECK_OK(app_models_load(&am, mp, 1, NULL, vp, 2))) {
+        app_models_free(&am);
+        return;
+    }
+    int64_t n = 0, failures = 0;
+    mt_status rc = MT_ERR_NOMEM;
+    for (; n < 5000; n++) {
+        size_t live = mt_alloc_get_stats().live_blocks;
+        mt_alloc_fail_at(n, true);
+        mt_clearerr();
+        rc = fault_scenario(&am);
+        mt_alloc_fail_at(-1, false);
+        size_t after = mt_alloc_get_stats().live_blocks;
+        if (!CHECK(after == live, "N=%lld: %zu blocks leaked (%s: %s)", (long long)n, after - live,
+                   mt_status_str(rc), mt_errmsg()) ||
+            !CHECK(rc == MT_OK || mt_errmsg()[0] != '\0', "N=%lld: %s without a message",
+                   (long long)n, mt_status_str(rc))) {
+            if (++failures > 5) break;
+        }
+        if (rc == MT_OK) break;
+    }
+    CHECK(rc == MT_OK, "the scenario succeeds once allocations do");
+    fprintf(stderr, "allocation failures: %lld failure points tested\n", (long long)n);
+    app_models_free(&am);
+}
+
+int main(void) {
+    test_one_best("transformer-tiny", "vocab.spm", "vocab.spm", 1, 0.0f, "beam1.out");
+    test_one_best("transformer-tiny", "vocab.spm", "vocab.spm", 4, 0.6f, "beam4.out");
+    test_one_best("transformer-aan", "vocab.en.spm", "vocab.de.spm", 4, 0.6f, "beam4.out");
+    test_nbest();
+    test_prefix();
+    test_edges();
+    test_cancel();
+    test_ensemble();
+    test_bounded_memory();
+    test_alloc_failures();
+    TEST_MAIN_END();
+}
