@@ -15,5 +15,6 @@ int app_align_main(int argc, char **argv);   /* app/cmd_align.c   */
 int app_shortlist_main(int argc, char **argv); /* app/cmd_shortlist.c */
 int app_translate_main(int argc, char **argv); /* app/cmd_translate.c */
 int app_corpus_main(int argc, char **argv);    /* app/cmd_corpus.c    */
+int app_edit_main(int argc, char **argv);      /* app/cmd_edit.c      */
 
 #endif

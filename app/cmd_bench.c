@@ -15,6 +15,7 @@
 ** + top-k) against the unfused path (bench_topk below).
 */
 #include "app.h"
+#include "edit_session.h"
 #include "kcpu.h"
 #include "mt.h"
 
@@ -433,10 +434,12 @@ static void bench_usage(FILE *f) {
                "  gemm      fp32 GEMM GFLOP/s at decoder shapes, OpenBLAS vs own kernel\n"
                "  gemm-int  int8/int16 GEMM GOP/s vs fp32 OpenBLAS; --peak-gops: nominal int8\n"
                "            peak per core (default 913, Zen 5 VNNI)\n"
-               "  topk      fused bias + log-softmax + top-k vs the unfused path, ns/row\n");
+               "  topk      fused bias + log-softmax + top-k vs the unfused path, ns/row\n"
+               "  edit      the editor's completion latency (mtpe bench edit --help)\n");
 }
 
 int app_bench_main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "edit") == 0) return app_bench_edit_main(argc - 1, argv + 1);
     const char *what = NULL;
     int repeat = 7;
     double peak = 228.0; /* AMD Zen 5: 2 x 512-bit FMA per cycle per core */

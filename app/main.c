@@ -20,6 +20,7 @@ typedef struct app_command {
 } app_command;
 
 static const app_command commands[] = {
+    {"edit", app_edit_main, "post-edit a document (PO, XLIFF, text) with live MT"},
     {"convert", app_convert_main, "inspect a model file; convert between .npz and .bin"},
     {"bench", app_bench_main, "speed benchmarks (gemm), GFLOP/s and fraction of peak"},
     {"translate", app_translate_main, "translate text or documents (marian-decoder)"},
