@@ -87,10 +87,7 @@ static bool is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-/* Next line of buf[*pos..len): sets line and line_len (without '\n' and one
-** '\r'); false at the end. */
-static bool next_line(const char *buf, size_t len, size_t *pos, const char **line,
-                      size_t *line_len) {
+bool app_next_line(const char *buf, size_t len, size_t *pos, const char **line, size_t *line_len) {
     if (*pos >= len) return false;
     const char *s = buf + *pos;
     const char *nl = memchr(s, '\n', len - *pos);
@@ -518,7 +515,7 @@ mt_status app_bitext_read_joined(const char *path, app_bitext **out) {
     const char *line;
     size_t n;
     int64_t line_no = 0;
-    while (next_line(buf, len, &pos, &line, &n)) {
+    while (app_next_line(buf, len, &pos, &line, &n)) {
         line_no++;
         size_t sep = find_separator(line, n);
         size_t trg_at = sep < n ? sep + 3 : n;
@@ -551,8 +548,8 @@ mt_status app_bitext_read_pair(const char *src_path, const char *trg_path, app_b
     for (;;) {
         const char *s, *t;
         size_t ns, nt;
-        bool hs = next_line(sb, sl, &sp, &s, &ns);
-        bool ht = next_line(tb, tl, &tp, &t, &nt);
+        bool hs = app_next_line(sb, sl, &sp, &s, &ns);
+        bool ht = app_next_line(tb, tl, &tp, &t, &nt);
         if (!hs && !ht) break;
         line_no++;
         if (hs != ht) {

@@ -72,6 +72,11 @@
 ** mt_free).  MT_ERR_IO names the file. */
 mt_status app_text_read_all(const char *path, char **out, size_t *len);
 
+/* Next line of buf[*pos..len) (as read by app_text_read_all): sets *line and
+** *line_len (without the '\n' and one '\r' before it) and moves *pos past
+** the line end; false at the end.  A last line without '\n' counts. */
+bool app_next_line(const char *buf, size_t len, size_t *pos, const char **line, size_t *line_len);
+
 /* Prepends "<prefix>: " (printf format) to the current mt_errmsg() and returns rc. */
 mt_status app_err_prefix(mt_status rc, const char *fmt, ...)
 #if defined(__GNUC__)

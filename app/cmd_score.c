@@ -620,30 +620,16 @@ static void print_help(FILE *f) {
     app_opts_print_help(score_opts, n_score_opts, f);
 }
 
-static void quiet_log(mt_log_level level, const char *msg, void *user) {
-    (void)user;
-    if (level >= MT_LOG_ERROR) fprintf(stderr, "%s\n", msg);
-}
-
 int app_score_main(int argc, char **argv) {
     app_opts *o = NULL;
-    mt_status rc = app_opts_parse(score_opts, n_score_opts, argc, argv, &o);
-    if (rc != MT_OK) {
-        fprintf(stderr, "mtpe score: %s\n\n", mt_errmsg());
-        print_help(stderr);
-        return 2;
-    }
-    if (app_opts_help_wanted(o)) {
-        print_help(stdout);
-        app_opts_free(o);
-        return 0;
-    }
-    if (app_opts_flag(o, "quiet")) mt_log_set(quiet_log, NULL);
+    int ret;
+    if (!app_opts_parse_cmd("score", score_opts, n_score_opts, argc, argv, print_help, &o, &ret))
+        return ret;
     scorer s;
     memset(&s, 0, sizeof s);
     s.o = o;
     pthread_mutex_init(&s.mu, NULL);
-    int ret = run(&s);
+    ret = run(&s);
     pthread_mutex_destroy(&s.mu);
     app_models_free(&s.am);
     app_opts_free(o);

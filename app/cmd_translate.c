@@ -1020,25 +1020,11 @@ static void print_help(FILE *f) {
     app_opts_print_help(tr_opts, n_tr_opts, f);
 }
 
-static void quiet_log(mt_log_level level, const char *msg, void *user) {
-    (void)user;
-    if (level >= MT_LOG_ERROR) fprintf(stderr, "%s\n", msg);
-}
-
 int app_translate_main(int argc, char **argv) {
     app_opts *o = NULL;
-    mt_status rc = app_opts_parse(tr_opts, n_tr_opts, argc, argv, &o);
-    if (rc != MT_OK) {
-        fprintf(stderr, "mtpe translate: %s\n\n", mt_errmsg());
-        print_help(stderr);
-        return 2;
-    }
-    if (app_opts_help_wanted(o)) {
-        print_help(stdout);
-        app_opts_free(o);
-        return 0;
-    }
-    if (app_opts_flag(o, "quiet")) mt_log_set(quiet_log, NULL);
+    int ret;
+    if (!app_opts_parse_cmd("translate", tr_opts, n_tr_opts, argc, argv, print_help, &o, &ret))
+        return ret;
     tr_ctx c;
     memset(&c, 0, sizeof c);
     c.o = o;
@@ -1053,7 +1039,7 @@ int app_translate_main(int argc, char **argv) {
     c.word_scores = app_opts_flag(o, "word-scores");
     c.quiet_tr = app_opts_flag(o, "quiet-translation") || app_opts_flag(o, "quiet");
     c.align = app_opts_str(o, "alignment");
-    int ret = 1;
+    ret = 1;
     if (c.align[0] && strcmp(c.align, "soft")) {
         char *end = NULL;
         float t = strcmp(c.align, "hard") ? strtof(c.align, &end) : 1.0f;
@@ -1069,7 +1055,7 @@ int app_translate_main(int argc, char **argv) {
         ret = 2;
         goto done;
     }
-    rc = load_everything(&c);
+    mt_status rc = load_everything(&c);
     const char *op = app_opts_str(o, "output");
     bool to_file = strcmp(op, "stdout") && strcmp(op, "-");
     if (rc == MT_OK && to_file && nf == 0) {

@@ -58,6 +58,7 @@
 
 #include "corpus_io.h"
 #include "doc.h"
+#include "vocab.h"
 
 /* ============================================================ UTF-8 */
 
@@ -726,7 +727,7 @@ static mt_status mo_string(const char *path, const unsigned char *d, size_t size
         return mt_seterr(MT_ERR_FORMAT, "%s: damaged MO file: %s string %u is not NUL-terminated",
                          path, what, i);
     size_t bad;
-    if (utf8 && !app_doc_utf8_valid((const char *)d + out->off, out->len, &bad))
+    if (utf8 && !mt_utf8_valid((const char *)d + out->off, out->len, &bad))
         return mt_seterr(MT_ERR_FORMAT, "%s: %s string %u has invalid UTF-8 at byte %zu", path,
                          what, i, bad);
     return MT_OK;

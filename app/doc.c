@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "vocab.h"
 
 /* ------------------------------------------------------------- buffers */
 
@@ -75,42 +76,6 @@ void app_doc_buf_free(app_doc_buf *b) {
     b->data = NULL;
     b->len = b->cap = 0;
     b->failed = false;
-}
-
-/* ---------------------------------------------------------------- UTF-8 */
-
-bool app_doc_utf8_valid(const char *s, size_t n, size_t *bad) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned cp, min;
-        if (c >= 0xc2 && c <= 0xdf) {
-            len = 2, cp = c & 0x1f, min = 0x80;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            len = 3, cp = c & 0x0f, min = 0x800;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            len = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            goto bad_byte;
-        }
-        if (n - i < len) goto bad_byte;
-        for (size_t k = 1; k < len; k++) {
-            if ((p[i + k] & 0xc0) != 0x80) goto bad_byte;
-            cp = (cp << 6) | (p[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) goto bad_byte;
-        i += len;
-    }
-    return true;
-bad_byte:
-    if (bad) *bad = i;
-    return false;
 }
 
 /* --------------------------------------------------------------- names */
@@ -410,7 +375,7 @@ mt_status app_doc_set_target(app_doc *d, int64_t i, int form, const char *text,
     if (text == NULL)
         return mt_seterr(MT_ERR_INVALID, "'%s' segment %lld: NULL text", d->path, (long long)i);
     size_t bad;
-    if (!app_doc_utf8_valid(text, strlen(text), &bad))
+    if (!mt_utf8_valid(text, strlen(text), &bad))
         return mt_seterr(MT_ERR_INVALID, "'%s' segment %lld: invalid UTF-8 at byte %zu", d->path,
                          (long long)i, bad);
     app_doc_state st = APP_DOC_STATE_EMPTY;

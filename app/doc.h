@@ -246,9 +246,6 @@ mt_status app_doc_add_segment(app_doc *d, int n_targets, app_doc_segment **seg);
 char *app_doc_strdup(app_doc *d, const char *s, size_t n);
 /* Reads a whole file (NUL-terminated copy, *len excludes the NUL). */
 mt_status app_doc_read_file(const char *path, char **data, size_t *len);
-/* Checks UTF-8 (no overlongs, surrogates or code points above U+10FFFF);
-** returns true, or false with the offset of the first bad byte in *bad. */
-bool app_doc_utf8_valid(const char *s, size_t n, size_t *bad);
 /* Replaces targets[form] of segment i with a heap copy of text. */
 mt_status app_doc_store_target(app_doc *d, int64_t i, int form, const char *text);
 

@@ -51,6 +51,7 @@
 #include <strings.h>
 
 #include "doc.h"
+#include "vocab.h"
 
 #define PO_MAX_FORMS 16
 #define PO_WIDTH 79
@@ -555,7 +556,7 @@ static mt_status po_parse(po_parser *ps) {
         const char *le = nl ? nl : ps->buf + ps->len;
         if (le > ls && le[-1] == '\r') le--;
         size_t bad;
-        if (ps->bad_utf8_line == 0 && !app_doc_utf8_valid(ls, (size_t)(le - ls), &bad)) {
+        if (ps->bad_utf8_line == 0 && !mt_utf8_valid(ls, (size_t)(le - ls), &bad)) {
             ps->bad_utf8_line = ps->lineno;
             ps->bad_utf8_col = bad + 1;
         }

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 
 #include "doc.h"
+#include "vocab.h"
 
 typedef struct text_line {
     size_t beg, end, next; /* text [beg, end), next line at next      */
@@ -61,7 +62,7 @@ static mt_status split_lines(const char *path, const char *buf, size_t len, text
         if (*eol == NULL && nl) *eol = cr ? "\r\n" : "\n";
         if (cr) end--;
         size_t bad;
-        if (!app_doc_utf8_valid(buf + pos, end - pos, &bad)) {
+        if (!mt_utf8_valid(buf + pos, end - pos, &bad)) {
             mt_free(lines);
             return mt_seterr(MT_ERR_FORMAT, "%s:%lld: invalid UTF-8 at column %zu", path,
                              (long long)n + 1, bad + 1);

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "doc.h"
+#include "vocab.h"
 
 #ifndef MT_VERSION
 #define MT_VERSION "0"
@@ -65,7 +66,7 @@ static mt_status check_text(int64_t row, const char *what, const char *s) {
     if (s == NULL)
         return mt_seterr(MT_ERR_INVALID, "TMX row %lld: %s is NULL", (long long)row, what);
     size_t n = strlen(s), bad;
-    if (!app_doc_utf8_valid(s, n, &bad))
+    if (!mt_utf8_valid(s, n, &bad))
         return mt_seterr(MT_ERR_INVALID, "TMX row %lld: %s has invalid UTF-8 at byte %zu",
                          (long long)row, what, bad);
     for (size_t i = 0; i < n; i++) {

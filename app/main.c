@@ -26,6 +26,7 @@ static const app_command commands[] = {
     {"translate", app_translate_main, "translate text or documents (marian-decoder)"},
     {"train", app_train_main, "train or continue training a model (Marian's options and files)"},
     {"score", app_score_main, "score sentence pairs or rescore an n-best list (marian-scorer)"},
+    {"rescore", app_rescore_main, "pick the best of an n-best list by weighted features"},
     {"align", app_align_main, "word alignment, fast_align style (IBM model 2 + diagonal prior)"},
     {"shortlist", app_shortlist_main, "lexical shortlists: lex.s2t from alignments, Marian binary"},
     {"corpus", app_corpus_main, "parallel text from PO/MO/XLIFF/TMX; export confirmed edits"},

@@ -475,6 +475,32 @@ mt_status app_opts_merge_file(app_opts *o, const char *path, bool lenient) {
 
 bool app_opts_help_wanted(const app_opts *o) { return o->help; }
 
+static void log_errors_only(mt_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level >= MT_LOG_ERROR) fprintf(stderr, "%s\n", msg);
+}
+
+bool app_opts_parse_cmd(const char *cmd, const app_opt *defs, int n_defs, int argc, char **argv,
+                        void (*help)(FILE *f), app_opts **out, int *ret) {
+    app_opts *o = NULL;
+    mt_status rc = app_opts_parse(defs, n_defs, argc, argv, &o);
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe %s: %s\n\n", cmd, mt_errmsg());
+        help(stderr);
+        *ret = 2;
+        return false;
+    }
+    if (app_opts_help_wanted(o)) {
+        help(stdout);
+        app_opts_free(o);
+        *ret = 0;
+        return false;
+    }
+    if (app_opts_flag(o, "quiet")) mt_log_set(log_errors_only, NULL);
+    *out = o;
+    return true;
+}
+
 app_opt_source app_opts_source(const app_opts *o, const char *name) {
     return o->vals[must_find(o, name)].src;
 }

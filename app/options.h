@@ -90,6 +90,15 @@ bool app_opts_help_wanted(const app_opts *o);
 /* Prints "  -m, --model ARG   help (default: x)" lines for every option. */
 void app_opts_print_help(const app_opt *defs, int n_defs, FILE *f);
 
+/* The start of a subcommand's main (`mtpe score`, `mtpe translate`): parses
+** argv as app_opts_parse.  Returns true with *out owning the options when the
+** command should run; with --quiet, from then on only errors are logged (to
+** stderr).  Returns false with the exit code in *ret otherwise: 2 after a
+** usage error ("mtpe CMD: message", an empty line and help(stderr) on stderr),
+** 0 after --help (help(stdout)). */
+bool app_opts_parse_cmd(const char *cmd, const app_opt *defs, int n_defs, int argc, char **argv,
+                        void (*help)(FILE *f), app_opts **out, int *ret);
+
 /* Value access.  Scalars: the value (lists: the first item); lists: count
 ** and items.  Strings live as long as o or until the option is set again. */
 app_opt_source app_opts_source(const app_opts *o, const char *name);

@@ -25,19 +25,6 @@ static bool is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n';
 }
 
-static bool next_line(const char *buf, size_t len, size_t *pos, const char **line,
-                      size_t *line_len) {
-    if (*pos >= len) return false;
-    const char *s = buf + *pos;
-    const char *nl = memchr(s, '\n', len - *pos);
-    size_t n = nl ? (size_t)(nl - s) : len - *pos;
-    *pos += n + (nl ? 1 : 0);
-    if (n > 0 && s[n - 1] == '\r') n--;
-    *line = s;
-    *line_len = n;
-    return true;
-}
-
 /* ---------------------------------------------------------- lexical table */
 
 struct app_lex {
@@ -289,7 +276,7 @@ mt_status app_lex_from_files(const char *src_path, const char *trg_path, const c
         size_t n[3];
         bool have[3];
         for (int k = 0; k < 3; k++)
-            have[k] = next_line(buf[k], len[k], &pos[k], &l[k], &n[k]);
+            have[k] = app_next_line(buf[k], len[k], &pos[k], &l[k], &n[k]);
         if (!have[0] && !have[1] && !have[2]) break;
         if (!have[0] || !have[1] || !have[2]) {
             int k = !have[0] ? 0 : !have[1] ? 1 : 2;

@@ -5,6 +5,7 @@
 ** also checked against central finite differences of their forward.
 */
 #include "harness.h"
+#include "test_util.h"
 #include "kcpu.h"
 
 #include <math.h>
@@ -13,27 +14,6 @@
 #include <string.h>
 
 /* ---------------------------------------------------------------- helpers */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rng_next(void) {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static float urand(float lo, float hi) {
-    return lo + (hi - lo) * (float)((rng_next() >> 40) * (1.0 / 16777216.0));
-}
-
-static float *fill_rand(float *p, int64_t n, float lo, float hi) {
-    for (int64_t i = 0; i < n; i++) {
-        p[i] = urand(lo, hi);
-    }
-    return p;
-}
 
 static float *falloc(int64_t n) {
     float *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
@@ -97,9 +77,9 @@ static void test_gemm_one(const char *name, gemm_fn fn, bool ta, bool tb, int64_
                           int64_t k, float alpha, float beta, bool nan_c) {
     int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
     int64_t arows = ta ? k : m, brows = tb ? n : k;
-    float *a = fill_rand(falloc(arows * lda), arows * lda, -1, 1);
-    float *b = fill_rand(falloc(brows * ldb), brows * ldb, -1, 1);
-    float *c0 = fill_rand(falloc(m * ldc), m * ldc, -1, 1);
+    float *a = test_fill_rand(falloc(arows * lda), arows * lda, -1, 1);
+    float *b = test_fill_rand(falloc(brows * ldb), brows * ldb, -1, 1);
+    float *c0 = test_fill_rand(falloc(m * ldc), m * ldc, -1, 1);
     if (nan_c) {
         for (int64_t i = 0; i < m * ldc; i++) {
             c0[i] = NAN;
@@ -164,9 +144,9 @@ static void test_gemm(void) {
     for (int t = 0; t < 4; t++) {
         bool ta = t & 1, tb = t & 2;
         int64_t lda = ta ? m : k, ldb = tb ? k : n, sa = m * k + 3, sb = k * n + 1, sc = m * n + 2;
-        float *a = fill_rand(falloc(sa * batch), sa * batch, -1, 1);
-        float *b = fill_rand(falloc(sb * batch), sb * batch, -1, 1);
-        float *c = fill_rand(falloc(sc * batch), sc * batch, -1, 1);
+        float *a = test_fill_rand(falloc(sa * batch), sa * batch, -1, 1);
+        float *b = test_fill_rand(falloc(sb * batch), sb * batch, -1, 1);
+        float *c = test_fill_rand(falloc(sc * batch), sc * batch, -1, 1);
         float *cr = fdup(c, sc * batch);
         kcpu_gemm_f32_batched(ta, tb, m, n, k, 0.5f, a, lda, sa, b, ldb, sb, 1.0f, c, n, sc, batch);
         for (int64_t i = 0; i < batch; i++) {
@@ -218,7 +198,7 @@ static void test_unary(void) {
         unary_domain((kcpu_unary)op, &lo, &hi);
         for (int s = 0; s < NSIZES; s++) {
             int64_t n = sizes[s];
-            float *x = fill_rand(falloc(n), n, lo, hi);
+            float *x = test_fill_rand(falloc(n), n, lo, hi);
             float *y = falloc(n), *yr = falloc(n);
             kcpu_unary_fwd((kcpu_unary)op, n, alpha, x, y);
             kcpu_unary_fwd_ref((kcpu_unary)op, n, alpha, x, yr);
@@ -238,7 +218,8 @@ static void test_unary(void) {
             check_arrf(what, xi, y, n, 0, 0);
 
             /* Backward: accumulates into random dx; fast vs ref vs derivative by FD. */
-            float *dy = fill_rand(falloc(n), n, -1, 1), *dx0 = fill_rand(falloc(n), n, -1, 1);
+            float *dy = test_fill_rand(falloc(n), n, -1, 1);
+            float *dx0 = test_fill_rand(falloc(n), n, -1, 1);
             float *dx = fdup(dx0, n), *dxr = fdup(dx0, n), *dxn = fdup(dx0, n);
             kcpu_unary_bwd((kcpu_unary)op, n, alpha, x, yr, dy, dx);
             kcpu_unary_bwd_ref((kcpu_unary)op, n, alpha, x, yr, dy, dxr);
@@ -289,7 +270,7 @@ static void test_unary(void) {
     kcpu_unary_fwd_ref(KCPU_EXP, n, 0, x, yr);
     check_arrf("exp full range", y, yr, n, 3e-45, 3e-7);
     for (int64_t i = 0; i < n; i++) {
-        x[i] = ldexpf(urand(0.5f, 1.0f), (int)(i % 260) - 140);
+        x[i] = ldexpf(test_urand(0.5f, 1.0f), (int)(i % 260) - 140);
     }
     kcpu_unary_fwd(KCPU_LOG, n, 0, x, y);
     kcpu_unary_fwd_ref(KCPU_LOG, n, 0, x, yr);
@@ -315,16 +296,17 @@ static void test_binary(void) {
                     nb *= bb ? 1 : shape[d];
                 }
                 int64_t ny = 2 * 3 * 5 * inners[ii];
-                float *a = fill_rand(falloc(na), na, 0.5f, 2.0f);
-                float *b = fill_rand(falloc(nb), nb, 0.5f, 2.0f);
+                float *a = test_fill_rand(falloc(na), na, 0.5f, 2.0f);
+                float *b = test_fill_rand(falloc(nb), nb, 0.5f, 2.0f);
                 for (int64_t i = 0; i < na; i += 2) {
                     a[i] = -a[i];
                 }
                 float *y = falloc(ny);
                 double *want = calloc((size_t)ny, sizeof *want);
                 double *wa = calloc((size_t)na, sizeof *wa), *wb = calloc((size_t)nb, sizeof *wb);
-                float *dy = fill_rand(falloc(ny), ny, -1, 1);
-                float *da = fill_rand(falloc(na), na, -1, 1), *db = fill_rand(falloc(nb), nb, -1, 1);
+                float *dy = test_fill_rand(falloc(ny), ny, -1, 1);
+                float *da = test_fill_rand(falloc(na), na, -1, 1);
+                float *db = test_fill_rand(falloc(nb), nb, -1, 1);
                 for (int64_t i = 0; i < na; i++) {
                     wa[i] = da[i];
                 }
@@ -375,7 +357,7 @@ static void test_binary(void) {
     }
     /* Non-unit inner stride (a read transposed) and ndim = 0. */
     int64_t shape[2] = {5, 19}, sa[2] = {1, 5}, sb[2] = {19, 1};
-    float *a = fill_rand(falloc(95), 95, -1, 1), *b = fill_rand(falloc(95), 95, -1, 1);
+    float *a = test_fill_rand(falloc(95), 95, -1, 1), *b = test_fill_rand(falloc(95), 95, -1, 1);
     float *y = falloc(95);
     double want[95];
     kcpu_binary_fwd(KCPU_MUL, 2, shape, sa, a, sb, b, y);
@@ -394,7 +376,7 @@ static void test_binary(void) {
 static void test_helpers(void) {
     for (int s = 0; s < NSIZES; s++) {
         int64_t n = sizes[s];
-        float *a = fill_rand(falloc(n), n, -1, 1), *b = fill_rand(falloc(n), n, -1, 1);
+        float *a = test_fill_rand(falloc(n), n, -1, 1), *b = test_fill_rand(falloc(n), n, -1, 1);
         float *y = falloc(n);
         double *w = malloc((size_t)n * sizeof *w);
         kcpu_add_f32(n, a, b, y);
@@ -421,8 +403,9 @@ static void test_helpers(void) {
     }
     /* masked fill: x [4, 33], mask [4, 1] and [1, 33]. */
     int64_t shape[2] = {4, 33};
-    float *x = fill_rand(falloc(132), 132, -1, 1), *y = falloc(132), *m = falloc(132);
-    float *dy = fill_rand(falloc(132), 132, -1, 1), *dx = fill_rand(falloc(132), 132, -1, 1);
+    float *x = test_fill_rand(falloc(132), 132, -1, 1), *y = falloc(132), *m = falloc(132);
+    float *dy = test_fill_rand(falloc(132), 132, -1, 1);
+    float *dx = test_fill_rand(falloc(132), 132, -1, 1);
     double w[132], wd[132];
     for (int pat = 0; pat < 2; pat++) {
         int64_t sm[2] = {pat ? 0 : 1, pat ? 1 : 0};
@@ -463,7 +446,7 @@ static void test_softmax(void) {
     for (int s = 0; s < NSIZES; s++) {
         int64_t cols = sizes[s], n = rows * cols;
         for (int scale = 0; scale < 2; scale++) {
-            float *x = fill_rand(falloc(n), n, scale ? -60.0f : -3.0f, scale ? 60.0f : 3.0f);
+            float *x = test_fill_rand(falloc(n), n, scale ? -60.0f : -3.0f, scale ? 60.0f : 3.0f);
             float *y = falloc(n), *ly = falloc(n), *yr = falloc(n);
             double *w = malloc((size_t)n * sizeof *w), *lw = malloc((size_t)n * sizeof *w);
             for (int64_t r = 0; r < rows; r++) {
@@ -490,7 +473,8 @@ static void test_softmax(void) {
             check_arrf("log_softmax in place", xi, ly, n, 0, 0);
 
             /* Backward vs the double formulas. */
-            float *dy = fill_rand(falloc(n), n, -1, 1), *dx0 = fill_rand(falloc(n), n, -1, 1);
+            float *dy = test_fill_rand(falloc(n), n, -1, 1);
+            float *dx0 = test_fill_rand(falloc(n), n, -1, 1);
             float *dx = fdup(dx0, n), *dxl = fdup(dx0, n);
             double *wd = malloc((size_t)n * sizeof *wd), *wl = malloc((size_t)n * sizeof *wl);
             for (int64_t r = 0; r < rows; r++) {
@@ -542,10 +526,10 @@ static void test_xent(void) {
     const float ls = 0.1f;
     for (int s = 0; s < NSIZES; s++) {
         int64_t cols = sizes[s], n = rows * cols;
-        float *x = fill_rand(falloc(n), n, -5, 5), *logp = falloc(n), loss[4];
+        float *x = test_fill_rand(falloc(n), n, -5, 5), *logp = falloc(n), loss[4];
         int32_t labels[4];
         for (int r = 0; r < rows; r++) {
-            labels[r] = (int32_t)((rng_next() >> 33) % (uint64_t)cols);
+            labels[r] = (int32_t)((test_rng_next() >> 33) % (uint64_t)cols);
         }
         kcpu_xent_fwd(rows, cols, x, labels, ls, logp, loss);
         double wl[4], *xd = malloc((size_t)cols * sizeof *xd);
@@ -559,7 +543,7 @@ static void test_xent(void) {
         snprintf(what, sizeof what, "xent fwd loss cols=%lld", (long long)cols);
         check_arr(what, loss, wl, rows, 1e-5, 1e-5);
         float dloss[4] = {1.0f, -0.5f, 2.0f, 0.25f};
-        float *dx0 = fill_rand(falloc(n), n, -1, 1), *dx = fdup(dx0, n), *dxr = fdup(dx0, n);
+        float *dx0 = test_fill_rand(falloc(n), n, -1, 1), *dx = fdup(dx0, n), *dxr = fdup(dx0, n);
         double *wd = malloc((size_t)n * sizeof *wd);
         for (int64_t r = 0; r < rows; r++) {
             double p[1];
@@ -624,9 +608,9 @@ static void test_layernorm(void) {
             continue; /* variance 0: y = beta, covered below */
         }
         for (int affine = 0; affine < 2; affine++) {
-            float *x = fill_rand(falloc(n), n, -2, 3);
-            float *g = affine ? fill_rand(falloc(cols), cols, 0.5f, 1.5f) : NULL;
-            float *b = affine ? fill_rand(falloc(cols), cols, -1, 1) : NULL;
+            float *x = test_fill_rand(falloc(n), n, -2, 3);
+            float *g = affine ? test_fill_rand(falloc(cols), cols, 0.5f, 1.5f) : NULL;
+            float *b = affine ? test_fill_rand(falloc(cols), cols, -1, 1) : NULL;
             float *y = falloc(n), *yr = falloc(n), mean[3], rstd[3], meanr[3], rstdr[3];
             double *w = malloc((size_t)n * sizeof *w), *xd = malloc((size_t)cols * sizeof *xd);
             for (int64_t r = 0; r < rows; r++) {
@@ -647,9 +631,10 @@ static void test_layernorm(void) {
             check_arrf("layernorm fwd without stats", yr, y, n, 0, 0);
 
             /* Backward vs central differences of L = sum(dy * y(x)) in double. */
-            float *dy = fill_rand(falloc(n), n, -1, 1), *dx0 = fill_rand(falloc(n), n, -1, 1);
+            float *dy = test_fill_rand(falloc(n), n, -1, 1);
+            float *dx0 = test_fill_rand(falloc(n), n, -1, 1);
             float *dx = fdup(dx0, n), *dxr = fdup(dx0, n);
-            float *dg0 = fill_rand(falloc(cols), cols, -1, 1), *dg = fdup(dg0, cols),
+            float *dg0 = test_fill_rand(falloc(cols), cols, -1, 1), *dg = fdup(dg0, cols),
                   *dgr = fdup(dg0, cols), *db = fdup(dg0, cols), *dbr = fdup(dg0, cols);
             kcpu_layernorm_bwd(rows, cols, x, g, mean, rstd, dy, dx, dg, db);
             kcpu_layernorm_bwd_ref(rows, cols, x, g, meanr, rstdr, dy, dxr, dgr, dbr);
@@ -722,14 +707,14 @@ static void test_reduce(void) {
     static const char *names[] = {"sum", "mean", "max"};
     for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
         int64_t o = dims[t][0], n = dims[t][1], in = dims[t][2], nx = o * n * in, ny = o * in;
-        float *x = fill_rand(falloc(nx), nx, -1, 1);
+        float *x = test_fill_rand(falloc(nx), nx, -1, 1);
         /* Integer values so that ties for max occur. */
         for (int64_t i = 0; i < nx; i += 3) {
             x[i] = (float)((int)(x[i] * 3));
         }
         for (int op = 0; op < 3; op++) {
-            float *y = falloc(ny), *dy = fill_rand(falloc(ny), ny, -1, 1);
-            float *dx = fill_rand(falloc(nx), nx, -1, 1);
+            float *y = falloc(ny), *dy = test_fill_rand(falloc(ny), ny, -1, 1);
+            float *dx = test_fill_rand(falloc(nx), nx, -1, 1);
             double *w = malloc((size_t)ny * sizeof *w), *wd = malloc((size_t)nx * sizeof *wd);
             for (int64_t i = 0; i < nx; i++) {
                 wd[i] = dx[i];
@@ -774,9 +759,9 @@ static void test_movement(void) {
     /* gather / scatter with repeated ids. */
     const int64_t vocab = 11, dim = 33, nid = 9;
     int32_t ids[9] = {3, 0, 10, 3, 7, 3, 0, 1, 10};
-    float *table = fill_rand(falloc(vocab * dim), vocab * dim, -1, 1);
-    float *out = falloc(nid * dim), *dt = fill_rand(falloc(vocab * dim), vocab * dim, -1, 1);
-    float *dout = fill_rand(falloc(nid * dim), nid * dim, -1, 1);
+    float *table = test_fill_rand(falloc(vocab * dim), vocab * dim, -1, 1);
+    float *out = falloc(nid * dim), *dt = test_fill_rand(falloc(vocab * dim), vocab * dim, -1, 1);
+    float *dout = test_fill_rand(falloc(nid * dim), nid * dim, -1, 1);
     double *w = malloc((size_t)(vocab * dim) * sizeof *w);
     kcpu_gather_rows(nid, ids, dim, table, out);
     bool ok = true;
@@ -799,7 +784,7 @@ static void test_movement(void) {
     /* permute: 4-D shape, all 24 permutations. */
     int64_t shape[4] = {2, 3, 5, 7};
     int64_t nx = 2 * 3 * 5 * 7;
-    float *x = fill_rand(falloc(nx), nx, -1, 1), *y = falloc(nx);
+    float *x = test_fill_rand(falloc(nx), nx, -1, 1), *y = falloc(nx);
     double *wy = malloc((size_t)nx * sizeof *wy);
     int perms = 0;
     for (int p0 = 0; p0 < 4; p0++) {
@@ -837,7 +822,8 @@ static void test_movement(void) {
     free(x), free(y), free(wy);
 
     /* copy2d: a 5 x 13 block between strided buffers, copy then accumulate. */
-    float *src = fill_rand(falloc(5 * 20), 100, -1, 1), *dst = fill_rand(falloc(5 * 17), 85, -1, 1);
+    float *src = test_fill_rand(falloc(5 * 20), 100, -1, 1);
+    float *dst = test_fill_rand(falloc(5 * 17), 85, -1, 1);
     double wc[85];
     for (int i = 0; i < 85; i++) {
         wc[i] = dst[i];
@@ -945,7 +931,7 @@ static void test_f16(void) {
     int64_t n = 1 << 20;
     float *x = falloc(n);
     for (int64_t i = 0; i < n; i++) {
-        uint32_t u = (uint32_t)(rng_next() >> 32);
+        uint32_t u = (uint32_t)(test_rng_next() >> 32);
         if (i % 2) {
             /* Concentrate on the binary16 range. */
             u = (u & 0x80000000u) | (0x33000000u + (u & 0x0fffffffu) % 0x15000000u);
@@ -997,8 +983,9 @@ static void test_f16(void) {
 static void test_adam(void) {
     for (int s = 0; s < NSIZES; s++) {
         int64_t n = sizes[s];
-        float *w = fill_rand(falloc(n), n, -1, 1), *g = fill_rand(falloc(n), n, -1, 1);
-        float *m = fill_rand(falloc(n), n, -0.1f, 0.1f), *v = fill_rand(falloc(n), n, 0, 0.01f);
+        float *w = test_fill_rand(falloc(n), n, -1, 1), *g = test_fill_rand(falloc(n), n, -1, 1);
+        float *m = test_fill_rand(falloc(n), n, -0.1f, 0.1f);
+        float *v = test_fill_rand(falloc(n), n, 0, 0.01f);
         double *ww = malloc((size_t)n * sizeof *ww), *wm = malloc((size_t)n * sizeof *wm),
                *wv = malloc((size_t)n * sizeof *wv);
         const float lr = 1e-3f, b1 = 0.9f, b2 = 0.98f, eps = 1e-9f, wd = 0.01f;
@@ -1020,7 +1007,7 @@ static void test_adam(void) {
         check_arr("adam_ref m", mr, wm, n, 1e-8, 1e-6);
         check_arr("adam_ref v", vr, wv, n, 1e-10, 1e-5);
         /* smooth and sumsq. */
-        float *sm = fill_rand(falloc(n), n, -1, 1);
+        float *sm = test_fill_rand(falloc(n), n, -1, 1);
         double *ws = malloc((size_t)n * sizeof *ws), ssq = 0;
         for (int64_t i = 0; i < n; i++) {
             ws[i] = 0.9 * sm[i] + 0.1 * (double)w[i];
@@ -1060,7 +1047,7 @@ int main(void) {
         kcpu_isa_force((kcpu_isa)lvl);
         isa_tag = kcpu_isa_name((kcpu_isa)lvl);
         int before = th_failures;
-        rng_state = 0x9e3779b97f4a7c15ull;
+        test_rng_seed(TEST_RNG_DEFAULT_SEED);
         test_gemm();
         test_unary();
         test_binary();

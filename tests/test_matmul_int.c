@@ -39,6 +39,7 @@
 #include "app.h"
 #include "graph_impl.h"
 #include "harness.h"
+#include "test_util.h"
 #include "kcpu.h"
 #include "model.h"
 #include "mt.h"
@@ -49,21 +50,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static float urand(float lo, float hi) {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    rng_state = x;
-    return lo + (hi - lo) * (float)((x >> 40) * (1.0 / 16777216.0));
-}
-
-static void fill(float *x, int64_t n, float lo, float hi) {
-    for (int64_t i = 0; i < n; i++)
-        x[i] = urand(lo, hi);
-}
 
 /* op(B)[kk, j] of W stored [k, n], or [n, k] when tb. */
 static float opb(const float *w, int64_t k, int64_t n, bool tb, int64_t kk, int64_t j) {
@@ -168,9 +154,9 @@ static void test_ops(int bits) {
     float *w = malloc(sizeof(float) * k * n), *wt = malloc(sizeof(float) * k * n);
     float *bias = malloc(sizeof(float) * n), *a = malloc(sizeof(float) * 2 * 33 * k);
     float *got = malloc(sizeof(float) * 2 * 33 * n), *want = malloc(sizeof(float) * 2 * 33 * n);
-    fill(w, k * n, -0.7f, 0.9f);
-    fill(wt, k * n, -1.1f, 0.6f);
-    fill(bias, n, -2.0f, 2.0f);
+    test_fill_rand(w, k * n, -0.7f, 0.9f);
+    test_fill_rand(wt, k * n, -1.1f, 0.6f);
+    test_fill_rand(bias, n, -2.0f, 2.0f);
     mt_graph *g = new_graph(gt, true, false);
     if (!p || !g) return;
     double worst = 0.0, max_err = 0.0;
@@ -179,7 +165,7 @@ static void test_ops(int bits) {
         bool tb = form == 1, with_bias = form >= 2;
         for (int64_t m = 1; m <= 33; m++) {
             int64_t lead = form == 3 ? 2 : 1, rows = lead * m;
-            fill(a, rows * k, -3.0f, 3.0f);
+            test_fill_rand(a, rows * k, -3.0f, 3.0f);
             mt_graph_clear(g);
             mt_node *x =
                 form == 3 ? mt_input(g, mt_shape3(2, m, k), a) : mt_input(g, mt_shape2(m, k), a);
@@ -253,7 +239,7 @@ static void test_ops(int bits) {
 static void test_pack_ex(void) {
     const int64_t k = 37, n = 70;
     float *w = malloc(sizeof(float) * k * n), *wt = malloc(sizeof(float) * k * n);
-    fill(w, k * n, -3.0f, 2.0f);
+    test_fill_rand(w, k * n, -3.0f, 2.0f);
     for (int64_t r = 0; r < k; r++) {
         for (int64_t c = 0; c < n; c++)
             wt[c * k + r] = w[r * n + c];
@@ -286,9 +272,9 @@ static void test_memo(void) {
     float *w = malloc(sizeof(float) * k * n), *a = malloc(sizeof(float) * rows * k);
     float *b = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * rows * n);
     float *want = malloc(sizeof(float) * rows * n), *first = malloc(sizeof(float) * rows * n);
-    fill(w, k * n, -1.0f, 1.0f);
-    fill(a, rows * k, -2.0f, 2.0f);
-    fill(b, n, -1.0f, 1.0f);
+    test_fill_rand(w, k * n, -1.0f, 1.0f);
+    test_fill_rand(a, rows * k, -2.0f, 2.0f);
+    test_fill_rand(b, n, -1.0f, 1.0f);
     mt_graph *g = new_graph(MT_GEMM_INT8, true, false);
     if (!p || !g) return;
     uint64_t hits0 = 0, fwd_allocs = 0, round_allocs = 0;
@@ -382,7 +368,7 @@ typedef struct tune_fx {
 ** Checks both products against fp64 within the int8 bound (the loosest of
 ** the variants); returns the allocations counted during forward. */
 static uint64_t tune_round(tune_fx *f, mt_graph *g, int64_t rows, double *worst) {
-    fill(f->a, rows * f->k, -2.0f, 2.0f);
+    test_fill_rand(f->a, rows * f->k, -2.0f, 2.0f);
     mt_graph_clear(g);
     mt_node *x = mt_input(g, mt_shape2(rows, f->k), f->a);
     mt_node *W1 =
@@ -425,9 +411,9 @@ static void test_tuner(void) {
     f.a = malloc(sizeof(float) * 32 * 80);
     f.h = malloc(sizeof(float) * 32 * 80);
     f.out = malloc(sizeof(float) * 32 * 80);
-    fill(f.w1, 48 * 80, -1.0f, 1.0f);
-    fill(f.w2, 48 * 80, -0.5f, 0.5f);
-    fill(f.b1, 80, -1.0f, 1.0f);
+    test_fill_rand(f.w1, 48 * 80, -1.0f, 1.0f);
+    test_fill_rand(f.w2, 48 * 80, -0.5f, 0.5f);
+    test_fill_rand(f.b1, 80, -1.0f, 1.0f);
     unsetenv("MT_GEMM");
     mt_graph *g = new_graph(MT_GEMM_AUTO, true, false);
     if (!f.p || !g) return;
@@ -565,7 +551,7 @@ static void test_intgemm_params(void) {
     /* products: integer path whatever gemm_type, = the int8 scheme on the float W */
     float *a = malloc(sizeof(float) * 7 * k), *got = malloc(sizeof(float) * 7 * n);
     float *want = malloc(sizeof(float) * 7 * n);
-    fill(a, 7 * k, -4.0f, 4.0f);
+    test_fill_rand(a, 7 * k, -4.0f, 4.0f);
     exact_int(8, 7, k, n, a, wf, false, bias, want);
     for (int memo = 0; memo < 2; memo++) {
         mt_graph *g = new_graph(MT_GEMM_FLOAT32, memo, false);
@@ -773,8 +759,8 @@ static mt_status fault_pass(const float *w, const float *a) {
 
 static void test_faults(void) {
     float w[16 * 24], a[6 * 16];
-    fill(w, 16 * 24, -1.0f, 1.0f);
-    fill(a, 6 * 16, -1.0f, 1.0f);
+    test_fill_rand(w, 16 * 24, -1.0f, 1.0f);
+    test_fill_rand(a, 6 * 16, -1.0f, 1.0f);
     unsetenv("MT_GEMM");
     size_t base = mt_alloc_get_stats().live_blocks;
     int64_t n;

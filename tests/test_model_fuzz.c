@@ -17,44 +17,8 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "test_util.h"
 #include "mt.h"
-
-typedef struct membuf {
-    unsigned char *p;
-    size_t n, cap;
-} membuf;
-
-static mt_status membuf_write(void *user, const void *data, size_t n) {
-    membuf *b = user;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n)
-            cap *= 2;
-        unsigned char *p = realloc(b->p, cap);
-        if (p == NULL) return mt_seterr(MT_ERR_NOMEM, "test membuf");
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-    return MT_OK;
-}
-
-static unsigned char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc(n > 0 ? (size_t)n : 1);
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return p;
-}
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void) { /* xorshift64*, fixed seed */
@@ -190,7 +154,7 @@ int main(void) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", MT_TEST_DATA, files[f]);
         size_t len = 0;
-        unsigned char *data = read_file(path, &len);
+        unsigned char *data = test_read_file(path, &len);
         if (!CHECK(data != NULL, "read %s", path)) continue;
         bool big = len > 100000;
         sampled_prefixes(data, len, files[f], big ? 150 : 1000);

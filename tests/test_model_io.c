@@ -19,51 +19,10 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "test_util.h"
 #include "mt.h"
 
 /* ------------------------------------------------------------ helpers */
-
-typedef struct membuf {
-    unsigned char *p;
-    size_t n, cap;
-} membuf;
-
-static mt_status membuf_write(void *user, const void *data, size_t n) {
-    membuf *b = user;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n)
-            cap *= 2;
-        unsigned char *p = realloc(b->p, cap);
-        if (p == NULL) return mt_seterr(MT_ERR_NOMEM, "test membuf");
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-    return MT_OK;
-}
-
-static void membuf_free(membuf *b) {
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
-
-static unsigned char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc(n > 0 ? (size_t)n : 1);
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return p;
-}
 
 static bool rd_le16_is(const unsigned char *p, unsigned v) {
     return (unsigned)(p[0] | p[1] << 8) == v;
@@ -225,7 +184,7 @@ static void test_marian_npz(const fixture *fx) {
 
     /* npz -> npz gives Marian's bytes */
     size_t orig_len = 0;
-    unsigned char *orig = read_file(path, &orig_len);
+    unsigned char *orig = test_read_file(path, &orig_len);
     membuf out = {0};
     CHECK_STATUS(mt_npz_write_to(m, "out.npz", membuf_write, &out));
     CHECK(out.n == orig_len && memcmp(out.p, orig, orig_len) == 0,
@@ -261,7 +220,7 @@ static void test_marian_npz(const fixture *fx) {
     path_in_tmp(op, sizeof op, "copy.npz");
     CHECK_STATUS(mt_model_file_write(op, m));
     size_t copy_len = 0;
-    unsigned char *copy = read_file(op, &copy_len);
+    unsigned char *copy = test_read_file(op, &copy_len);
     CHECK(copy && copy_len == orig_len && memcmp(copy, orig, orig_len) == 0,
           "%s: file copy differs", fx->dir);
     char tmp[560];
@@ -315,7 +274,7 @@ static void test_marian_bin(void) {
 
     /* bin -> bin is bit-exact */
     size_t orig_len = 0;
-    unsigned char *orig = read_file(path, &orig_len);
+    unsigned char *orig = test_read_file(path, &orig_len);
     membuf out = {0};
     CHECK_STATUS(mt_bin_write_to(m, "x.bin", membuf_write, &out));
     CHECK(out.n == orig_len && memcmp(out.p, orig, orig_len) == 0,
@@ -325,7 +284,7 @@ static void test_marian_bin(void) {
     path_in_tmp(op, sizeof op, "copy.bin");
     CHECK_STATUS(mt_model_file_write(op, m));
     size_t copy_len = 0;
-    unsigned char *copy = read_file(op, &copy_len);
+    unsigned char *copy = test_read_file(op, &copy_len);
     CHECK(copy && copy_len == orig_len && memcmp(copy, orig, orig_len) == 0, "bin file copy");
     free(copy);
     unlink(op);
@@ -747,7 +706,7 @@ static void test_yaml(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/marian/transformer-aan/model.npz.yml", MT_TEST_DATA);
     size_t len = 0;
-    unsigned char *text = read_file(path, &len);
+    unsigned char *text = test_read_file(path, &len);
     if (CHECK(text != NULL, "read %s", path)) {
         char *s = malloc(len + 1);
         memcpy(s, text, len);

@@ -22,44 +22,13 @@
 #include "harness.h"
 #include "model.h"
 #include "mt.h"
+#include "test_util.h"
 #include "vocab.h"
 
 #define DATA MT_TEST_DATA "/marian/"
 #define CHECK_STATUS_OK(expr) CHECK((expr) == MT_OK, "%s: %s", #expr, mt_errmsg())
 
 /* ------------------------------------------------------------ helpers */
-
-typedef struct lines {
-    int n;
-    char **s;
-} lines;
-
-static void lines_free(lines *l) {
-    for (int i = 0; i < l->n; i++)
-        free(l->s[i]);
-    free(l->s);
-    l->n = 0;
-    l->s = NULL;
-}
-
-static int read_lines(const char *path, lines *out) {
-    FILE *f = fopen(path, "rb");
-    out->n = 0;
-    out->s = NULL;
-    if (!f) return 0;
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t k;
-    while ((k = getline(&buf, &cap, f)) >= 0) {
-        if (k > 0 && buf[k - 1] == '\n') buf[--k] = '\0';
-        if (k > 0 && buf[k - 1] == '\r') buf[--k] = '\0';
-        out->s = realloc(out->s, sizeof(char *) * (size_t)(out->n + 1));
-        out->s[out->n++] = strdup(buf);
-    }
-    free(buf);
-    fclose(f);
-    return 1;
-}
 
 typedef struct fixture {
     const char *dir;
@@ -875,7 +844,8 @@ static void test_marian_layout(const char *dir) {
 ** save it, with the N-th try-allocation and all later ones failing, for
 ** every N until the scenario succeeds: always a clean status with a
 ** message, never a leak or a crash. */
-static mt_status fault_scenario(const char *out_path) {
+static mt_status fault_scenario(void *ctx) {
+    const char *out_path = ctx;
     mt_model *m = NULL;
     mt_graph *g = NULL;
     mt_batch *b = NULL;
@@ -912,26 +882,7 @@ static mt_status fault_scenario(const char *out_path) {
 static void test_alloc_failures(void) {
     char path[64];
     snprintf(path, sizeof path, "test_transformer_fault_%d.npz", (int)getpid());
-    mt_alloc_fail_at(-1, false);
-    int64_t n = 0, failures = 0;
-    mt_status rc = MT_ERR_NOMEM;
-    for (; n < 20000; n++) {
-        size_t live = mt_alloc_get_stats().live_blocks;
-        mt_alloc_fail_at(n, true);
-        mt_clearerr();
-        rc = fault_scenario(path);
-        mt_alloc_fail_at(-1, false);
-        size_t after = mt_alloc_get_stats().live_blocks;
-        if (!CHECK(after == live, "N=%lld: %zu blocks leaked (%s: %s)", (long long)n,
-                   after - live, mt_status_str(rc), mt_errmsg()) ||
-            !CHECK(rc == MT_OK || mt_errmsg()[0] != '\0', "N=%lld: %s without a message",
-                   (long long)n, mt_status_str(rc))) {
-            if (++failures > 5) break;
-        }
-        if (rc == MT_OK) break;
-    }
-    CHECK(rc == MT_OK, "the scenario succeeds once allocations do");
-    fprintf(stderr, "allocation failures: %lld failure points tested\n", (long long)n);
+    test_alloc_fail_sweep(fault_scenario, path, 20000);
     unlink(path);
 }
 

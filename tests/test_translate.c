@@ -26,38 +26,12 @@
 #include "harness.h"
 #include "model.h"
 #include "mt.h"
+#include "test_util.h"
 #include "translate.h"
 #include "vocab.h"
 
 #define DATA MT_TEST_DATA "/marian/"
 #define CHECK_OK(expr) CHECK((expr) == MT_OK, "%s: %s", #expr, mt_errmsg())
-
-typedef struct lines {
-    int n;
-    char **s;
-} lines;
-
-static void lines_free(lines *l) {
-    for (int i = 0; i < l->n; i++)
-        free(l->s[i]);
-    free(l->s);
-    memset(l, 0, sizeof *l);
-}
-
-static int read_lines(const char *path, lines *out) {
-    memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    char *buf = NULL;
-    size_t cap = 0;
-    while (app_read_line(f, &buf, &cap) >= 0) {
-        out->s = realloc(out->s, sizeof(char *) * (size_t)(out->n + 1));
-        out->s[out->n++] = strdup(buf);
-    }
-    free(buf);
-    fclose(f);
-    return 1;
-}
 
 typedef struct fixture {
     app_models am;
@@ -519,7 +493,8 @@ static void test_bounded_memory(void) {
 /* Translator, worker and a batch of three sentences (one empty, one with a
 ** prefix) with the N-th try-allocation and all later ones failing, for every
 ** N until it succeeds: always a clean status with a message, nothing leaked. */
-static mt_status fault_scenario(const app_models *am) {
+static mt_status fault_scenario(void *ctx) {
+    const app_models *am = ctx;
     app_translate_params p = app_translate_default_params();
     p.beam_size = 2;
     p.n_best = true;
@@ -551,25 +526,7 @@ static void test_alloc_failures(void) {
         app_models_free(&am);
         return;
     }
-    int64_t n = 0, failures = 0;
-    mt_status rc = MT_ERR_NOMEM;
-    for (; n < 5000; n++) {
-        size_t live = mt_alloc_get_stats().live_blocks;
-        mt_alloc_fail_at(n, true);
-        mt_clearerr();
-        rc = fault_scenario(&am);
-        mt_alloc_fail_at(-1, false);
-        size_t after = mt_alloc_get_stats().live_blocks;
-        if (!CHECK(after == live, "N=%lld: %zu blocks leaked (%s: %s)", (long long)n, after - live,
-                   mt_status_str(rc), mt_errmsg()) ||
-            !CHECK(rc == MT_OK || mt_errmsg()[0] != '\0', "N=%lld: %s without a message",
-                   (long long)n, mt_status_str(rc))) {
-            if (++failures > 5) break;
-        }
-        if (rc == MT_OK) break;
-    }
-    CHECK(rc == MT_OK, "the scenario succeeds once allocations do");
-    fprintf(stderr, "allocation failures: %lld failure points tested\n", (long long)n);
+    test_alloc_fail_sweep(fault_scenario, &am, 5000);
     app_models_free(&am);
 }
 
