@@ -8,7 +8,8 @@
 /* Each returns the process exit code: 0 ok, 1 failure, 2 usage error. */
 int app_bench_main(int argc, char **argv);   /* app/cmd_bench.c   */
 int app_convert_main(int argc, char **argv); /* app/cmd_convert.c */
-int app_demo_main(int argc, char **argv);    /* app/cmd_demo.c    */
+int app_demo_main(int argc, char **argv);
+int app_eval_main(int argc, char **argv);    /* app/cmd_eval.c    */    /* app/cmd_demo.c    */
 int app_train_main(int argc, char **argv);   /* app/cmd_train.c   */
 int app_score_main(int argc, char **argv);   /* app/cmd_score.c   */
 int app_align_main(int argc, char **argv);   /* app/cmd_align.c   */
