@@ -442,7 +442,7 @@ static char *decoder_yml(trainer *t, const char *model_path) {
     fprintf(f, "\nnormalize: %s", shortest((float)app_opts_float(t->o, "normalize"), num, 32));
     fprintf(f, "\nword-penalty: %s",
             shortest((float)app_opts_float(t->o, "word-penalty"), num, 32));
-    fprintf(f, "\nmini-batch: %lld\nmaxi-batch: %d\nmaxi-batch-sort: %s", (long long)vmb,
+    fprintf(f, "\nmini-batch: %lld\nmaxi-batch: %d\nmaxi-batch-sort: %s\n", (long long)vmb,
             vmb > 1 ? 100 : 1, vmb > 1 ? "src" : "none");
     fclose(f);
     return buf; /* malloc'd by open_memstream */
