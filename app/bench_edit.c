@@ -134,11 +134,6 @@ static double quantile(double *v, int n, double q) {
     return v[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-static bool is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* Cuts n segments of about 20 source tokens from words_src (cycling). */
 static mt_status make_segments(const char *vocab_path, int n, char ***out) {
     mt_vocab *v = NULL;
@@ -227,35 +222,12 @@ int app_bench_edit_main(int argc, char **argv) {
         goto done;
     }
 
-    char model[PATH_MAX], vsrc[PATH_MAX], vtrg[PATH_MAX], dir[PATH_MAX], looked[2 * PATH_MAX];
+    char model[PATH_MAX], vsrc[PATH_MAX], vtrg[PATH_MAX];
     const char *which;
-    if (app_opts_count(o, "models") > 0) {
-        snprintf(model, sizeof model, "%s", app_opts_item(o, "models", 0));
-        if (app_opts_count(o, "vocabs") < 2) {
-            fprintf(stderr, "mtpe bench edit: -m needs -v SRC TRG\n");
-            ret = 2;
-            goto done;
-        }
-        snprintf(vsrc, sizeof vsrc, "%s", app_opts_item(o, "vocabs", 0));
-        snprintf(vtrg, sizeof vtrg, "%s", app_opts_item(o, "vocabs", 1));
-        which = "given";
-    } else if (app_default_model_dir(dir, sizeof dir, looked, sizeof looked)) {
-        snprintf(model, sizeof model, "%.4000s/model.npz", dir);
-        snprintf(vsrc, sizeof vsrc, "%.4000s/vocab.spm", dir);
-        snprintf(vtrg, sizeof vtrg, "%s", vsrc);
-        which = "default";
-    } else {
-        snprintf(dir, sizeof dir, "%s/tests/data/marian/transformer-tiny", MT_SOURCE_DIR);
-        snprintf(model, sizeof model, "%.4000s/model.npz", dir);
-        snprintf(vsrc, sizeof vsrc, "%.4000s/vocab.spm", dir);
-        snprintf(vtrg, sizeof vtrg, "%s", vsrc);
-        which = "FALLBACK: the default model is not installed; the transformer-tiny test "
-                "fixture (numbers show the overhead, not the real model's speed)";
-        if (!is_file(model)) {
-            fprintf(stderr, "mtpe bench edit: no model (default: %s; fixture: %s)\n", looked,
-                    model);
-            goto done;
-        }
+    int mr = app_bench_model(o, "bench edit", model, vsrc, vtrg, &which);
+    if (mr != 0) {
+        if (mr == 2) ret = 2;
+        goto done;
     }
     app_edit_model_spec spec = app_edit_model_default_spec();
     spec.models[0] = model;

@@ -269,7 +269,7 @@ int app_bench_translate_main(int argc, char **argv) {
     bt_ctx c;
     memset(&c, 0, sizeof c);
     char *assets = NULL;
-    char model[4200], vsrc[4200], vtrg[4200], input[4200], dir[4096], looked[4096];
+    char model[4200], vsrc[4200], vtrg[4200], input[4200];
     const char *which;
     c.n = (int)app_opts_int(o, "lines");
     c.repeat = (int)app_opts_int(o, "repeat");
@@ -280,33 +280,10 @@ int app_bench_translate_main(int argc, char **argv) {
         ret = 2;
         goto done;
     }
-    if (app_opts_count(o, "models") > 0) {
-        if (app_opts_count(o, "models") != 1 || app_opts_count(o, "vocabs") != 2) {
-            fprintf(stderr, "mtpe bench translate: -m MODEL -v SRC_VOCAB TRG_VOCAB\n");
-            ret = 2;
-            goto done;
-        }
-        snprintf(model, sizeof model, "%s", app_opts_item(o, "models", 0));
-        snprintf(vsrc, sizeof vsrc, "%s", app_opts_item(o, "vocabs", 0));
-        snprintf(vtrg, sizeof vtrg, "%s", app_opts_item(o, "vocabs", 1));
-        which = "given";
-    } else if (app_default_model_dir(dir, sizeof dir, looked, sizeof looked)) {
-        snprintf(model, sizeof model, "%s/model.npz", dir);
-        snprintf(vsrc, sizeof vsrc, "%s/vocab.spm", dir);
-        snprintf(vtrg, sizeof vtrg, "%s", vsrc);
-        which = "default";
-    } else {
-        snprintf(dir, sizeof dir, "%s/tests/data/marian/transformer-tiny", MT_SOURCE_DIR);
-        snprintf(model, sizeof model, "%s/model.npz", dir);
-        snprintf(vsrc, sizeof vsrc, "%s/vocab.spm", dir);
-        snprintf(vtrg, sizeof vtrg, "%s", vsrc);
-        which = "FALLBACK: the default model is not installed; the transformer-tiny test "
-                "fixture (its numbers show the machinery's overhead, not the real model's speed)";
-        if (!bt_is_file(model)) {
-            fprintf(stderr, "mtpe bench translate: no model (default: %s; fixture: %s)\n",
-                    looked, model);
-            goto done;
-        }
+    int mr = app_bench_model(o, "bench translate", model, vsrc, vtrg, &which);
+    if (mr != 0) {
+        if (mr == 2) ret = 2;
+        goto done;
     }
     if (app_opts_str(o, "input")[0]) {
         snprintf(input, sizeof input, "%s", app_opts_str(o, "input"));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kcpu.h"
+#include "options.h"
 #include "paths.h"
 
 /* ------------------------------------------------------------ models */
@@ -187,4 +188,38 @@ bool app_default_model_dir(char *dir, size_t cap, char *looked, size_t looked_ca
     if (ok) snprintf(dir, cap, "%.4000s/models/en-de", assets);
     mt_free(assets);
     return ok;
+}
+
+/* ------------------------------------------------- benchmarks' model */
+
+int app_bench_model(const struct app_opts *o, const char *cmd, char *model, char *vsrc,
+                    char *vtrg, const char **which) {
+    char dir[PATH_MAX], looked[2 * PATH_MAX];
+    struct stat st;
+    if (app_opts_count(o, "models") > 0) {
+        if (app_opts_count(o, "models") != 1 || app_opts_count(o, "vocabs") != 2) {
+            fprintf(stderr, "mtpe %s: -m MODEL -v SRC_VOCAB TRG_VOCAB\n", cmd);
+            return 2;
+        }
+        snprintf(model, PATH_MAX, "%s", app_opts_item(o, "models", 0));
+        snprintf(vsrc, PATH_MAX, "%s", app_opts_item(o, "vocabs", 0));
+        snprintf(vtrg, PATH_MAX, "%s", app_opts_item(o, "vocabs", 1));
+        *which = "given";
+        return 0;
+    }
+    if (app_default_model_dir(dir, sizeof dir, looked, sizeof looked)) {
+        *which = "default";
+    } else {
+        snprintf(dir, sizeof dir, "%s/tests/data/marian/transformer-tiny", MT_SOURCE_DIR);
+        *which = "FALLBACK: the default model is not installed; the transformer-tiny test "
+                 "fixture (its numbers show the machinery's overhead, not the real model's speed)";
+    }
+    snprintf(model, PATH_MAX, "%.4000s/model.npz", dir);
+    snprintf(vsrc, PATH_MAX, "%.4000s/vocab.spm", dir);
+    snprintf(vtrg, PATH_MAX, "%s", vsrc);
+    if (stat(model, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "mtpe %s: no model (default: %s; fixture: %s)\n", cmd, looked, model);
+        return 1;
+    }
+    return 0;
 }

@@ -85,4 +85,14 @@ void app_blas_single_threaded(void);
 ** is none, for the error message. */
 bool app_default_model_dir(char *dir, size_t cap, char *looked, size_t looked_cap);
 
+
+/* The model a benchmark measures: -m MODEL -v SRC TRG when given, else the
+** default model, else the transformer-tiny test fixture (*which then says
+** so: its numbers show overhead, not a real model's speed).  Paths go to
+** model/vsrc/vtrg (PATH_MAX each).  Returns 0, 2 on a usage error, 1 when
+** no model exists (messages on stderr, prefixed with cmd). */
+struct app_opts;
+int app_bench_model(const struct app_opts *o, const char *cmd, char *model, char *vsrc,
+                    char *vtrg, const char **which);
+
 #endif
