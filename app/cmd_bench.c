@@ -42,12 +42,12 @@ typedef struct gemm_case {
     float *c;
 } gemm_case;
 
-/* Median seconds per call over `repeat` samples. */
-static double time_gemm(kcpu_gemm_fn fn, const gemm_case *g, int repeat) {
-    int64_t ldb = g->tb ? g->k : g->n;
-    fn(false, g->tb, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, ldb, 0.0f, g->c, g->n); /* warm */
+/* Median seconds per call of run(arg) over `repeat` samples of about 2 ms
+** each (after one warm-up call); the one timing loop of every benchmark. */
+static double time_median(void (*run)(const void *arg), const void *arg, int repeat) {
+    run(arg); /* warm */
     double t0 = bench_now();
-    fn(false, g->tb, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, ldb, 0.0f, g->c, g->n);
+    run(arg);
     double one = bench_now() - t0;
     int inner = one > 0 ? (int)(2e-3 / one) : 1000;
     inner = inner < 1 ? 1 : inner > 1000 ? 1000 : inner;
@@ -56,12 +56,29 @@ static double time_gemm(kcpu_gemm_fn fn, const gemm_case *g, int repeat) {
     for (int r = 0; r < repeat; r++) {
         t0 = bench_now();
         for (int i = 0; i < inner; i++) {
-            fn(false, g->tb, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, ldb, 0.0f, g->c, g->n);
+            run(arg);
         }
         samples[r] = (bench_now() - t0) / inner;
     }
     qsort(samples, (size_t)repeat, sizeof samples[0], cmp_double);
     return samples[repeat / 2];
+}
+
+typedef struct gemm_run {
+    kcpu_gemm_fn fn;
+    const gemm_case *g;
+} gemm_run;
+
+static void gemm_run_once(const void *arg) {
+    const gemm_run *r = arg;
+    const gemm_case *g = r->g;
+    r->fn(false, g->tb, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, g->tb ? g->k : g->n, 0.0f,
+          g->c, g->n);
+}
+
+static double time_gemm(kcpu_gemm_fn fn, const gemm_case *g, int repeat) {
+    gemm_run r = {fn, g};
+    return time_median(gemm_run_once, &r, repeat);
 }
 
 static float *bench_buf(int64_t n) {
@@ -158,25 +175,10 @@ static void int_case_run(const int_case *g) {
     }
 }
 
-/* Median seconds per call over `repeat` samples of about 2 ms each. */
+static void int_case_run_any(const void *arg) { int_case_run(arg); }
+
 static double time_int_case(const int_case *g, int repeat) {
-    int_case_run(g); /* warm */
-    double t0 = bench_now();
-    int_case_run(g);
-    double one = bench_now() - t0;
-    int inner = one > 0 ? (int)(2e-3 / one) : 1000;
-    inner = inner < 1 ? 1 : inner > 1000 ? 1000 : inner;
-    double samples[64];
-    repeat = repeat < 1 ? 1 : repeat > 64 ? 64 : repeat;
-    for (int r = 0; r < repeat; r++) {
-        t0 = bench_now();
-        for (int i = 0; i < inner; i++) {
-            int_case_run(g);
-        }
-        samples[r] = (bench_now() - t0) / inner;
-    }
-    qsort(samples, (size_t)repeat, sizeof samples[0], cmp_double);
-    return samples[repeat / 2];
+    return time_median(int_case_run_any, g, repeat);
 }
 
 static int bench_gemm_int(int repeat, double nominal) {
@@ -348,24 +350,10 @@ static void topk_case_run(const topk_case *t) {
     }
 }
 
+static void topk_case_run_any(const void *arg) { topk_case_run(arg); }
+
 static double time_topk_case(const topk_case *t, int repeat) {
-    topk_case_run(t); /* warm */
-    double t0 = bench_now();
-    topk_case_run(t);
-    double one = bench_now() - t0;
-    int inner = one > 0 ? (int)(2e-3 / one) : 1000;
-    inner = inner < 1 ? 1 : inner > 1000 ? 1000 : inner;
-    double samples[64];
-    repeat = repeat < 1 ? 1 : repeat > 64 ? 64 : repeat;
-    for (int r = 0; r < repeat; r++) {
-        t0 = bench_now();
-        for (int i = 0; i < inner; i++) {
-            topk_case_run(t);
-        }
-        samples[r] = (bench_now() - t0) / inner;
-    }
-    qsort(samples, (size_t)repeat, sizeof samples[0], cmp_double);
-    return samples[repeat / 2];
+    return time_median(topk_case_run_any, t, repeat);
 }
 
 static int bench_topk(int repeat) {
