@@ -84,22 +84,26 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
 
 /* --------------------------------------------------------- lifetime */
 
-static mt_status new_graph(mt_graph **g) {
+/* Inference graphs memoize their constant subgraphs (transposed and packed
+** weights), so the integer GEMM packs each weight matrix once per graph. */
+static mt_status new_graph(mt_gemm_type gemm_type, mt_graph **g) {
     mt_graph_params gp = mt_graph_default_params();
     gp.workspace_bytes = 1 << 20;
     gp.training = false;
+    gp.memoize = true;
+    gp.gemm_type = gemm_type;
     return mt_graph_init(NULL, gp, g);
 }
 
-mt_status app_model_scorer_init(mt_model *m, app_model_scorer **out) {
+mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_model_scorer **out) {
     *out = NULL;
     app_model_scorer *s = mt_try_calloc(1, sizeof *s);
     if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
     s->m = m;
     mt_status rc = MT_OK;
     for (int i = 0; i < 2 && rc == MT_OK; i++) {
-        rc = new_graph(&s->enc[i]);
-        if (rc == MT_OK) rc = new_graph(&s->step[i]);
+        rc = new_graph(gemm_type, &s->enc[i]);
+        if (rc == MT_OK) rc = new_graph(gemm_type, &s->step[i]);
     }
     if (rc != MT_OK) {
         app_model_scorer_free(s);

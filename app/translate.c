@@ -25,6 +25,7 @@ app_translate_params app_translate_default_params(void) {
     p.word_penalty = 0.0f;
     p.max_length_factor = 3.0f;
     p.max_length = 1000;
+    p.gemm_type = MT_GEMM_FLOAT32;
     return p;
 }
 
@@ -67,7 +68,7 @@ mt_status app_translate_worker_init(const app_translator *t, app_translate_worke
     w->t = t;
     mt_status rc = mt_beam_init(&w->beam);
     for (int i = 0; i < t->models->n_models && rc == MT_OK; i++) {
-        rc = app_model_scorer_init(t->models->models[i], &w->sc[i]);
+        rc = app_model_scorer_init(t->models->models[i], t->p.gemm_type, &w->sc[i]);
         if (rc == MT_OK) w->scorers[i] = app_model_scorer_get(w->sc[i]);
     }
     if (rc == MT_OK && t->sl) {

@@ -55,8 +55,9 @@
 
 typedef struct app_model_scorer app_model_scorer;
 
-/* A scorer for model m (not owned; shared read-only with other threads). */
-mt_status app_model_scorer_init(mt_model *m, app_model_scorer **out);
+/* A scorer for model m (not owned; shared read-only with other threads);
+** its graphs multiply by weight matrices as gemm_type says (engine/mt.h). */
+mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_model_scorer **out);
 void app_model_scorer_free(app_model_scorer *s); /* NULL is a no-op */
 /* The sentences the next search may decode: sentence i, source stream k is
 ** seqs[i * n_src + k] (model order, EOS last).  The arrays must stay valid
@@ -94,6 +95,7 @@ typedef struct app_translate_params {
     bool scores;             /* valid scores also at beam 1 (else NAN there)      */
     bool pieces;             /* --no-spm-decode: text = pieces joined by spaces   */
     int32_t max_active;      /* mt_beam_params.max_active (0: all at once)        */
+    mt_gemm_type gemm_type;  /* --gemm-type (default float32)                     */
 } app_translate_params;
 app_translate_params app_translate_default_params(void);
 

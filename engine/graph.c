@@ -32,8 +32,9 @@
 ** in memo storage (device memory from ops->alloc, not the workspace); a miss
 ** creates the node in memo storage, puts it on the tape to be computed by
 ** the next forward, and keeps it.  Identity of a parameter leaf = (params
-** pointer, index); of a memo node = its entry's serial number.  Constant
-** leaves (mt_constant) are memo nodes themselves in this mode.  Each entry
+** pointer, index); of a memo node = its entry's serial number; of a
+** constant leaf (mt_constant, never an entry itself) = its value and shape.
+** Each entry
 ** drops its source pointers at the clear that ends its round (they point
 ** into the arena); entries never computed in their round are discarded.
 ** When a parameter leaf of an mt_params whose version changed since the
@@ -397,6 +398,14 @@ static bool src_identity(const mt_node *s, uint64_t id[2]) {
         id[1] = entry_of((mt_node *)s)->serial;
         return true;
     }
+    if (s->op == &op_const && s->n_src == 0) { /* a fill: its value and shape */
+        uint32_t bits;
+        memcpy(&bits, &s->attr.f[0], sizeof bits);
+        id[0] = (1ull << 63) | bits;
+        id[1] = hash_bytes(s->val.shape.dim, sizeof(int64_t) * (size_t)s->val.shape.ndim) ^
+                (uint64_t)s->val.shape.ndim;
+        return true;
+    }
     return false;
 }
 
@@ -617,21 +626,13 @@ mt_node *mt_input_i32(mt_graph *g, mt_shape shape, const int32_t *data) {
 mt_node *mt_constant(mt_graph *g, mt_shape shape, float value) {
     if (g->err != MT_OK) return NULL;
     shape = clean_shape(shape);
-    mt_node *n;
-    if (memo_active(g)) {
-        mt_attrs a;
-        memset(&a, 0, sizeof a);
-        a.f[0] = value;
-        bool done = false;
-        n = memo_push(g, &op_const, shape, MT_F32, 0, NULL, &a, &done);
-        if (n == NULL || n->computed) return n; /* error, or a hit */
-        /* A new memo leaf: fill it now; it stays on the tape as computed. */
-    } else {
-        n = plain_node(g, &op_const, shape, MT_F32, true);
-        if (n == NULL) return NULL;
-        n->attr.f[0] = value;
-        tape_append(g, n);
-    }
+    /* Never a memo entry itself (a decoder makes fills of many shapes and
+    ** values, which would each stay in the cache for good); memoized nodes
+    ** computed from it know it by value and shape (src_identity). */
+    mt_node *n = plain_node(g, &op_const, shape, MT_F32, true);
+    if (n == NULL) return NULL;
+    n->attr.f[0] = value;
+    tape_append(g, n);
     g->dev->ops->fill_f32(g->dev, mt_shape_numel(&shape), value, node_f32(n));
     n->is_const = true;
     n->computed = true;

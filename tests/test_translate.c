@@ -435,7 +435,7 @@ static void test_bounded_memory(void) {
         seqs[i] = (mt_batch_seq){ids[i], (int32_t)len[i]};
         src_len[i] = (int32_t)len[i];
     }
-    if (CHECK_OK(app_model_scorer_init(am.models[0], &ms)) && CHECK_OK(mt_beam_init(&beam))) {
+    if (CHECK_OK(app_model_scorer_init(am.models[0], MT_GEMM_FLOAT32, &ms)) && CHECK_OK(mt_beam_init(&beam))) {
         app_model_scorer_set_batch(ms, seqs, 3, 1);
         spy sp = {app_model_scorer_get(ms), false, 0, 0};
         mt_scorer sc = {&spy_ops, &sp};
