@@ -33,6 +33,7 @@
 struct app_model_scorer {
     mt_model *m;
     mt_graph *enc[2], *step[2];
+    mt_graph *enc_add; /* encode + start of sentences joining (top-up)     */
     int ecur, scur;
     /* batch of the search (set_batch) */
     const mt_batch_seq *seqs;
@@ -42,8 +43,14 @@ struct app_model_scorer {
     mt_dec_state st;
     int32_t n_live;  /* sentences of the state                           */
     int32_t beam;    /* rows per sentence of the state                   */
-    int32_t *live;   /* [n_live] search sentence of each state sentence   */
+    int32_t *live;   /* [n_live + n_pend] search sentence of each state
+                        sentence, then of each sentence added (pending) */
+    int32_t n_pend;  /* sentences added since the last step: the FIXED
+                        part of the state has them, the rows not yet     */
     int32_t *row_of; /* [rows of the last call] state row of each         */
+    int32_t *qpos;   /* [state rows] tokens consumed by each (top-up)     */
+    bool topup;      /* sentences were added: rows may be at different
+                        positions (mt_dec_state.row_pos)                 */
     /* scratch (grown, never shrunk) */
     int32_t cap_sent, cap_rows;
     int32_t *new_live, *sel_sent, *sel_rows, *prev_tok, *real, *cnt, *first;
@@ -73,7 +80,7 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
         s->cap_sent = n_sent;
     }
     if (n_rows > s->cap_rows) {
-        int32_t **bufs[] = {&s->row_of, &s->sel_rows, &s->prev_tok, &s->real};
+        int32_t **bufs[] = {&s->row_of, &s->sel_rows, &s->prev_tok, &s->real, &s->qpos};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0] && rc == MT_OK; i++)
             rc = grow_i32(bufs[i], n_rows);
         if (rc != MT_OK) return rc;
@@ -105,6 +112,7 @@ mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_model_s
         rc = new_graph(gemm_type, &s->enc[i]);
         if (rc == MT_OK) rc = new_graph(gemm_type, &s->step[i]);
     }
+    if (rc == MT_OK) rc = new_graph(gemm_type, &s->enc_add);
     if (rc != MT_OK) {
         app_model_scorer_free(s);
         return rc;
@@ -119,8 +127,9 @@ void app_model_scorer_free(app_model_scorer *s) {
         mt_graph_free(s->enc[i]);
         mt_graph_free(s->step[i]);
     }
-    int32_t *bufs[] = {s->live,     s->row_of, s->new_live, s->sel_sent, s->sel_rows,
-                       s->prev_tok, s->real,   s->cnt,      s->first};
+    mt_graph_free(s->enc_add);
+    int32_t *bufs[] = {s->live, s->row_of, s->new_live, s->sel_sent, s->sel_rows,
+                       s->prev_tok, s->real, s->cnt, s->first, s->qpos};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         mt_free(bufs[i]);
     mt_free(s->bseqs);
@@ -142,6 +151,7 @@ app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s) {
         st.enc_bytes += mt_graph_get_stats(s->enc[i]).workspace_capacity;
         st.step_bytes += mt_graph_get_stats(s->step[i]).workspace_capacity;
     }
+    st.enc_bytes += mt_graph_get_stats(s->enc_add).workspace_capacity;
     st.graph_bytes = st.enc_bytes + st.step_bytes;
     return st;
 }
@@ -153,13 +163,14 @@ static int32_t op_vocab_size(void *user) {
     return mt_model_trg_vocab(s->m);
 }
 
-static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void **state) {
-    app_model_scorer *s = user;
-    *state = s;
+/* Encodes sentences[0..n) of the search's batch on g and makes their start
+** state; live[at..at+n) get their ids. */
+static mt_status encode_start(app_model_scorer *s, mt_graph *g, const int32_t *sentences,
+                              int32_t n, int32_t at, mt_dec_state *out) {
     if (s->seqs == NULL || s->n_src != mt_model_n_src(s->m))
         return mt_seterr(MT_ERR_INVALID, "translate: the scorer has no batch of %d inputs",
                          mt_model_n_src(s->m));
-    mt_status rc = reserve(s, n, 0);
+    mt_status rc = reserve(s, at + n, 0);
     if (rc != MT_OK) return rc;
     int32_t need = n * s->n_src;
     if (need > s->cap_seqs) {
@@ -169,27 +180,65 @@ static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void 
         s->cap_seqs = need;
     }
     for (int32_t i = 0; i < n; i++) {
-        if (sentences[i] < 0 || sentences[i] >= s->n_sent)
-            return mt_seterr(MT_ERR_INVALID, "translate: sentence %d is not in the batch of %d",
+        if (sentences[i] < 0 || sentences[i] >= s->n_sent ||
+            (at + i > 0 && sentences[i] <= s->live[at + i - 1]))
+            return mt_seterr(MT_ERR_INVALID,
+                             "translate: sentence %d is not a new one of the batch of %d",
                              (int)sentences[i], (int)s->n_sent);
         for (int k = 0; k < s->n_src; k++)
             s->bseqs[i * s->n_src + k] = s->seqs[sentences[i] * s->n_src + k];
-        s->live[i] = sentences[i];
+        s->live[at + i] = sentences[i];
     }
     mt_batch *b = NULL;
     rc = mt_batch_make(s->n_src, false, n, s->bseqs, NULL, &b);
     if (rc != MT_OK) return rc;
-    s->ecur = 0; /* encodings always on enc[0]: only it grows to encoder size */
-    mt_graph *g = s->enc[0];
     mt_graph_clear(g);
     mt_model_encoding enc;
     rc = mt_model_encode(s->m, g, b, &enc);
-    if (rc == MT_OK) rc = mt_model_start(s->m, g, &enc, &s->st);
+    if (rc == MT_OK) rc = mt_model_start(s->m, g, &enc, out);
     if (rc == MT_OK) rc = mt_graph_forward(g);
     mt_batch_free(b);
-    s->n_live = n;
+    return rc;
+}
+
+static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void **state) {
+    app_model_scorer *s = user;
+    *state = s;
+    s->n_live = s->n_pend = 0;
+    s->topup = false;
+    s->ecur = 0; /* encodings always on enc[0]: only it grows to encoder size */
+    mt_status rc = encode_start(s, s->enc[0], sentences, n, 0, &s->st);
+    s->n_live = rc == MT_OK ? n : 0;
     s->beam = 1;
     return rc;
+}
+
+/* Top-up: the new sentences' encoding and start state on enc_add, then the
+** FIXED part of the state for the live and the new sentences on the other
+** encoder graph (mt_model_append); their rows join at the next step. */
+static mt_status op_add(void *user, void *state, const int32_t *sentences, int32_t n) {
+    app_model_scorer *s = state;
+    (void)user;
+    if (n < 1) return MT_OK;
+    int32_t at = s->n_live + s->n_pend;
+    mt_dec_state add;
+    mt_status rc = encode_start(s, s->enc_add, sentences, n, at, &add);
+    if (rc != MT_OK) return rc;
+    mt_graph *g = s->enc[1 - s->ecur];
+    mt_graph_clear(g);
+    mt_dec_state cur, imp, merged;
+    rc = mt_dec_state_import(g, &s->st, MT_DEC_FIXED, &cur);
+    if (rc == MT_OK) rc = mt_dec_state_import(g, &add, MT_DEC_FIXED, &imp);
+    cur.batch = at; /* the FIXED part already has the pending sentences */
+    if (rc == MT_OK) rc = mt_model_append(s->m, g, &cur, &imp, MT_DEC_FIXED, &merged);
+    if (rc == MT_OK) rc = mt_graph_forward(g);
+    if (rc != MT_OK) return rc;
+    memcpy(s->st.fixed, merged.fixed, sizeof merged.fixed);
+    s->ecur = 1 - s->ecur;
+    s->n_pend += n;
+    s->topup = true;
+    s->stats.adds++;
+    return MT_OK;
 }
 
 /* The FIXED part of the state for the sentences sel_sent[0..n): on the other
@@ -199,6 +248,7 @@ static mt_status purge(app_model_scorer *s, int32_t n) {
     mt_graph_clear(g);
     mt_dec_state imp, red;
     mt_status rc = mt_dec_state_import(g, &s->st, MT_DEC_FIXED, &imp);
+    imp.batch = s->n_live + s->n_pend;
     if (rc == MT_OK)
         rc = mt_model_reorder(s->m, g, &imp, s->sel_sent, n, NULL, 0, MT_DEC_FIXED, &red);
     if (rc == MT_OK) rc = mt_graph_forward(g);
@@ -213,14 +263,14 @@ static mt_status op_step(void *user, void *state, const mt_scorer_step *in, floa
                          float *align) {
     app_model_scorer *s = state;
     (void)user;
-    const int32_t n = in->n_hyps;
-    mt_status rc = reserve(s, s->n_live, n * 2);
+    const int32_t n = in->n_hyps, n_tot = s->n_live + s->n_pend;
+    mt_status rc = reserve(s, n_tot, n * 2);
     if (rc != MT_OK) return rc;
     /* sentences of this step (increasing) and their rows */
     int32_t n_new = 0, kmax = 0;
     for (int32_t i = 0; i < n; i++) {
         if (n_new == 0 || s->new_live[n_new - 1] != in->hyp_sentence[i]) {
-            if (n_new == s->n_live)
+            if (n_new == n_tot)
                 return mt_seterr(MT_ERR_INVALID, "translate: step rows of unknown sentences");
             s->new_live[n_new] = in->hyp_sentence[i];
             s->first[n_new] = i;
@@ -231,22 +281,22 @@ static mt_status op_step(void *user, void *state, const mt_scorer_step *in, floa
         if (c > kmax) kmax = c;
     }
     if (n_new == 0) return MT_OK;
-    rc = reserve(s, s->n_live, n_new * kmax > n ? n_new * kmax : n);
+    rc = reserve(s, n_tot, n_new * kmax > n ? n_new * kmax : n);
     if (rc != MT_OK) return rc;
     /* position of each in the state (both lists increase) */
     int32_t ob = 0;
-    bool same_sent = n_new == s->n_live;
+    bool same_sent = n_new == n_tot;
     for (int32_t b = 0; b < n_new; b++) {
-        while (ob < s->n_live && s->live[ob] < s->new_live[b])
+        while (ob < n_tot && s->live[ob] < s->new_live[b])
             ob++;
-        if (ob == s->n_live || s->live[ob] != s->new_live[b])
+        if (ob == n_tot || s->live[ob] != s->new_live[b])
             return mt_seterr(MT_ERR_INVALID, "translate: sentence %d is not decoding",
                              (int)s->new_live[b]);
         s->sel_sent[b] = ob;
         same_sent = same_sent && ob == b;
     }
     /* rows: parent state row and previous token; copies of the first row pad */
-    bool identity = same_sent && kmax == s->beam;
+    bool identity = same_sent && kmax == s->beam && s->n_pend == 0;
     int64_t padded = 0;
     for (int32_t b = 0; b < n_new; b++) {
         for (int32_t j = 0; j < kmax; j++) {
@@ -263,6 +313,7 @@ static mt_status op_step(void *user, void *state, const mt_scorer_step *in, floa
             int32_t r = b * kmax + j;
             s->sel_rows[r] = parent;
             s->prev_tok[r] = in->prev_tokens[i] < 0 ? 0 : in->prev_tokens[i];
+            s->qpos[r] = in->hyp_pos[i];
             identity = identity && parent == r;
             if (j < s->cnt[b])
                 s->real[i] = r;
@@ -280,9 +331,29 @@ static mt_status op_step(void *user, void *state, const mt_scorer_step *in, floa
     mt_dec_state cur, next;
     mt_dec_step out;
     rc = mt_dec_state_import(g, &s->st, MT_DEC_ROWS | MT_DEC_FIXED, &cur);
+    if (rc == MT_OK && s->n_pend > 0) { /* rows of the sentences added since */
+        mt_dec_state add = cur;
+        add.batch = s->n_pend;
+        add.beam = 1;
+        add.pos = 0;
+        rc = mt_model_append(s->m, g, &cur, &add, MT_DEC_ROWS, &cur);
+    }
     if (rc == MT_OK && !identity)
         rc = mt_model_reorder(s->m, g, &cur, s->sel_sent, n_new, s->sel_rows, kmax, MT_DEC_ROWS,
                               &cur);
+    if (rc == MT_OK && s->topup) {
+        /* rows at their own positions; cached positions that are padding
+        ** for every row go */
+        int32_t drop = cur.pos;
+        for (int32_t r = 0; r < n_new * kmax; r++) {
+            if (s->qpos[r] > cur.pos)
+                return mt_seterr(MT_ERR_INVALID, "translate: row at position %d of %d",
+                                 (int)s->qpos[r], (int)cur.pos);
+            if (cur.pos - s->qpos[r] < drop) drop = cur.pos - s->qpos[r];
+        }
+        if (drop > 0) rc = mt_model_trim(s->m, g, &cur, drop, &cur);
+        cur.row_pos = s->qpos;
+    }
     if (rc == MT_OK && in->shortlist)
         cur.shortlist = mt_input_i32(g, mt_shape1(in->n_shortlist), in->shortlist);
     cur.logits_only = in->argmax_only; /* beam 1: the argmax of the logits */
@@ -324,6 +395,7 @@ static mt_status op_step(void *user, void *state, const mt_scorer_step *in, floa
         s->row_of[i] = s->real[i];
     memcpy(s->live, s->new_live, sizeof(int32_t) * (size_t)n_new);
     s->n_live = n_new;
+    s->n_pend = 0;
     s->beam = kmax;
     s->stats.steps++;
     s->stats.rows += (int64_t)n_new * kmax;
@@ -335,14 +407,15 @@ static void op_finish(void *user, void *state) {
     app_model_scorer *s = user;
     (void)state;
     memset(&s->st, 0, sizeof s->st);
-    s->n_live = 0;
+    s->n_live = s->n_pend = 0;
+    s->topup = false;
     s->beam = 0;
 }
 
 static const mt_scorer_ops model_scorer_ops = {
     .vocab_size = op_vocab_size,
     .start = op_start,
-    .add = NULL,
+    .add = op_add,
     .step = op_step,
     .finish = op_finish,
 };

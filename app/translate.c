@@ -61,6 +61,10 @@ void app_translator_free(app_translator *t) {
     mt_free(t);
 }
 
+app_model_scorer_stats app_translate_worker_stats(const app_translate_worker *w) {
+    return app_model_scorer_get_stats(w->sc[0]);
+}
+
 mt_status app_translate_worker_init(const app_translator *t, app_translate_worker **out) {
     *out = NULL;
     app_translate_worker *w = mt_try_calloc(1, sizeof *w);

@@ -71,6 +71,7 @@ typedef struct app_model_scorer_stats {
     int64_t rows;        /* rows computed (padding included)               */
     int64_t padded_rows; /* of them, copies added to fill a sentence's beam */
     int64_t purges;      /* times finished sentences were dropped          */
+    int64_t adds;        /* times sentences joined a search (top-up)       */
     size_t graph_bytes;  /* workspace of the scorer's graphs: ...           */
     size_t enc_bytes;    /* ... of the two encoder graphs                   */
     size_t step_bytes;   /* ... of the two step graphs                      */
@@ -115,6 +116,8 @@ void app_translator_free(app_translator *t); /* NULL is a no-op */
 typedef struct app_translate_worker app_translate_worker;
 mt_status app_translate_worker_init(const app_translator *t, app_translate_worker **out);
 void app_translate_worker_free(app_translate_worker *w); /* NULL is a no-op */
+/* Counters of the first model's scorer since the worker was made. */
+app_model_scorer_stats app_translate_worker_stats(const app_translate_worker *w);
 
 typedef struct app_tr_input {
     const char *src[MT_MAX_STREAMS]; /* the text of each source stream (UTF-8)   */

@@ -46,11 +46,15 @@ typedef struct arch {
     mt_status (*decode_all)(const mt_model_config *c, mt_params *p, mt_graph *g,
                             const mt_model_encoding *enc, const mt_batch *b, mt_node **logits,
                             mt_node **align);
+    mt_status (*append)(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                        const mt_dec_state *add, unsigned parts, mt_dec_state *out);
+    mt_status (*trim)(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, int32_t n,
+                      mt_dec_state *out);
 } arch;
 
 #define TRANSFORMER_FNS                                                                            \
     mt_transformer_touch_params, mt_transformer_encode, mt_transformer_start, mt_transformer_step, \
-        mt_transformer_decode_all
+        mt_transformer_decode_all, mt_transformer_append, mt_transformer_trim
 static const arch archs[] = {
     {"transformer", 1, TRANSFORMER_FNS},
     {"multi-transformer", 2, TRANSFORMER_FNS},
@@ -759,10 +763,34 @@ mt_status mt_model_reorder(mt_model *m, mt_graph *g, const mt_dec_state *in, con
     return rc;
 }
 
+mt_status mt_model_append(mt_model *m, mt_graph *g, const mt_dec_state *in,
+                          const mt_dec_state *add, unsigned parts, mt_dec_state *out) {
+    if (add->beam != 1 || add->pos != 0 || add->n_ctx != in->n_ctx || add->batch < 1 ||
+        add->n_fixed != in->n_fixed)
+        return mt_seterr(MT_ERR_INVALID,
+                         "model append: %d sentences at beam %d, position %d, with %d contexts "
+                         "are not a start state for a state with %d contexts",
+                         (int)add->batch, (int)add->beam, (int)add->pos, add->n_ctx, in->n_ctx);
+    return m->arch->append(&m->cfg, g, in, add, parts, out);
+}
+
+mt_status mt_model_trim(mt_model *m, mt_graph *g, const mt_dec_state *in, int32_t n,
+                        mt_dec_state *out) {
+    if (n < 0 || n > in->pos)
+        return mt_seterr(MT_ERR_INVALID, "model trim: %d of %d positions", (int)n, (int)in->pos);
+    for (int64_t r = 0; in->row_pos && r < (int64_t)in->batch * in->beam; r++)
+        if (in->row_pos[r] < 0 || n > in->pos - in->row_pos[r])
+            return mt_seterr(MT_ERR_INVALID,
+                             "model trim: row %lld has %d of the %d positions, %d cannot go",
+                             (long long)r, (int)in->row_pos[r], (int)in->pos, (int)n);
+    return m->arch->trim(&m->cfg, g, in, n, out);
+}
+
 mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned parts,
                               mt_dec_state *out) {
     mt_dec_state st = *in;
     st.shortlist = NULL;
+    st.row_pos = NULL;
     for (int r = 0; (parts & MT_DEC_ROWS) && r < in->n_rows; r++)
         if (in->rows[r]) st.rows[r] = mt_tensor_node(g, mt_node_value(in->rows[r]));
     for (int r = 0; (parts & MT_DEC_FIXED) && r < in->n_fixed; r++)

@@ -204,6 +204,13 @@ typedef struct mt_dec_state {
     bool logits_only; /* set by the caller: the step gives the logits instead
                          of their log-softmax (same argmax per row; WNMT 2018
                          sec. 2.3: beam 1 needs no softmax)                   */
+    /* Set by the caller for top-up batching (rows at different positions):
+    ** NULL = every row at pos; else [batch * beam] the target tokens row r
+    ** has consumed, <= pos.  The state then caches pos positions per row
+    ** and row r's are its last row_pos[r] ones (the others are padding,
+    ** masked); mt_model_step reads it, mt_model_append/trim keep the layout.
+    ** Not copied by mt_dec_state_import. */
+    const int32_t *row_pos;
 } mt_dec_state;
 
 typedef struct mt_dec_step {
@@ -255,6 +262,25 @@ mt_status mt_model_reorder(mt_model *m, mt_graph *g, const mt_dec_state *in, con
 mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned parts,
                               mt_dec_state *out);
 
+/* Top-up batching (sentences joining a running search; the fused-softmax
+** paper's sec. 3.2).  mt_model_append puts the sentences of add (a start
+** state from mt_model_start: beam 1, pos 0) after those of in:
+**   MT_DEC_FIXED  the per-sentence nodes; contexts of different lengths are
+**                 padded to the longer one (keys/values zero, masked);
+**   MT_DEC_ROWS   in->beam rows per added sentence, with pos cached
+**                 positions of padding (set their row_pos to 0).
+** out->batch = in->batch + add->batch.  As with mt_model_reorder, the two
+** parts may be built on different graphs and combined.  Results of the old
+** and the new rows equal what they would be without the padding (masked
+** positions have weight 0).
+** mt_model_trim drops the first n cached positions of every row, padding
+** for all of them (n <= pos - row_pos[r] for every row r, checked when
+** in->row_pos is set); out->pos = in->pos - n (rows become NULL at 0). */
+mt_status mt_model_append(mt_model *m, mt_graph *g, const mt_dec_state *in,
+                          const mt_dec_state *add, unsigned parts, mt_dec_state *out);
+mt_status mt_model_trim(mt_model *m, mt_graph *g, const mt_dec_state *in, int32_t n,
+                        mt_dec_state *out);
+
 /* ------------------------------------------------------------ internal
 ** For the architecture files (transformer.c, later rnn.c); encdec.c
 ** dispatches to them by config type.  Not for callers outside models/. */
@@ -274,6 +300,10 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
 mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *g,
                               const mt_model_encoding *enc, const mt_dec_state *in,
                               const int32_t *prev, mt_dec_state *next, mt_dec_step *out);
+mt_status mt_transformer_append(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                                const mt_dec_state *add, unsigned parts, mt_dec_state *out);
+mt_status mt_transformer_trim(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                              int32_t n, mt_dec_state *out);
 /* Teacher forcing: logits [B, T, V] for the targets of b, and the alignment
 ** weights [B, T, S0]. */
 mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_graph *g,

@@ -215,28 +215,36 @@ static mt_node *postprocess(tf *t, const char *ops, const char *prefix, mt_node 
     return x;
 }
 
-/* Sinusoids for positions start .. start+n-1 as [n, D] (Marian's
-** sinusoidalPositionEmbeddings, float arithmetic as there). */
-static mt_node *positions(tf *t, int64_t start, int64_t n) {
+/* Marian's sinusoidalPositionEmbeddings of position p into dst[0..d)
+** (float arithmetic as there). */
+static void sinusoid(float *dst, int64_t d, int p) {
+    memset(dst, 0, (size_t)d * sizeof(float));
+    float nts = (float)d / 2;
+    int half = (int)nts;
+    float inc = logf(10000.f) / (nts - 1.f);
+    for (int i = 0; (float)i < nts; i++) {
+        float v = (float)p * expf((float)i * -inc);
+        dst[i] = sinf(v);
+        if (half + i < d) dst[half + i] = cosf(v);
+    }
+}
+
+/* Sinusoids as [n, D]: of positions start .. start+n-1 when pos is NULL,
+** else of pos[0..n) (one per decoding row, top-up batching). */
+static mt_node *positions_of(tf *t, int64_t start, const int32_t *pos, int64_t n) {
     int64_t d = t->d;
     float stack[2048]; /* one decoding position: no allocation per step */
     float *buf = n * d <= 2048 ? stack : tmp_alloc(t, (size_t)(n * d) * sizeof(float));
     if (buf == NULL) return NULL;
-    memset(buf, 0, (size_t)(n * d) * sizeof(float));
-    float nts = (float)d / 2;
-    int half = (int)nts;
-    float inc = logf(10000.f) / (nts - 1.f);
-    for (int64_t r = 0; r < n; r++) {
-        int p = (int)(start + r);
-        for (int i = 0; (float)i < nts; i++) {
-            float v = (float)p * expf((float)i * -inc);
-            buf[r * d + i] = sinf(v);
-            if (half + i < d) buf[r * d + half + i] = cosf(v);
-        }
-    }
+    for (int64_t r = 0; r < n; r++)
+        sinusoid(buf + r * d, d, pos ? pos[r] : (int)(start + r));
     mt_node *pe = mt_input(t->g, mt_shape2(n, d), buf);
     if (buf != stack) mt_free(buf);
     return pe;
+}
+
+static mt_node *positions(tf *t, int64_t start, int64_t n) {
+    return positions_of(t, start, NULL, n);
 }
 
 /* Name of the embedding matrix of an encoder/decoder prefix (§2.1). */
@@ -528,6 +536,12 @@ typedef struct dec_io {
     const mt_dec_state *in; /* decoding                                      */
     mt_dec_state *next;
     mt_node *align; /* out: [N, tq, S0]                              */
+    /* decoding with rows at different positions (mt_dec_state.row_pos): */
+    mt_node *step_mask; /* [N, 1, 1, pos + 1] additive: padding slots masked */
+    mt_node *keep;      /* [N, 1, 1] 1 for rows past their first position, 0
+                           at it (NULL: no row is at its first position)   */
+    mt_node *qpos;      /* AAN: [N, 1, 1] each row's position, and ...      */
+    mt_node *qpos1;     /* ... that plus one                                */
 } dec_io;
 
 /* Slot of the log mask of context j among the fixed state nodes (after the
@@ -565,9 +579,21 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
         kv_project(t, prefix, y, &ka, &va);
         ka = split_heads(t, ka);
         va = split_heads(t, va);
+    } else if (io->keep && y != x) {
+        /* Rows at their first position among rows further on: those attend
+        ** to this position only (weight exactly 1), so only its value
+        ** matters, and Marian's is the projection of y there. */
+        mt_node *ky, *vy;
+        kv_project(t, prefix, y, &ky, &vy);
+        mt_node *keep = mt_reshape(g, io->keep, mt_shape4(dim_of(x, 0), 1, 1, 1));
+        mt_node *vcur = split_heads(t, vx);
+        mt_node *vfirst = mt_mul(g, split_heads(t, vy), mt_add_scalar(g, mt_neg(g, keep), 1.0f));
+        vcur = mt_add(g, mt_mul(g, vcur, keep), vfirst);
+        mt_node *vp[2] = {io->in->rows[2 * i + 1], vcur};
+        va = mt_concat(g, vp, 2, 2);
     }
     int64_t n = io->b * io->k;
-    mt_node *o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, NULL, NULL);
+    mt_node *o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL);
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
@@ -586,6 +612,9 @@ static mt_node *decoder_stack(tf *t, const mt_model_encoding *enc, mt_node *x, d
             mt_node *avg;
             if (io->pos < 0) {
                 avg = io->tq > 1 ? mt_bmm(g, io->avg_mat, x, false, false, 1.0f) : x;
+            } else if (io->qpos) { /* rows at their own positions */
+                mt_node *s = mt_add(g, mt_mul(g, io->in->rows[i], io->qpos), x);
+                avg = mt_div(g, s, io->qpos1);
             } else if (io->pos == 0) {
                 avg = x;
             } else {
@@ -724,6 +753,33 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
     return tf_finish(&t);
 }
 
+/* A per-row input [n, 1, 1]: f(row_pos[r]) (n <= 2048 without allocating). */
+static mt_node *row_values(tf *t, const int32_t *q, int64_t n, float add, bool nonzero) {
+    float stack[2048];
+    float *buf = n <= 2048 ? stack : tmp_alloc(t, (size_t)n * sizeof(float));
+    if (buf == NULL) return NULL;
+    for (int64_t r = 0; r < n; r++)
+        buf[r] = nonzero ? (q[r] > 0 ? 1.0f : 0.0f) : (float)q[r] + add;
+    mt_node *v = mt_input(t->g, mt_shape3(n, 1, 1), buf);
+    if (buf != stack) mt_free(buf);
+    return v;
+}
+
+/* Self-attention mask of a step with rows at their own positions: row r
+** sees the last q[r] + 1 of the pos + 1 slots. */
+static mt_node *step_mask(tf *t, const int32_t *q, int64_t n, int64_t pos) {
+    int64_t w = pos + 1;
+    float stack[2048];
+    float *buf = n * w <= 2048 ? stack : tmp_alloc(t, (size_t)(n * w) * sizeof(float));
+    if (buf == NULL) return NULL;
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t j = 0; j < w; j++)
+            buf[r * w + j] = j < pos - q[r] ? MASK_NEG : 0.0f;
+    mt_node *m = mt_input(t->g, mt_shape4(n, 1, 1, w), buf);
+    if (buf != stack) mt_free(buf);
+    return m;
+}
+
 mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *g,
                               const mt_model_encoding *enc, const mt_dec_state *in,
                               const int32_t *prev, mt_dec_state *next, mt_dec_step *out) {
@@ -731,19 +787,45 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     if (in->pos > 0 && prev == NULL)
         return mt_seterr(MT_ERR_INVALID, "transformer: step %d needs the previous tokens",
                          (int)in->pos);
+    int64_t n = (int64_t)in->batch * in->beam, d = c->dim_emb;
+    /* rows at their own positions (top-up batching) */
+    const int32_t *q = in->row_pos;
+    bool mixed = false, any_first = false;
+    for (int64_t r = 0; q && r < n; r++) {
+        if (q[r] < 0 || q[r] > in->pos)
+            return mt_seterr(MT_ERR_INVALID, "transformer: row %lld at position %d of %d",
+                             (long long)r, (int)q[r], (int)in->pos);
+        mixed = mixed || q[r] != in->pos;
+        any_first = any_first || q[r] == 0;
+    }
     tf t;
     tf_init(&t, c, p, g);
     mt_dec_state st = *in;
-    int64_t n = (int64_t)in->batch * in->beam, d = t.d;
+    dec_io io = {.b = in->batch, .k = in->beam, .tq = 1, .pos = in->pos, .in = in, .next = &st};
     mt_node *x;
     if (in->pos == 0) {
         x = mt_constant(g, mt_shape3(n, 1, d), 0.0f);
     } else {
         mt_node *ids = mt_input_i32(g, mt_shape2(n, 1), prev);
         x = mt_gather_rows(g, emb_table(&t, "decoder", c->dim_vocabs[c->n_vocabs - 1]), ids);
+        if (mixed && any_first) { /* the zero vector at a row's first position */
+            io.keep = row_values(&t, q, n, 0.0f, true);
+            x = mt_mul(g, x, io.keep);
+        }
     }
-    x = mt_add(g, mt_scale(g, x, sqrtf((float)d)), positions(&t, in->pos, 1));
-    dec_io io = {.b = in->batch, .k = in->beam, .tq = 1, .pos = in->pos, .in = in, .next = &st};
+    mt_node *pe;
+    if (mixed) {
+        pe = mt_reshape(g, positions_of(&t, 0, q, n), mt_shape3(n, 1, d));
+        if (is_aan(c)) {
+            io.qpos = row_values(&t, q, n, 0.0f, false);
+            io.qpos1 = row_values(&t, q, n, 1.0f, false);
+        } else {
+            io.step_mask = step_mask(&t, q, n, in->pos);
+        }
+    } else {
+        pe = positions(&t, in->pos, 1);
+    }
+    x = mt_add(g, mt_scale(g, x, sqrtf((float)d)), pe);
     (void)enc; /* the state holds the contexts' keys, values and masks */
     x = decoder_stack(&t, NULL, x, &io);
     mt_node *logits = output_layer(&t, mt_reshape(g, x, mt_shape2(n, d)), in->shortlist);
@@ -751,6 +833,7 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     if (io.align) out->align = mt_reshape(g, io.align, mt_shape2(n, dim_of(io.align, -1)));
     st.pos = in->pos + 1;
     st.logits_only = false;
+    st.row_pos = NULL;
     mt_status rc = tf_finish(&t);
     if (rc != MT_OK) {
         memset(out, 0, sizeof *out);
@@ -758,6 +841,79 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     }
     *next = st;
     return MT_OK;
+}
+
+/* A zero (or value) block shaped as x except for axis, of length len. */
+static mt_node *fill_like(mt_graph *g, mt_node *x, int axis, int64_t len, float value) {
+    mt_shape sh = mt_node_shape(x);
+    sh.dim[axis] = len;
+    return mt_constant(g, sh, value);
+}
+
+/* x padded along axis to len with value. */
+static mt_node *pad_to(mt_graph *g, mt_node *x, int axis, int64_t len, float value) {
+    int64_t have = mt_node_shape(x).dim[axis];
+    if (have >= len) return x;
+    mt_node *parts[2] = {x, fill_like(g, x, axis, len - have, value)};
+    return mt_concat(g, parts, 2, axis);
+}
+
+mt_status mt_transformer_append(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                                const mt_dec_state *add, unsigned parts, mt_dec_state *out) {
+    mt_dec_state st = *in;
+    st.batch = in->batch + add->batch;
+    st.row_pos = NULL;
+    if (parts & MT_DEC_FIXED) {
+        int nc = in->n_ctx;
+        for (int j = 0; j < nc; j++) {
+            int ms = mask_slot(c, nc, j);
+            mt_node *ma = in->fixed[ms], *mb = add->fixed[ms];
+            if (ma == NULL || mb == NULL)
+                return mt_seterr(MT_ERR_INVALID, "transformer append: no mask of context %d", j);
+            int64_t len = mt_node_shape(ma).dim[3] > mt_node_shape(mb).dim[3]
+                              ? mt_node_shape(ma).dim[3]
+                              : mt_node_shape(mb).dim[3];
+            mt_node *m2[2] = {pad_to(g, ma, 3, len, MASK_NEG), pad_to(g, mb, 3, len, MASK_NEG)};
+            st.fixed[ms] = mt_concat(g, m2, 2, 0);
+            for (int i = 0; i < c->dec_depth; i++) {
+                for (int kv = 0; kv < 2; kv++) {
+                    int slot = 2 * (i * nc + j) + kv;
+                    mt_node *x2[2] = {pad_to(g, in->fixed[slot], 2, len, 0.0f),
+                                      pad_to(g, add->fixed[slot], 2, len, 0.0f)};
+                    st.fixed[slot] = mt_concat(g, x2, 2, 0);
+                }
+            }
+        }
+    }
+    if ((parts & MT_DEC_ROWS) && in->pos > 0) {
+        int64_t extra = (int64_t)add->batch * in->beam;
+        for (int r = 0; r < in->n_rows; r++) {
+            if (in->rows[r] == NULL) continue;
+            mt_node *x2[2] = {in->rows[r], fill_like(g, in->rows[r], 0, extra, 0.0f)};
+            st.rows[r] = mt_concat(g, x2, 2, 0);
+        }
+    }
+    mt_status rc = mt_graph_status(g);
+    if (rc == MT_OK) *out = st;
+    return rc;
+}
+
+mt_status mt_transformer_trim(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                              int32_t n, mt_dec_state *out) {
+    mt_dec_state st = *in;
+    st.pos = in->pos - n;
+    if (n > 0 && !is_aan(c)) { /* AAN rows are running means: nothing per position */
+        for (int r = 0; r < in->n_rows; r++) {
+            if (in->rows[r] == NULL) continue;
+            st.rows[r] = st.pos == 0 ? NULL : mt_slice(g, in->rows[r], 2, n, st.pos);
+        }
+    }
+    if (st.pos == 0)
+        for (int r = 0; r < in->n_rows; r++)
+            st.rows[r] = NULL;
+    mt_status rc = mt_graph_status(g);
+    if (rc == MT_OK) *out = st;
+    return rc;
 }
 
 /* ------------------------------------------------- parameter creation */

@@ -97,6 +97,72 @@ static void test_one_best(const char *dir, const char *sv, const char *tv, int b
     fixture_close(&fx);
 }
 
+/* ------------------------------------------------ top-up batching */
+
+/* The 60 lines in one search, all at once versus a window of max_active
+** sentences refilled as they finish (sentences join a running search at
+** other positions: app/scorer_model.c op_add, models/model.h row_pos).
+** Same n-best lists up to float rounding (the products' row counts differ,
+** which may swap near ties); the scorer must really have added sentences. */
+static void test_topup(const char *dir, const char *sv, const char *tv) {
+    app_translate_params p = app_translate_default_params();
+    p.beam_size = 4;
+    p.normalize = 0.6f;
+    p.n_best = true;
+    fixture fx;
+    if (!fixture_open(&fx, dir, sv, tv, &p, 1, NULL)) {
+        fixture_close(&fx);
+        return;
+    }
+    app_tr_input in[60];
+    app_tr_result ref[60], got[60];
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < 60; i++)
+        in[i].src[0] = fx.input.s[i];
+    CHECK_OK(app_translate(fx.w, in, 60, ref, NULL, NULL));
+    app_translator *tr = (app_translator *)fx.tr;
+    const int windows[] = {1, 3, 8, 24};
+    for (size_t k = 0; k < sizeof windows / sizeof windows[0]; k++) {
+        tr->p.max_active = windows[k];
+        int64_t adds0 = app_translate_worker_stats(fx.w).adds;
+        if (!CHECK_OK(app_translate(fx.w, in, 60, got, NULL, NULL))) break;
+        int64_t adds = app_translate_worker_stats(fx.w).adds - adds0;
+        int same_best = 0, same_hyps = 0, n_hyps = 0;
+        double worst = 0;
+        for (int i = 0; i < 60; i++) {
+            same_best += got[i].n_hyps > 0 && ref[i].n_hyps > 0 &&
+                         !strcmp(got[i].hyps[0].text, ref[i].hyps[0].text);
+            for (int h = 0; h < ref[i].n_hyps; h++) {
+                n_hyps++;
+                for (int j = 0; j < got[i].n_hyps; j++) {
+                    const app_tr_hyp *a = &got[i].hyps[j], *b = &ref[i].hyps[h];
+                    if (a->n_tokens != b->n_tokens ||
+                        memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)a->n_tokens))
+                        continue; /* (texts may repeat with other pieces) */
+                    same_hyps++;
+                    double d = fabs(got[i].hyps[j].path_score - ref[i].hyps[h].path_score);
+                    if (!(d <= worst)) worst = d;
+                    break;
+                }
+            }
+            app_tr_result_clear(&got[i]);
+        }
+        fprintf(stderr,
+                "%s top-up window %d: %lld additions, %d of 60 best equal, %d of %d n-best "
+                "hypotheses found, path scores within %.2g\n",
+                dir, windows[k], (long long)adds, same_best, same_hyps, n_hyps, worst);
+        CHECK(adds > 0, "%s window %d: no sentence joined a running search", dir, windows[k]);
+        CHECK(same_best >= 59, "%s window %d: %d of 60 best translations equal", dir, windows[k],
+              same_best);
+        CHECK(same_hyps >= n_hyps - 4, "%s window %d: %d of %d n-best hypotheses", dir,
+              windows[k], same_hyps, n_hyps);
+        CHECK(worst < 1e-3, "%s window %d: path scores differ by %g", dir, windows[k], worst);
+    }
+    for (int i = 0; i < 60; i++)
+        app_tr_result_clear(&ref[i]);
+    fixture_close(&fx);
+}
+
 /* ------------------------------------------------------------ n-best */
 
 /* Fields of a Marian n-best line: id, text, F0, norm. */
@@ -537,6 +603,9 @@ int main(void) {
     test_nbest();
     test_prefix();
     test_edges();
+    test_topup("transformer-tiny", "vocab.spm", "vocab.spm");
+    test_topup("transformer-aan", "vocab.en.spm", "vocab.de.spm");
+    test_topup("transformer-tiny-r2l", "vocab.spm", "vocab.spm");
     test_cancel();
     test_ensemble();
     test_bounded_memory();
