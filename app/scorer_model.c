@@ -259,10 +259,10 @@ static mt_status purge(app_model_scorer *s, int32_t n) {
     return MT_OK;
 }
 
-static mt_status op_step(void *user, void *state, const mt_scorer_step *in, float *logprobs,
-                         float *align) {
-    app_model_scorer *s = state;
-    (void)user;
+/* One step; k > 0: each row's k best (fused log-softmax + top-k of the
+** logits) into top_cols/logprobs [n_hyps * k], else whole rows. */
+static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_t k,
+                           int32_t *top_cols, float *logprobs, float *align) {
     const int32_t n = in->n_hyps, n_tot = s->n_live + s->n_pend;
     mt_status rc = reserve(s, n_tot, n * 2);
     if (rc != MT_OK) return rc;
@@ -356,7 +356,7 @@ static mt_status op_step(void *user, void *state, const mt_scorer_step *in, floa
     }
     if (rc == MT_OK && in->shortlist)
         cur.shortlist = mt_input_i32(g, mt_shape1(in->n_shortlist), in->shortlist);
-    cur.logits_only = in->argmax_only; /* beam 1: the argmax of the logits */
+    cur.logits_only = in->argmax_only || k > 0; /* beam 1: the argmax of the logits */
     if (rc == MT_OK) rc = mt_model_step(s->m, g, NULL, &cur, s->prev_tok, &next, &out);
     if (rc != MT_OK) return rc;
     mt_node *lp = out.logprobs, *al = align ? out.align : NULL;
@@ -367,7 +367,10 @@ static mt_status op_step(void *user, void *state, const mt_scorer_step *in, floa
     }
     rc = mt_graph_forward(g);
     int32_t cols = in->shortlist ? in->n_shortlist : mt_model_trg_vocab(s->m);
-    if (rc == MT_OK) rc = mt_node_get(lp, logprobs, (int64_t)n * cols);
+    if (rc == MT_OK && k > 0)
+        rc = mt_node_logsoftmax_topk(lp, k, top_cols, logprobs);
+    else if (rc == MT_OK)
+        rc = mt_node_get(lp, logprobs, (int64_t)n * cols);
     if (rc == MT_OK && align) {
         if (al == NULL) return mt_seterr(MT_ERR_UNSUPPORTED, "translate: no alignment layer");
         int64_t sl = mt_node_shape(al).dim[1];
@@ -403,6 +406,18 @@ static mt_status op_step(void *user, void *state, const mt_scorer_step *in, floa
     return MT_OK;
 }
 
+static mt_status op_step(void *user, void *state, const mt_scorer_step *in, float *logprobs,
+                         float *align) {
+    (void)user;
+    return step_rows(state, in, 0, NULL, logprobs, align);
+}
+
+static mt_status op_step_topk(void *user, void *state, const mt_scorer_step *in, int32_t k,
+                              int32_t *cols, float *logprobs, float *align) {
+    (void)user;
+    return step_rows(state, in, k, cols, logprobs, align);
+}
+
 static void op_finish(void *user, void *state) {
     app_model_scorer *s = user;
     (void)state;
@@ -418,6 +433,7 @@ static const mt_scorer_ops model_scorer_ops = {
     .add = op_add,
     .step = op_step,
     .finish = op_finish,
+    .step_topk = op_step_topk,
 };
 
 mt_scorer app_model_scorer_get(app_model_scorer *s) { return (mt_scorer){&model_scorer_ops, s}; }

@@ -37,6 +37,7 @@ typedef struct cand {
     float score;
     int32_t row; /* row of the step list                      */
     int32_t col; /* column of the score row (token, or index into the shortlist) */
+    float lp;    /* its log-prob (top-k lists; whole rows: unused) */
 } cand;
 
 typedef struct fin { /* a finished hypothesis: history entry (t, j) */
@@ -65,6 +66,8 @@ typedef struct plan {
     /* sizes */
     int32_t n, k, m, v, cols, w, window, rows, t_max, r_per;
     bool align, word_scores, argmax_only, ensemble, can_add;
+    bool topk;  /* the scorer gives each row's kk best (step_topk)    */
+    int32_t kk; /* beam + suppressed columns + 1                      */
     /* per sentence */
     int32_t *lim;      /* [n] step limit                                    */
     size_t *tok_off;   /* [n] offset of the sentence's tokens / word scores */
@@ -91,6 +94,8 @@ typedef struct plan {
     float *logprobs;               /* [m * rows * cols]                   */
     float *comb;                   /* [rows * cols] (ensemble)            */
     float *align_buf;              /* [rows * w] (align)                  */
+    int32_t *tk_col;               /* [rows * kk] (topk)                  */
+    float *tk_lp;                  /* [rows * kk] (topk)                  */
     cand *heap;                    /* [k]                                 */
     int32_t *supp_cols;            /* [n_suppress + 1]                    */
     int32_t n_supp_cols;
@@ -185,6 +190,8 @@ static void layout(plan *pl, carver *c, int32_t n_supp, size_t tok_total, size_t
     pl->logprobs = carve(c, mul_sat(mul_sat(m, rows), cols), sizeof(float));
     pl->comb = pl->ensemble ? carve(c, mul_sat(rows, cols), sizeof(float)) : NULL;
     pl->align_buf = pl->align ? carve(c, mul_sat(rows, w), sizeof(float)) : NULL;
+    pl->tk_col = pl->topk ? carve(c, mul_sat(rows, (size_t)pl->kk), sizeof(int32_t)) : NULL;
+    pl->tk_lp = pl->topk ? carve(c, mul_sat(rows, (size_t)pl->kk), sizeof(float)) : NULL;
     pl->heap = carve(c, k, sizeof *pl->heap);
     pl->supp_cols = carve(c, (size_t)n_supp + 1, sizeof(int32_t));
     pl->admit = carve(c, (size_t)pl->window, sizeof(int32_t));
@@ -322,8 +329,8 @@ static int32_t length_limit(const mt_beam_params *p, int32_t width) {
 
 /* Sizes the plan, grows the workspace when it is too small, carves it and
 ** fills the per-sentence limits and result offsets. */
-static mt_status prepare(mt_beam *b, const mt_beam_params *p, int n_scorers,
-                         const mt_beam_input *in, int32_t v, plan *pl) {
+static mt_status prepare(mt_beam *b, const mt_beam_params *p, const mt_scorer *scorers,
+                         int n_scorers, const mt_beam_input *in, int32_t v, plan *pl) {
     memset(pl, 0, sizeof *pl);
     pl->n = in->n_sentences;
     pl->k = p->beam_size;
@@ -335,6 +342,8 @@ static mt_status prepare(mt_beam *b, const mt_beam_params *p, int n_scorers,
     pl->ensemble = n_scorers > 1;
     pl->argmax_only = p->beam_size == 1 && n_scorers == 1 && !p->greedy_scores && !p->n_best &&
                       !p->word_scores && !p->early_stop;
+    pl->topk = n_scorers == 1 && !pl->argmax_only && scorers[0].ops->step_topk != NULL;
+    pl->kk = p->beam_size + (p->n_suppress > 0 ? p->n_suppress : 0) + 1;
     pl->r_per = p->n_best ? p->beam_size : 1;
     int32_t width = 1, n_live = 0;
     for (int32_t s = 0; s < pl->n; s++) {
@@ -439,16 +448,58 @@ static int select_top(const plan *pl, const float *sc, const float *base, float 
             if (!(s > -INFINITY)) continue; /* suppressed, invalid or NaN */
             if (cnt == n) {
                 if (!(s > heap[0].score)) continue; /* equal: the earlier one wins */
-                heap[0] = (cand){s, r, c};
+                heap[0] = (cand){s, r, c, 0.0f};
                 sift_down(heap, cnt, 0);
             } else {
-                heap[cnt] = (cand){s, r, c};
+                heap[cnt] = (cand){s, r, c, 0.0f};
                 sift_up(heap, cnt);
                 cnt++;
             }
         }
     }
     /* sort best first (n is the beam: small) */
+    for (int i = 1; i < cnt; i++) {
+        cand x = heap[i];
+        int j = i - 1;
+        while (j >= 0 && better(&x, &heap[j])) {
+            heap[j + 1] = heap[j];
+            j--;
+        }
+        heap[j + 1] = x;
+    }
+    return cnt;
+}
+
+static bool suppressed(const plan *pl, int32_t c) {
+    for (int32_t i = 0; i < pl->n_supp_cols; i++)
+        if (pl->supp_cols[i] == c) return true;
+    return false;
+}
+
+/* select_top over the rows' top-k lists (step_topk): the n best of a
+** sentence's rows x columns lie in the union of its rows' n best, and each
+** list holds at least n unsuppressed columns, so the result is the same. */
+static int select_lists(const plan *pl, const float *base, float wt, int32_t r0, int32_t r1,
+                        int n, cand *heap) {
+    int cnt = 0;
+    for (int32_t r = r0; r < r1; r++) {
+        const int32_t *ix = pl->tk_col + (size_t)r * pl->kk;
+        const float *lv = pl->tk_lp + (size_t)r * pl->kk;
+        for (int32_t j = 0; j < pl->kk && ix[j] >= 0; j++) {
+            if (suppressed(pl, ix[j])) continue;
+            const cand x = {base[r] + wt * lv[j], r, ix[j], lv[j]};
+            if (!(x.score > -INFINITY)) continue;
+            if (cnt == n) {
+                if (!better(&x, &heap[0])) continue;
+                heap[0] = x;
+                sift_down(heap, cnt, 0);
+            } else {
+                heap[cnt] = x;
+                sift_up(heap, cnt);
+                cnt++;
+            }
+        }
+    }
     for (int i = 1; i < cnt; i++) {
         cand x = heap[i];
         int j = i - 1;
@@ -562,7 +613,7 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
     *out = NULL;
     mt_status rc = validate(p, scorers, n_scorers, in, &v);
     if (rc != MT_OK) return rc;
-    rc = prepare(b, p, n_scorers, in, v, &pl);
+    rc = prepare(b, p, scorers, n_scorers, in, v, &pl);
     if (rc != MT_OK) return rc;
     pl.can_add = true;
     for (int i = 0; i < n_scorers; i++)
@@ -665,10 +716,18 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
             .align_stride = pl.w,
             .beam_size = k,
         };
+        bool lists = pl.topk; /* rows' top-k lists, unless a prefix token is forced */
+        for (int32_t r = 0; lists && in->prefix_len && r < n_rows; r++)
+            lists = pl.slots[pl.r_slot[cur][r]].t >= in->prefix_len[pl.r_sent[cur][r]];
         for (int i = 0; i < m; i++) {
-            rc = scorers[i].ops->step(scorers[i].user, pl.states[i], &st,
-                                      pl.logprobs + (size_t)i * pl.rows * cols,
-                                      i == 0 && pl.align ? pl.align_buf : NULL);
+            float *al = i == 0 && pl.align ? pl.align_buf : NULL;
+            if (lists) {
+                rc = scorers[0].ops->step_topk(scorers[0].user, pl.states[0], &st, pl.kk,
+                                               pl.tk_col, pl.tk_lp, al);
+            } else {
+                rc = scorers[i].ops->step(scorers[i].user, pl.states[i], &st,
+                                          pl.logprobs + (size_t)i * pl.rows * cols, al);
+            }
             if (rc != MT_OK) goto fail;
         }
         b->stats.steps++;
@@ -708,8 +767,10 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
                 int32_t c = col_of(in, in->prefix[s][t]);
                 float lp = sc[(size_t)r0 * cols + c];
                 float score = pl.ensemble ? lp : pl.r_path[cur][r0] + w0 * lp;
-                pl.heap[0] = (cand){pl.argmax_only ? NAN : score, r0, c};
+                pl.heap[0] = (cand){pl.argmax_only ? NAN : score, r0, c, lp};
                 cnt = 1;
+            } else if (lists) {
+                cnt = select_lists(&pl, pl.r_path[cur], w0, r0, r1, so->cap, pl.heap);
             } else {
                 for (int32_t r = r0; r < r1; r++)
                     for (int32_t i = 0; i < pl.n_supp_cols; i++)
@@ -721,7 +782,7 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
                     for (int32_t c = 0; c < cols; c++)
                         if (row[c] > -INFINITY && (best < 0 || row[c] > row[best])) best = c;
                     cnt = best >= 0;
-                    if (cnt) pl.heap[0] = (cand){NAN, r0, best};
+                    if (cnt) pl.heap[0] = (cand){NAN, r0, best, NAN};
                 } else if (pl.ensemble) {
                     cnt = select_top(&pl, sc, NULL, 1.0f, r0, r1, so->cap, pl.heap);
                 } else {
@@ -741,11 +802,12 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
                 pl.h_path[e] = cd->score;
                 float *hm = pl.h_model + e * m;
                 for (int i = 0; i < m; i++)
-                    hm[i] =
-                        pl.argmax_only
-                            ? NAN
-                            : pl.r_model[cur][(size_t)r * m + i] +
-                                  pl.logprobs[(size_t)i * pl.rows * cols + (size_t)r * cols + col];
+                    hm[i] = pl.argmax_only ? NAN
+                            : lists
+                                ? pl.r_model[cur][r] + cd->lp
+                                : pl.r_model[cur][(size_t)r * m + i] +
+                                      pl.logprobs[(size_t)i * pl.rows * cols + (size_t)r * cols +
+                                                  col];
                 if (pl.align)
                     memcpy(pl.h_align + e * pl.w, pl.align_buf + (size_t)r * pl.w,
                            sizeof(float) * (size_t)in->src_len[s]);

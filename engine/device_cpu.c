@@ -112,6 +112,12 @@ static void cpu_softmax_bwd(mt_device *d, int64_t rows, int64_t cols, const floa
     kcpu_softmax_bwd(rows, cols, y, dy, dx);
 }
 
+static void cpu_softmax_topk(mt_device *d, int64_t rows, int64_t cols, const float *x, int32_t k,
+                             int32_t *idx, float *logp) {
+    (void)d;
+    kcpu_softmax_topk(rows, cols, x, NULL, k, idx, logp, NULL);
+}
+
 static void cpu_log_softmax_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
                                 float *y) {
     (void)d;
@@ -309,6 +315,7 @@ static const mt_device_ops cpu_ops = {
     .softmax_fwd = cpu_softmax_fwd,
     .softmax_bwd = cpu_softmax_bwd,
     .log_softmax_fwd = cpu_log_softmax_fwd,
+    .softmax_topk = cpu_softmax_topk,
     .log_softmax_bwd = cpu_log_softmax_bwd,
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,

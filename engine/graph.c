@@ -936,6 +936,22 @@ mt_status mt_node_get(const mt_node *n, float *host, int64_t numel) {
     return copy_as_f32(&n->val, host, numel, "mt_node_get");
 }
 
+mt_status mt_node_logsoftmax_topk(const mt_node *n, int32_t k, int32_t *idx, float *logp) {
+    if (n == NULL || !n->computed)
+        return mt_seterr(MT_ERR_INVALID, "mt_node_logsoftmax_topk: node %s",
+                         n ? "not computed (run forward)" : "is NULL");
+    const mt_tensor *v = &n->val;
+    if (v->dtype != MT_F32 || v->shape.ndim != 2 || k < 1 || v->shape.dim[1] < 1)
+        return mt_seterr(MT_ERR_INVALID, "mt_node_logsoftmax_topk: %s node of %d dimensions, k %d",
+                         mt_dtype_name(v->dtype), v->shape.ndim, (int)k);
+    mt_device *d = v->dev;
+    if (d->kind != 0 || d->ops->softmax_topk == NULL)
+        return mt_seterr(MT_ERR_UNSUPPORTED, "mt_node_logsoftmax_topk: not on device %s",
+                         d->ops->name);
+    d->ops->softmax_topk(d, v->shape.dim[0], v->shape.dim[1], node_f32(n), k, idx, logp);
+    return MT_OK;
+}
+
 mt_status mt_node_get_grad(const mt_node *n, float *host, int64_t numel) {
     if (n == NULL) return mt_seterr(MT_ERR_INVALID, "mt_node_get_grad: node is NULL");
     if (n->grad.data == NULL) {

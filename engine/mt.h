@@ -267,6 +267,18 @@ typedef struct mt_gemm_decision {
 ** the graph has (call with max 0 to count). */
 int mt_graph_gemm_decisions(const mt_graph *g, mt_gemm_decision *out, int max);
 
+/* Floating-point operations of the matrix products that evaluating root
+** runs (engine/graph_flops.c), for throughput reports: 2 M N K per product
+** (times its batch) over mt_matmul / mt_bmm / mt_affine nodes (and integer
+** gemm nodes of inference graphs) that root depends on, each node once;
+** with_backward adds the GEMMs mt_graph_backward(g, root) runs: one of the
+** forward's size per operand that needs a gradient (none when root needs
+** none).  Memoized nodes are not counted.  root must be a node of g built
+** since the last clear.  MT_ERR_INVALID (NULL arguments, root not on g's
+** tape) or MT_ERR_NOMEM; *out is 0 on failure. */
+mt_status mt_graph_matmul_flops(const mt_graph *g, const mt_node *root, bool with_backward,
+                                double *out);
+
 /* Node accessors.  Values are available after mt_graph_forward. */
 mt_shape mt_node_shape(const mt_node *n);
 mt_dtype mt_node_dtype(const mt_node *n);
@@ -275,6 +287,14 @@ mt_status mt_node_get(const mt_node *n, float *host, int64_t numel);      /* f32
 mt_status mt_node_get_grad(const mt_node *n, float *host, int64_t numel); /* after backward */
 mt_status mt_node_get_scalar(const mt_node *n, float *out);
 const mt_tensor *mt_node_value(const mt_node *n); /* device tensor view */
+/* Fused output layer of a beam search (fused-softmax paper sec. 3.1): for
+** each row of the computed 2-D f32 node (logits [rows, cols]), its k best
+** columns by log-softmax, best first, ties by lower column, with their
+** log-probabilities, in one pass with an online normaliser
+** (kcpu_softmax_topk); idx, logp: host [rows * k] (past cols: -1, -inf).
+** MT_ERR_UNSUPPORTED on a device without it (callers then take the
+** log-softmax of whole rows). */
+mt_status mt_node_logsoftmax_topk(const mt_node *n, int32_t k, int32_t *idx, float *logp);
 const char *mt_node_op_name(const mt_node *n);
 
 /* ------------------------------------------------------- graph leaves */
@@ -697,6 +717,14 @@ typedef struct mt_scorer_ops {
     mt_status (*step)(void *user, void *state, const mt_scorer_step *in, float *logprobs,
                       float *align);
     void (*finish)(void *user, void *state);
+    /* Appended, optional (NULL: whole rows only).  step_topk is step giving
+    ** only each row's k best columns (ties: lower column first; past the
+    ** row's width -1 and -inf), best first, with their log-probabilities:
+    ** cols, logprobs [n_hyps * k] (the fused softmax + top-k).  The search
+    ** uses it with one scorer, beam > 1 or scores asked for, and no forced
+    ** prefix token in the step; k covers the suppressed columns too. */
+    mt_status (*step_topk)(void *user, void *state, const mt_scorer_step *in, int32_t k,
+                           int32_t *cols, float *logprobs, float *align);
 } mt_scorer_ops;
 
 typedef struct mt_scorer {

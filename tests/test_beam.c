@@ -95,7 +95,7 @@ typedef struct toy {
     int64_t rows_of[MAXS];
     /* counters */
     int call; /* step calls in this search */
-    int64_t calls, rows, argmax_calls, full_calls;
+    int64_t calls, rows, argmax_calls, full_calls, topk_calls;
     int starts, finishes, adds, errors;
     uint64_t allocs_at_start;
     int state_token; /* what start hands out as state */
@@ -228,8 +228,36 @@ static mt_status toy_step(void *user, void *state, const mt_scorer_step *in, flo
     return MT_OK;
 }
 
-static const mt_scorer_ops toy_ops = {toy_vocab, toy_start, toy_add, toy_step, toy_finish};
-static const mt_scorer_ops toy_ops_noadd = {toy_vocab, toy_start, NULL, toy_step, toy_finish};
+/* step_topk by the plain method: the whole rows of toy_step, then each
+** row's k best by repeated maximum (lowest column among equals). */
+static mt_status toy_step_topk(void *user, void *state, const mt_scorer_step *in, int32_t k,
+                               int32_t *cols_out, float *logprobs, float *align) {
+    static float rows[MAXROWS * MAXV];
+    toy *t = user;
+    mt_status rc = toy_step(user, state, in, rows, align);
+    if (rc != MT_OK) return rc;
+    t->topk_calls++;
+    if (in->argmax_only) t->errors++;
+    int32_t cols = in->shortlist ? in->n_shortlist : t->c->v;
+    for (int32_t i = 0; i < in->n_hyps; i++) {
+        bool taken[MAXV] = {false};
+        for (int32_t j = 0; j < k; j++) {
+            int32_t best = -1;
+            for (int32_t c = 0; c < cols; c++)
+                if (!taken[c] && (best < 0 || rows[i * cols + c] > rows[i * cols + best])) best = c;
+            if (best >= 0) taken[best] = true;
+            cols_out[i * k + j] = best;
+            logprobs[i * k + j] = best >= 0 ? rows[i * cols + best] : -INFINITY;
+        }
+    }
+    return MT_OK;
+}
+
+static const mt_scorer_ops toy_ops = {toy_vocab, toy_start, toy_add, toy_step, toy_finish, NULL};
+static const mt_scorer_ops toy_ops_noadd = {toy_vocab, toy_start, NULL, toy_step, toy_finish, NULL};
+static const mt_scorer_ops toy_ops_topk = {toy_vocab,  toy_start,  toy_add,
+                                           toy_step,   toy_finish, toy_step_topk};
+static const mt_scorer_ops *run1_ops = &toy_ops; /* what run1 searches with */
 
 /* ------------------------------------------------------------ oracles */
 
@@ -439,7 +467,7 @@ static rhyp enum_buf[MAXENUM], ref_buf[MAXROWS];
 static mt_status run1(mt_beam *b, const mt_beam_params *p, toy *t, const int32_t *src_len,
                       int32_t n, const int32_t *const *prefix, const int32_t *pn,
                       const mt_beam_result **res) {
-    mt_scorer sc = {&toy_ops, t};
+    mt_scorer sc = {run1_ops, t};
     mt_beam_input in = {n, src_len, prefix, pn, NULL, 0};
     return mt_beam_search(b, p, &sc, 1, &in, res);
 }
@@ -1235,7 +1263,8 @@ static void test_random_vs_reference(mt_beam *b) {
     mt_rng_seed(&r, 2024);
     toy t;
     const mt_beam_result *res;
-    for (int it = 0; it < 60; it++) {
+    int64_t n_topk = 0;
+    for (int it = 0; it < 150; it++) {
         int32_t v = 4 + (int32_t)(mt_rng_next(&r) % 6);
         int32_t n = 1 + (int32_t)(mt_rng_next(&r) % 5);
         chain_random(&c, v, n, 5000 + it, 0.5f + 2.0f * mt_rng_uniform(&r),
@@ -1264,11 +1293,13 @@ static void test_random_vs_reference(mt_beam *b) {
         p.max_active = (int32_t)(mt_rng_next(&r) % (uint64_t)(n + 1));
         int32_t lim = (int32_t)ceilf(p.max_length_factor * (float)width);
         toy_init(&t, &c, src_len, p.beam_size);
-        mt_scorer sc = {mt_rng_next(&r) % 2 ? &toy_ops : &toy_ops_noadd, &t};
+        const mt_scorer_ops *ops3[3] = {&toy_ops, &toy_ops_noadd, &toy_ops_topk};
+        mt_scorer sc = {ops3[mt_rng_next(&r) % 3], &t};
         t.same_pos = sc.ops == &toy_ops_noadd;
         mt_beam_input in = {n, src_len, prefix, pn, NULL, 0};
         CHECK_STATUS(mt_beam_search(b, &p, &sc, 1, &in, &res));
         CHECK(t.errors == 0, "random %d: contract violations %d", it, t.errors);
+        n_topk += t.topk_calls;
         for (int s = 0; s < n; s++) {
             char what[64];
             snprintf(what, sizeof what, "random config %d sentence %d", it, s);
@@ -1287,6 +1318,7 @@ static void test_random_vs_reference(mt_beam *b) {
             }
         }
     }
+    CHECK(n_topk > 0, "the rows' top-k lists (step_topk) were never used");
 }
 
 /* Ties: log-probs that are multiples of 1/2 (sums exact in float) tie
@@ -1414,6 +1446,9 @@ int main(void) {
     test_shortlist(b);
     test_random_vs_reference(b);
     test_ties(b);
+    run1_ops = &toy_ops_topk; /* the same ties through the rows' top-k lists */
+    test_ties(b);
+    run1_ops = &toy_ops;
     mt_beam_free(b);
     test_errors();
     TEST_MAIN_END();
