@@ -1,23 +1,53 @@
 /*
 ** bench_translate.c: `mtpe bench translate [-m MODEL -v SRC TRG] [-i FILE]
-**                     [--lines N] [--repeat N] [--max-active N]`
+**                     [--lines N] [--repeat N] [--tables batching,gemm] ...`
 **
-** Translation throughput through the translate API (app/translate.h), one
-** table in one run: beam 1 and 4 x mini-batch 1 and 32 x 1 and 2 threads x
-** top-up batching off and on (mt_beam_params.max_active = --max-active).
+** Translation throughput through the translate API (app/translate.h), two
+** tables in one run (--tables picks them):
+**
+**   batching  beam 1 and 4 x mini-batch 1 and 32 x 1 and 2 threads x top-up
+**             off and on, fp32.  Top-up off: every mini-batch is its own
+**             search.  On: a thread's search covers --top-up-pool
+**             mini-batches (at most its share of the lines) with
+**             mt_beam_params.max_active = the mini-batch size (or
+**             --max-active), so finished sentences are replaced from the
+**             pool and the batch stays full (engine/mt.h, "top-up").
+**   gemm      one thread, beam 1 and 4 x mini-batch 1 and 32 x float32
+**             (OpenBLAS sgemm; the own AVX-512 kernel for products of at
+**             most 16 rows), int8 (weights packed once per worker,
+**             activations quantized per call) and int8 with the lexical
+**             shortlist (--shortlist, else lex.bin or lex.s2t next to the
+**             model; 100 100 0), with the cost figures of WNMT 2018 sec. 5:
+**             the fraction of the int8 compute limit and source tokens per
+**             USD; then the speed of int8 + shortlist over float32 at beam 4,
+**             mini-batch 32.
+**
 ** Columns: source and target tokens per second (subword tokens, EOS not
 ** counted), sentences per second and the wall time of the run; with
 ** --repeat N the run whose wall time is the median of N.
 **
-** Threads: each thread has its own app_translate_worker (made before the
-** clock starts, and warmed by one batch) and single-threaded BLAS; the
-** mini-batches of the input, in input order, go to whichever thread is
-** free.  Sentences are encoded before the clock starts.
+** The int8 compute limit (printed with how it was computed): the measured
+** vpdpbusd throughput of one core (kcpu_vnni_peak_gops, as `mtpe bench
+** gemm-int`; --peak-gops instead) divided by the integer operations the run
+** needs per source token, 2 per multiply-add of every product with a weight
+** matrix (the products that take the integer path; attention's products of
+** activations and everything else are not counted), from the model config:
+**   per encoder position    enc_depth (4 D^2 + FFN)
+**                           + dec_depth 2 D^2 (the decoder's projections of
+**                             the encoder output, once per sentence)
+**   per decoder row         dec_depth (4 D^2 self-attention, or the average-
+**                             attention FFN and gate; 2 D^2 context query
+**                             and output; decoder FFN) + D C for the output
+**                             layer, C = V or the mean shortlist size
+**   FFN = D F + (depth - 2) F^2 + F D
+** with positions = source tokens + EOS, and rows = beam x (target tokens +
+** EOS) of the run's own output (finished hypotheses and padded rows make
+** the true count differ a little).
 **
-** Caveat printed with the table: the model scorer (app/scorer_model.c) has
-** no `add`, so top-up "on" runs each mini-batch as consecutive sub-batches
-** of max_active sentences instead of refilling the window (mt.h); at
-** mini-batch 1 it changes nothing.
+** Threads: each thread has its own app_translate_worker (made before the
+** clock starts, and warmed by one mini-batch) and single-threaded BLAS;
+** searches, in input order, go to whichever thread is free.  Sentences are
+** encoded before the clock starts.
 **
 ** Model: -m/-v, else the installed default (assets/models/en-de), else the
 ** transformer-tiny test fixture (said in the output).  Input: -i, else
@@ -25,6 +55,7 @@
 ** assets/samples/sample.en.txt; its non-empty lines are repeated up to
 ** --lines (200).
 */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +65,10 @@
 
 #include "app.h"
 #include "common.h"
+#include "kcpu.h"
 #include "options.h"
 #include "paths.h"
+#include "shortlist.h"
 #include "translate.h"
 
 static const app_opt bt_opts[] = {
@@ -45,17 +78,28 @@ static const app_opt bt_opts[] = {
      "source text (default: ../shared/data/en-de/test.en or the sample text)"},
     {"lines", 0, APP_OPT_INT, "200", NULL, "sentences per run (input lines repeated)"},
     {"repeat", 0, APP_OPT_INT, "1", NULL, "runs per configuration; the median is shown"},
-    {"max-active", 0, APP_OPT_INT, "8", NULL, "top-up window (sentences) when top-up is on"},
+    {"tables", 0, APP_OPT_STRING, "batching,gemm", NULL,
+     "tables to run: batching, gemm (comma-separated)"},
+    {"max-active", 0, APP_OPT_INT, "0", NULL,
+     "top-up window in sentences (0: the mini-batch size)"},
+    {"top-up-pool", 0, APP_OPT_INT, "8", NULL, "top-up on: mini-batches per search"},
+    {"shortlist", 0, APP_OPT_STRINGS, NULL, NULL,
+     "FILE [first best threshold] (default: lex.bin or lex.s2t next to the model)"},
+    {"usd-per-hour", 0, APP_OPT_FLOAT, "0.10", NULL,
+     "assumed price of one core for an hour, USD (for tokens per USD)"},
+    {"peak-gops", 0, APP_OPT_FLOAT, "0", NULL,
+     "int8 GOP/s of one core for the limit (0: measure vpdpbusd)"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages"},
 };
 static const int n_bt_opts = (int)(sizeof bt_opts / sizeof bt_opts[0]);
 
 static void bt_help(FILE *f) {
     fprintf(f, "usage: mtpe bench translate [-m MODEL -v SRC TRG] [-i FILE] [--lines N]"
-               " [--repeat N]\n\n"
-               "Translation throughput at beam 1 and 4, mini-batch 1 and 32, 1 and 2 threads,\n"
-               "top-up batching off and on: source/target tokens per second, sentences per\n"
-               "second, wall time.\n\noptions:\n");
+               " [--repeat N] [--tables batching,gemm]\n\n"
+               "Translation throughput.  batching: beam 1 and 4, mini-batch 1 and 32, 1 and 2\n"
+               "threads, top-up batching off and on.  gemm: one thread, float32 vs int8 vs\n"
+               "int8 + shortlist at beam 1 and 4, mini-batch 1 and 32, with the fraction of the\n"
+               "int8 compute limit and source tokens per USD.\n\noptions:\n");
     app_opts_print_help(bt_opts, n_bt_opts, f);
 }
 
@@ -70,14 +114,14 @@ static bool bt_is_file(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* One timed run: threads take mini-batches [next, next + batch). */
+/* One timed run: threads take searches [next, next + per_search). */
 typedef struct bt_run {
     pthread_mutex_t mu;
     app_translate_worker **workers;
     int next_worker;
     const app_tr_sentence *s;
     app_tr_result *r;
-    int n, batch, next;
+    int n, per_search, next;
     mt_status rc;
     char err[512];
 } bt_run;
@@ -90,7 +134,7 @@ static void *bt_thread(void *arg) {
     for (;;) {
         pthread_mutex_lock(&b->mu);
         int start = b->rc == MT_OK ? b->next : b->n;
-        int cnt = b->n - start < b->batch ? b->n - start : b->batch;
+        int cnt = b->n - start < b->per_search ? b->n - start : b->per_search;
         b->next = start + cnt;
         pthread_mutex_unlock(&b->mu);
         if (cnt <= 0) break;
@@ -110,7 +154,8 @@ static void *bt_thread(void *arg) {
 
 /* Translates s[0..n) on `threads` threads; wall time and target tokens. */
 static mt_status bt_once(app_translate_worker **workers, int threads, const app_tr_sentence *s,
-                         app_tr_result *r, int n, int batch, double *wall, int64_t *trg_tokens) {
+                         app_tr_result *r, int n, int per_search, double *wall,
+                         int64_t *trg_tokens) {
     bt_run b;
     memset(&b, 0, sizeof b);
     pthread_mutex_init(&b.mu, NULL);
@@ -118,7 +163,7 @@ static mt_status bt_once(app_translate_worker **workers, int threads, const app_
     b.s = s;
     b.r = r;
     b.n = n;
-    b.batch = batch;
+    b.per_search = per_search;
     double t0 = bt_now();
     app_run_workers(threads, bt_thread, &b);
     *wall = bt_now() - t0;
@@ -180,81 +225,298 @@ static mt_status read_input(const char *path, int n, char ***out) {
     return MT_OK;
 fail:
     if (lines)
-        for (int i = 0; i < n; i++) mt_free(lines[i]);
+        for (int i = 0; i < n; i++)
+            mt_free(lines[i]);
     mt_free(lines);
     free(buf);
     fclose(f);
     return rc;
 }
 
+/* ------------------------------------------------------- ops per token */
+
+/* Multiply-adds of the products with weight matrices (see the header). */
+typedef struct bt_macs {
+    bool known;         /* a transformer: the counts below are valid        */
+    double enc_pos;     /* per source position (encoder + context K/V)      */
+    double dec_row;     /* per decoder row, output layer excluded           */
+    double out_per_col; /* per decoder row and output column (D)          */
+} bt_macs;
+
+static double ffn_macs(double d, double f, int depth) {
+    if (depth <= 1) return d * d;
+    return d * f + (double)(depth - 2) * f * f + f * d;
+}
+
+static bt_macs model_macs(const mt_model_config *c) {
+    bt_macs m;
+    memset(&m, 0, sizeof m);
+    if (strcmp(c->type, "transformer") != 0) return m;
+    double d = c->dim_emb, f = c->dim_ffn;
+    double fd = c->dec_dim_ffn > 0 ? c->dec_dim_ffn : c->dim_ffn;
+    int fdep = c->ffn_depth > 0 ? c->ffn_depth : 2;
+    int dfdep = c->dec_ffn_depth > 0 ? c->dec_ffn_depth : fdep;
+    m.enc_pos = c->enc_depth * (4 * d * d + ffn_macs(d, f, fdep)) + c->dec_depth * 2 * d * d;
+    double self = 4 * d * d;
+    if (!strcmp(c->dec_autoreg, "average-attention")) {
+        double a = c->dim_aan > 0 ? c->dim_aan : d;
+        self =
+            ffn_macs(d, a, c->aan_depth > 0 ? c->aan_depth : 2) + (c->aan_nogate ? 0 : 2 * d * d);
+    } else if (strcmp(c->dec_autoreg, "self-attention") != 0) {
+        return m; /* rnn decoders: not counted */
+    }
+    m.dec_row = c->dec_depth * (self + 2 * d * d + ffn_macs(d, fd, dfdep));
+    m.out_per_col = d;
+    m.known = true;
+    return m;
+}
+
+/* ---------------------------------------------------------------- runs */
+
 typedef struct bt_ctx {
     app_models am;
     char **lines;
-    int n, repeat, max_active;
+    int n, repeat, max_active, pool;
+    app_tr_sentence *s; /* encoded once */
+    app_tr_result *r;
+    int64_t src_tokens, src_positions;
+    app_shortlist *sl;
+    app_shortlist_gen *slgen;
+    int32_t *sl_buf, *sl_src;
+    bt_macs macs;
+    double peak_gops, usd_per_hour;
+    const char *peak_src; /* where peak_gops comes from */
+    double f32_b4_b32, i8sl_b4_b32; /* src tok/s for the ratio */
 } bt_ctx;
 
-/* All configurations of one beam size and top-up setting. */
-static mt_status bt_translator(bt_ctx *c, int beam, bool topup) {
-    static const int threads_list[] = {1, 2};
-    static const int batch_list[] = {1, 32};
+typedef struct bt_row {
+    int beam, batch, threads;
+    bool topup;
+    mt_gemm_type gemm;
+    bool shortlist;
+} bt_row;
+
+typedef struct bt_meas {
+    double wall;
+    int64_t trg_tokens;
+} bt_meas;
+
+/* Times one configuration: its own translator and workers, warmed by one
+** mini-batch per thread, then the median of --repeat runs. */
+static mt_status bt_row_run(bt_ctx *c, const bt_row *row, bt_meas *out) {
     mt_status rc = MT_OK;
     app_translator *tr = NULL;
-    app_tr_sentence *s = NULL;
-    app_tr_result *r = NULL;
     app_translate_worker *workers[2] = {NULL, NULL};
     app_translate_params p = app_translate_default_params();
-    p.beam_size = beam;
-    p.max_active = topup ? c->max_active : 0;
-    rc = app_translator_init(&c->am, NULL, &p, &tr);
-    if (rc != MT_OK) goto fail;
-    s = mt_try_calloc((size_t)c->n, sizeof *s);
-    r = mt_try_calloc((size_t)c->n, sizeof *r);
-    if (!s || !r) {
-        rc = mt_seterr(MT_ERR_NOMEM, "bench translate: out of memory");
-        goto fail;
+    p.beam_size = row->beam;
+    p.gemm_type = row->gemm;
+    int per_search = row->batch;
+    if (row->topup) {
+        p.max_active = c->max_active > 0 ? c->max_active : row->batch;
+        int share = (c->n + row->threads - 1) / row->threads;
+        per_search = row->batch * c->pool < share ? row->batch * c->pool : share;
     }
-    int64_t src_tokens = 0;
-    for (int i = 0; i < c->n; i++) {
+    rc = app_translator_init(&c->am, row->shortlist ? c->sl : NULL, &p, &tr);
+    for (int k = 0; k < row->threads && rc == MT_OK; k++)
+        rc = app_translate_worker_init(tr, &workers[k]);
+    double walls[64], wall;
+    int64_t trg = 0, warm_trg;
+    int warm_n = row->batch * row->threads < c->n ? row->batch * row->threads : c->n;
+    if (rc == MT_OK)
+        rc = bt_once(workers, row->threads, c->s, c->r, warm_n, row->batch, &wall, &warm_trg);
+    for (int k = 0; k < c->repeat && rc == MT_OK; k++)
+        rc = bt_once(workers, row->threads, c->s, c->r, c->n, per_search, &walls[k], &trg);
+    if (rc == MT_OK) {
+        qsort(walls, (size_t)c->repeat, sizeof walls[0], cmp_dbl);
+        out->wall = walls[c->repeat / 2] > 0 ? walls[c->repeat / 2] : 1e-9;
+        out->trg_tokens = trg;
+    }
+    for (int k = 0; k < 2; k++)
+        app_translate_worker_free(workers[k]);
+    app_translator_free(tr);
+    return rc;
+}
+
+static mt_status bt_table_batching(bt_ctx *c) {
+    printf("== batching: fp32; top-up off: one search per mini-batch; on: one search per %d "
+           "mini-batches\n   (at most a thread's share of the lines), max_active = ",
+           c->pool);
+    if (c->max_active > 0)
+        printf("%d (--max-active)\n\n", c->max_active);
+    else
+        printf("the mini-batch size\n\n");
+    printf("beam  batch threads  top-up   src tok/s    trg tok/s    sent/s    wall s\n");
+    static const int beams[] = {1, 4}, batches[] = {1, 32}, threads[] = {1, 2};
+    for (int bi = 0; bi < 2; bi++)
+        for (int tu = 0; tu < 2; tu++)
+            for (int ti = 0; ti < 2; ti++)
+                for (int ba = 0; ba < 2; ba++) {
+                    bt_row row = {.beam = beams[bi],
+                                  .batch = batches[ba],
+                                  .threads = threads[ti],
+                                  .topup = tu == 1,
+                                  .gemm = MT_GEMM_FLOAT32};
+                    bt_meas m;
+                    mt_status rc = bt_row_run(c, &row, &m);
+                    if (rc != MT_OK) return rc;
+                    printf("%4d %6d %7d  %-6s %12.1f %12.1f %10.2f %9.3f\n", row.beam, row.batch,
+                           row.threads, row.topup ? "on" : "off", (double)c->src_tokens / m.wall,
+                           (double)m.trg_tokens / m.wall, (double)c->n / m.wall, m.wall);
+                    fflush(stdout);
+                }
+    printf("\n");
+    return MT_OK;
+}
+
+/* Mean shortlist size per sentence for searches of `batch` sentences in
+** input order (as the threads take them). */
+static double bt_mean_shortlist(bt_ctx *c, int batch) {
+    double sum = 0;
+    for (int start = 0; start < c->n; start += batch) {
+        int cnt = c->n - start < batch ? c->n - start : batch;
+        int64_t q = 0;
+        for (int i = start; i < start + cnt; i++) {
+            if (c->s[i].skipped) continue;
+            memcpy(c->sl_src + q, c->s[i].ids[0], sizeof(int32_t) * (size_t)c->s[i].len[0]);
+            q += c->s[i].len[0];
+        }
+        int32_t k = app_shortlist_gen_run(c->slgen, c->sl_src, q, c->sl_buf);
+        sum += (double)k * cnt;
+    }
+    return sum / c->n;
+}
+
+static mt_status bt_table_gemm(bt_ctx *c) {
+    int32_t v = mt_model_trg_vocab(c->am.models[0]);
+    printf("== gemm: one thread; float32 = OpenBLAS sgemm (own AVX-512 kernel for products "
+           "of <= 16 rows),\n   int8 = weights packed once, activations quantized per call, "
+           "+sl = int8 with the shortlist\n");
+    if (c->macs.known) {
+        printf("   int8 limit = %.1f GOP/s (one core, %s) / integer ops per source token;\n"
+               "   ops = 2 x multiply-adds of the products with weight matrices: per source "
+               "position\n   (tokens + EOS) %.3g, per decoder row %.3g + %.0f x C (C = V = %d, "
+               "or the mean shortlist\n   size), rows = beam x (output tokens + EOS) of the "
+               "run (see bench_translate.c)\n",
+               c->peak_gops, c->peak_src,
+               2 * c->macs.enc_pos, 2 * c->macs.dec_row, 2 * c->macs.out_per_col, (int)v);
+    } else {
+        printf("   int8 limit: not computed (only transformer models are counted)\n");
+    }
+    printf("   src tok/USD: at $%.4g per core-hour (--usd-per-hour; an assumption, not a "
+           "quote)\n\n",
+           c->usd_per_hour);
+    printf("gemm     beam batch   src tok/s   trg tok/s   wall s   cols  MOP/tok  limit tok/s"
+           "  %%limit  M src tok/USD\n");
+    static const int beams[] = {1, 4}, batches[] = {1, 32};
+    for (int gi = 0; gi < 3; gi++) {
+        if (gi == 2 && c->sl == NULL) {
+            printf("int8+sl  (no shortlist: rows skipped)\n");
+            continue;
+        }
+        for (int bi = 0; bi < 2; bi++)
+            for (int ba = 0; ba < 2; ba++) {
+                bt_row row = {.beam = beams[bi],
+                              .batch = batches[ba],
+                              .threads = 1,
+                              .gemm = gi == 0 ? MT_GEMM_FLOAT32 : MT_GEMM_INT8,
+                              .shortlist = gi == 2};
+                const char *name = gi == 0 ? "float32" : gi == 1 ? "int8" : "int8+sl";
+                bt_meas m;
+                mt_status rc = bt_row_run(c, &row, &m);
+                if (rc != MT_OK) return rc;
+                double src_s = (double)c->src_tokens / m.wall;
+                double cols = row.shortlist ? bt_mean_shortlist(c, row.batch) : (double)v;
+                printf("%-8s %4d %5d %11.1f %11.1f %8.3f %6.0f", name, row.beam, row.batch, src_s,
+                       (double)m.trg_tokens / m.wall, m.wall, cols);
+                if (c->macs.known && c->src_tokens > 0) {
+                    double rows = (double)row.beam * (double)(m.trg_tokens + c->n);
+                    double ops = 2 * (c->macs.enc_pos * (double)c->src_positions +
+                                      (c->macs.dec_row + c->macs.out_per_col * cols) * rows);
+                    double per_tok = ops / (double)c->src_tokens;
+                    double limit = c->peak_gops * 1e9 / per_tok;
+                    printf(" %8.2f %12.1f %6.1f%%", per_tok * 1e-6, limit, 100 * src_s / limit);
+                } else {
+                    printf(" %8s %12s %7s", "-", "-", "-");
+                }
+                printf(" %14.2f\n", src_s * 3600 / c->usd_per_hour * 1e-6);
+                fflush(stdout);
+                if (row.beam == 4 && row.batch == 32 && gi == 0) c->f32_b4_b32 = src_s;
+                if (row.beam == 4 && row.batch == 32 && gi == 2) c->i8sl_b4_b32 = src_s;
+            }
+    }
+    if (c->f32_b4_b32 > 0 && c->i8sl_b4_b32 > 0)
+        printf("\nint8 + shortlist over float32 at beam 4, mini-batch 32: %.2fx source tokens/s\n",
+               c->i8sl_b4_b32 / c->f32_b4_b32);
+    return MT_OK;
+}
+
+/* --shortlist FILE [first best threshold], else lex.bin / lex.s2t next to
+** the model; *path_out receives the file used ("" for none). */
+static mt_status bt_load_shortlist(bt_ctx *c, const app_opts *o, const char *model, char *path_out,
+                                   size_t cap) {
+    uint64_t first = 100, best = 100;
+    float threshold = 0;
+    bool check = true;
+    path_out[0] = '\0';
+    int ns = app_opts_count(o, "shortlist");
+    if (ns > 0) {
+        snprintf(path_out, cap, "%s", app_opts_item(o, "shortlist", 0));
+        for (int i = 1; i < ns && i < 4; i++) {
+            char *end = NULL;
+            const char *s = app_opts_item(o, "shortlist", i);
+            double d = strtod(s, &end);
+            if (end == s || *end != '\0' || d < 0)
+                return mt_seterr(MT_ERR_INVALID, "--shortlist: '%s' is not a number", s);
+            if (i == 1) first = (uint64_t)d, check = d != 0;
+            if (i == 2) best = (uint64_t)d;
+            if (i == 3) threshold = (float)d;
+        }
+    } else {
+        const char *slash = strrchr(model, '/');
+        int dl = slash ? (int)(slash - model) : 1;
+        const char *dir = slash ? model : ".";
+        snprintf(path_out, cap, "%.*s/lex.bin", dl, dir);
+        if (!bt_is_file(path_out)) snprintf(path_out, cap, "%.*s/lex.s2t", dl, dir);
+        if (!bt_is_file(path_out)) {
+            path_out[0] = '\0';
+            return MT_OK;
+        }
+    }
+    const mt_model *m0 = c->am.models[0];
+    int32_t vs = mt_model_src_vocab(m0, 0), vt = mt_model_trg_vocab(m0);
+    mt_status rc = app_shortlist_load(path_out, c->am.vocabs[0], c->am.vocabs[c->am.n_streams - 1],
+                                      first, best, threshold, check, &c->sl);
+    if (rc == MT_OK)
+        rc = app_shortlist_gen_init(c->sl, vs, vt, app_models_shared_vocab(&c->am), &c->slgen);
+    if (rc != MT_OK) return rc;
+    c->sl_buf = mt_try_malloc(sizeof(int32_t) * (size_t)(vt > 0 ? vt : 1));
+    int64_t total = 0;
+    for (int i = 0; i < c->n; i++)
+        total += c->s[i].len[0];
+    c->sl_src = mt_try_malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1));
+    if (!c->sl_buf || !c->sl_src) return mt_seterr(MT_ERR_NOMEM, "bench translate: out of memory");
+    return MT_OK;
+}
+
+/* Encodes the input once (a translator with default limits). */
+static mt_status bt_encode(bt_ctx *c) {
+    app_translator *tr = NULL;
+    app_translate_params p = app_translate_default_params();
+    mt_status rc = app_translator_init(&c->am, NULL, &p, &tr);
+    if (rc != MT_OK) return rc;
+    c->s = mt_try_calloc((size_t)c->n, sizeof *c->s);
+    c->r = mt_try_calloc((size_t)c->n, sizeof *c->r);
+    if (!c->s || !c->r) rc = mt_seterr(MT_ERR_NOMEM, "bench translate: out of memory");
+    for (int i = 0; i < c->n && rc == MT_OK; i++) {
         app_tr_input in;
         memset(&in, 0, sizeof in);
         in.src[0] = c->lines[i];
-        rc = app_tr_encode(tr, &in, &s[i]);
-        if (rc != MT_OK) goto fail;
-        src_tokens += s[i].len[0] - 1;
-    }
-    for (int ti = 0; ti < 2; ti++) {
-        int threads = threads_list[ti];
-        for (int k = 0; k < threads; k++) {
-            if (workers[k]) continue;
-            rc = app_translate_worker_init(tr, &workers[k]);
-            if (rc != MT_OK) goto fail;
-        }
-        for (int bi = 0; bi < 2; bi++) {
-            int batch = batch_list[bi];
-            double walls[64], wall;
-            int64_t trg = 0, warm_trg;
-            int warm_n = batch * threads < c->n ? batch * threads : c->n;
-            rc = bt_once(workers, threads, s, r, warm_n, batch, &wall, &warm_trg);
-            if (rc != MT_OK) goto fail;
-            for (int k = 0; k < c->repeat; k++) {
-                rc = bt_once(workers, threads, s, r, c->n, batch, &walls[k], &trg);
-                if (rc != MT_OK) goto fail;
-            }
-            qsort(walls, (size_t)c->repeat, sizeof walls[0], cmp_dbl);
-            wall = walls[c->repeat / 2];
-            if (wall <= 0) wall = 1e-9;
-            printf("%4d %6d %7d  %-6s %12.1f %12.1f %10.2f %9.3f\n", beam, batch, threads,
-                   topup ? "on" : "off", (double)src_tokens / wall, (double)trg / wall,
-                   (double)c->n / wall, wall);
-            fflush(stdout);
+        rc = app_tr_encode(tr, &in, &c->s[i]);
+        if (rc == MT_OK && !c->s[i].skipped) {
+            c->src_tokens += c->s[i].len[0] - 1;
+            c->src_positions += c->s[i].len[0];
         }
     }
-fail:
-    for (int k = 0; k < 2; k++) app_translate_worker_free(workers[k]);
-    if (s)
-        for (int i = 0; i < c->n; i++) app_tr_sentence_clear(&s[i]);
-    mt_free(s);
-    mt_free(r);
     app_translator_free(tr);
     return rc;
 }
@@ -262,21 +524,31 @@ fail:
 int app_bench_translate_main(int argc, char **argv) {
     app_opts *o = NULL;
     int ret;
-    if (!app_opts_parse_cmd("bench translate", bt_opts, n_bt_opts, argc, argv, bt_help, &o,
-                            &ret))
+    if (!app_opts_parse_cmd("bench translate", bt_opts, n_bt_opts, argc, argv, bt_help, &o, &ret))
         return ret;
     ret = 1;
     bt_ctx c;
     memset(&c, 0, sizeof c);
     char *assets = NULL;
-    char model[4200], vsrc[4200], vtrg[4200], input[4200];
+    char model[PATH_MAX], vsrc[PATH_MAX], vtrg[PATH_MAX], input[PATH_MAX], slpath[PATH_MAX];
     const char *which;
     c.n = (int)app_opts_int(o, "lines");
     c.repeat = (int)app_opts_int(o, "repeat");
     c.max_active = (int)app_opts_int(o, "max-active");
-    if (c.n < 1 || c.repeat < 1 || c.repeat > 64 || c.max_active < 1) {
-        fprintf(stderr, "mtpe bench translate: --lines and --max-active must be >= 1, "
-                        "--repeat 1..64\n");
+    c.pool = (int)app_opts_int(o, "top-up-pool");
+    c.usd_per_hour = app_opts_float(o, "usd-per-hour");
+    const char *tables = app_opts_str(o, "tables");
+    bool t_batching = strstr(tables, "batching") != NULL, t_gemm = strstr(tables, "gemm") != NULL;
+    if (c.n < 1 || c.repeat < 1 || c.repeat > 64 || c.max_active < 0 || c.pool < 1 ||
+        !(c.usd_per_hour > 0) || app_opts_float(o, "peak-gops") < 0) {
+        fprintf(stderr, "mtpe bench translate: --lines and --top-up-pool must be >= 1, "
+                        "--repeat 1..64, --max-active >= 0, --usd-per-hour > 0\n");
+        ret = 2;
+        goto done;
+    }
+    if (!t_batching && !t_gemm) {
+        fprintf(stderr, "mtpe bench translate: --tables: batching, gemm or both, not '%s'\n",
+                tables);
         ret = 2;
         goto done;
     }
@@ -294,40 +566,72 @@ int app_bench_translate_main(int argc, char **argv) {
                 fprintf(stderr, "mtpe bench translate: no input: %s\n", mt_errmsg());
                 goto done;
             }
-            snprintf(input, sizeof input, "%s/samples/sample.en.txt", assets);
+            snprintf(input, sizeof input, "%.4000s/samples/sample.en.txt", assets);
         }
     }
     const char *paths[1] = {model};
     const char *vpaths[2] = {vsrc, vtrg};
     mt_status rc = app_models_load(&c.am, paths, 1, NULL, vpaths, 2);
     if (rc == MT_OK) rc = read_input(input, c.n, &c.lines);
+    if (rc == MT_OK) rc = bt_encode(&c);
+    if (rc == MT_OK && t_gemm) rc = bt_load_shortlist(&c, o, model, slpath, sizeof slpath);
     if (rc != MT_OK) {
         fprintf(stderr, "mtpe bench translate: %s\n", mt_errmsg());
         goto done;
     }
     app_blas_single_threaded();
-    printf("model: %s (%s)\ninput: %s, %d sentences per run", model, which, input, c.n);
+    printf("model: %s (%s)\ninput: %s, %d sentences per run, %lld source tokens", model, which,
+           input, c.n, (long long)c.src_tokens);
     if (c.repeat > 1) printf(", median of %d runs", c.repeat);
-    printf("\nthreads: one translate worker each, single-threaded BLAS; mini-batches in input "
-           "order\ntop-up on: max_active %d.  CAVEAT: the model scorer has no top-up `add`, so "
-           "this\n  runs each mini-batch as consecutive sub-batches of %d sentences (no refill "
-           "of\n  the window); it changes nothing at mini-batch 1.\ntokens: subwords, EOS not "
-           "counted\n\n",
-           c.max_active, c.max_active);
-    printf("beam  batch threads  top-up   src tok/s    trg tok/s    sent/s    wall s\n");
-    for (int bi = 0; bi < 2; bi++) {
-        for (int tu = 0; tu < 2; tu++) {
-            rc = bt_translator(&c, bi == 0 ? 1 : 4, tu == 1);
-            if (rc != MT_OK) {
-                fprintf(stderr, "mtpe bench translate: %s\n", mt_errmsg());
-                goto done;
+    printf("\nthreads: one translate worker each, single-threaded BLAS; searches in input order\n"
+           "tokens: subwords, EOS not counted\n");
+    if (t_gemm) {
+        c.macs = model_macs(mt_model_get_config(c.am.models[0]));
+        c.peak_gops = app_opts_float(o, "peak-gops");
+        c.peak_src = "--peak-gops";
+        if (c.peak_gops > 0) {
+            printf("int8 peak: %.1f GOP/s per core (--peak-gops)\n", c.peak_gops);
+        } else {
+            c.peak_gops = kcpu_vnni_peak_gops(false, 0.3);
+            c.peak_src = "measured vpdpbusd throughput";
+            if (c.peak_gops > 0) {
+                printf("int8 peak: %.1f GOP/s per core (measured vpdpbusd throughput, as "
+                       "`mtpe bench gemm-int`)\n",
+                       c.peak_gops);
+            } else {
+                c.peak_gops = 913.0;
+                c.peak_src = "nominal Zen 5 int8 figure";
+                printf("int8 peak: no AVX-512 VNNI to measure; the nominal 913 GOP/s of a "
+                       "Zen 5 core (--peak-gops)\n");
             }
         }
+        if (slpath[0])
+            printf("shortlist: %s\n", slpath);
+        else
+            printf("shortlist: none (--shortlist FILE; no lex.bin or lex.s2t next to the "
+                   "model)\n");
+    }
+    printf("\n");
+    if (t_batching) rc = bt_table_batching(&c);
+    if (rc == MT_OK && t_gemm) rc = bt_table_gemm(&c);
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe bench translate: %s\n", mt_errmsg());
+        goto done;
     }
     ret = 0;
 done:
+    if (c.s)
+        for (int i = 0; i < c.n; i++)
+            app_tr_sentence_clear(&c.s[i]);
+    mt_free(c.s);
+    mt_free(c.r);
+    app_shortlist_gen_free(c.slgen);
+    app_shortlist_free(c.sl);
+    mt_free(c.sl_buf);
+    mt_free(c.sl_src);
     if (c.lines)
-        for (int i = 0; i < c.n; i++) mt_free(c.lines[i]);
+        for (int i = 0; i < c.n; i++)
+            mt_free(c.lines[i]);
     mt_free(c.lines);
     mt_free(assets);
     app_models_free(&c.am);

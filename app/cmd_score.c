@@ -35,6 +35,9 @@
 **                           models' scores (all must share the vocabularies)
 **   --mini-batch, --maxi-batch, --maxi-batch-sort, --max-length(-crop),
 **   --cpu-threads N (N worker threads, one graph each), -o/--output;
+**   --gemm-type float32|int16|int8|auto (as mtpe translate's: products
+**   with weight matrices in fp32 or the integer GEMM, weights packed once
+**   per worker graph; mtpe's, not marian-scorer's);
 **   -w/--workspace, -d/--devices, --quiet, --log-level are accepted and
 **   ignored.
 **
@@ -80,6 +83,8 @@ static const app_opt score_opts[] = {
     {"max-length", 0, APP_OPT_INT, "1000", NULL, "skip pairs longer than this (tokens)"},
     {"max-length-crop", 0, APP_OPT_FLAG, NULL, NULL, "crop instead of skipping"},
     {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "worker threads"},
+    {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL,
+     "weight products: float32, int16, int8 or auto (tuned per shape)"},
     {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"},
     {"devices", 'd', APP_OPT_STRINGS, "0", NULL, "ignored"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages"},
@@ -108,6 +113,7 @@ typedef struct scorer {
     bool right_left, word_scores, want_align, nbest;
     int32_t max_length;
     bool crop;
+    mt_gemm_type gemm_type; /* --gemm-type */
     /* the current chunk */
     item *items;
     int n_items;
@@ -197,7 +203,13 @@ static void *worker(void *arg) {
     mt_graph *g = NULL;
     size_t cap = 0;
     float *buf = NULL;
-    mt_status rc = mt_graph_init(NULL, mt_graph_default_params(), &g);
+    /* an inference graph that memoizes: weights are transposed, or
+    ** quantized and packed (--gemm-type), once per worker */
+    mt_graph_params gp = mt_graph_default_params();
+    gp.training = false;
+    gp.memoize = true;
+    gp.gemm_type = s->gemm_type;
+    mt_status rc = mt_graph_init(NULL, gp, &g);
     if (rc != MT_OK) {
         record_error(s, rc);
         return NULL;
@@ -425,6 +437,12 @@ static mt_status load_all(scorer *s) {
 
 static int run(scorer *s) {
     app_opts *o = s->o;
+    if (mt_gemm_type_parse(app_opts_str(o, "gemm-type"), &s->gemm_type) != MT_OK) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "--gemm-type: '%.100s' is not float32, int16, int8 or auto",
+                 app_opts_str(o, "gemm-type"));
+        return fail_msg(msg);
+    }
     mt_status rc = load_all(s);
     if (rc != MT_OK) return fail_msg(mt_errmsg());
     const char *summary = app_opts_str(o, "summary");

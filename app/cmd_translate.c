@@ -46,6 +46,23 @@
 ** workers translate mini-batches in parallel, each with its own graphs and
 ** single-threaded BLAS; a writer prints in input order.
 **
+** --top-up (an mtpe extension, not in Marian): the sorted mini-batches of a
+** maxi-batch are one search instead of one each (with N threads: N
+** searches of consecutive mini-batches, one per worker), with top-up
+** batching (engine/mt.h, mt_beam_params.max_active): at most --mini-batch
+** sentences decode at a time (--max-active, when given, instead; give it
+** with --mini-batch-words) and finished ones are replaced from the rest, so
+** the batch stays full.
+** Output and its order are unchanged, except where the length limit or a
+** shortlist differ: both are then those of the whole search (its longest
+** source; the shortlist of all its sentences), not of each mini-batch.
+**
+** --gemm-type float32|int16|int8|auto (also "gemm-type:" in a config):
+** how products with weight matrices are computed (engine/mt.h,
+** mt_gemm_type): fp32, the integer GEMM with weights packed once per worker
+** (int16: fixed scale 2^10; int8: scale 127 / max|W|, activations
+** quantized per call), or auto-tuned per shape.  Default float32.
+**
 ** --prefix-file F: line i of F is a target prefix for input line i, forced
 ** and then completed (prefix-constrained decoding).
 **
@@ -114,6 +131,10 @@ static const app_opt tr_opts[] = {
     {"quiet-translation", 0, APP_OPT_FLAG, NULL, NULL, "do not log the translations"},
     {"relative-paths", 0, APP_OPT_FLAG, NULL, NULL, "paths in config files are relative to them"},
     {"max-active", 0, APP_OPT_INT, "0", NULL, "sentences decoding at once (0: all)"},
+    {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL,
+     "weight products: float32, int16, int8 or auto (tuned per shape)"},
+    {"top-up", 0, APP_OPT_FLAG, NULL, NULL,
+     "one search per maxi-batch, --mini-batch sentences at a time (mtpe extension)"},
     {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"},
     {"devices", 'd', APP_OPT_STRINGS, "0", NULL, "ignored"},
     {"num-devices", 0, APP_OPT_INT, "0", NULL, "ignored"},
@@ -123,7 +144,6 @@ static const app_opt tr_opts[] = {
     {"seed", 0, APP_OPT_INT, "0", NULL, "ignored"},
     {"precision", 0, APP_OPT_STRINGS, "float32", NULL, "ignored"},
     {"optimize", 0, APP_OPT_FLAG, NULL, NULL, "ignored"},
-    {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL, "ignored"},
     {"skip-cost", 0, APP_OPT_FLAG, NULL, NULL, "ignored"},
     {"type", 0, APP_OPT_STRING, "", NULL, "ignored (the model's own type is used)"},
 };
@@ -171,7 +191,8 @@ struct tr_ctx {
     sink_fn sink;
     FILE *out;
     bool nbest, word_scores, quiet_tr;
-    const char *align; /* "" = none */
+    const char *align;               /* "" = none */
+    int64_t n_searches, n_sentences; /* beam searches run, sentences in them */
     /* progress */
     bool progress;
     int64_t total_bytes;
@@ -246,6 +267,8 @@ static void *worker_main(void *arg) {
             break;
         }
         pthread_mutex_lock(&c->mu);
+        c->n_searches++;
+        c->n_sentences += j->n;
         for (int i = 0; i < j->n; i++) {
             slot *sl = slot_of(c, j->ids[i]);
             app_tr_sentence_clear(&sl->s);
@@ -515,7 +538,10 @@ static mt_status enqueue(tr_ctx *c, const int64_t *ids, int n) {
     return MT_OK;
 }
 
-/* Sorts the good lines of a chunk as Marian does and enqueues the batches. */
+/* Sorts the good lines of a chunk as Marian does and enqueues the batches:
+** each mini-batch a job, or with --top-up the mini-batches in groups of
+** consecutive ones, one group per worker thread (one group, the whole chunk,
+** with one thread), each group a job and so one search. */
 static mt_status schedule(tr_ctx *c, int64_t *ids, int64_t n, int64_t *heap, int64_t *batch) {
     int mini = (int)app_opts_int(c->o, "mini-batch");
     int64_t words_max = app_opts_int(c->o, "mini-batch-words");
@@ -524,26 +550,33 @@ static mt_status schedule(tr_ctx *c, int64_t *ids, int64_t n, int64_t *heap, int
     int64_t len = 0;
     for (int64_t i = 0; i < n; i++)
         heap_push(&h, heap, len++, ids[i]);
+    for (int64_t i = 0; len > 0; i++)
+        batch[i] = heap_pop(&h, heap, len--);
+    /* the ends of the mini-batches (the heap is free again) */
+    int64_t n_mini = 0, words = 0;
     int nb = 0;
-    int64_t words = 0;
-    mt_status rc = MT_OK;
-    while (len > 0 && rc == MT_OK) {
-        int64_t id = heap_pop(&h, heap, len--);
-        batch[nb++] = id;
-        bool make;
-        if (words_max > 0) {
-            words += slot_of(c, id)->s.len[0];
-            make = words > words_max;
-        } else {
-            make = nb == mini;
-        }
-        if (make) {
-            rc = enqueue(c, batch, nb);
+    for (int64_t i = 0; i < n; i++) {
+        nb++;
+        words += slot_of(c, batch[i])->s.len[0];
+        if (words_max > 0 ? words > words_max : nb == mini) {
+            heap[n_mini++] = i + 1;
             nb = 0;
             words = 0;
         }
     }
-    if (rc == MT_OK && nb > 0) rc = enqueue(c, batch, nb);
+    if (nb > 0) heap[n_mini++] = n;
+    int64_t per = 1; /* mini-batches per job */
+    if (app_opts_flag(c->o, "top-up") && n_mini > 0) {
+        int64_t groups = c->threads < n_mini ? c->threads : n_mini;
+        per = (n_mini + groups - 1) / groups;
+    }
+    mt_status rc = MT_OK;
+    int64_t start = 0;
+    for (int64_t k = 0; k < n_mini && rc == MT_OK; k++) {
+        if ((k + 1) % per != 0 && k != n_mini - 1) continue;
+        rc = enqueue(c, batch + start, (int)(heap[k] - start));
+        start = heap[k];
+    }
     return rc;
 }
 
@@ -761,6 +794,9 @@ static mt_status resolve_models(app_opts *o) {
     snprintf(p, sizeof p, "%s/decoder.yml", dir);
     if (file_exists(p)) {
         mt_status rc = app_opts_merge_file(o, p, true);
+        /* a shortlist named there is a file of that folder (relative path) */
+        if (rc == MT_OK && app_opts_source(o, "shortlist") == APP_SRC_CONFIG)
+            rc = rebase(o, "shortlist", dir, false, 1);
         if (rc != MT_OK) return rc;
     }
     /* the files next to decoder.yml, whatever paths training wrote into it */
@@ -832,6 +868,17 @@ static mt_status load_everything(tr_ctx *c) {
     p.pieces = app_opts_flag(o, "no-spm-decode");
     p.max_active = (int32_t)app_opts_int(o, "max-active");
     if (p.beam_size < 1) return mt_seterr(MT_ERR_INVALID, "--beam-size must be at least 1");
+    if (p.max_active < 0) return mt_seterr(MT_ERR_INVALID, "--max-active must be at least 0");
+    if (app_opts_flag(o, "top-up") && !app_opts_given(o, "max-active")) {
+        int64_t mini = app_opts_int(o, "mini-batch");
+        p.max_active = mini < 1 ? 1 : mini > INT32_MAX ? INT32_MAX : (int32_t)mini;
+    }
+    const char *gt = app_opts_str(o, "gemm-type");
+    if (mt_gemm_type_parse(gt, &p.gemm_type) != MT_OK)
+        return mt_seterr(MT_ERR_INVALID, "--gemm-type: '%s' is not float32, int16, int8 or auto",
+                         gt);
+    if (!app_opts_flag(o, "quiet") && p.gemm_type != MT_GEMM_FLOAT32)
+        mt_log(MT_LOG_INFO, "weight products: %s (--gemm-type)", mt_gemm_type_name(p.gemm_type));
     if (p.max_length < 0) p.max_length = 0;
     return app_translator_init(&c->am, c->sl, &p, &c->tr);
 }
@@ -1025,6 +1072,7 @@ int app_translate_main(int argc, char **argv) {
     int ret;
     if (!app_opts_parse_cmd("translate", tr_opts, n_tr_opts, argc, argv, print_help, &o, &ret))
         return ret;
+    double t_start = now_s();
     tr_ctx c;
     memset(&c, 0, sizeof c);
     c.o = o;
@@ -1082,6 +1130,9 @@ int app_translate_main(int argc, char **argv) {
         fprintf(stderr, "mtpe translate: %s\n", mt_errmsg());
     else
         ret = 0;
+    if (rc == MT_OK && !app_opts_flag(o, "quiet"))
+        mt_log(MT_LOG_INFO, "Total time: %.5fs wall; %lld sentences in %lld searches",
+               now_s() - t_start, (long long)c.n_sentences, (long long)c.n_searches);
 done:
     app_translator_free(c.tr);
     app_shortlist_free(c.sl);

@@ -366,6 +366,9 @@ mt_status app_translate_encoded(app_translate_worker *w, const app_tr_sentence *
     bp.greedy_scores = t->p.scores;
     bp.weights = am->weights;
     bp.max_active = t->p.max_active;
+    /* With top-up there is no mini-batch whose longest source would bound
+    ** every output: each sentence's own source length does. */
+    bp.length_per_sentence = t->p.length_per_sentence || t->p.max_active > 0;
     bp.should_abort = cancel;
     bp.abort_user = cancel_user;
     if (!(bp.max_length_factor > 0.0f)) bp.max_length = 1000; /* a limit is required */

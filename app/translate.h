@@ -24,7 +24,10 @@
 ** Batches: app_translate_encoded() decodes its sentences in one search, so
 ** they form one of Marian's mini-batches (the length limit is the factor
 ** times the longest source of the batch; results may depend on the batch
-** at the level of float rounding, as in Marian).  Empty sources give the
+** at the level of float rounding, as in Marian).  With top-up batching
+** (max_active > 0) the search keeps max_active sentences decoding and
+** refills the window as they finish; the length limit is then each
+** sentence's own (length_per_sentence).  Empty sources give the
 ** empty translation (Marian: EOS forced at step 0; its F scores are then
 ** the models' log-probabilities of that EOS, which are computed for n-best
 ** lists).  Sources longer than max_length tokens (EOS included) are
@@ -97,6 +100,9 @@ typedef struct app_translate_params {
     bool pieces;             /* --no-spm-decode: text = pieces joined by spaces   */
     int32_t max_active;      /* mt_beam_params.max_active (0: all at once)        */
     mt_gemm_type gemm_type;  /* --gemm-type (default float32)                     */
+    bool length_per_sentence; /* length limit: the factor times each sentence's
+                                 own source length instead of the longest of
+                                 the batch (Marian's); always so with top-up  */
 } app_translate_params;
 app_translate_params app_translate_default_params(void);
 

@@ -7,6 +7,9 @@
 ** variants abort instead, for small bookkeeping where failure is fatal.
 */
 #include <stdatomic.h>
+#if defined(__GLIBC__) || defined(__linux__)
+#include <malloc.h>
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +112,12 @@ void mt_free(void *p) {
 }
 
 void *mt_try_aligned_alloc(size_t n) { return mt_try_malloc(n); }
+
+void mt_alloc_trim(void) {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
 void mt_aligned_free(void *p) { mt_free(p); }
 
 mt_alloc_stats mt_alloc_get_stats(void) {

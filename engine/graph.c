@@ -200,6 +200,7 @@ static void ws_reset(mt_graph *g) {
         for (int i = 0; i < g->n_ovf; i++)
             g->dev->ops->free(g->dev, g->ovf[i]);
         g->n_ovf = 0;
+        mt_alloc_trim();
         size_t want = align_up(g->ws_high + g->ws_high / 8, (size_t)1 << 16);
         void *nw = g->dev->ops->alloc(g->dev, want);
         if (nw != NULL) {

@@ -89,6 +89,11 @@ void mt_free(void *p); /* NULL is a no-op */
 /* 64-byte aligned try-allocation for tensor data; free with mt_aligned_free. */
 void *mt_try_aligned_alloc(size_t n);
 void mt_aligned_free(void *p);
+/* Gives freed heap memory back to the system where the C library can
+** (glibc's malloc_trim): after freeing many large blocks at once (a graph's
+** overflow blocks), so that they do not stay in the process's resident set
+** next to their replacement. */
+void mt_alloc_trim(void);
 
 /* Statistics and test-only fault injection (counts every try-allocation). */
 typedef struct mt_alloc_stats {

@@ -109,6 +109,7 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
     p.beam_size = 4;
     p.normalize = 0.6f;
     p.n_best = true;
+    p.length_per_sentence = true; /* as top-up searches always are */
     fixture fx;
     if (!fixture_open(&fx, dir, sv, tv, &p, 1, NULL)) {
         fixture_close(&fx);
@@ -475,7 +476,7 @@ static void spy_finish(void *u, void *state) {
     spy *s = u;
     s->inner.ops->finish(s->inner.user, state);
 }
-static const mt_scorer_ops spy_ops = {spy_vocab, spy_start, NULL, spy_step, spy_finish};
+static const mt_scorer_ops spy_ops = {spy_vocab, spy_start, NULL, spy_step, spy_finish, NULL};
 
 static void test_bounded_memory(void) {
     app_models am;

@@ -117,6 +117,23 @@ tiny=(-m "$d/model.npz" -v "$d/vocab.spm" "$d/vocab.spm")
     fail "batched translation failed"
 cmp -s "$tmp/t1" "$tmp/t2" || fail "--cpu-threads 2 changed the output"
 [ "$(wc -l <"$tmp/t2")" = 60 ] || fail "--cpu-threads 2: $(wc -l <"$tmp/t2") lines, want 60"
+# --top-up: each maxi-batch one search (with 2 threads: one per worker) refilling a
+# window of --mini-batch sentences.  Its length limit is each sentence's own,
+# as with --mini-batch 1 (Marian's beam4.out), so the output is that one.
+for threads in 1 2; do
+    "$mtpe" translate "${tiny[@]}" --quiet -b 4 -n 0.6 --mini-batch 8 --maxi-batch 4 \
+        --maxi-batch-sort src --top-up --cpu-threads $threads -i "$d/input.en" \
+        >"$tmp/topup$threads" 2>"$tmp/err" || fail "--top-up, $threads threads: $(cat "$tmp/err")"
+    cmp -s "$d/beam4.out" "$tmp/topup$threads" ||
+        fail "--top-up ($threads threads) differs from beam4.out: $(diff "$d/beam4.out" "$tmp/topup$threads" | head -4)"
+done
+# and it did batch differently: 60 lines in chunks of 32 = 2 searches (8 without)
+for t in "--top-up:2" ":8"; do
+    "$mtpe" translate "${tiny[@]}" --quiet-translation -b 4 -n 0.6 --mini-batch 8 --maxi-batch 4 \
+        --maxi-batch-sort src ${t%:*} -i "$d/input.en" 2>"$tmp/err" >/dev/null
+    grep -q "60 sentences in ${t#*:} searches" "$tmp/err" ||
+        fail "${t%:*}: want ${t#*:} searches: $(tail -1 "$tmp/err")"
+done
 # stdin to stdout, line by line (maxi-batch 1): Marian's beam4.out
 "$mtpe" translate "${tiny[@]}" --quiet -b 4 -n 0.6 <"$d/input.en" >"$tmp/stdin.out" ||
     fail "stdin translation failed"
@@ -190,6 +207,13 @@ printf 'relative-paths: false\nmodels:\n  - /nonexistent/run/model.npz\nvocabs:\
 MTPE_ASSETS=$tmp/assets "$mtpe" translate --quiet --mini-batch 1 --maxi-batch 1 \
     <"$d/input.en" >"$tmp/def.out" 2>"$tmp/err" || fail "default model: $(cat "$tmp/err")"
 cmp -s "$tmp/def.out" "$d/beam4.out" || fail "default model: output differs from beam4.out"
+# a shortlist named in the default model's decoder.yml is a file of its folder
+ln -s "$d/lex.s2t" "$tmp/assets/models/en-de/lex.s2t"
+printf 'shortlist: [lex.s2t, 50, 50]\n' >>"$tmp/assets/models/en-de/decoder.yml"
+(cd / && MTPE_ASSETS=$tmp/assets "$mtpe" translate --quiet --mini-batch 1 --maxi-batch 1 \
+    <"$d/input.en") >"$tmp/defsl.out" 2>"$tmp/err" || fail "default model + shortlist: $(cat "$tmp/err")"
+cmp -s "$tmp/defsl.out" "$d/beam4-shortlist.out" ||
+    fail "default model with a shortlist in decoder.yml: output differs from beam4-shortlist.out"
 
 # ----------------------------------------------------------- ensembles
 head -10 "$d/input.en" >"$tmp/ten.en"

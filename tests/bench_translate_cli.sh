@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# bench_translate_cli.sh: `mtpe bench translate` on the transformer-tiny
+# fixture with a few lines: both tables have all their rows, the cost
+# columns follow from the printed figures (limit = peak / ops per token,
+# fraction = speed / limit, tokens per USD = speed x 3600 / price), the
+# shortlist rows use a shortlist smaller than the vocabulary, and the
+# int8 + shortlist / float32 ratio is the ratio of the printed speeds.
+#   bash bench_translate_cli.sh <path-to-mtpe> <source-dir>
+mtpe=$(realpath "${1:?usage: bench_translate_cli.sh MTPE SRCDIR}")
+src=$(realpath "${2:?usage: bench_translate_cli.sh MTPE SRCDIR}")
+d=$src/tests/data/marian/transformer-tiny
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+m=(-m "$d/model.npz" -v "$d/vocab.spm" "$d/vocab.spm" -i "$d/input.en" --lines 6)
+
+if "$mtpe" bench translate "${m[@]}" --tables batching >"$tmp/b" 2>"$tmp/err"; then
+    rows=$(grep -cE '^ +[14] +(1|32) +[12]  (on|off) ' "$tmp/b")
+    [ "$rows" = 16 ] || fail "batching table: $rows rows, want 16: $(cat "$tmp/b")"
+    grep -q '^== gemm' "$tmp/b" && fail "--tables batching also ran the gemm table"
+else
+    fail "bench translate --tables batching: $(cat "$tmp/err")"
+fi
+
+if "$mtpe" bench translate "${m[@]}" --tables gemm --shortlist "$d/lex.s2t" 50 50 \
+    --peak-gops 500 --usd-per-hour 0.2 >"$tmp/g" 2>"$tmp/err"; then
+    grep -q '^== batching' "$tmp/g" && fail "--tables gemm also ran the batching table"
+    awk '
+        ($1 == "float32" || $1 == "int8" || $1 == "int8+sl") && NF == 11 && $2 ~ /^[0-9]+$/ {
+            n++
+            # gemm beam batch src trg wall cols MOP/tok limit %limit Msrc/USD
+            speed = $4; cols = $7; mop = $8; limit = $9; pct = $10; usd = $11
+            sub("%", "", pct)
+            if ($1 == "int8+sl" && !(cols > 0 && cols < 4000)) { printf "shortlist cols %s\n", cols; bad++ }
+            if ($1 != "int8+sl" && cols != 4000) { printf "%s cols %s, want V = 4000\n", $1, cols; bad++ }
+            want = 500e9 / (mop * 1e6)
+            if (limit < want * 0.99 || limit > want * 1.01) { printf "%s: limit %s, want %g\n", $1, limit, want; bad++ }
+            f = 100 * speed / limit
+            if (pct < f - 0.1 || pct > f + 0.1) { printf "%s: %%limit %s, want %g\n", $1, pct, f; bad++ }
+            u = speed * 3600 / 0.2 * 1e-6
+            if (usd < u * 0.99 - 0.01 || usd > u * 1.01 + 0.01) { printf "%s: tok/USD %s, want %g\n", $1, usd, u; bad++ }
+            if ($2 == 4 && $3 == 32 && $1 == "float32") f32 = speed
+            if ($2 == 4 && $3 == 32 && $1 == "int8+sl") i8 = speed
+        }
+        /^int8 \+ shortlist over float32/ { ratio = $(NF - 2); sub("x", "", ratio) }
+        END {
+            if (n != 12) { printf "gemm table: %d rows, want 12\n", n; bad++ }
+            r = f32 > 0 ? i8 / f32 : 0
+            if (ratio == "" || ratio < r * 0.98 - 0.01 || ratio > r * 1.02 + 0.01) {
+                printf "ratio line %s, want %g\n", ratio, r; bad++
+            }
+            exit bad > 0
+        }' "$tmp/g" || fail "gemm table: $(cat "$tmp/g")"
+    grep -q "int8 limit = 500.0 GOP/s (one core, --peak-gops)" "$tmp/g" || fail "limit derivation not printed"
+else
+    fail "bench translate --tables gemm: $(cat "$tmp/err")"
+fi
+
+"$mtpe" bench translate "${m[@]}" --tables nothing >/dev/null 2>&1 && fail "--tables nothing: exit 0"
+"$mtpe" bench translate "${m[@]}" --usd-per-hour 0 >/dev/null 2>&1 && fail "--usd-per-hour 0: exit 0"
+
+if [ "$fails" -ne 0 ]; then
+    echo "bench_translate_cli: $fails failures"
+    exit 1
+fi
+echo "bench_translate_cli: ok"
