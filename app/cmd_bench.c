@@ -424,13 +424,15 @@ static void bench_usage(FILE *f) {
                "            peak per core (default 913, Zen 5 VNNI)\n"
                "  topk      fused bias + log-softmax + top-k vs the unfused path, ns/row\n"
                "  edit      the editor's completion latency (mtpe bench edit --help)\n"
-               "  translate translation tokens/s (mtpe bench translate --help)\n");
+               "  translate translation tokens/s (mtpe bench translate --help)\n"
+               "  train     training words/s and fraction of peak (mtpe bench train --help)\n");
 }
 
 int app_bench_main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "edit") == 0) return app_bench_edit_main(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "translate"))
         return app_bench_translate_main(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "train")) return app_bench_train_main(argc - 1, argv + 1);
     const char *what = NULL;
     int repeat = 7;
     double peak = 228.0; /* AMD Zen 5: 2 x 512-bit FMA per cycle per core */

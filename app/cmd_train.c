@@ -21,6 +21,21 @@
 ** --beam-size here), at most --max-length-factor x source length tokens,
 ** <unk> suppressed, and leave out segments whose reference is empty.
 **
+** Speed (issue 3: words/s and the fraction of the machine's peak): before
+** each validation, a line
+**   [training] speed: N target words/s, X GFLOP/s in matrix products = Y% of
+**   the fp32 peak of T cores (P GFLOP/s per core measured)
+** over the updates since the previous such line, and at the end of training
+** the same line over all updates of this run.  Time is the wall time of the
+** update loop (reading batches, forward, backward, Adam, progress lines)
+** without validation and checkpoint saving.  X: the matrix-product FLOPs of
+** each update's graph, forward and backward (mt_graph_matmul_flops), summed
+** and divided by that time.  P: kcpu_fp32_peak_gflops measured once when
+** training starts (0.2 s, best of short AVX-512 FMA runs on one core); T:
+** --cpu-threads (0: the online CPUs).  Without AVX-512 the probe gives 0 and
+** the line has no fraction; on a GPU it has neither.  The progress line
+** itself stays Marian's.
+**
 ** After each update, in Marian's order: the progress line every
 ** --disp-freq, validation every --valid-freq (with the smoothed weights when
 ** --exponential-smoothing is on), a checkpoint every --save-freq.  Epoch
@@ -300,6 +315,16 @@ typedef struct trainer {
     /* display */
     double timer;
     bool bar;
+    /* speed lines: per period (since the last line) and for the whole run */
+    double peak_core;      /* measured GFLOP/s of one core, 0 = none        */
+    int peak_cores;        /* cores the BLAS uses (0 = not a CPU)           */
+    double speed_start;    /* start of the period (now_s)                   */
+    double speed_excluded; /* seconds of validation and saving in it        */
+    double speed_flops;    /* matrix-product FLOPs of its updates           */
+    int64_t speed_words;   /* target words of its updates                   */
+    int64_t speed_updates;
+    double run_start, run_excluded, run_flops;
+    int64_t run_words, run_updates;
     bool loaded;         /* continued from a checkpoint                          */
     bool optimizer_ours; /* progress.yml says M.optimizer.npz has mtpe's layout */
 } trainer;
@@ -668,6 +693,64 @@ static mt_status load_optimizer(trainer *t, const char *path) {
     return MT_OK;
 }
 
+/* ------------------------------------------------------------- speed */
+
+/* Measures one core's fp32 peak (CPU device only); once, before the first
+** update of a run that trains. */
+static void speed_setup(trainer *t) {
+    t->peak_core = 0;
+    t->peak_cores = 0;
+    if (t->dev != mt_device_cpu()) return;
+    int64_t threads = app_opts_int(t->o, "cpu-threads");
+    if (threads <= 0) threads = sysconf(_SC_NPROCESSORS_ONLN);
+    t->peak_cores = threads > 0 ? (int)threads : 1;
+    t->peak_core = kcpu_fp32_peak_gflops(0.2);
+}
+
+static void speed_line(const trainer *t, double seconds, int64_t words, double flops) {
+    if (seconds <= 0) seconds = 1e-9;
+    double gflops = flops / seconds * 1e-9;
+    char tail[160];
+    if (t->peak_cores > 0 && t->peak_core > 0) {
+        snprintf(tail, sizeof tail,
+                 " = %.1f%% of the fp32 peak of %d core%s (%.1f GFLOP/s per core measured)",
+                 100.0 * gflops / (t->peak_core * t->peak_cores), t->peak_cores,
+                 t->peak_cores == 1 ? "" : "s", t->peak_core);
+    } else if (t->peak_cores > 0) {
+        snprintf(tail, sizeof tail, " (no fp32 peak: the probe needs AVX-512)");
+    } else {
+        snprintf(tail, sizeof tail, " (on %s)", mt_device_name(t->dev));
+    }
+    mt_log(MT_LOG_INFO, "[training] speed: %.2f target words/s, %.1f GFLOP/s in matrix products%s",
+           (double)words / seconds, gflops, tail);
+}
+
+/* Ends the current period with its speed line (if it had updates). */
+static void speed_period_end(trainer *t) {
+    double now = now_s();
+    if (t->speed_updates > 0) {
+        speed_line(t, now - t->speed_start - t->speed_excluded, t->speed_words, t->speed_flops);
+    }
+    t->speed_start = now;
+    t->speed_excluded = t->speed_flops = 0;
+    t->speed_words = t->speed_updates = 0;
+}
+
+static void speed_count(trainer *t, const mt_batch *b, double flops) {
+    t->speed_flops += flops;
+    t->run_flops += flops;
+    t->speed_words += b->trg_words;
+    t->run_words += b->trg_words;
+    t->speed_updates++;
+    t->run_updates++;
+}
+
+static void speed_exclude(trainer *t, double since) {
+    double d = now_s() - since;
+    t->speed_excluded += d;
+    t->run_excluded += d;
+}
+
 /* ------------------------------------------------------- checkpoints */
 
 /* The temporary name a file is staged under before the final rename. */
@@ -683,7 +766,7 @@ static mt_status save_model_smoothed(trainer *t, const char *path) {
     return rc;
 }
 
-static mt_status save_checkpoint(trainer *t, bool final) {
+static mt_status write_checkpoint(trainer *t, bool final) {
     const char *m = t->path;
     char *opt_path = cat2(m, ".optimizer.npz");
     char *prog_path = cat2(m, ".progress.yml");
@@ -729,6 +812,14 @@ static mt_status save_checkpoint(trainer *t, bool final) {
     mt_free(prog_path);
     mt_free(yml_path);
     mt_free(dec_path);
+    return rc;
+}
+
+/* A checkpoint; its time does not count as training time in speed lines. */
+static mt_status save_checkpoint(trainer *t, bool final) {
+    double t0 = now_s();
+    mt_status rc = write_checkpoint(t, final);
+    speed_exclude(t, t0);
     return rc;
 }
 
@@ -964,9 +1055,8 @@ static mt_status validate_all(trainer *t, double *values) {
     return MT_OK;
 }
 
-static mt_status validate(trainer *t) {
+static mt_status validate_now(trainer *t) {
     train_state *s = &t->st;
-    if (t->n_metrics == 0 || s->validated) return MT_OK;
     double values[MAX_METRICS];
     if (t->smoothing) mt_adam_swap_smoothed(t->adam);
     mt_status rc = validate_all(t, values);
@@ -1003,6 +1093,17 @@ static mt_status validate(trainer *t) {
     return MT_OK;
 }
 
+/* Validation (when there are metrics and this update was not validated
+** yet), preceded by the speed line of the training since the last one. */
+static mt_status validate(trainer *t) {
+    if (t->n_metrics == 0 || t->st.validated) return MT_OK;
+    speed_period_end(t);
+    double t0 = now_s();
+    mt_status rc = validate_now(t);
+    speed_exclude(t, t0);
+    return rc;
+}
+
 /* ----------------------------------------------------------- updates */
 
 static uint64_t mix64(uint64_t x) {
@@ -1013,7 +1114,7 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-static mt_status train_step(trainer *t, const mt_batch *b, double *cost_out) {
+static mt_status train_step(trainer *t, const mt_batch *b, double *cost_out, double *flops_out) {
     mt_graph *g = t->g;
     mt_graph_clear(g);
     mt_graph_set_seed(g, mix64(t->st.seed ^ mix64((uint64_t)t->st.batches + 1)));
@@ -1029,6 +1130,11 @@ static mt_status train_step(trainer *t, const mt_batch *b, double *cost_out) {
     float cost = 0;
     if (rc == MT_OK) rc = mt_node_get_scalar(l.cost, &cost);
     if (rc != MT_OK) return rc;
+    /* a statistic only: out of memory here leaves it at 0, training goes on */
+    if (mt_graph_matmul_flops(g, obj, true, flops_out) != MT_OK) {
+        *flops_out = 0;
+        mt_clearerr();
+    }
     rc = mt_adam_step(t->adam);
     if (rc == MT_ERR_INVALID) {
         mt_log(MT_LOG_WARN, "%s: update skipped", mt_errmsg());
@@ -1084,8 +1190,10 @@ static mt_status end_epoch(trainer *t) {
 static mt_status train_loop(trainer *t) {
     train_state *s = &t->st;
     mt_status rc = MT_OK;
+    if (keep_going(t)) speed_setup(t);
     mt_log(MT_LOG_INFO, "Training started");
     t->timer = now_s();
+    t->speed_start = t->run_start = t->timer;
     mt_batcher_begin_epoch(t->batches, s->epochs);
     if (s->batches_epoch > 0) {
         mt_log(MT_LOG_INFO, "[data] Restoring the corpus state to epoch %lld, batch %lld",
@@ -1109,8 +1217,9 @@ static mt_status train_loop(trainer *t) {
             mt_batcher_begin_epoch(t->batches, s->epochs);
             continue;
         }
-        double cost = 0;
-        rc = train_step(t, b, &cost);
+        double cost = 0, flops = 0;
+        rc = train_step(t, b, &cost, &flops);
+        if (rc == MT_OK) speed_count(t, b, flops);
         if (rc == MT_OK) rc = after_update(t, b, cost);
         if (rc == MT_OK) progress_bar(t, b);
     }
@@ -1121,6 +1230,8 @@ static mt_status train_loop(trainer *t) {
     if (rc != MT_OK) return rc;
     mt_log(MT_LOG_INFO, stop_signal ? "Training interrupted (via signal)." : "Training finished");
     if (!stop_signal) rc = validate(t);
+    if (rc == MT_OK && t->run_updates > 0) /* the whole run */
+        speed_line(t, now_s() - t->run_start - t->run_excluded, t->run_words, t->run_flops);
     if (rc == MT_OK) rc = save_checkpoint(t, true);
     return rc;
 }

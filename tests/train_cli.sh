@@ -8,6 +8,8 @@
 #     2N-update run
 #   - kill -9 during training leaves a model.npz that loads (and continues)
 #   - a missing .spm vocabulary is trained; validation metrics are reported
+#   - speed lines (target words/s, GFLOP/s, fraction of the fp32 peak) before
+#     each validation and at the end
 #   - usage errors: unknown option (exit 2, named), mismatched corpus files
 # Usage: bash train_cli.sh <path-to-mtpe> <source-dir>
 set -u
@@ -130,6 +132,32 @@ done
 [ -s "$T/v/model.npz.best-ce-mean-words.npz" ] && ok "keep-best model written" ||
     bad "no keep-best model"
 [ ! -e "$T/v/model.iter4.npz" ] && ok "--overwrite keeps no iter copies" || bad "iter copy"
+
+# 4a. speed lines: one before each validation (updates 4 and 8) and one for
+# the whole run at the end, with words/s, GFLOP/s and, on a CPU with
+# AVX-512 (where the peak probe runs), the fraction of the measured peak;
+# a run without validation prints only the final one.
+num='[0-9]+\.[0-9]+'
+if grep -q -w avx512f /proc/cpuinfo 2> /dev/null; then
+    tail_re=" = $num% of the fp32 peak of 1 core \($num GFLOP/s per core measured\)$"
+else
+    tail_re="( = $num% of the fp32 peak of 1 core \($num GFLOP/s per core measured\)| \(no fp32 peak: the probe needs AVX-512\))$"
+fi
+speed_re="\[training\] speed: ($num) target words/s, ($num) GFLOP/s in matrix products$tail_re"
+n_speed=$(grep -c -E "$speed_re" "$T/v.log")
+n_any=$(grep -c "\[training\] speed: " "$T/v.log")
+[ "$n_speed" -eq 3 ] && [ "$n_any" -eq 3 ] && ok "3 speed lines in the validated run" ||
+    { bad "speed lines: $n_speed well-formed of $n_any, 3 expected"; grep "speed:" "$T/v.log"; }
+grep -B1 "\[valid\] Ep\. [0-9]* : Up\. 4 : ce-mean-words" "$T/v.log" | grep -q -E "$speed_re" &&
+    ok "a speed line precedes the validation" || bad "no speed line before the validation"
+if grep -E "$speed_re" "$T/v.log" "$T/a.log" | sed -E "s/.*speed: ($num) target words\/s, ($num) GFLOP.*/\1 \2/" |
+    awk '$1 <= 0 || $2 <= 0 { bad = 1 } END { exit bad }'; then
+    ok "speed lines report positive words/s and GFLOP/s"
+else
+    bad "a speed line with zero words/s or GFLOP/s"
+fi
+[ "$(grep -c -E "$speed_re" "$T/a.log")" -eq 1 ] && ok "one speed line without validation" ||
+    bad "run a: $(grep -c 'speed:' "$T/a.log") speed lines, 1 expected"
 
 # 4b. early stopping: with learning rate 0 the validation cost never improves,
 # so --early-stopping 2 ends training at the third validation
