@@ -68,17 +68,12 @@ typedef struct lat_sink {
     char hyp[2048];
 } lat_sink;
 
-static double now_sec(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static mt_status k_mt(void *user, int64_t seg, const ui_mt_result *r) {
     lat_sink *k = user;
     pthread_mutex_lock(&k->mu);
     if (seg == k->seg) {
-        k->t_done = now_sec();
+        k->t_done = app_now();
         snprintf(k->hyp, sizeof k->hyp, "%s", r->hyp);
         k->mt_done = true;
         pthread_cond_broadcast(&k->cv);
@@ -95,7 +90,7 @@ static mt_status k_completion(void *user, int64_t seg, const char *prefix, const
     lat_sink *k = user;
     pthread_mutex_lock(&k->mu);
     if (seg == k->seg && strcmp(prefix, k->prefix) == 0) {
-        k->t_done = now_sec();
+        k->t_done = app_now();
         k->comp_done = true;
         pthread_cond_broadcast(&k->cv);
     }
@@ -122,14 +117,10 @@ static double wait_flag(lat_sink *k, bool *flag) {
     return t;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double quantile(double *v, int n, double q) {
     if (n == 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, app_cmp_double);
     int i = (int)(q * (n - 1) + 0.5);
     return v[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
@@ -277,7 +268,7 @@ int app_bench_edit_main(int argc, char **argv) {
                 k.seg = i;
                 k.mt_done = false;
                 pthread_mutex_unlock(&k.mu);
-                double t0 = now_sec();
+                double t0 = app_now();
                 app_edit_session_goto(sess, i);
                 double t1 = wait_flag(&k, &k.mt_done);
                 if (t1 < 0) {
@@ -307,7 +298,7 @@ int app_bench_edit_main(int argc, char **argv) {
                 snprintf(k.prefix, sizeof k.prefix, "%s", prefix);
                 k.comp_done = false;
                 pthread_mutex_unlock(&k.mu);
-                double t0 = now_sec();
+                double t0 = app_now();
                 app_edit_session_complete(sess, i, prefix);
                 double t1 = wait_flag(&k, &k.comp_done);
                 if (t1 < 0) {

@@ -81,21 +81,8 @@ static void btr_help(FILE *f) {
     app_opts_print_help(btr_opts, n_btr_opts, f);
 }
 
-static double btr_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Copies the first n lines of path (plain text) to a new temporary file
 ** whose name goes to tmp (cap bytes).  On failure no file is left and tmp
@@ -238,9 +225,9 @@ static mt_status btr_threads(btr_ctx *c, int threads, bool first) {
     for (int u = 0; u < c->updates; u++) {
         if (u == c->warm) continue;
         const mt_batch *b = c->batches[u];
-        double t0 = btr_now();
+        double t0 = app_now();
         rc = btr_update(c, b, &flops);
-        double dt = btr_now() - t0;
+        double dt = app_now() - t0;
         if (rc != MT_OK) return rc;
         if (dt <= 0) dt = 1e-9;
         int64_t s = src_tokens(b);
@@ -263,8 +250,8 @@ static mt_status btr_threads(btr_ctx *c, int threads, bool first) {
                w->src_len[0], w->trg_len, mt_graph_get_stats(c->g).workspace_capacity / 1e6);
         printf("threads  trg words/s  src words/s  GFLOP/s  of peak  x Marian (870 on 2 cores)\n");
     }
-    double tw = median(trg_rate, timed), sw = median(src_rate, timed);
-    double gf = median(gf_rate, timed);
+    double tw = app_median(trg_rate, timed), sw = app_median(src_rate, timed);
+    double gf = app_median(gf_rate, timed);
     char peak[32] = "    n/a";
     if (c->peak_core > 0)
         snprintf(peak, sizeof peak, "%6.1f%%", 100.0 * gf / (c->peak_core * threads));

@@ -103,11 +103,6 @@ static void bt_help(FILE *f) {
     app_opts_print_help(bt_opts, n_bt_opts, f);
 }
 
-static double bt_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static bool bt_is_file(const char *p) {
     struct stat st;
@@ -164,9 +159,9 @@ static mt_status bt_once(app_translate_worker **workers, int threads, const app_
     b.r = r;
     b.n = n;
     b.per_search = per_search;
-    double t0 = bt_now();
+    double t0 = app_now();
     app_run_workers(threads, bt_thread, &b);
-    *wall = bt_now() - t0;
+    *wall = app_now() - t0;
     pthread_mutex_destroy(&b.mu);
     int64_t toks = 0;
     for (int i = 0; i < n; i++) {
@@ -178,10 +173,6 @@ static mt_status bt_once(app_translate_worker **workers, int threads, const app_
     return MT_OK;
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Reads the non-empty lines of path, repeated up to n. */
 static mt_status read_input(const char *path, int n, char ***out) {
@@ -327,7 +318,7 @@ static mt_status bt_row_run(bt_ctx *c, const bt_row *row, bt_meas *out) {
     for (int k = 0; k < c->repeat && rc == MT_OK; k++)
         rc = bt_once(workers, row->threads, c->s, c->r, c->n, per_search, &walls[k], &trg);
     if (rc == MT_OK) {
-        qsort(walls, (size_t)c->repeat, sizeof walls[0], cmp_dbl);
+        qsort(walls, (size_t)c->repeat, sizeof walls[0], app_cmp_double);
         out->wall = walls[c->repeat / 2] > 0 ? walls[c->repeat / 2] : 1e-9;
         out->trg_tokens = trg;
     }

@@ -15,6 +15,7 @@
 ** + top-k) against the unfused path (bench_topk below).
 */
 #include "app.h"
+#include "common.h"
 #include "edit_session.h"
 #include "kcpu.h"
 #include "mt.h"
@@ -24,16 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-static double bench_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct gemm_case {
     bool tb;
@@ -46,21 +38,21 @@ typedef struct gemm_case {
 ** each (after one warm-up call); the one timing loop of every benchmark. */
 static double time_median(void (*run)(const void *arg), const void *arg, int repeat) {
     run(arg); /* warm */
-    double t0 = bench_now();
+    double t0 = app_now();
     run(arg);
-    double one = bench_now() - t0;
+    double one = app_now() - t0;
     int inner = one > 0 ? (int)(2e-3 / one) : 1000;
     inner = inner < 1 ? 1 : inner > 1000 ? 1000 : inner;
     double samples[64];
     repeat = repeat < 1 ? 1 : repeat > 64 ? 64 : repeat;
     for (int r = 0; r < repeat; r++) {
-        t0 = bench_now();
+        t0 = app_now();
         for (int i = 0; i < inner; i++) {
             run(arg);
         }
-        samples[r] = (bench_now() - t0) / inner;
+        samples[r] = (app_now() - t0) / inner;
     }
-    qsort(samples, (size_t)repeat, sizeof samples[0], cmp_double);
+    qsort(samples, (size_t)repeat, sizeof samples[0], app_cmp_double);
     return samples[repeat / 2];
 }
 

@@ -323,11 +323,6 @@ static mt_status s_model(void *user, const char *name) {
 
 static void s_log(mt_log_level level, const char *msg, void *user) { s_message(user, level, msg); }
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int64_t ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -341,7 +336,7 @@ static int pump(squeue *q, ui_editor *ed) {
     q->head = q->tail = NULL;
     pthread_mutex_unlock(&q->mu);
     int n = 0;
-    int64_t now = mono_ms();
+    int64_t now = app_now_ms();
     while (e) {
         sev *next = e->next;
         n++;
@@ -375,7 +370,7 @@ static int pump(squeue *q, ui_editor *ed) {
         sev_free(e);
         e = next;
     }
-    ed_tick(ed, mono_ms());
+    ed_tick(ed, app_now_ms());
     static char shown[ED_MSG_MAX]; /* the status-line message, once per change */
     if (strcmp(shown, ed->msg) != 0) {
         snprintf(shown, sizeof shown, "%s", ed->msg);
@@ -391,11 +386,11 @@ static int pump(squeue *q, ui_editor *ed) {
 /* Polls until done(ed) or timeout; false on timeout. */
 static bool pump_until(squeue *q, ui_editor *ed, app_edit_session *s,
                        bool (*done)(ui_editor *, app_edit_session *), int64_t timeout_ms) {
-    int64_t end = mono_ms() + timeout_ms;
+    int64_t end = app_now_ms() + timeout_ms;
     for (;;) {
         pump(q, ed);
         if (ed->quit || done(ed, s)) return true;
-        if (mono_ms() > end) return false;
+        if (app_now_ms() > end) return false;
         sleep_ms(2);
     }
 }
@@ -447,7 +442,7 @@ static int run_script(const char *path, const ui_hooks *hooks, const ui_document
         if (f != stdin) fclose(f);
         return 1;
     }
-    ed_open(ed, start, mono_ms());
+    ed_open(ed, start, app_now_ms());
     int ret = 0;
     static char line[8192]; /* one script at a time */
     int64_t lineno = 0;
@@ -475,7 +470,7 @@ static int run_script(const char *path, const ui_hooks *hooks, const ui_document
                     ret = 2;
                     goto done;
                 }
-                ed_key(ed, key, mono_ms());
+                ed_key(ed, key, app_now_ms());
                 pump(q, ed);
             }
         } else if (strcmp(l, "type") == 0) {
@@ -483,7 +478,7 @@ static int run_script(const char *path, const ui_hooks *hooks, const ui_document
             for (size_t i = 0; i < n && !ed->quit;) {
                 uint32_t cp;
                 i += ui_utf8_decode(arg + i, n - i, &cp);
-                ed_key(ed, (int32_t)cp, mono_ms());
+                ed_key(ed, (int32_t)cp, app_now_ms());
                 pump(q, ed);
             }
         } else if (strcmp(l, "wait") == 0) {
@@ -506,7 +501,7 @@ static int run_script(const char *path, const ui_hooks *hooks, const ui_document
         }
     }
 done:
-    if (!ed->quit) ed_close(ed, mono_ms());
+    if (!ed->quit) ed_close(ed, app_now_ms());
     out_line("quit\n");
     if (f != stdin) fclose(f);
     ed_free(ed);

@@ -97,6 +97,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "common.h"
 #include "corpus.h"
 #include "kcpu.h"
 #include "metrics.h"
@@ -258,11 +259,6 @@ static const char *shortest(float v, char *buf, size_t n) {
     return buf;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* --------------------------------------------------------------- state */
 
@@ -727,7 +723,7 @@ static void speed_line(const trainer *t, double seconds, int64_t words, double f
 
 /* Ends the current period with its speed line (if it had updates). */
 static void speed_period_end(trainer *t) {
-    double now = now_s();
+    double now = app_now();
     if (t->speed_updates > 0) {
         speed_line(t, now - t->speed_start - t->speed_excluded, t->speed_words, t->speed_flops);
     }
@@ -746,7 +742,7 @@ static void speed_count(trainer *t, const mt_batch *b, double flops) {
 }
 
 static void speed_exclude(trainer *t, double since) {
-    double d = now_s() - since;
+    double d = app_now() - since;
     t->speed_excluded += d;
     t->run_excluded += d;
 }
@@ -817,7 +813,7 @@ static mt_status write_checkpoint(trainer *t, bool final) {
 
 /* A checkpoint; its time does not count as training time in speed lines. */
 static mt_status save_checkpoint(trainer *t, bool final) {
-    double t0 = now_s();
+    double t0 = app_now();
     mt_status rc = write_checkpoint(t, final);
     speed_exclude(t, t0);
     return rc;
@@ -862,7 +858,7 @@ static void display(trainer *t, int64_t batch_labels) {
     train_state *s = &t->st;
     char a[32], b[32], c[32], sen[32];
     char cost[160];
-    double elapsed = now_s() - t->timer;
+    double elapsed = app_now() - t->timer;
     if (elapsed <= 0) elapsed = 1e-9;
     if (t->cost_type == COST_MEAN_WORDS) {
         snprintf(cost, sizeof cost, "Cost %.8f", s->cost_sum / s->cost_count);
@@ -883,7 +879,7 @@ static void display(trainer *t, int64_t batch_labels) {
            "gNorm %.4f%s",
            (long long)s->epochs, (long long)s->batches, commas(s->samples_epoch, sen, 32), cost,
            elapsed, (double)s->words_disp / elapsed, (double)s->gnorm_avg, lr);
-    t->timer = now_s();
+    t->timer = app_now();
     s->cost_sum = s->cost_count = 0;
     s->updates_disp = s->samples_disp = s->words_disp = 0;
 }
@@ -1098,7 +1094,7 @@ static mt_status validate_now(trainer *t) {
 static mt_status validate(trainer *t) {
     if (t->n_metrics == 0 || t->st.validated) return MT_OK;
     speed_period_end(t);
-    double t0 = now_s();
+    double t0 = app_now();
     mt_status rc = validate_now(t);
     speed_exclude(t, t0);
     return rc;
@@ -1192,7 +1188,7 @@ static mt_status train_loop(trainer *t) {
     mt_status rc = MT_OK;
     if (keep_going(t)) speed_setup(t);
     mt_log(MT_LOG_INFO, "Training started");
-    t->timer = now_s();
+    t->timer = app_now();
     t->speed_start = t->run_start = t->timer;
     mt_batcher_begin_epoch(t->batches, s->epochs);
     if (s->batches_epoch > 0) {
@@ -1231,7 +1227,7 @@ static mt_status train_loop(trainer *t) {
     mt_log(MT_LOG_INFO, stop_signal ? "Training interrupted (via signal)." : "Training finished");
     if (!stop_signal) rc = validate(t);
     if (rc == MT_OK && t->run_updates > 0) /* the whole run */
-        speed_line(t, now_s() - t->run_start - t->run_excluded, t->run_words, t->run_flops);
+        speed_line(t, app_now() - t->run_start - t->run_excluded, t->run_words, t->run_flops);
     if (rc == MT_OK) rc = save_checkpoint(t, true);
     return rc;
 }

@@ -201,11 +201,6 @@ struct tr_ctx {
     char **doc_lines;
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void set_error(tr_ctx *c, mt_status rc, const char *msg) {
     pthread_mutex_lock(&c->mu);
@@ -342,7 +337,7 @@ static mt_status sink_doc(tr_ctx *c, int64_t id, slot *sl) {
 }
 
 static void draw_progress(tr_ctx *c, int64_t lines, int64_t bytes, bool final) {
-    double t = now_s();
+    double t = app_now();
     if (!final && t - c->t_last < 0.2) return;
     c->t_last = t;
     double frac = c->total_bytes > 0 ? (double)bytes / (double)c->total_bytes : 0;
@@ -677,7 +672,7 @@ static mt_status run_pipeline(tr_ctx *c, line_src *ls) {
     c->cap = 2 * chunk + 16 * (int64_t)c->threads;
     c->ring = mt_try_calloc((size_t)c->cap, sizeof *c->ring);
     if (c->ring == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
-    c->t0 = c->t_last = now_s();
+    c->t0 = c->t_last = app_now();
     pthread_t writer, tids[256];
     int n_workers = 0;
     bool writer_ok = pthread_create(&writer, NULL, writer_main, c) == 0;
@@ -1072,7 +1067,7 @@ int app_translate_main(int argc, char **argv) {
     int ret;
     if (!app_opts_parse_cmd("translate", tr_opts, n_tr_opts, argc, argv, print_help, &o, &ret))
         return ret;
-    double t_start = now_s();
+    double t_start = app_now();
     tr_ctx c;
     memset(&c, 0, sizeof c);
     c.o = o;
@@ -1132,7 +1127,7 @@ int app_translate_main(int argc, char **argv) {
         ret = 0;
     if (rc == MT_OK && !app_opts_flag(o, "quiet"))
         mt_log(MT_LOG_INFO, "Total time: %.5fs wall; %lld sentences in %lld searches",
-               now_s() - t_start, (long long)c.n_sentences, (long long)c.n_searches);
+               app_now() - t_start, (long long)c.n_sentences, (long long)c.n_searches);
 done:
     app_translator_free(c.tr);
     app_shortlist_free(c.sl);

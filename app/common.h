@@ -95,4 +95,12 @@ struct app_opts;
 int app_bench_model(const struct app_opts *o, const char *cmd, char *model, char *vsrc,
                     char *vtrg, const char **which);
 
+/* The monotonic clock in seconds and in milliseconds (timings, timeouts). */
+double app_now(void);
+int64_t app_now_ms(void);
+/* qsort comparator of doubles, ascending. */
+int app_cmp_double(const void *a, const void *b);
+/* The median of v[0..n), n >= 1 (sorts v). */
+double app_median(double *v, int n);
+
 #endif

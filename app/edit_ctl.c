@@ -75,11 +75,6 @@ struct app_edit_ctl {
     int64_t model_id;
 };
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static mt_status oom(void) { return mt_seterr(MT_ERR_NOMEM, "edit: out of memory"); }
 
@@ -614,7 +609,7 @@ static mt_status record_edit(app_edit_ctl *c, int64_t ui, const char *text) {
         .seg_id = u->seg_id,
         .kind = STORE_EDIT_TYPED,
         .text = text,
-        .spent_ms = spent_now(u, mono_ms()),
+        .spent_ms = spent_now(u, app_now_ms()),
         .keystrokes = u->keys_est,
         .mt_id = u->mt_id,
         .mt_rank = 0,
@@ -645,12 +640,12 @@ static mt_status restore(app_edit_ctl *c, int64_t ui) {
     mt_status rc;
     if (u->status == UI_SEG_CONFIRMED) {
         int64_t id;
-        rc = store_confirm(c->st, u->seg_id, initial, spent_now(u, mono_ms()), u->keys_est, &id);
+        rc = store_confirm(c->st, u->seg_id, initial, spent_now(u, app_now_ms()), u->keys_est, &id);
     } else {
         store_edit_in e = {.seg_id = u->seg_id,
                            .kind = STORE_EDIT_UNDO,
                            .text = "",
-                           .spent_ms = spent_now(u, mono_ms()),
+                           .spent_ms = spent_now(u, app_now_ms()),
                            .keystrokes = u->keys_est};
         int64_t id;
         rc = store_record_edit(c->st, &e, &id);
@@ -667,7 +662,7 @@ static void h_segment_changed(void *user, int64_t from, const char *draft, int64
         c->p.open_message = NULL;
     }
     app_edit_ctl_flush(c);
-    int64_t now = mono_ms();
+    int64_t now = app_now_ms();
     if (from >= 0 && from < c->n) {
         unit *u = &c->u[from];
         if (draft) {
@@ -708,7 +703,7 @@ static mt_status h_commit(void *user, int64_t seg, const char *text, const ui_ed
     app_edit_ctl_flush(c);
     if (seg < 0 || seg >= c->n) return mt_seterr(MT_ERR_INVALID, "no segment %lld", (long long)seg);
     unit *u = &c->u[seg];
-    int64_t now = mono_ms();
+    int64_t now = app_now_ms();
     mt_status rc = MT_OK;
     if (st && st->origin == UI_ORIGIN_NBEST && st->suggestion)
         rc = record_edit(c, seg, st->suggestion);

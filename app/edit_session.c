@@ -181,11 +181,6 @@ app_edit_session_params app_edit_session_default_params(void) {
     return p;
 }
 
-static double now_sec(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static job *job_new(job_kind kind, int64_t seg, const char *prefix) {
     job *j = mt_try_calloc(1, sizeof *j);
@@ -470,10 +465,10 @@ static void *worker_main(void *arg) {
         if (w->state == NULL) rc = er->e->ops->worker_init(er->e->impl, &w->state);
         app_edit_output out;
         memset(&out, 0, sizeof out);
-        double t0 = now_sec();
+        double t0 = app_now();
         if (rc == MT_OK)
             rc = er->e->ops->translate(w->state, src, j->prefix, job_cancelled, j, &out);
-        double dt = now_sec() - t0;
+        double dt = app_now() - t0;
 
         pthread_mutex_lock(&s->mu);
         w->job = NULL;

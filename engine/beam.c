@@ -432,6 +432,32 @@ static void sift_up(cand *h, int i) {
     }
 }
 
+/* Keeps x if it is among the n best offered so far (heap of *cnt). */
+static void offer(cand *heap, int *cnt, int n, cand x) {
+    if (*cnt == n) {
+        if (!better(&x, &heap[0])) return; /* equal: the earlier one wins */
+        heap[0] = x;
+        sift_down(heap, n, 0);
+    } else {
+        heap[*cnt] = x;
+        sift_up(heap, (*cnt)++);
+    }
+}
+
+/* Sorts the kept candidates best first (cnt is the beam: small). */
+static int sort_best_first(cand *heap, int cnt) {
+    for (int i = 1; i < cnt; i++) {
+        cand x = heap[i];
+        int j = i - 1;
+        while (j >= 0 && better(&x, &heap[j])) {
+            heap[j + 1] = heap[j];
+            j--;
+        }
+        heap[j + 1] = x;
+    }
+    return cnt;
+}
+
 /* Top n of rows [r0, r1) by expanded score; returns the count, sorted best
 ** first.  score(r, c) = base[r] + wt * sc[r * cols + c]; ensembles pass the
 ** combined buffer (path already added) with base NULL and wt 1, for which
@@ -446,28 +472,11 @@ static int select_top(const plan *pl, const float *sc, const float *base, float 
         for (int32_t c = 0; c < cols; c++) {
             const float s = b0 + wt * row[c];
             if (!(s > -INFINITY)) continue; /* suppressed, invalid or NaN */
-            if (cnt == n) {
-                if (!(s > heap[0].score)) continue; /* equal: the earlier one wins */
-                heap[0] = (cand){s, r, c, 0.0f};
-                sift_down(heap, cnt, 0);
-            } else {
-                heap[cnt] = (cand){s, r, c, 0.0f};
-                sift_up(heap, cnt);
-                cnt++;
-            }
+            if (cnt == n && !(s > heap[0].score)) continue; /* the common case, early */
+            offer(heap, &cnt, n, (cand){s, r, c, 0.0f});
         }
     }
-    /* sort best first (n is the beam: small) */
-    for (int i = 1; i < cnt; i++) {
-        cand x = heap[i];
-        int j = i - 1;
-        while (j >= 0 && better(&x, &heap[j])) {
-            heap[j + 1] = heap[j];
-            j--;
-        }
-        heap[j + 1] = x;
-    }
-    return cnt;
+    return sort_best_first(heap, cnt);
 }
 
 static bool suppressed(const plan *pl, int32_t c) {
@@ -488,28 +497,10 @@ static int select_lists(const plan *pl, const float *base, float wt, int32_t r0,
         for (int32_t j = 0; j < pl->kk && ix[j] >= 0; j++) {
             if (suppressed(pl, ix[j])) continue;
             const cand x = {base[r] + wt * lv[j], r, ix[j], lv[j]};
-            if (!(x.score > -INFINITY)) continue;
-            if (cnt == n) {
-                if (!better(&x, &heap[0])) continue;
-                heap[0] = x;
-                sift_down(heap, cnt, 0);
-            } else {
-                heap[cnt] = x;
-                sift_up(heap, cnt);
-                cnt++;
-            }
+            if (x.score > -INFINITY) offer(heap, &cnt, n, x);
         }
     }
-    for (int i = 1; i < cnt; i++) {
-        cand x = heap[i];
-        int j = i - 1;
-        while (j >= 0 && better(&x, &heap[j])) {
-            heap[j + 1] = heap[j];
-            j--;
-        }
-        heap[j + 1] = x;
-    }
-    return cnt;
+    return sort_best_first(heap, cnt);
 }
 
 static size_t hidx(const plan *pl, int32_t sl, int32_t t, int32_t j) {
