@@ -567,18 +567,22 @@ static mt_status fault_scenario(void *ctx) {
     p.n_best = true;
     p.word_scores = true;
     p.alignment = true;
+    p.max_active = 1; /* top-up: sentences join the running search */
     app_translator *t = NULL;
     app_translate_worker *w = NULL;
-    app_tr_input in[3] = {
-        {.src = {"Open the file."}}, {.src = {""}}, {.src = {"Save"}, .prefix = "Speichern"}};
-    app_tr_result r[3];
+    app_tr_input in[4] = {{.src = {"Open the file."}},
+                          {.src = {""}},
+                          {.src = {"Save"}, .prefix = "Speichern"},
+                          {.src = {"Close all windows"}}};
+    app_tr_result r[4];
     memset(r, 0, sizeof r);
     mt_status rc = app_translator_init(am, NULL, &p, &t);
     if (rc == MT_OK) rc = app_translate_worker_init(t, &w);
-    if (rc == MT_OK) rc = app_translate(w, in, 3, r, NULL, NULL);
-    if (rc == MT_OK && (r[0].n_hyps != 2 || r[2].n_hyps != 2))
+    if (rc == MT_OK) rc = app_translate(w, in, 4, r, NULL, NULL);
+    if (rc == MT_OK && (r[0].n_hyps != 2 || r[2].n_hyps != 2 || r[3].n_hyps != 2 ||
+                        app_translate_worker_stats(w).adds < 1))
         rc = mt_seterr(MT_ERR_INVALID, "wrong results");
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         app_tr_result_clear(&r[i]);
     app_translate_worker_free(w);
     app_translator_free(t);
