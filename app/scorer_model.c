@@ -338,9 +338,12 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
         add.pos = 0;
         rc = mt_model_append(s->m, g, &cur, &add, MT_DEC_ROWS, &cur);
     }
-    if (rc == MT_OK && !identity)
-        rc = mt_model_reorder(s->m, g, &cur, s->sel_sent, n_new, s->sel_rows, kmax, MT_DEC_ROWS,
-                              &cur);
+    if (rc == MT_OK && !identity) { /* made by the step, with its append */
+        cur.row_ids = mt_input_i32(g, mt_shape1((int64_t)n_new * kmax), s->sel_rows);
+        cur.batch = n_new;
+        cur.beam = kmax;
+        rc = mt_graph_status(g);
+    }
     if (rc == MT_OK && s->topup) {
         /* rows at their own positions; cached positions that are padding
         ** for every row go */
@@ -351,7 +354,8 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
                                  (int)s->qpos[r], (int)cur.pos);
             if (cur.pos - s->qpos[r] < drop) drop = cur.pos - s->qpos[r];
         }
-        if (drop > 0) rc = mt_model_trim(s->m, g, &cur, drop, &cur);
+        cur.pos -= drop; /* dropped by the step too */
+        cur.row_off = drop;
         cur.row_pos = s->qpos;
     }
     if (rc == MT_OK && in->shortlist)

@@ -367,6 +367,12 @@ mt_node *mt_slice(mt_graph *g, mt_node *x, int axis, int64_t start, int64_t len)
 mt_node *mt_gather_rows(mt_graph *g, mt_node *table, mt_node *ids);
 /* Selects entries along axis by ids (i32 1-D): beam reordering. */
 mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids);
+/* A decoding cache extended by one position in one copy: cache [N0, A, T, B],
+** ids i32 [N] (NULL: N = N0, row i is row i), 0 <= off <= T, cur [N, A, 1, B]
+** -> [N, A, T - off + 1, B] = concat(slice(index_select(cache, 0, ids), 2, off,
+** T - off), cur, 2): beam reordering, dropping positions that are padding
+** for every row, and appending this step's keys or values at once. */
+mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off, mt_node *cur);
 /* Reductions over one axis (negative counts from the end), keeping it as 1. */
 mt_node *mt_sum(mt_graph *g, mt_node *x, int axis);
 mt_node *mt_mean(mt_graph *g, mt_node *x, int axis);

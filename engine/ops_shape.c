@@ -415,6 +415,110 @@ mt_node *mt_gather_rows(mt_graph *g, mt_node *table, mt_node *ids) {
 }
 
 /* ------------------------------------------------------------------------
+** cache_append:  cache [N0, A, T, B], ids i32 [N] (optional), cur [N, A, 1, B]
+**   -> y [N, A, L, B], L = T - off + 1
+**   y[i, a, t, :] = cache[r(i), a, off + t, :] (t < L - 1), cur[i, a, 0, :] (t = L - 1)
+**   with r(i) = ids[i] or i.  Backward: dcache[r(i), a, off:] += dy[i, a, :L-1],
+**   dcur[i] += dy[i, :, L-1] (rows sharing an id accumulate in order).
+** Two strided 2-D copies per row; ids come to the host in chunks.
+** attr.i = {N0, A, T, B, off}; src = {cache, cur[, ids]}.
+*/
+typedef struct ca_dims {
+    int64_t n0, a, t, b, off, l;
+} ca_dims;
+
+static ca_dims ca_dims_of(const mt_node *y) {
+    ca_dims d = {y->attr.i[0], y->attr.i[1], y->attr.i[2], y->attr.i[3], y->attr.i[4], 0};
+    d.l = d.t - d.off + 1;
+    return d;
+}
+
+/* Calls f for every output row i with its cache row r. */
+static mt_status ca_rows(mt_graph *g, const mt_node *y, const char *op,
+                         void (*f)(mt_graph *g, const mt_node *y, int64_t i, int64_t r)) {
+    ca_dims d = ca_dims_of(y);
+    int64_t n = y->val.shape.dim[0];
+    const mt_node *ids = y->n_src > 2 ? y->src[2] : NULL;
+    if (ids == NULL) {
+        for (int64_t i = 0; i < n; i++)
+            f(g, y, i, i);
+        return MT_OK;
+    }
+    mt_status rc = check_ids(g, op, ids, d.n0);
+    int32_t buf[CHUNK];
+    for (int64_t off = 0; rc == MT_OK && off < n; off += CHUNK) {
+        int64_t len = n - off < CHUNK ? n - off : CHUNK;
+        rc = graph_ops(g)->copy(graph_device(g), buf, node_i32(ids) + off,
+                                (size_t)len * sizeof(int32_t), 1);
+        for (int64_t k = 0; rc == MT_OK && k < len; k++)
+            f(g, y, off + k, buf[k]);
+    }
+    return rc;
+}
+
+static void ca_fwd_row(mt_graph *g, const mt_node *y, int64_t i, int64_t r) {
+    ca_dims d = ca_dims_of(y);
+    float *yo = node_f32(y) + i * d.a * d.l * d.b;
+    if (d.l > 1)
+        graph_ops(g)->copy2d(graph_device(g), d.a, (d.l - 1) * d.b,
+                             node_f32(y->src[0]) + (r * d.a * d.t + d.off) * d.b, d.t * d.b, yo,
+                             d.l * d.b, false);
+    graph_ops(g)->copy2d(graph_device(g), d.a, d.b, node_f32(y->src[1]) + i * d.a * d.b, d.b,
+                         yo + (d.l - 1) * d.b, d.l * d.b, false);
+}
+
+static void ca_bwd_row(mt_graph *g, const mt_node *y, int64_t i, int64_t r) {
+    ca_dims d = ca_dims_of(y);
+    const float *dy = node_grad_f32(y) + i * d.a * d.l * d.b;
+    if (d.l > 1 && node_wants_grad(y->src[0]))
+        graph_ops(g)->copy2d(graph_device(g), d.a, (d.l - 1) * d.b, dy, d.l * d.b,
+                             node_grad_f32(y->src[0]) + (r * d.a * d.t + d.off) * d.b, d.t * d.b,
+                             true);
+    if (node_wants_grad(y->src[1]))
+        graph_ops(g)->copy2d(graph_device(g), d.a, d.b, dy + (d.l - 1) * d.b, d.l * d.b,
+                             node_grad_f32(y->src[1]) + i * d.a * d.b, d.b, true);
+}
+
+static mt_status cache_append_forward(mt_graph *g, mt_node *y) {
+    return ca_rows(g, y, "mt_cache_append", ca_fwd_row);
+}
+
+static mt_status cache_append_backward(mt_graph *g, mt_node *y) {
+    return ca_rows(g, y, "mt_cache_append", ca_bwd_row);
+}
+
+static const mt_op_def op_cache_append = {"cache_append", cache_append_forward,
+                                          cache_append_backward};
+
+mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off, mt_node *cur) {
+    if (cache == NULL || cur == NULL) return NULL;
+    if (!need_f32(g, "mt_cache_append", cache) || !need_f32(g, "mt_cache_append", cur)) return NULL;
+    const mt_shape *sc = &cache->val.shape, *su = &cur->val.shape;
+    int64_t n = ids ? ids->val.shape.dim[0] : sc->dim[0];
+    char s1[64], s2[64];
+    if (sc->ndim != 4 || su->ndim != 4 || su->dim[0] != n || su->dim[1] != sc->dim[1] ||
+        su->dim[2] != 1 || su->dim[3] != sc->dim[3] || off < 0 || off > sc->dim[2] ||
+        (ids && (ids->val.dtype != MT_I32 || ids->val.shape.ndim != 1))) {
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_cache_append: cache %s, %s ids, offset %lld and current %s do not "
+                          "fit",
+                          mt_shape_str(sc, s1, sizeof s1), ids ? "int32 1-D" : "no",
+                          (long long)off, mt_shape_str(su, s2, sizeof s2));
+    }
+    mt_shape out = *sc;
+    out.dim[0] = n;
+    out.dim[2] = sc->dim[2] - off + 1;
+    mt_attrs at = zero_attrs();
+    at.i[0] = sc->dim[0];
+    at.i[1] = sc->dim[1];
+    at.i[2] = sc->dim[2];
+    at.i[3] = sc->dim[3];
+    at.i[4] = off;
+    mt_node *src[3] = {cache, cur, ids};
+    return graph_push(g, &op_cache_append, out, MT_F32, ids ? 3 : 2, src, &at);
+}
+
+/* ------------------------------------------------------------------------
 ** index_select:  x viewed as [outer, N, inner], ids i32 [K] -> [outer, K, inner]
 **   y[o, j, :] = x[o, ids[j], :]
 **   dx[o, ids[j], :] += dy[o, j, :]

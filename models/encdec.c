@@ -791,6 +791,8 @@ mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned part
     mt_dec_state st = *in;
     st.shortlist = NULL;
     st.row_pos = NULL;
+    st.row_ids = NULL;
+    st.row_off = 0;
     for (int r = 0; (parts & MT_DEC_ROWS) && r < in->n_rows; r++)
         if (in->rows[r]) st.rows[r] = mt_tensor_node(g, mt_node_value(in->rows[r]));
     for (int r = 0; (parts & MT_DEC_FIXED) && r < in->n_fixed; r++)

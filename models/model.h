@@ -211,6 +211,15 @@ typedef struct mt_dec_state {
     ** masked); mt_model_step reads it, mt_model_append/trim keep the layout.
     ** Not copied by mt_dec_state_import. */
     const int32_t *row_pos;
+    /* Set by the caller: a selection of the per-row nodes still to be made,
+    ** which mt_model_step applies in the same copy that appends this step's
+    ** keys and values (instead of mt_model_reorder + mt_model_trim, two more
+    ** copies of every cache): row r of the state is row row_ids[r] of the
+    ** stored nodes (row_ids: i32 [batch * beam] node of the step's graph;
+    ** NULL: row r), and their first row_off cached positions are dropped (pos
+    ** already counts without them).  Not copied by mt_dec_state_import. */
+    mt_node *row_ids;
+    int32_t row_off;
 } mt_dec_state;
 
 typedef struct mt_dec_step {

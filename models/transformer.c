@@ -559,6 +559,16 @@ static int mask_slot(const mt_model_config *c, int n_ctx, int j) {
 ** row), computed once.  Marian's keys/values at position 0 are the
 ** pre-processed input (the query's own node), from position 1 on the raw
 ** cached inputs; that differs only for pre-norm models and is kept. */
+/* Cache slot k of the state extended by this position's cur [N, H, 1, D/H],
+** applying the state's pending row selection (row_ids, row_off). */
+static mt_node *append_cache(tf *t, const dec_io *io, int k, mt_node *cur) {
+    const mt_dec_state *in = io->in;
+    if (in->row_ids || in->row_off)
+        return mt_cache_append(t->g, in->rows[k], in->row_ids, in->row_off, cur);
+    mt_node *parts[2] = {in->rows[k], cur};
+    return mt_concat(t->g, parts, 2, 2);
+}
+
 static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int i) {
     mt_graph *g = t->g;
     char pw[200];
@@ -568,9 +578,8 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     kv_project(t, prefix, x, &kx, &vx);
     mt_node *kc = split_heads(t, kx), *vc = split_heads(t, vx);
     if (io->pos > 0) {
-        mt_node *kp[2] = {io->in->rows[2 * i], kc}, *vp[2] = {io->in->rows[2 * i + 1], vc};
-        kc = mt_concat(g, kp, 2, 2);
-        vc = mt_concat(g, vp, 2, 2);
+        kc = append_cache(t, io, 2 * i, kc);
+        vc = append_cache(t, io, 2 * i + 1, vc);
     }
     io->next->rows[2 * i] = kc;
     io->next->rows[2 * i + 1] = vc;
@@ -589,8 +598,7 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
         mt_node *vcur = split_heads(t, vx);
         mt_node *vfirst = mt_mul(g, split_heads(t, vy), mt_add_scalar(g, mt_neg(g, keep), 1.0f));
         vcur = mt_add(g, mt_mul(g, vcur, keep), vfirst);
-        mt_node *vp[2] = {io->in->rows[2 * i + 1], vcur};
-        va = mt_concat(g, vp, 2, 2);
+        va = append_cache(t, io, 2 * i + 1, vcur);
     }
     int64_t n = io->b * io->k;
     mt_node *o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL);
@@ -800,8 +808,14 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     }
     tf t;
     tf_init(&t, c, p, g);
-    mt_dec_state st = *in;
-    dec_io io = {.b = in->batch, .k = in->beam, .tq = 1, .pos = in->pos, .in = in, .next = &st};
+    mt_dec_state st = *in, eff = *in;
+    if (in->row_ids && mt_node_shape(in->row_ids).dim[0] != n)
+        return mt_seterr(MT_ERR_INVALID, "transformer: %lld row ids for %lld rows",
+                         (long long)mt_node_shape(in->row_ids).dim[0], (long long)n);
+    if (is_aan(c) && in->row_ids && in->pos > 0) /* running means: just reorder them */
+        for (int r = 0; r < in->n_rows; r++)
+            if (in->rows[r]) eff.rows[r] = mt_index_select(g, in->rows[r], 0, in->row_ids);
+    dec_io io = {.b = in->batch, .k = in->beam, .tq = 1, .pos = in->pos, .in = &eff, .next = &st};
     mt_node *x;
     if (in->pos == 0) {
         x = mt_constant(g, mt_shape3(n, 1, d), 0.0f);
@@ -834,6 +848,8 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     st.pos = in->pos + 1;
     st.logits_only = false;
     st.row_pos = NULL;
+    st.row_ids = NULL;
+    st.row_off = 0;
     mt_status rc = tf_finish(&t);
     if (rc != MT_OK) {
         memset(out, 0, sizeof *out);

@@ -284,6 +284,33 @@ static void test_gather_index(void) {
             ref[r * 2 + 1] = buf_b[r * 3];
         }
         expect(g, y, 20, 0, 0, "index_select axis -1");
+
+        /* cache_append = concat(slice(index_select(cache)), cur), by direct indexing */
+        enum { N0 = 3, A = 2, T = 4, B = 3, N = 4, OFF = 1, L = T - OFF + 1 };
+        randn(buf_a, N0 * A * T * B);
+        randn(buf_b, N * A * B);
+        const int32_t rows[N] = {2, 0, 2, 1};
+        mt_node *cache = mt_input(g, mt_shape4(N0, A, T, B), buf_a);
+        mt_node *cur = mt_input(g, mt_shape4(N, A, 1, B), buf_b);
+        y = mt_cache_append(g, cache, mt_input_i32(g, mt_shape1(N), rows), OFF, cur);
+        shape_is(y, mt_shape4(N, A, L, B));
+        for (int i = 0; i < N; i++)
+            for (int a = 0; a < A; a++)
+                for (int p = 0; p < L; p++)
+                    for (int c = 0; c < B; c++)
+                        ref[((i * A + a) * L + p) * B + c] =
+                            p < L - 1 ? buf_a[((rows[i] * A + a) * T + OFF + p) * B + c]
+                                      : buf_b[(i * A + a) * B + c];
+        expect(g, y, N * A * L * B, 0, 0, "cache_append");
+        y = mt_cache_append(g, cache, NULL, 0, mt_input(g, mt_shape4(N0, A, 1, B), buf_b));
+        for (int i = 0; i < N0; i++)
+            for (int a = 0; a < A; a++)
+                for (int p = 0; p <= T; p++)
+                    for (int c = 0; c < B; c++)
+                        ref[((i * A + a) * (T + 1) + p) * B + c] =
+                            p < T ? buf_a[((i * A + a) * T + p) * B + c]
+                                  : buf_b[(i * A + a) * B + c];
+        expect(g, y, N0 * A * (T + 1) * B, 0, 0, "cache_append without ids");
         mt_graph_free(g);
     }
 }

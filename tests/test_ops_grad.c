@@ -182,6 +182,10 @@ static mt_node *b_slice(mt_graph *g, mt_node **x, const op_case *c) {
 static mt_node *b_gather_rows(mt_graph *g, mt_node **x, const op_case *c) {
     return mt_gather_rows(g, x[0], mt_input_i32(g, c->ids_shape, c->ids));
 }
+static mt_node *b_cache_append(mt_graph *g, mt_node **x, const op_case *c) {
+    mt_node *ids = c->ids ? mt_input_i32(g, c->ids_shape, c->ids) : NULL;
+    return mt_cache_append(g, x[0], ids, c->iarg[0], x[1]);
+}
 static mt_node *b_index_select(mt_graph *g, mt_node **x, const op_case *c) {
     return mt_index_select(g, x[0], c->iarg[0], mt_input_i32(g, c->ids_shape, c->ids));
 }
@@ -194,6 +198,8 @@ static const int32_t ids4[4] = {4, 0, 4, 2};
 static const int32_t ids1[1] = {3};
 static const int32_t sel3[3] = {3, 1, 1};
 static const int32_t sel4[4] = {4, 0, 0, 2};
+static const int32_t ca_ids[4] = {2, 0, 2, 1};
+static const int32_t ca_ids2[2] = {1, 1};
 static const float mask7[7] = {1, 0, 1, 1, 0, 1, 1};
 static const float mask3[3] = {0, 1, 1};
 /* additive attention masks: 0 keep, -99999999 drop (Marian) */
@@ -570,6 +576,25 @@ static const op_case cases[] = {
      .shape = {S2(7, 1)},
      .ids = ids1,
      .ids_shape = S1(1)},
+    {.name = "cache_append [3,2,4,3] ids (2,0,2,1) off 1",
+     .build = b_cache_append,
+     .n_in = 2,
+     .shape = {S4(3, 2, 4, 3), S4(4, 2, 1, 3)},
+     .iarg = {1},
+     .ids = ca_ids,
+     .ids_shape = S1(4)},
+    {.name = "cache_append [2,3,2,5] no ids off 0",
+     .build = b_cache_append,
+     .n_in = 2,
+     .shape = {S4(2, 3, 2, 5), S4(2, 3, 1, 5)},
+     .iarg = {0}},
+    {.name = "cache_append [2,1,3,2] ids (1,1) off 3 (all dropped)",
+     .build = b_cache_append,
+     .n_in = 2,
+     .shape = {S4(2, 1, 3, 2), S4(2, 1, 1, 2)},
+     .iarg = {3},
+     .ids = ca_ids2,
+     .ids_shape = S1(2)},
     {.name = "index_select [4,3] axis 0",
      .build = b_index_select,
      .n_in = 1,
