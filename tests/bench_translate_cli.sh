@@ -9,13 +9,7 @@
 mtpe=$(realpath "${1:?usage: bench_translate_cli.sh MTPE SRCDIR}")
 src=$(realpath "${2:?usage: bench_translate_cli.sh MTPE SRCDIR}")
 d=$src/tests/data/marian/transformer-tiny
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
+. "$src/tests/cli_common.bash"
 m=(-m "$d/model.npz" -v "$d/vocab.spm" "$d/vocab.spm" -i "$d/input.en" --lines 6)
 
 if "$mtpe" bench translate "${m[@]}" --tables batching >"$tmp/b" 2>"$tmp/err"; then
@@ -63,8 +57,4 @@ fi
 "$mtpe" bench translate "${m[@]}" --tables nothing >/dev/null 2>&1 && fail "--tables nothing: exit 0"
 "$mtpe" bench translate "${m[@]}" --usd-per-hour 0 >/dev/null 2>&1 && fail "--usd-per-hour 0: exit 0"
 
-if [ "$fails" -ne 0 ]; then
-    echo "bench_translate_cli: $fails failures"
-    exit 1
-fi
-echo "bench_translate_cli: ok"
+cli_finish bench_translate_cli

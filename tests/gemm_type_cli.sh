@@ -19,13 +19,7 @@
 mtpe=$(realpath "${1:?usage: gemm_type_cli.sh MTPE SRCDIR}")
 src=$(realpath "${2:?usage: gemm_type_cli.sh MTPE SRCDIR}")
 d=$src/tests/data/marian/transformer-tiny
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
+. "$src/tests/cli_common.bash"
 tiny=(-m "$d/model.npz" -v "$d/vocab.spm" "$d/vocab.spm" -b 4 -n 0.6 --quiet -i "$d/input.en")
 n_in=$(wc -l <"$d/input.en")
 
@@ -136,8 +130,4 @@ else
     echo "default model or its lex.bin not installed: skipped"
 fi
 
-if [ "$fails" -ne 0 ]; then
-    echo "gemm_type_cli: $fails failures"
-    exit 1
-fi
-echo "gemm_type_cli: ok"
+cli_finish gemm_type_cli

@@ -10,13 +10,7 @@ mtpe=${1:?usage: rescore_cli.sh MTPE SRCDIR}
 src=${2:?usage: rescore_cli.sh MTPE SRCDIR}
 l2r=$src/tests/data/marian/transformer-tiny
 r2l=$src/tests/data/marian/transformer-tiny-r2l
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
+. "$src/tests/cli_common.bash"
 
 # want_best NBEST WF0 WR2L ALPHA: per id (0..max), the text of the first
 # hypothesis with the largest (WF0*F0 + WR2L*R2L) / (words+1)^ALPHA.
@@ -137,8 +131,4 @@ expect_error "unknown weight" "$r2l/rescored.out" "no feature LM" --weights F0=1
 "$mtpe" rescore -i "$r2l/rescored.out" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no --weights: want exit 2"
 
-if [ "$fails" -gt 0 ]; then
-    echo "rescore_cli: $fails failure(s)"
-    exit 1
-fi
-echo "rescore_cli: all passed"
+cli_finish rescore_cli "all passed"

@@ -12,13 +12,7 @@
 mtpe=$(realpath "${1:?usage: translate_cli.sh MTPE SRCDIR}")
 src=$(realpath "${2:?usage: translate_cli.sh MTPE SRCDIR}")
 data=$src/tests/data/marian
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
+. "$src/tests/cli_common.bash"
 
 # Known differences (fixture/output:line), each checked to still differ:
 #  transformer-tiny/mb32.out:35  a degenerate output repeating "-L" up to the
@@ -352,8 +346,4 @@ grep -q none.npz "$tmp/err" || fail "missing model: message does not name it: $(
 "$mtpe" translate "${tiny[@]}" --alignment sideways </dev/null >/dev/null 2>&1 &&
     fail "--alignment sideways: exit status 0"
 
-if [ "$fails" -ne 0 ]; then
-    echo "translate_cli: $fails failures"
-    exit 1
-fi
-echo "translate_cli: all outputs agree with Marian's (known differences above)"
+cli_finish translate_cli "all outputs agree with Marian's (known differences above)"
