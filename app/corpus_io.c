@@ -59,6 +59,7 @@
 #include "corpus_io.h"
 #include "doc.h"
 #include "vocab.h"
+#include "xml_errors.h"
 
 /* ============================================================ UTF-8 */
 
@@ -865,23 +866,6 @@ fail:
 
 /* =============================================================== TMX */
 
-typedef struct xml_errors {
-    xmlStructuredErrorFunc old_fn;
-    void *old_ctx;
-    char msg[512];
-    int line;
-} xml_errors;
-
-static void keep_first_error(void *ctx, xmlErrorPtr e) {
-    xml_errors *er = ctx;
-    if (er->msg[0] != '\0' || e == NULL || e->level < XML_ERR_ERROR) return;
-    snprintf(er->msg, sizeof er->msg, "%s", e->message ? e->message : "error");
-    size_t n = strlen(er->msg);
-    while (n > 0 && (er->msg[n - 1] == '\n' || er->msg[n - 1] == ' '))
-        er->msg[--n] = '\0';
-    er->line = e->line;
-}
-
 static bool is_elem(xmlNodePtr n, const char *name) {
     return n != NULL && n->type == XML_ELEMENT_NODE && xmlStrEqual(n->name, BAD_CAST name);
 }
@@ -917,11 +901,8 @@ mt_status app_tmx_read(const char *path, const char *src_lang, const char *trg_l
         return mt_seterr(MT_ERR_FORMAT, "%s: too large for libxml2", path);
     }
     xmlInitParser();
-    xml_errors er;
-    memset(&er, 0, sizeof er);
-    er.old_fn = xmlStructuredError;
-    er.old_ctx = xmlStructuredErrorContext;
-    xmlSetStructuredErrorFunc(&er, keep_first_error);
+    app_xml_errors er;
+    app_xml_errors_begin(&er);
     xmlDocPtr doc = NULL;
     xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
     if (ctxt != NULL) {
@@ -929,11 +910,11 @@ mt_status app_tmx_read(const char *path, const char *src_lang, const char *trg_l
                                 XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
         if (doc == NULL && er.msg[0] == '\0') {
             xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
-            if (e) keep_first_error(&er, e);
+            if (e) app_xml_errors_keep(&er, e);
         }
         xmlFreeParserCtxt(ctxt);
     }
-    xmlSetStructuredErrorFunc(er.old_ctx, er.old_fn);
+    app_xml_errors_end(&er);
     mt_free(raw);
     if (doc == NULL) {
         if (er.msg[0] == '\0') return mt_seterr(MT_ERR_NOMEM, "out of memory reading %s", path);

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "doc.h"
+#include "xml_errors.h"
 
 /* U+27E6 / U+27E7, the placeholder delimiters */
 #define LB "\xe2\x9f\xa6"
@@ -64,34 +65,6 @@ typedef struct xl_doc {
     int64_t n_units, cap_units;
     bool has_decl;
 } xl_doc;
-
-/* ------------------------------------------------ libxml2 error capture */
-
-typedef struct xl_errors {
-    xmlStructuredErrorFunc old_fn;
-    void *old_ctx;
-    char msg[512];
-    int line;
-} xl_errors;
-
-static void capture_error(void *ctx, xmlErrorPtr e) {
-    xl_errors *er = ctx;
-    if (er->msg[0] != '\0' || e == NULL || e->level < XML_ERR_ERROR) return;
-    snprintf(er->msg, sizeof er->msg, "%s", e->message ? e->message : "error");
-    size_t n = strlen(er->msg);
-    while (n > 0 && (er->msg[n - 1] == '\n' || er->msg[n - 1] == ' '))
-        er->msg[--n] = '\0';
-    er->line = e->line;
-}
-
-static void errors_begin(xl_errors *er) {
-    memset(er, 0, sizeof *er);
-    er->old_fn = xmlStructuredError;
-    er->old_ctx = xmlStructuredErrorContext;
-    xmlSetStructuredErrorFunc(er, capture_error);
-}
-
-static void errors_end(xl_errors *er) { xmlSetStructuredErrorFunc(er->old_ctx, er->old_fn); }
 
 /* ---------------------------------------------------------- small helpers */
 
@@ -553,8 +526,8 @@ static mt_status xl_save(app_doc *d, FILE *f, app_doc_save_params p) {
         fwrite(d->raw, 1, d->raw_len, f);
         return MT_OK;
     }
-    xl_errors er;
-    errors_begin(&er);
+    app_xml_errors er;
+    app_xml_errors_begin(&er);
     const char *enc = x->doc->encoding ? (const char *)x->doc->encoding : "UTF-8";
     xmlSaveCtxtPtr sc = xmlSaveToIO(write_cb, close_cb, f, enc, x->has_decl ? 0 : XML_SAVE_NO_DECL);
     long r = -1;
@@ -563,7 +536,7 @@ static mt_status xl_save(app_doc *d, FILE *f, app_doc_save_params p) {
         long c = xmlSaveClose(sc);
         if (c < 0) r = -1;
     }
-    errors_end(&er);
+    app_xml_errors_end(&er);
     if (r < 0)
         return mt_seterr(MT_ERR_IO, "cannot write XLIFF '%s': %s", d->path,
                          er.msg[0] ? er.msg : "serialisation failed");
@@ -693,7 +666,7 @@ static mt_status copy_lang(app_doc *d, xmlNodePtr file, const char *attr, char *
 
 mt_status app_doc_xliff_open(app_doc *d) {
     mt_status rc;
-    xl_errors er;
+    app_xml_errors er;
     xmlParserCtxtPtr ctxt = NULL;
     xl_doc *x = mt_try_calloc(1, sizeof *x);
     if (x == NULL) return nomem(d);
@@ -702,18 +675,18 @@ mt_status app_doc_xliff_open(app_doc *d) {
     xmlInitParser();
     if (d->raw_len > INT32_MAX)
         return mt_seterr(MT_ERR_FORMAT, "%s: too large for libxml2", d->path);
-    errors_begin(&er);
+    app_xml_errors_begin(&er);
     ctxt = xmlNewParserCtxt();
     if (ctxt != NULL) {
         x->doc = xmlCtxtReadMemory(ctxt, d->raw, (int)d->raw_len, d->path, NULL,
                                    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
         if (x->doc == NULL && er.msg[0] == '\0') {
             xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
-            if (e) capture_error(&er, e);
+            if (e) app_xml_errors_keep(&er, e);
         }
         xmlFreeParserCtxt(ctxt);
     }
-    errors_end(&er);
+    app_xml_errors_end(&er);
     if (x->doc == NULL) {
         if (er.msg[0] == '\0') return nomem(d);
         return mt_seterr(MT_ERR_FORMAT, "%s:%d: %s", d->path, er.line, er.msg);

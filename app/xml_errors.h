@@ -1,0 +1,24 @@
+/*
+** xml_errors.h: keeps the first error libxml2 reports while a document is
+** parsed (message without its trailing newline, and line), in place of
+** libxml2's printing to stderr; the handler in force before is restored.
+** Used by the XLIFF reader (doc_xliff.c) and the TMX reader (corpus_io.c).
+*/
+#ifndef APP_XML_ERRORS_H
+#define APP_XML_ERRORS_H
+#include <libxml/xmlerror.h>
+
+typedef struct app_xml_errors {
+    xmlStructuredErrorFunc old_fn;
+    void *old_ctx;
+    char msg[512]; /* "" while no error was seen */
+    int line;
+} app_xml_errors;
+
+void app_xml_errors_begin(app_xml_errors *er);
+void app_xml_errors_end(app_xml_errors *er);
+/* The handler itself: keeps e when it is the first error (level >= error);
+** also for an error taken from the parser context afterwards. */
+void app_xml_errors_keep(void *ctx, xmlErrorPtr e);
+
+#endif
