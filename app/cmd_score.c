@@ -284,7 +284,7 @@ static mt_status score_chunk(scorer *s) {
     int threads = (int)app_opts_int(s->o, "cpu-threads");
     if (threads < 1) threads = 1;
     if (threads > s->n_batches) threads = s->n_batches;
-    if (threads > 1) app_blas_single_threaded();
+    app_blas_single_threaded(); /* N workers of one thread each */
     app_run_workers(threads, worker, s);
     if (s->rc != MT_OK) return mt_seterr(s->rc, "%s", s->err);
     return MT_OK;

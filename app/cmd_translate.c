@@ -676,7 +676,7 @@ static mt_status run_pipeline(tr_ctx *c, line_src *ls) {
     pthread_t writer, tids[256];
     int n_workers = 0;
     bool writer_ok = pthread_create(&writer, NULL, writer_main, c) == 0;
-    if (c->threads > 1) app_blas_single_threaded();
+    app_blas_single_threaded(); /* --cpu-threads N: N workers of one thread each (as Marian) */
     for (int i = 0; i < c->threads && i < 256; i++)
         if (pthread_create(&tids[n_workers], NULL, worker_main, c) == 0) n_workers++;
     mt_status rc = MT_OK;

@@ -200,8 +200,18 @@ static void ws_reset(mt_graph *g) {
         for (int i = 0; i < g->n_ovf; i++)
             g->dev->ops->free(g->dev, g->ovf[i]);
         g->n_ovf = 0;
-        mt_alloc_trim();
-        size_t want = align_up(g->ws_high + g->ws_high / 8, (size_t)1 << 16);
+        /* Training: the overflow blocks go back to the system at once (a
+        ** round's need is stable, and the process holds gigabytes).
+        ** Inference: a decoding step needs a little more each step (its
+        ** caches grow), so after the first regrowth the workspace grows by
+        ** half its size: with trimming and +1/8, every few steps ran on fresh
+        ** memory, one page fault per 4 KB touched. */
+        size_t want = g->ws_high + g->ws_high / 8;
+        if (g->training)
+            mt_alloc_trim();
+        else if (g->ws_grows > 0 && want < g->ws_cap + g->ws_cap / 2)
+            want = g->ws_cap + g->ws_cap / 2;
+        want = align_up(want, (size_t)1 << 16);
         void *nw = g->dev->ops->alloc(g->dev, want);
         if (nw != NULL) {
             if (g->ws) g->dev->ops->free(g->dev, g->ws);

@@ -16,6 +16,8 @@ if "$mtpe" bench translate "${m[@]}" --tables batching >"$tmp/b" 2>"$tmp/err"; t
     rows=$(grep -cE '^ +[14] +(1|32) +[12]  (on|off) ' "$tmp/b")
     [ "$rows" = 16 ] || fail "batching table: $rows rows, want 16: $(cat "$tmp/b")"
     grep -q '^== gemm' "$tmp/b" && fail "--tables batching also ran the gemm table"
+    grep -q 'searches in order of source length, longest first' "$tmp/b" ||
+        fail "default order (--maxi-batch-sort src) not said: $(head -5 "$tmp/b")"
 else
     fail "bench translate --tables batching: $(cat "$tmp/err")"
 fi
@@ -54,6 +56,10 @@ else
     fail "bench translate --tables gemm: $(cat "$tmp/err")"
 fi
 
+"$mtpe" bench translate "${m[@]}" --tables batching --maxi-batch-sort none >"$tmp/n" 2>&1 &&
+    grep -q 'searches in input order' "$tmp/n" || fail "--maxi-batch-sort none: $(head -5 "$tmp/n")"
+"$mtpe" bench translate "${m[@]}" --maxi-batch-sort trg >"$tmp/n" 2>&1 && fail "--maxi-batch-sort trg: exit 0"
+grep -q 'must be src or none' "$tmp/n" || fail "--maxi-batch-sort trg: $(cat "$tmp/n")"
 "$mtpe" bench translate "${m[@]}" --tables nothing >/dev/null 2>&1 && fail "--tables nothing: exit 0"
 "$mtpe" bench translate "${m[@]}" --usd-per-hour 0 >/dev/null 2>&1 && fail "--usd-per-hour 0: exit 0"
 
