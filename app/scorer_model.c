@@ -92,14 +92,25 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
 /* --------------------------------------------------------- lifetime */
 
 /* Inference graphs memoize their constant subgraphs (transposed and packed
-** weights), so the integer GEMM packs each weight matrix once per graph. */
+** weights), so the integer GEMM packs each weight matrix once per graph, and
+** release values after their last use (the state and the outputs read after
+** forward are kept: keep_state, mt_graph_keep). */
 static mt_status new_graph(mt_gemm_type gemm_type, mt_graph **g) {
     mt_graph_params gp = mt_graph_default_params();
     gp.workspace_bytes = 1 << 20;
     gp.training = false;
     gp.memoize = true;
+    gp.release_values = true;
     gp.gemm_type = gemm_type;
     return mt_graph_init(NULL, gp, g);
+}
+
+/* The state's nodes outlive the graph's forward (the next graph imports them). */
+static void keep_state(mt_graph *g, const mt_dec_state *st) {
+    for (int r = 0; r < st->n_rows; r++)
+        mt_graph_keep(g, st->rows[r]);
+    for (int r = 0; r < st->n_fixed; r++)
+        mt_graph_keep(g, st->fixed[r]);
 }
 
 mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_model_scorer **out) {
@@ -196,6 +207,7 @@ static mt_status encode_start(app_model_scorer *s, mt_graph *g, const int32_t *s
     mt_model_encoding enc;
     rc = mt_model_encode(s->m, g, b, &enc);
     if (rc == MT_OK) rc = mt_model_start(s->m, g, &enc, out);
+    if (rc == MT_OK) keep_state(g, out);
     if (rc == MT_OK) rc = mt_graph_forward(g);
     mt_batch_free(b);
     return rc;
@@ -231,6 +243,7 @@ static mt_status op_add(void *user, void *state, const int32_t *sentences, int32
     if (rc == MT_OK) rc = mt_dec_state_import(g, &add, MT_DEC_FIXED, &imp);
     cur.batch = at; /* the FIXED part already has the pending sentences */
     if (rc == MT_OK) rc = mt_model_append(s->m, g, &cur, &imp, MT_DEC_FIXED, &merged);
+    if (rc == MT_OK) keep_state(g, &merged);
     if (rc == MT_OK) rc = mt_graph_forward(g);
     if (rc != MT_OK) return rc;
     memcpy(s->st.fixed, merged.fixed, sizeof merged.fixed);
@@ -251,6 +264,7 @@ static mt_status purge(app_model_scorer *s, int32_t n) {
     imp.batch = s->n_live + s->n_pend;
     if (rc == MT_OK)
         rc = mt_model_reorder(s->m, g, &imp, s->sel_sent, n, NULL, 0, MT_DEC_FIXED, &red);
+    if (rc == MT_OK) keep_state(g, &red);
     if (rc == MT_OK) rc = mt_graph_forward(g);
     if (rc != MT_OK) return rc;
     memcpy(s->st.fixed, red.fixed, sizeof red.fixed);
@@ -369,6 +383,9 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
         lp = mt_index_select(g, lp, 0, ids);
         if (al) al = mt_index_select(g, al, 0, ids);
     }
+    keep_state(g, &next);
+    mt_graph_keep(g, lp);
+    mt_graph_keep(g, al);
     rc = mt_graph_forward(g);
     int32_t cols = in->shortlist ? in->n_shortlist : mt_model_trg_vocab(s->m);
     if (rc == MT_OK && k > 0)

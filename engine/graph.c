@@ -109,7 +109,20 @@ struct mt_graph {
     int n_pv, cap_pv;
 
     struct gemm_tuner *tuner; /* auto-tuner table (ops_gemm_int.c), kept across clears */
+
+    /* release_values: the region of values allocated at forward, its free
+    ** segments (sorted by offset, coalesced) and the bytes alive */
+    char *lz;
+    size_t lz_cap, lz_live, lz_high;
+    struct lz_seg *lz_free;
+    int lz_nfree, lz_capfree;
+    int64_t lz_nblk; /* values alive in the region */
+    bool lz_overflowed;
 };
+
+typedef struct lz_seg {
+    size_t off, len;
+} lz_seg;
 
 static const mt_op_def op_input = {"input", NULL, NULL};
 static const mt_op_def op_param = {"param", NULL, NULL};
@@ -145,6 +158,8 @@ static bool strict_now(const mt_graph *g) { return g->prm.strict && g->n_clears 
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
+static void *ws_alloc_block(mt_graph *g, size_t n);
+
 static void *ws_alloc(mt_graph *g, size_t bytes) {
     size_t n = align_up(bytes ? bytes : WS_ALIGN, WS_ALIGN);
     g->ws_need += n;
@@ -153,6 +168,11 @@ static void *ws_alloc(mt_graph *g, size_t bytes) {
         g->ws_used += n;
         return p;
     }
+    return ws_alloc_block(g, n);
+}
+
+/* A block of its own beyond the workspace (freed at clear). */
+static void *ws_alloc_block(mt_graph *g, size_t n) {
     if (strict_now(g)) {
         graph_fail(g, MT_ERR_NOMEM,
                    "graph workspace exhausted in strict mode (need %zu bytes, have %zu)",
@@ -193,13 +213,126 @@ static void poison(mt_graph *g, void *p, size_t bytes) {
 #endif
 }
 
+/* ------------------------------------------- values released when dead */
+
+static bool release_active(const mt_graph *g) { return g->prm.release_values && !g->training; }
+
+/* Room for the region's free list: at most one segment per value alive + 1. */
+static bool lz_seg_reserve(mt_graph *g, int64_t need) {
+    if (need <= g->lz_capfree) return true;
+    int cap = g->lz_capfree ? g->lz_capfree : 64;
+    while (cap < need)
+        cap *= 2;
+    lz_seg *f = mt_try_realloc(g->lz_free, (size_t)cap * sizeof *f);
+    if (f == NULL) return false;
+    g->lz_free = f;
+    g->lz_capfree = cap;
+    return true;
+}
+
+/* Best fit in the region, else a block of its own (an overflow block, freed
+** at clear; the region then grows to the round's peak). */
+static void *lz_alloc(mt_graph *g, size_t bytes) {
+    size_t n = align_up(bytes ? bytes : WS_ALIGN, WS_ALIGN);
+    if (!lz_seg_reserve(g, g->lz_nblk + 2)) {
+        graph_fail(g, MT_ERR_NOMEM, "graph: out of memory (free list of values)");
+        return NULL;
+    }
+    int best = -1;
+    for (int i = 0; i < g->lz_nfree; i++) {
+        if (g->lz_free[i].len >= n && (best < 0 || g->lz_free[i].len < g->lz_free[best].len))
+            best = i;
+    }
+    g->lz_live += n;
+    if (g->lz_live > g->lz_high) g->lz_high = g->lz_live;
+    if (best >= 0) {
+        lz_seg *f = &g->lz_free[best];
+        void *p = g->lz + f->off;
+        g->lz_nblk++;
+        f->off += n;
+        f->len -= n;
+        if (f->len == 0) {
+            memmove(f, f + 1, (size_t)(g->lz_nfree - best - 1) * sizeof *f);
+            g->lz_nfree--;
+        }
+        return p;
+    }
+    g->lz_overflowed = true;
+    return ws_alloc_block(g, n);
+}
+
+static void lz_release(mt_graph *g, void *p, size_t bytes) {
+    size_t n = align_up(bytes ? bytes : WS_ALIGN, WS_ALIGN);
+    MT_ASSERT(g->lz_live >= n);
+    g->lz_live -= n;
+    char *c = p;
+    if (g->lz == NULL || c < g->lz || c >= g->lz + g->lz_cap) { /* a block of its own */
+        for (int i = g->n_ovf - 1; i >= 0; i--) {
+            if (g->ovf[i] == p) {
+                g->dev->ops->free(g->dev, p);
+                g->ovf[i] = g->ovf[--g->n_ovf];
+                break;
+            }
+        }
+        return;
+    }
+    g->lz_nblk--;
+    size_t off = (size_t)(c - g->lz);
+    int i = 0;
+    while (i < g->lz_nfree && g->lz_free[i].off < off)
+        i++;
+    bool prev = i > 0 && g->lz_free[i - 1].off + g->lz_free[i - 1].len == off;
+    bool next = i < g->lz_nfree && off + n == g->lz_free[i].off;
+    if (prev && next) {
+        g->lz_free[i - 1].len += n + g->lz_free[i].len;
+        memmove(&g->lz_free[i], &g->lz_free[i + 1], (size_t)(g->lz_nfree - i - 1) * sizeof(lz_seg));
+        g->lz_nfree--;
+    } else if (prev) {
+        g->lz_free[i - 1].len += n;
+    } else if (next) {
+        g->lz_free[i].off = off;
+        g->lz_free[i].len += n;
+    } else {
+        /* reserved by lz_reset (segments <= values alive + 1) */
+        MT_ASSERT(g->lz_nfree < g->lz_capfree);
+        memmove(&g->lz_free[i + 1], &g->lz_free[i], (size_t)(g->lz_nfree - i) * sizeof(lz_seg));
+        g->lz_free[i] = (lz_seg){off, n};
+        g->lz_nfree++;
+    }
+}
+
+/* End of a round: the region is all free again; grown to the peak (and by
+** half at least) when a value did not fit. */
+static void lz_reset(mt_graph *g) {
+    if (g->lz_overflowed) {
+        size_t want = g->lz_high + g->lz_high / 4;
+        if (want < g->lz_cap + g->lz_cap / 2) want = g->lz_cap + g->lz_cap / 2;
+        want = align_up(want, (size_t)1 << 16);
+        void *nw = g->dev->ops->alloc(g->dev, want);
+        if (nw != NULL) {
+            if (g->lz) g->dev->ops->free(g->dev, g->lz);
+            g->lz = nw;
+            g->lz_cap = want;
+            g->ws_grows++;
+        } else {
+            mt_log(MT_LOG_WARN, "graph: cannot grow the value region to %zu bytes", want);
+        }
+        g->lz_overflowed = false;
+    }
+    g->lz_live = 0;
+    g->lz_nblk = 0;
+    g->lz_nfree = 0;
+    if (g->lz_cap > 0 && lz_seg_reserve(g, 2)) g->lz_free[g->lz_nfree++] = (lz_seg){0, g->lz_cap};
+}
+
 /* Frees overflow blocks; regrows the workspace when the round overflowed. */
 static void ws_reset(mt_graph *g) {
     if (g->ws_need > g->ws_high) g->ws_high = g->ws_need;
-    if (g->n_ovf > 0) {
-        for (int i = 0; i < g->n_ovf; i++)
-            g->dev->ops->free(g->dev, g->ovf[i]);
-        g->n_ovf = 0;
+    for (int i = 0; i < g->n_ovf; i++)
+        g->dev->ops->free(g->dev, g->ovf[i]);
+    g->n_ovf = 0;
+    lz_reset(g);
+    if (g->ws_need > g->ws_cap) {
         /* Training: the overflow blocks go back to the system at once (a
         ** round's need is stable, and the process holds gigabytes).
         ** Inference: a decoding step needs a little more each step (its
@@ -547,14 +680,23 @@ mt_node *graph_push(mt_graph *g, const mt_op_def *op, mt_shape shape, mt_dtype d
                               mt_shape_str(&shape, sb, sizeof sb));
         }
     }
+    for (int i = 0; i < n_src; i++) {
+        if (src[i]->released)
+            return graph_fail(g, MT_ERR_INVALID,
+                              "op %s: input %d (%s) was released after its last use "
+                              "(mt_graph_keep it)",
+                              op->name, i, src[i]->op->name);
+    }
     if (is_const && memo_active(g)) {
         bool done = false;
         mt_node *m = memo_push(g, op, shape, dtype, n_src, src, attrs, &done);
         if (done) return m;
     }
-    mt_node *n = plain_node(g, op, shape, dtype, true);
+    bool lazy = n_src > 0 && release_active(g);
+    mt_node *n = plain_node(g, op, shape, dtype, !lazy && !(op_is_view(op) && release_active(g)));
     if (n == NULL) return NULL;
-    poison(g, n->val.data, shape_bytes(&shape, dtype));
+    n->lazy = lazy;
+    if (!lazy) poison(g, n->val.data, shape_bytes(&shape, dtype));
     n->n_src = n_src;
     for (int i = 0; i < n_src; i++)
         n->src[i] = src[i];
@@ -579,6 +721,10 @@ bool graph_node_aux(mt_graph *g, mt_node *n, size_t bytes) {
         }
         if (e->aux_buf) g->dev->ops->free(g->dev, e->aux_buf);
         e->aux_buf = p;
+    } else if (n->lazy) { /* allocated by forward, around the node's own forward */
+        n->lazy_aux = true;
+        if (bytes > n->aux_bytes) n->aux_bytes = bytes;
+        return true;
     } else {
         p = ws_alloc(g, bytes);
         if (p == NULL) return false;
@@ -761,6 +907,8 @@ void mt_graph_free(mt_graph *g) {
     for (int i = 0; i < g->n_ovf; i++)
         g->dev->ops->free(g->dev, g->ovf[i]);
     if (g->ws) g->dev->ops->free(g->dev, g->ws);
+    if (g->lz) g->dev->ops->free(g->dev, g->lz);
+    mt_free(g->lz_free);
     mt_free(g->ovf);
     mt_free(g->tape);
     mt_free(g->mark);
@@ -786,6 +934,8 @@ mt_graph_stats mt_graph_get_stats(const mt_graph *g) {
     s.memo_hits = g->memo_hits;
     for (const memo_entry *e = g->live; e; e = e->next_all)
         s.memo_entries++;
+    s.values_capacity = g->lz_cap;
+    s.values_peak = g->lz_high;
     return s;
 }
 
@@ -795,8 +945,71 @@ static bool aborted(const mt_graph *g) {
     return g->prm.should_abort != NULL && g->prm.should_abort(g->prm.abort_user);
 }
 
+/* One consumer of s has run: s is released when it was the last (views
+** release their source in turn). */
+static void drop_use(mt_graph *g, mt_node *s) {
+    while (s != NULL && s->lazy) {
+        MT_ASSERT(s->uses > 0);
+        if (--s->uses > 0 || s->keep || s->released) return;
+        s->released = true;
+        if (op_is_view(s->op)) {
+            s->val.data = NULL;
+            s = s->src[0];
+            continue;
+        }
+        lz_release(g, s->val.data, shape_bytes(&s->val.shape, s->val.dtype));
+        s->val.data = NULL;
+        return;
+    }
+}
+
+/* Forward of a release_values graph: values come from the region when the
+** node runs and go back after their last consumer ran. */
+static mt_status forward_releasing(mt_graph *g) {
+    for (int64_t i = g->next_fwd; i < g->n_nodes; i++) {
+        mt_node *n = g->tape[i];
+        if (n->computed) continue;
+        for (int j = 0; j < n->n_src; j++)
+            if (n->src[j]->lazy) n->src[j]->uses++;
+    }
+    for (; g->next_fwd < g->n_nodes; g->next_fwd++) {
+        mt_node *n = g->tape[g->next_fwd];
+        if (n->computed) continue;
+        if (aborted(g)) return MT_ABORTED;
+        if (n->lazy && !op_is_view(n->op)) {
+            size_t bytes = shape_bytes(&n->val.shape, n->val.dtype);
+            n->val.data = lz_alloc(g, bytes);
+            if (n->val.data == NULL) return g->err;
+            poison(g, n->val.data, bytes);
+        }
+        if (n->lazy_aux) {
+            n->aux = lz_alloc(g, n->aux_bytes);
+            if (n->aux == NULL) return g->err;
+            poison(g, n->aux, n->aux_bytes);
+        }
+        mt_status rc = n->op->forward ? n->op->forward(g, n) : MT_OK;
+        if (rc != MT_OK) return record(g, rc);
+        n->computed = true;
+        if (n->lazy_aux) { /* scratch of this forward only: no backward here */
+            lz_release(g, n->aux, n->aux_bytes);
+            n->aux = NULL;
+            n->lazy_aux = false;
+        }
+        if (!op_is_view(n->op)) /* a view holds its source until it is released */
+            for (int j = 0; j < n->n_src; j++)
+                drop_use(g, n->src[j]);
+    }
+    return MT_OK;
+}
+
+void mt_graph_keep(mt_graph *g, mt_node *n) {
+    (void)g;
+    if (n != NULL) n->keep = true;
+}
+
 mt_status mt_graph_forward(mt_graph *g) {
     if (g->err != MT_OK) return sticky(g);
+    if (release_active(g)) return forward_releasing(g);
     for (; g->next_fwd < g->n_nodes; g->next_fwd++) {
         mt_node *n = g->tape[g->next_fwd];
         if (n->computed) continue;
@@ -836,6 +1049,8 @@ static mt_status prepare_grad(mt_graph *g, mt_node *n) {
 
 mt_status mt_graph_backward(mt_graph *g, mt_node *loss) {
     if (g->err != MT_OK) return sticky(g);
+    if (release_active(g))
+        return mt_seterr(MT_ERR_INVALID, "graph: backward in a graph that releases values");
     if (loss == NULL) return mt_seterr(MT_ERR_INVALID, "mt_graph_backward: loss is NULL");
     if (mt_shape_numel(&loss->val.shape) != 1 || loss->val.dtype != MT_F32) {
         char sb[96];
@@ -912,6 +1127,11 @@ static mt_status copy_as_f32(const mt_tensor *t, float *host, int64_t numel, con
                          (long long)numel, (long long)mt_tensor_numel(t));
     }
     if (numel == 0) return MT_OK;
+    if (t->data == NULL)
+        return mt_seterr(MT_ERR_INVALID,
+                         "%s: the node has no value (not computed, or released after its last "
+                         "use: mt_graph_keep it)",
+                         what);
     mt_device *d = t->dev ? t->dev : mt_device_cpu();
     mt_status rc = d->ops->copy(d, host, t->data, mt_tensor_bytes(t), 1);
     if (rc != MT_OK) return rc;
@@ -948,9 +1168,11 @@ mt_status mt_node_get(const mt_node *n, float *host, int64_t numel) {
 }
 
 mt_status mt_node_logsoftmax_topk(const mt_node *n, int32_t k, int32_t *idx, float *logp) {
-    if (n == NULL || !n->computed)
+    if (n == NULL || !n->computed || n->released)
         return mt_seterr(MT_ERR_INVALID, "mt_node_logsoftmax_topk: node %s",
-                         n ? "not computed (run forward)" : "is NULL");
+                         n == NULL         ? "is NULL"
+                         : !n->computed    ? "not computed (run forward)"
+                                           : "released after its last use");
     const mt_tensor *v = &n->val;
     if (v->dtype != MT_F32 || v->shape.ndim != 2 || k < 1 || v->shape.dim[1] < 1)
         return mt_seterr(MT_ERR_INVALID, "mt_node_logsoftmax_topk: %s node of %d dimensions, k %d",

@@ -21,6 +21,8 @@ typedef struct mt_op_def {
     mt_status (*forward)(mt_graph *g, mt_node *n);
     mt_status (*backward)(mt_graph *g, mt_node *n); /* NULL: not differentiable */
 } mt_op_def;
+/* True for ops whose forward makes the value alias src[0]'s (reshape). */
+bool op_is_view(const mt_op_def *op);
 
 /* Op attributes (plain data: they are hashed for memoization, so unused
 ** bytes must stay zero, which graph_push guarantees). */
@@ -45,6 +47,12 @@ struct mt_node {
     bool is_memo;    /* lives in the memo cache, survives mt_graph_clear       */
     mt_params *params; /* for param nodes                                       */
     int param_index;
+    /* Values released after their last use (mt_graph_params.release_values) */
+    int32_t uses;    /* consumers built and not yet computed                   */
+    bool lazy;       /* value (and aux) allocated at forward, freed when dead  */
+    bool lazy_aux;   /* aux allocated at forward, freed after it               */
+    bool keep;       /* mt_graph_keep: never released                          */
+    bool released;   /* value gone (val.data NULL)                             */
 };
 
 /* Builder core.  Allocates the node and its value (shape, dtype) in the

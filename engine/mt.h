@@ -211,6 +211,14 @@ typedef struct mt_graph_params {
     mt_gemm_type gemm_type;    /* see mt_gemm_type (default MT_GEMM_FLOAT32)   */
     int32_t gemm_tune_samples; /* AUTO: timed calls per variant and shape before
                                   deciding (0 = 4)                            */
+    /* Inference graphs (not training): op values and scratch are allocated
+    ** when forward reaches the node and given back after its last consumer
+    ** ran, so a round needs the memory of the values alive at once instead
+    ** of all of them (an encoder of 6 layers: about a layer's).  Nodes with
+    ** no consumer (the outputs) are kept; a node read after forward that also
+    ** feeds others must be marked with mt_graph_keep before forward.  Reading
+    ** a released value, or building on it, is an error, never garbage. */
+    bool release_values;
 } mt_graph_params;
 
 mt_graph_params mt_graph_default_params(void);
@@ -229,6 +237,9 @@ void mt_graph_set_seed(mt_graph *g, uint64_t seed);
 /* Evaluates every node not yet computed.  Also returns the first error
 ** recorded while building (builders return NULL after a failure). */
 mt_status mt_graph_forward(mt_graph *g);
+/* Keeps n's value until the graph is cleared (release_values graphs); n may
+** be NULL (a no-op).  Nodes that are not ops (inputs, params) always stay. */
+void mt_graph_keep(mt_graph *g, mt_node *n);
 /* Reverse-mode pass from a scalar (numel 1) loss with seed gradient 1.
 ** Gradients of parameter nodes are ADDED to the parameters' grad buffers
 ** (gradient accumulation; zero them with mt_params_zero_grads). */
@@ -243,6 +254,9 @@ typedef struct mt_graph_stats {
     uint64_t workspace_grow_count; /* reallocations of the workspace  */
     uint64_t memo_hits;
     uint64_t memo_entries;
+    /* appended: release_values graphs */
+    size_t values_capacity; /* the region values are released into        */
+    size_t values_peak;     /* most bytes alive at once, this or a past round */
 } mt_graph_stats;
 mt_graph_stats mt_graph_get_stats(const mt_graph *g);
 

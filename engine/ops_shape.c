@@ -94,6 +94,8 @@ static mt_status reshape_backward(mt_graph *g, mt_node *y) {
 
 static const mt_op_def op_reshape = {"reshape", reshape_forward, reshape_backward};
 
+bool op_is_view(const mt_op_def *op) { return op == &op_reshape; }
+
 mt_node *mt_reshape(mt_graph *g, mt_node *x, mt_shape shape) {
     if (x == NULL) return NULL;
     char s1[64], s2[64];
