@@ -95,6 +95,10 @@ typedef struct mt_device_ops {
     int64_t (*pack_q)(mt_device *d, int bits, int64_t k, int64_t n, const void *bq, int64_t ldb,
                       bool tb, float qb, void *packed);
     size_t (*igemm_scratch_bytes)(mt_device *d, int bits, int64_t m, int64_t k);
+    /* Columns cols[0..n_sel) of a packed B as a packed B (kcpu_pack_select);
+    ** NULL: not available (shortlists then select fp32 columns). */
+    void (*pack_select)(mt_device *d, const void *packed, int64_t n_sel, const int32_t *cols,
+                        void *out);
     /* C[m,n] (ldc) = dequant(quant(A) . packed) + bias; A [m,k] (lda). */
     void (*igemm)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
                   const void *packed, const float *bias, float *c, int64_t ldc, void *scratch);

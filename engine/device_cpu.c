@@ -285,6 +285,12 @@ static size_t cpu_igemm_scratch_bytes(mt_device *d, int bits, int64_t m, int64_t
     return bits == 8 ? kcpu_gemm_i8_scratch_bytes(m, k) : kcpu_gemm_i16_scratch_bytes(m, k);
 }
 
+static void cpu_pack_select(mt_device *d, const void *packed, int64_t n_sel, const int32_t *cols,
+                            void *out) {
+    (void)d;
+    kcpu_pack_select(packed, n_sel, cols, out);
+}
+
 static void cpu_igemm(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
                       const void *packed, const float *bias, float *c, int64_t ldc,
                       void *scratch) {
@@ -339,6 +345,7 @@ static const mt_device_ops cpu_ops = {
     .pack_bytes = cpu_pack_bytes,
     .pack_f32 = cpu_pack_f32,
     .pack_q = cpu_pack_q,
+    .pack_select = cpu_pack_select,
     .igemm_scratch_bytes = cpu_igemm_scratch_bytes,
     .igemm = cpu_igemm,
 };

@@ -707,6 +707,10 @@ mt_node *graph_push(mt_graph *g, const mt_op_def *op, mt_shape shape, mt_dtype d
     return n;
 }
 
+uint64_t graph_memo_serial(const mt_node *n) {
+    return n != NULL && n->is_memo ? entry_of((mt_node *)n)->serial : 0;
+}
+
 bool graph_node_aux(mt_graph *g, mt_node *n, size_t bytes) {
     if (g->err != MT_OK || n == NULL) return false;
     void *p;

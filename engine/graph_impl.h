@@ -66,6 +66,9 @@ mt_node *graph_push(mt_graph *g, const mt_op_def *op, mt_shape shape, mt_dtype d
 ** forward and backward as n->aux.  Call from the builder after graph_push;
 ** returns false (sticky error) on failure. */
 bool graph_node_aux(mt_graph *g, mt_node *n, size_t bytes);
+/* A memoized node's entry serial (unique in its graph, never reused); 0
+** for other nodes. */
+uint64_t graph_memo_serial(const mt_node *n);
 /* Records a sticky error (first one wins) and sets mt_errmsg.  Returns NULL
 ** so builders can `return graph_fail(...)`. */
 mt_node *graph_fail(mt_graph *g, mt_status rc, const char *fmt, ...)

@@ -331,6 +331,12 @@ mt_node *mt_tensor_node(mt_graph *g, const mt_tensor *t);
 /* op(a).op(b).  a: [..., M, K] (leading dims flattened into rows) when b is
 ** 2-D [K, N];  trans flags transpose the last two dims. */
 mt_node *mt_matmul(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b);
+/* a . op(B)[:, cols] for a 2-D B and cols i32 [n'] (a lexical shortlist of
+** an output layer): mt_matmul of the selected columns (mt_index_select), or,
+** on the integer path with a fixed int8/int16 gemm_type, the columns of the
+** packed B (packed once) without quantizing them again; then the result
+** equals the same columns of the whole integer product exactly. */
+mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols);
 /* Batched: a [B..., M, K], b [B..., K, N] (same leading dims), scaled. */
 mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b, float alpha);
 /* x.W + b with b broadcast over rows (Marian's affine). */

@@ -96,15 +96,34 @@ typedef struct tune_entry {
     int64_t calls;
 } tune_entry;
 
+/* Column selections of packed weights kept across rounds (pack_sel): a
+** search asks for the same shortlist at every step. */
+enum { SEL_SLOTS = 2 };
+typedef struct sel_slot {
+    uint64_t serial; /* memo serial of the whole pack; 0: empty */
+    int64_t n_sel;
+    int32_t *ids;
+    void *packed;
+    size_t cap; /* bytes of packed */
+    uint64_t used;
+} sel_slot;
+
 struct gemm_tuner {
     tune_entry *e;
     int n, cap;
     int pin; /* MT_GEMM variant, -1 none */
     int samples;
+    sel_slot sel[SEL_SLOTS];
+    uint64_t sel_clock;
+    mt_device *dev; /* of the sel buffers */
 };
 
 void gemm_tuner_free(struct gemm_tuner *t) {
     if (t == NULL) return;
+    for (int i = 0; i < SEL_SLOTS; i++) {
+        mt_free(t->sel[i].ids);
+        if (t->sel[i].packed) t->dev->ops->free(t->dev, t->sel[i].packed);
+    }
     mt_free(t->e);
     mt_free(t);
 }
@@ -299,6 +318,74 @@ static mt_node *build_pack(mt_graph *g, mt_node *b, int64_t k, int64_t n, bool t
 }
 
 /* ------------------------------------------------------------------------
+** pack_sel:  the columns ids (i32 [n'], each in [0, n)) of a packed B (one
+**   format: int8 or int16), packed (a shortlist); attrs i = {n', n}
+*/
+static const mt_op_def op_pack_sel;
+
+/* The slot holding these columns of the pack with memo serial `serial`
+** (filled on a miss, least recently used one replaced); NULL when it cannot
+** be kept (no memo serial, out of memory): then the node's own value. */
+static const void *sel_cached(mt_graph *g, uint64_t serial, const void *src, int64_t n_sel,
+                              const int32_t *ids, size_t bytes) {
+    struct gemm_tuner *t = serial ? tuner_get(g) : NULL;
+    if (t == NULL) return NULL;
+    t->sel_clock++;
+    sel_slot *lru = &t->sel[0];
+    for (int i = 0; i < SEL_SLOTS; i++) {
+        sel_slot *z = &t->sel[i];
+        if (z->serial == serial && z->n_sel == n_sel &&
+            memcmp(z->ids, ids, sizeof(int32_t) * (size_t)n_sel) == 0) {
+            z->used = t->sel_clock;
+            return z->packed;
+        }
+        if (z->used < lru->used) lru = z;
+    }
+    mt_device *d = graph_device(g);
+    if (t->dev == NULL) t->dev = d;
+    if (t->dev != d) return NULL;
+    lru->serial = 0;
+    if (lru->cap < bytes) {
+        if (lru->packed) d->ops->free(d, lru->packed);
+        lru->packed = d->ops->alloc(d, bytes);
+        lru->cap = lru->packed ? bytes : 0;
+    }
+    int32_t *nid = mt_try_realloc(lru->ids, sizeof(int32_t) * (size_t)n_sel);
+    if (nid) lru->ids = nid;
+    if (lru->packed == NULL || nid == NULL) return NULL;
+    memcpy(lru->ids, ids, sizeof(int32_t) * (size_t)n_sel);
+    graph_ops(g)->pack_select(d, src, n_sel, ids, lru->packed);
+    lru->serial = serial;
+    lru->n_sel = n_sel;
+    lru->used = t->sel_clock;
+    return lru->packed;
+}
+
+static mt_status pack_sel_forward(mt_graph *g, mt_node *y) {
+    const mt_node *p = y->src[0], *ids = y->src[1];
+    int64_t n_sel = y->attr.i[0], n = y->attr.i[1];
+    const int32_t *c = node_i32(ids);
+    for (int64_t j = 0; j < n_sel; j++) {
+        if (c[j] < 0 || c[j] >= n)
+            return mt_seterr(MT_ERR_INVALID, "gemm_pack_select: column %d of %lld", (int)c[j],
+                             (long long)n);
+    }
+    size_t bytes = (size_t)mt_node_numel(y);
+    const void *hit = sel_cached(g, graph_memo_serial(p), p->val.data, n_sel, c, bytes);
+    y->aux = (void *)hit; /* read by gemm_q instead of the value; not the graph's memory */
+    y->aux_bytes = 0;
+    if (hit == NULL) graph_ops(g)->pack_select(graph_device(g), p->val.data, n_sel, c, y->val.data);
+    return MT_OK;
+}
+
+/* The packed bytes of gemm_q's source P: a kept selection, or its value. */
+static const char *packed_of(const mt_node *p) {
+    return p->op == &op_pack_sel && p->aux != NULL ? p->aux : p->val.data;
+}
+
+static const mt_op_def op_pack_sel = {"gemm_pack_select", pack_sel_forward, NULL};
+
+/* ------------------------------------------------------------------------
 ** gemm_q:  C[rows, n] = A[rows, k] . op(B) (+ bias), by variant
 **   attrs i = {rows, k, n, tb, mode, slot, off16, b_idx | bias_idx << 4}
 **   mode: an mt_gemm_variant, or -1 = tuned (slot = the tuner entry).
@@ -309,7 +396,7 @@ static void run_variant(mt_graph *g, const mt_node *y, int v, int64_t rows, int6
     const mt_device_ops *ops = graph_ops(g);
     mt_device *d = graph_device(g);
     const float *a = node_f32(y->src[0]);
-    const char *p = y->src[1]->val.data;
+    const char *p = packed_of(y->src[1]);
     float *c = node_f32(y);
     if (v == MT_GEMM_I8) {
         ops->igemm(d, 8, rows, a, k, p, bias, c, n, y->aux);
@@ -354,8 +441,26 @@ static const mt_op_def op_gemm_q = {"gemm_q", gemm_q_forward, NULL};
 
 static bool is_param_leaf(const mt_node *b) { return b->params != NULL && b->n_src == 0; }
 
+static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
+                             mt_node *cols, bool *taken);
+
 mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
                             bool *taken) {
+    return gemm_const_b(g, a, b, bias, trans_b, NULL, taken);
+}
+
+mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols) {
+    if (a == NULL || b == NULL || cols == NULL) return NULL;
+    bool taken = false;
+    mt_node *q = gemm_const_b(g, a, b, NULL, trans_b, cols, &taken);
+    if (taken) return q;
+    return mt_matmul(g, a, mt_index_select(g, b, trans_b ? 0 : 1, cols), false, trans_b);
+}
+
+/* graph_gemm_const_b; cols (i32 [n'], or NULL): only those columns of op(B),
+** from the packed B (fixed int8/int16 only: the tuner times whole products). */
+static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
+                             mt_node *cols, bool *taken) {
     *taken = false;
     if (a == NULL || b == NULL) return NULL;
     const mt_device_ops *ops = graph_ops(g);
@@ -397,6 +502,11 @@ mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, 
         *taken = false;
         return NULL;
     }
+    if (cols != NULL && (mode < 0 || ops->pack_select == NULL || cols->val.dtype != MT_I32 ||
+                         cols->val.shape.ndim != 1 || cols->val.shape.dim[0] < 1)) {
+        *taken = false; /* the caller selects fp32 columns */
+        return NULL;
+    }
     *taken = true;
     int64_t rows = mt_shape_numel(sa) / k;
     int fmt = mode == MT_GEMM_I8 ? FMT_I8 : mode == MT_GEMM_I16 ? FMT_I16 : FMT_I8 | FMT_I16;
@@ -408,6 +518,17 @@ mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, 
     int64_t off16 = 0;
     mt_node *p = build_pack(g, b, k, n, trans_b, fmt, &off16);
     if (p == NULL) return NULL;
+    if (cols != NULL) { /* the selected columns, packed (not memoized: ids change) */
+        mt_attrs sat;
+        memset(&sat, 0, sizeof sat);
+        sat.i[0] = cols->val.shape.dim[0];
+        sat.i[1] = n;
+        n = sat.i[0];
+        size_t bytes = align64(ops->pack_bytes(graph_device(g), mode == MT_GEMM_I8 ? 8 : 16, k, n));
+        mt_node *ssrc[2] = {p, cols};
+        p = graph_push(g, &op_pack_sel, mt_shape1((int64_t)bytes), MT_I8, 2, ssrc, &sat);
+        if (p == NULL) return NULL;
+    }
 
     mt_node *src[MT_MAX_SRC] = {a, p, NULL, NULL};
     int n_src = 2, b_idx = 0, bias_idx = 0;

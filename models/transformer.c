@@ -429,11 +429,13 @@ static mt_node *output_layer(tf *t, mt_node *x, mt_node *shortlist) {
     mt_node *b = NULL;
     if (!c->output_omit_bias)
         b = par(t, mt_shape2(1, v), mt_init_zeros(), "decoder_ff_logit_out_b");
-    if (shortlist) {
-        w = mt_index_select(t->g, w, legacy ? 1 : 0, shortlist);
+    mt_node *y;
+    if (shortlist) { /* integer GEMM: the columns of the packed weights */
+        y = mt_matmul_cols(t->g, x, w, !legacy, shortlist);
         if (b) b = mt_index_select(t->g, b, 1, shortlist);
+    } else {
+        y = mt_matmul(t->g, x, w, false, !legacy);
     }
-    mt_node *y = mt_matmul(t->g, x, w, false, !legacy);
     return b ? mt_add(t->g, y, b) : y;
 }
 

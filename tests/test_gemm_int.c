@@ -638,6 +638,78 @@ static void test_dispatch(void) {
     fprintf(stderr, "\n");
 }
 
+/* kcpu_pack_select: the selected columns (repeats, any order, across
+** panels) of a packed B hold the same quantized values and corrections, and
+** a product with them equals those columns of the whole product bit for bit,
+** in every variant. */
+static void test_select(void) {
+    static const int64_t shape[][3] = {{3, 45, 200}, {5, 64, 130}, {1, 7, 64}, {4, 256, 333}};
+    for (size_t t = 0; t < sizeof shape / sizeof shape[0]; t++) {
+        problem p;
+        problem_alloc(&p, shape[t][0], shape[t][1], shape[t][2]);
+        for (int64_t i = 0; i < p.m; i++)
+            for (int64_t k = 0; k < p.k; k++)
+                p.a[i * p.lda + k] = test_urand(-3.0f, 3.0f);
+        for (int64_t i = 0; i < p.k * p.n; i++)
+            p.b[i] = test_urand(-0.5f, 0.5f);
+        int64_t ns = p.n / 3 + 70; /* more than a panel; repeats allowed */
+        int32_t *cols = xalloc(sizeof(int32_t) * (size_t)ns);
+        for (int64_t j = 0; j < ns; j++)
+            cols[j] = (int32_t)((j * 37 + (j % 5) * 101) % p.n);
+        cols[0] = (int32_t)p.n - 1;
+        for (int bits = 8; bits <= 16; bits += 8) {
+            void *pk = pack(bits, &p);
+            size_t sb = bits == 8 ? kcpu_pack_i8_bytes(p.k, ns) : kcpu_pack_i16_bytes(p.k, ns);
+            void *sel = xalloc(sb);
+            memset(sel, 0x5a, sb); /* padding must be written */
+            kcpu_pack_select(pk, ns, cols, sel);
+            kcpu_packed_info fi, si;
+            CHECK(kcpu_packed_get_info(pk, &fi) && kcpu_packed_get_info(sel, &si), "headers");
+            CHECK(si.k == p.k && si.n == ns && si.qb == fi.qb && si.bytes == sb && si.bits == bits,
+                  "select header k %lld n %lld", (long long)si.k, (long long)si.n);
+            size_t eb = (size_t)(bits / 8);
+            char *full = xalloc((size_t)(p.k * p.n) * eb), *part = xalloc((size_t)(p.k * ns) * eb);
+            if (bits == 8) {
+                kcpu_unpack_i8(pk, (int8_t *)full);
+                kcpu_unpack_i8(sel, (int8_t *)part);
+            } else {
+                kcpu_unpack_i16(pk, (int16_t *)full);
+                kcpu_unpack_i16(sel, (int16_t *)part);
+            }
+            int bad = 0;
+            for (int64_t k = 0; k < p.k; k++)
+                for (int64_t j = 0; j < ns; j++)
+                    bad += memcmp(part + (size_t)(k * ns + j) * eb,
+                                  full + (size_t)(k * p.n + cols[j]) * eb, eb) != 0;
+            CHECK(bad == 0, "%d-bit select [%lld x %lld]: %d values differ", bits, (long long)p.k,
+                  (long long)ns, bad);
+            for (size_t v = 0; v < sizeof all_impls / sizeof all_impls[0]; v++) {
+                if (!kcpu_igemm_available(all_impls[v])) continue;
+                float *cf = xalloc(sizeof(float) * (size_t)(p.m * p.n));
+                float *cs = xalloc(sizeof(float) * (size_t)(p.m * ns));
+                problem q = p;
+                run_f32(bits, all_impls[v], &p, pk, NULL, cf, p.n);
+                q.n = ns;
+                run_f32(bits, all_impls[v], &q, sel, NULL, cs, ns);
+                int diff = 0;
+                for (int64_t i = 0; i < p.m; i++)
+                    for (int64_t j = 0; j < ns; j++)
+                        diff += memcmp(&cs[i * ns + j], &cf[i * p.n + cols[j]], sizeof(float)) != 0;
+                CHECK(diff == 0, "%s %d-bit: %d products of the selection differ",
+                      kcpu_igemm_name(all_impls[v]), bits, diff);
+                mt_aligned_free(cf);
+                mt_aligned_free(cs);
+            }
+            mt_aligned_free(full);
+            mt_aligned_free(part);
+            mt_aligned_free(sel);
+            mt_aligned_free(pk);
+        }
+        mt_aligned_free(cols);
+        problem_free(&p);
+    }
+}
+
 int main(void) {
     test_rng_seed(0x2545f4914f6cdd1dull); /* the seed the expected values were drawn with */
     test_quantizers();
@@ -645,5 +717,6 @@ int main(void) {
     test_dispatch();
     test_extremes();
     test_shapes();
+    test_select();
     TEST_MAIN_END();
 }

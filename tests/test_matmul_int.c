@@ -930,6 +930,66 @@ static void test_score(void) {
     mt_model_free(m);
 }
 
+/* mt_matmul_cols: the columns of a packed weight (int8, int16, B plain or
+** transposed) equal those columns of mt_matmul bit for bit, over rounds that
+** reuse, replace and come back to a selection (the graph keeps two); float32
+** selects fp32 columns; an id out of range is an error. */
+static void test_cols(void) {
+    const int64_t k = 40, n = 150, rows = 6;
+    static const mt_gemm_type types[] = {MT_GEMM_INT8, MT_GEMM_INT16, MT_GEMM_FLOAT32};
+    float *w = malloc(sizeof(float) * k * n), *a = malloc(sizeof(float) * rows * k);
+    float *full = malloc(sizeof(float) * rows * n), *part = malloc(sizeof(float) * rows * n);
+    test_fill_rand(w, k * n, -0.8f, 0.8f);
+    test_fill_rand(a, rows * k, -2.0f, 2.0f);
+    int32_t sels[3][70];
+    for (int q = 0; q < 3; q++)
+        for (int j = 0; j < 70; j++)
+            sels[q][j] = (int32_t)((j * (7 + 4 * q) + 13 * q) % n);
+    static const int order[] = {0, 0, 1, 0, 2, 1, 1, 0};
+    for (size_t ti = 0; ti < 3; ti++) {
+        for (int tb = 0; tb <= 1; tb++) {
+            mt_params *p = NULL;
+            CHECK_STATUS(mt_params_init(NULL, 3, &p));
+            mt_graph *g = new_graph(types[ti], true, false);
+            if (!p || !g) return;
+            for (size_t r = 0; r < sizeof order / sizeof order[0]; r++) {
+                const int32_t *ids = sels[order[r]];
+                int64_t ns = 40 + 10 * order[r];
+                mt_graph_clear(g);
+                mt_node *x = mt_input(g, mt_shape2(rows, k), a);
+                mt_node *wb = mt_param(g, p, "w", tb ? mt_shape2(n, k) : mt_shape2(k, n),
+                                       mt_init_values(w, k * n));
+                mt_node *y = mt_matmul(g, x, wb, false, tb);
+                mt_node *c = mt_input_i32(g, mt_shape1(ns), ids);
+                mt_node *ys = mt_matmul_cols(g, x, wb, tb, c);
+                CHECK_STATUS(mt_graph_forward(g));
+                CHECK_STATUS(mt_node_get(y, full, rows * n));
+                CHECK_STATUS(mt_node_get(ys, part, rows * ns));
+                int bad = 0;
+                for (int64_t i = 0; i < rows; i++)
+                    for (int64_t j = 0; j < ns; j++)
+                        bad += memcmp(&part[i * ns + j], &full[i * n + ids[j]], sizeof(float)) != 0;
+                CHECK(bad == 0, "%s tb %d round %zu: %d selected products differ",
+                      mt_gemm_type_name(types[ti]), tb, r, bad);
+            }
+            mt_graph_clear(g);
+            int32_t badid[2] = {3, (int32_t)n};
+            mt_node *x = mt_input(g, mt_shape2(rows, k), a);
+            mt_node *wb = mt_param(g, p, "w", tb ? mt_shape2(n, k) : mt_shape2(k, n),
+                                   mt_init_values(w, k * n));
+            mt_matmul_cols(g, x, wb, tb, mt_input_i32(g, mt_shape1(2), badid));
+            CHECK(mt_graph_forward(g) == MT_ERR_INVALID, "%s: id %d of %lld accepted",
+                  mt_gemm_type_name(types[ti]), (int)n, (long long)n);
+            mt_graph_free(g);
+            mt_params_free(p);
+        }
+    }
+    free(w);
+    free(a);
+    free(full);
+    free(part);
+}
+
 int main(void) {
     test_pack_ex();
     test_ops(8);
@@ -940,5 +1000,6 @@ int main(void) {
     test_convert();
     test_faults();
     test_score();
+    test_cols();
     TEST_MAIN_END();
 }

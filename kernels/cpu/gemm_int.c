@@ -195,6 +195,30 @@ void kcpu_pack_i16(int64_t k, int64_t n, const float *b, int64_t ldb, void *pack
     kcpu_pack_i16_ex(k, n, b, ldb, false, packed);
 }
 
+void kcpu_pack_select(const void *packed, int64_t n_sel, const int32_t *cols, void *out) {
+    const pack_hdr *h = packed;
+    int bits = (int)h->bits;
+    pack_hdr *o = hdr_init(bits, h->k, n_sel, h->qb, out);
+    const char *src = hdr_panels(h);
+    char *dst = hdr_panels(o);
+    /* a group of G k's of one column is one 4-byte unit (4 x int8, 2 x int16) */
+    int64_t units = h->kp * bits / 32;
+    size_t panel = (size_t)h->kp * NC * (size_t)(bits / 8), stride = (size_t)NC * 4;
+    for (int64_t jo = 0; jo < n_sel; jo++) {
+        int64_t j = cols[jo];
+        const char *sp = src + (size_t)(j / NC) * panel + (size_t)(j % NC) * 4;
+        char *dp = dst + (size_t)(jo / NC) * panel + (size_t)(jo % NC) * 4;
+        for (int64_t u = 0; u < units; u++)
+            memcpy(dp + (size_t)u * stride, sp + (size_t)u * stride, 4);
+    }
+    if (bits == 8) {
+        const int32_t *ci = hdr_corr(h);
+        int32_t *co = hdr_corr(o);
+        for (int64_t jo = 0; jo < n_sel; jo++)
+            co[jo] = ci[cols[jo]];
+    }
+}
+
 bool kcpu_packed_get_info(const void *packed, kcpu_packed_info *info) {
     const pack_hdr *h = packed;
     int bits = memcmp(h->magic, magic8, 4) == 0 ? 8 : memcmp(h->magic, magic16, 4) == 0 ? 16 : 0;

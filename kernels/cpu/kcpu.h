@@ -390,6 +390,13 @@ int64_t kcpu_pack_i8_q(int64_t k, int64_t n, const int8_t *bq, int64_t ldb, bool
 void kcpu_pack_i16_q(int64_t k, int64_t n, const int16_t *bq, int64_t ldb, bool trans,
                      float qb, void *packed);
 
+/* The columns cols[0..n_sel) (each in [0, n)) of a packed B as a packed B
+** of n_sel columns, same k and multiplier (`out`: kcpu_pack_i*_bytes(k,
+** n_sel)).  A product with it equals the same columns of the product with
+** the whole B, bit for bit: a lexical shortlist of an integer output layer
+** (Marian: intgemm's SelectColumnsB on the prepared matrix). */
+void kcpu_pack_select(const void *packed, int64_t n_sel, const int32_t *cols, void *out);
+
 typedef struct kcpu_packed_info {
     int bits;         /* 8 or 16                    */
     int64_t k, n;     /* logical shape of B         */
