@@ -139,9 +139,12 @@ static void test_gemm(void) {
             test_gemm_one(fns[f].name, fns[f].fn, ta, tb, 3, 20, 5, 0.0f, 2.0f, false);
         }
     }
-    /* Batched: strided batch against per-item reference. */
-    int64_t m = 2, n = 9, k = 17, batch = 5;
-    for (int t = 0; t < 4; t++) {
+    /* Batched: strided batch against per-item reference; attention-like
+    ** shapes of more than 16 rows take the own kernel below 2^18
+    ** multiply-adds (the second) and OpenBLAS above (the third). */
+    static const int64_t bshapes[][3] = {{2, 9, 17}, {40, 33, 32}, {70, 70, 64}};
+    for (int t = 0; t < 12; t++) {
+        int64_t m = bshapes[t / 4][0], n = bshapes[t / 4][1], k = bshapes[t / 4][2], batch = 5;
         bool ta = t & 1, tb = t & 2;
         int64_t lda = ta ? m : k, ldb = tb ? k : n, sa = m * k + 3, sb = k * n + 1, sc = m * n + 2;
         float *a = test_fill_rand(falloc(sa * batch), sa * batch, -1, 1);

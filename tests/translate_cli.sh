@@ -40,7 +40,8 @@ compare() {
                 if (!isnum(a[i]) || !isnum(b[i])) return 0
                 d = a[i] - b[i]; if (d < 0) d = -d
                 if (d > maxd) maxd = d
-                if (d > tol) return 0
+                # (1e-9: 121.31 - 121.311 is 0.0010000000000048 in binary)
+                if (d > tol + 1e-9) return 0
             }
             return 1
         }

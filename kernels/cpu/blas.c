@@ -55,6 +55,8 @@ void kcpu_gemm_f32_blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
 
 /* Own kernel for small m, where it beats OpenBLAS (see `mtpe bench gemm`). */
 #define KCPU_SMALL_M 16
+/* multiply-adds up to which a product of a batch takes the own kernel */
+#define KCPU_BATCHED_SMALL ((int64_t)1 << 18)
 
 void kcpu_gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
@@ -84,6 +86,16 @@ void kcpu_gemm_f32_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, fl
                            const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb,
                            int64_t sb, float beta, float *c, int64_t ldc, int64_t sc,
                            int64_t batch) {
+#ifdef MT_HAVE_AVX512_BUILD
+    /* Many small products (attention per sentence and head: T x d/h x T):
+    ** OpenBLAS's per-call cost outweighs the product, the own kernel has none. */
+    if (!ta && m * n * k <= KCPU_BATCHED_SMALL && kcpu_isa_active() >= KCPU_ISA_AVX512) {
+        for (int64_t i = 0; i < batch; i++)
+            kcpu_gemm_f32_small_avx512(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb,
+                                       beta, c + i * sc, ldc);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < batch; i++) {
         kcpu_gemm_f32(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc,
                       ldc);
