@@ -301,22 +301,28 @@ static void lz_release(mt_graph *g, void *p, size_t bytes) {
     }
 }
 
+/* Replaces *buf (capacity *cap) by an uninitialised one of want bytes
+** (rounded up to 64 KB); keeps the old one when that fails. */
+static void regrow(mt_graph *g, char **buf, size_t *cap, size_t want, const char *what) {
+    want = align_up(want, (size_t)1 << 16);
+    void *nw = g->dev->ops->alloc(g->dev, want);
+    if (nw == NULL) {
+        mt_log(MT_LOG_WARN, "graph: cannot grow the %s to %zu bytes", what, want);
+        return;
+    }
+    if (*buf) g->dev->ops->free(g->dev, *buf);
+    *buf = nw;
+    *cap = want;
+    g->ws_grows++;
+}
+
 /* End of a round: the region is all free again; grown to the peak (and by
 ** half at least) when a value did not fit. */
 static void lz_reset(mt_graph *g) {
     if (g->lz_overflowed) {
         size_t want = g->lz_high + g->lz_high / 4;
         if (want < g->lz_cap + g->lz_cap / 2) want = g->lz_cap + g->lz_cap / 2;
-        want = align_up(want, (size_t)1 << 16);
-        void *nw = g->dev->ops->alloc(g->dev, want);
-        if (nw != NULL) {
-            if (g->lz) g->dev->ops->free(g->dev, g->lz);
-            g->lz = nw;
-            g->lz_cap = want;
-            g->ws_grows++;
-        } else {
-            mt_log(MT_LOG_WARN, "graph: cannot grow the value region to %zu bytes", want);
-        }
+        regrow(g, &g->lz, &g->lz_cap, want, "value region");
         g->lz_overflowed = false;
     }
     g->lz_live = 0;
@@ -344,16 +350,7 @@ static void ws_reset(mt_graph *g) {
             mt_alloc_trim();
         else if (g->ws_grows > 0 && want < g->ws_cap + g->ws_cap / 2)
             want = g->ws_cap + g->ws_cap / 2;
-        want = align_up(want, (size_t)1 << 16);
-        void *nw = g->dev->ops->alloc(g->dev, want);
-        if (nw != NULL) {
-            if (g->ws) g->dev->ops->free(g->dev, g->ws);
-            g->ws = nw;
-            g->ws_cap = want;
-            g->ws_grows++;
-        } else {
-            mt_log(MT_LOG_WARN, "graph: cannot grow the workspace to %zu bytes", want);
-        }
+        regrow(g, &g->ws, &g->ws_cap, want, "workspace");
     }
     g->ws_used = 0;
     g->ws_need = 0;
