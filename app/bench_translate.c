@@ -14,10 +14,11 @@
 **             pool and the batch stays full (engine/mt.h, "top-up").
 **   gemm      one thread, beam 1 and 4 x mini-batch 1 and 32 x float32
 **             (OpenBLAS sgemm; the own AVX-512 kernel for products of at
-**             most 16 rows), int8 (weights packed once per worker,
-**             activations quantized per call) and int8 with the lexical
-**             shortlist (--shortlist, else lex.bin or lex.s2t next to the
-**             model; 100 100 0), with the cost figures of WNMT 2018 sec. 5:
+**             most 16 rows and batched ones of at most 2^18 multiply-adds),
+**             int8 (weights packed once per worker, activations quantized
+**             per call) and int8 with the lexical shortlist (--shortlist,
+**             else lex.bin or lex.s2t next to the model; 100 100 0; the
+**             output layer's columns selected from the packed weights), with the cost figures of WNMT 2018 sec. 5:
 **             the fraction of the int8 compute limit and source tokens per
 **             USD; then the speed of int8 + shortlist over float32 at beam 4,
 **             mini-batch 32.
@@ -387,8 +388,9 @@ static double bt_mean_shortlist(bt_ctx *c, int batch) {
 static mt_status bt_table_gemm(bt_ctx *c) {
     int32_t v = mt_model_trg_vocab(c->am.models[0]);
     printf("== gemm: one thread; float32 = OpenBLAS sgemm (own AVX-512 kernel for products "
-           "of <= 16 rows),\n   int8 = weights packed once, activations quantized per call, "
-           "+sl = int8 with the shortlist\n");
+           "of <= 16 rows\n   and batched ones of <= 2^18 multiply-adds), int8 = weights packed "
+           "once, activations quantized\n   per call, +sl = int8 with the shortlist (columns of "
+           "the packed output layer)\n");
     if (c->macs.known) {
         printf("   int8 limit = %.1f GOP/s (one core, %s) / integer ops per source token;\n"
                "   ops = 2 x multiply-adds of the products with weight matrices: per source "
