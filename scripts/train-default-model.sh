@@ -22,9 +22,10 @@ exec "$mtpe" train \
   --vocabs "$work/vocab.spm" "$work/vocab.spm" --dim-vocabs 8000 8000 \
   --dim-emb 256 --enc-depth 6 --dec-depth 2 --transformer-heads 8 \
   --transformer-dim-ffn 1024 --transformer-ffn-activation relu \
-  --transformer-postprocess dan --tied-embeddings-all \
+  --transformer-preprocess n --transformer-postprocess da \
+  --transformer-postprocess-top n --tied-embeddings-all \
   --label-smoothing 0.1 --cost-type ce-mean-words \
-  --learn-rate 0.0007 --lr-warmup 800 --lr-decay-inv-sqrt 800 \
+  --learn-rate 0.0007 --lr-warmup 1000 --lr-decay-inv-sqrt 1000 \
   --optimizer-params 0.9 0.98 1e-9 --clip-norm 5 --exponential-smoothing 1e-4 \
   --mini-batch-words 4000 --mini-batch 256 --maxi-batch 100 --max-length 100 \
   --valid-sets "$data/dev.en" "$data/dev.de" --valid-metrics ce-mean-words perplexity \
