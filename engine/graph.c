@@ -158,10 +158,13 @@ static bool strict_now(const mt_graph *g) { return g->prm.strict && g->n_clears 
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
+/* Bytes a value of `bytes` takes in the workspace or the value region. */
+static size_t ws_round(size_t bytes) { return align_up(bytes ? bytes : WS_ALIGN, WS_ALIGN); }
+
 static void *ws_alloc_block(mt_graph *g, size_t n);
 
 static void *ws_alloc(mt_graph *g, size_t bytes) {
-    size_t n = align_up(bytes ? bytes : WS_ALIGN, WS_ALIGN);
+    size_t n = ws_round(bytes);
     g->ws_need += n;
     if (n <= g->ws_cap - g->ws_used) {
         void *p = g->ws + g->ws_used;
@@ -217,23 +220,32 @@ static void poison(mt_graph *g, void *p, size_t bytes) {
 
 static bool release_active(const mt_graph *g) { return g->prm.release_values && !g->training; }
 
+/* Room for `need` elements of `elem` bytes in *arr (capacity *cap, doubled
+** from `first`); false (unchanged) when out of memory. */
+static bool grow_array(void **arr, int *cap, int64_t need, size_t elem, int first) {
+    if (need <= *cap) return true;
+    int c = *cap ? *cap * 2 : first;
+    while (c < need)
+        c *= 2;
+    void *a = mt_try_realloc(*arr, (size_t)c * elem);
+    if (a == NULL) return false;
+    *arr = a;
+    *cap = c;
+    return true;
+}
+
 /* Room for the region's free list: at most one segment per value alive + 1. */
 static bool lz_seg_reserve(mt_graph *g, int64_t need) {
-    if (need <= g->lz_capfree) return true;
-    int cap = g->lz_capfree ? g->lz_capfree : 64;
-    while (cap < need)
-        cap *= 2;
-    lz_seg *f = mt_try_realloc(g->lz_free, (size_t)cap * sizeof *f);
-    if (f == NULL) return false;
+    void *f = g->lz_free;
+    bool ok = grow_array(&f, &g->lz_capfree, need, sizeof *g->lz_free, 64);
     g->lz_free = f;
-    g->lz_capfree = cap;
-    return true;
+    return ok;
 }
 
 /* Best fit in the region, else a block of its own (an overflow block, freed
 ** at clear; the region then grows to the round's peak). */
 static void *lz_alloc(mt_graph *g, size_t bytes) {
-    size_t n = align_up(bytes ? bytes : WS_ALIGN, WS_ALIGN);
+    size_t n = ws_round(bytes);
     if (!lz_seg_reserve(g, g->lz_nblk + 2)) {
         graph_fail(g, MT_ERR_NOMEM, "graph: out of memory (free list of values)");
         return NULL;
@@ -262,7 +274,7 @@ static void *lz_alloc(mt_graph *g, size_t bytes) {
 }
 
 static void lz_release(mt_graph *g, void *p, size_t bytes) {
-    size_t n = align_up(bytes ? bytes : WS_ALIGN, WS_ALIGN);
+    size_t n = ws_round(bytes);
     MT_ASSERT(g->lz_live >= n);
     g->lz_live -= n;
     char *c = p;
@@ -516,15 +528,10 @@ static void memo_check_version(mt_graph *g, const mt_params *p) {
 }
 
 static bool pv_reserve(mt_graph *g, int extra) {
-    if (g->n_pv + extra <= g->cap_pv) return true;
-    int cap = g->cap_pv ? g->cap_pv * 2 : 8;
-    while (cap < g->n_pv + extra)
-        cap *= 2;
-    params_version *v = mt_try_realloc(g->pv, (size_t)cap * sizeof *v);
-    if (v == NULL) return false;
+    void *v = g->pv;
+    bool ok = grow_array(&v, &g->cap_pv, (int64_t)g->n_pv + extra, sizeof *g->pv, 8);
     g->pv = v;
-    g->cap_pv = cap;
-    return true;
+    return ok;
 }
 
 /* Identity of a constant source, or false if it has none (not memoizable). */
@@ -964,43 +971,33 @@ static void drop_use(mt_graph *g, mt_node *s) {
     }
 }
 
-/* Forward of a release_values graph: values come from the region when the
-** node runs and go back after their last consumer ran. */
-static mt_status forward_releasing(mt_graph *g) {
-    for (int64_t i = g->next_fwd; i < g->n_nodes; i++) {
-        mt_node *n = g->tape[i];
-        if (n->computed) continue;
-        for (int j = 0; j < n->n_src; j++)
-            if (n->src[j]->lazy) n->src[j]->uses++;
+/* release_values: n's value and scratch from the region, before its forward. */
+static mt_status take_values(mt_graph *g, mt_node *n) {
+    if (n->lazy && !op_is_view(n->op)) {
+        size_t bytes = shape_bytes(&n->val.shape, n->val.dtype);
+        n->val.data = lz_alloc(g, bytes);
+        if (n->val.data == NULL) return g->err;
+        poison(g, n->val.data, bytes);
     }
-    for (; g->next_fwd < g->n_nodes; g->next_fwd++) {
-        mt_node *n = g->tape[g->next_fwd];
-        if (n->computed) continue;
-        if (aborted(g)) return MT_ABORTED;
-        if (n->lazy && !op_is_view(n->op)) {
-            size_t bytes = shape_bytes(&n->val.shape, n->val.dtype);
-            n->val.data = lz_alloc(g, bytes);
-            if (n->val.data == NULL) return g->err;
-            poison(g, n->val.data, bytes);
-        }
-        if (n->lazy_aux) {
-            n->aux = lz_alloc(g, n->aux_bytes);
-            if (n->aux == NULL) return g->err;
-            poison(g, n->aux, n->aux_bytes);
-        }
-        mt_status rc = n->op->forward ? n->op->forward(g, n) : MT_OK;
-        if (rc != MT_OK) return record(g, rc);
-        n->computed = true;
-        if (n->lazy_aux) { /* scratch of this forward only: no backward here */
-            lz_release(g, n->aux, n->aux_bytes);
-            n->aux = NULL;
-            n->lazy_aux = false;
-        }
-        if (!op_is_view(n->op)) /* a view holds its source until it is released */
-            for (int j = 0; j < n->n_src; j++)
-                drop_use(g, n->src[j]);
+    if (n->lazy_aux) {
+        n->aux = lz_alloc(g, n->aux_bytes);
+        if (n->aux == NULL) return g->err;
+        poison(g, n->aux, n->aux_bytes);
     }
     return MT_OK;
+}
+
+/* release_values, after n's forward: its scratch (no backward here) and the
+** sources it was the last consumer of go back to the region. */
+static void give_back(mt_graph *g, mt_node *n) {
+    if (n->lazy_aux) {
+        lz_release(g, n->aux, n->aux_bytes);
+        n->aux = NULL;
+        n->lazy_aux = false;
+    }
+    if (!op_is_view(n->op)) /* a view holds its source until it is released */
+        for (int j = 0; j < n->n_src; j++)
+            drop_use(g, n->src[j]);
 }
 
 void mt_graph_keep(mt_graph *g, mt_node *n) {
@@ -1010,14 +1007,22 @@ void mt_graph_keep(mt_graph *g, mt_node *n) {
 
 mt_status mt_graph_forward(mt_graph *g) {
     if (g->err != MT_OK) return sticky(g);
-    if (release_active(g)) return forward_releasing(g);
+    bool rel = release_active(g);
+    for (int64_t i = g->next_fwd; rel && i < g->n_nodes; i++) { /* consumers to come */
+        mt_node *n = g->tape[i];
+        if (n->computed) continue;
+        for (int j = 0; j < n->n_src; j++)
+            if (n->src[j]->lazy) n->src[j]->uses++;
+    }
     for (; g->next_fwd < g->n_nodes; g->next_fwd++) {
         mt_node *n = g->tape[g->next_fwd];
         if (n->computed) continue;
         if (aborted(g)) return MT_ABORTED;
+        if (rel && take_values(g, n) != MT_OK) return g->err;
         mt_status rc = n->op->forward ? n->op->forward(g, n) : MT_OK;
         if (rc != MT_OK) return record(g, rc);
         n->computed = true;
+        if (rel) give_back(g, n);
     }
     return MT_OK;
 }
@@ -1171,9 +1176,9 @@ mt_status mt_node_get(const mt_node *n, float *host, int64_t numel) {
 mt_status mt_node_logsoftmax_topk(const mt_node *n, int32_t k, int32_t *idx, float *logp) {
     if (n == NULL || !n->computed || n->released)
         return mt_seterr(MT_ERR_INVALID, "mt_node_logsoftmax_topk: node %s",
-                         n == NULL         ? "is NULL"
-                         : !n->computed    ? "not computed (run forward)"
-                                           : "released after its last use");
+                         n == NULL      ? "is NULL"
+                         : !n->computed ? "not computed (run forward)"
+                                        : "released after its last use");
     const mt_tensor *v = &n->val;
     if (v->dtype != MT_F32 || v->shape.ndim != 2 || k < 1 || v->shape.dim[1] < 1)
         return mt_seterr(MT_ERR_INVALID, "mt_node_logsoftmax_topk: %s node of %d dimensions, k %d",

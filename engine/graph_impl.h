@@ -48,11 +48,11 @@ struct mt_node {
     mt_params *params; /* for param nodes                                       */
     int param_index;
     /* Values released after their last use (mt_graph_params.release_values) */
-    int32_t uses;    /* consumers built and not yet computed                   */
-    bool lazy;       /* value (and aux) allocated at forward, freed when dead  */
-    bool lazy_aux;   /* aux allocated at forward, freed after it               */
-    bool keep;       /* mt_graph_keep: never released                          */
-    bool released;   /* value gone (val.data NULL)                             */
+    int32_t uses;  /* consumers built and not yet computed                   */
+    bool lazy;     /* value (and aux) allocated at forward, freed when dead  */
+    bool lazy_aux; /* aux allocated at forward, freed after it               */
+    bool keep;     /* mt_graph_keep: never released                          */
+    bool released; /* value gone (val.data NULL)                             */
 };
 
 /* Builder core.  Allocates the node and its value (shape, dtype) in the

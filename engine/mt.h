@@ -251,7 +251,7 @@ typedef struct mt_graph_stats {
     size_t workspace_capacity;
     size_t workspace_used;
     size_t arena_capacity;
-    uint64_t workspace_grow_count; /* reallocations of the workspace  */
+    uint64_t workspace_grow_count; /* reallocations of the workspace and value region */
     uint64_t memo_hits;
     uint64_t memo_entries;
     /* appended: release_values graphs */

@@ -504,8 +504,8 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
         return graph_fail(g, MT_ERR_INVALID,
                           "mt_cache_append: cache %s, %s ids, offset %lld and current %s do not "
                           "fit",
-                          mt_shape_str(sc, s1, sizeof s1), ids ? "int32 1-D" : "no",
-                          (long long)off, mt_shape_str(su, s2, sizeof s2));
+                          mt_shape_str(sc, s1, sizeof s1), ids ? "int32 1-D" : "no", (long long)off,
+                          mt_shape_str(su, s2, sizeof s2));
     }
     mt_shape out = *sc;
     out.dim[0] = n;
