@@ -18,10 +18,10 @@
 **             int8 (weights packed once per worker, activations quantized
 **             per call) and int8 with the lexical shortlist (--shortlist,
 **             else lex.bin or lex.s2t next to the model; 100 100 0; the
-**             output layer's columns selected from the packed weights), with the cost figures of WNMT 2018 sec. 5:
-**             the fraction of the int8 compute limit and source tokens per
-**             USD; then the speed of int8 + shortlist over float32 at beam 4,
-**             mini-batch 32.
+**             output layer's columns selected from the packed weights),
+**             with the cost figures of WNMT 2018 sec. 5: the fraction of the
+**             int8 compute limit and source tokens per USD; then the speed
+**             of int8 + shortlist over float32 at beam 4, mini-batch 32.
 **
 ** Columns: source and target tokens per second (subword tokens, EOS not
 ** counted), sentences per second and the wall time of the run; with

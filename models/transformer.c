@@ -552,15 +552,6 @@ static int mask_slot(const mt_model_config *c, int n_ctx, int j) {
     return 2 * c->dec_depth * n_ctx + j;
 }
 
-/* Self-attention of one decoding position over the cache of layer i.  The
-** state keeps the projected keys and values of every earlier position, split
-** into heads (rows 2i and 2i + 1, [N, H, pos, D/H]); this position's are
-** appended.  Marian
-** (DecoderLayerSelfAttention) caches the raw layer inputs and projects
-** them all again at every step: the same values (the projection is per
-** row), computed once.  Marian's keys/values at position 0 are the
-** pre-processed input (the query's own node), from position 1 on the raw
-** cached inputs; that differs only for pre-norm models and is kept. */
 /* Cache slot k of the state extended by this position's cur [N, H, 1, D/H],
 ** applying the state's pending row selection (row_ids, row_off). */
 static mt_node *append_cache(tf *t, const dec_io *io, int k, mt_node *cur) {
@@ -571,6 +562,15 @@ static mt_node *append_cache(tf *t, const dec_io *io, int k, mt_node *cur) {
     return mt_concat(t->g, parts, 2, 2);
 }
 
+/* Self-attention of one decoding position over the cache of layer i.  The
+** state keeps the projected keys and values of every earlier position, split
+** into heads (rows 2i and 2i + 1, [N, H, pos, D/H]); this position's are
+** appended.  Marian
+** (DecoderLayerSelfAttention) caches the raw layer inputs and projects
+** them all again at every step: the same values (the projection is per
+** row), computed once.  Marian's keys/values at position 0 are the
+** pre-processed input (the query's own node), from position 1 on the raw
+** cached inputs; that differs only for pre-norm models and is kept. */
 static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int i) {
     mt_graph *g = t->g;
     char pw[200];
