@@ -68,6 +68,10 @@ int main(int argc, char **argv) {
         printf("mtpe %s\n", MT_VERSION);
         return 0;
     }
+    /* Inference commands keep freed memory for their next graph round. */
+    static const char *const infer[] = {"edit", "translate", "score", "bench"};
+    for (size_t i = 0; i < sizeof infer / sizeof infer[0]; i++)
+        if (!strcmp(cmd, infer[i])) mt_alloc_keep_freed();
     for (int i = 0; i < n_commands; i++)
         if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "mtpe: unknown command '%s'\n\n", cmd);

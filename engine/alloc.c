@@ -118,6 +118,16 @@ void mt_alloc_trim(void) {
     malloc_trim(0);
 #endif
 }
+
+void mt_alloc_keep_freed(void) {
+#if defined(__GLIBC__)
+    /* 32 MB is the largest mmap threshold glibc accepts on 64-bit systems
+    ** (half its heap size); larger blocks are mapped and unmapped anyway. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
+}
+
 void mt_aligned_free(void *p) { mt_free(p); }
 
 mt_alloc_stats mt_alloc_get_stats(void) {

@@ -94,6 +94,15 @@ void mt_aligned_free(void *p);
 ** overflow blocks), so that they do not stay in the process's resident set
 ** next to their replacement. */
 void mt_alloc_trim(void);
+/* For inference processes: freed heap memory stays in the process for the
+** next allocation instead of going back to the system at each free (glibc:
+** trim and mmap thresholds raised to fixed values).  A graph's first round
+** runs before its value region is sized, on one block per value, each freed
+** after its last use; with glibc's adaptive thresholds each free of a block
+** of megabytes gave its pages back and the next block faulted them in
+** again (176,000 page faults, 700 MB touched, for 200 sentences at batch
+** 32).  Training, which holds gigabytes, trims explicitly instead. */
+void mt_alloc_keep_freed(void);
 
 /* Statistics and test-only fault injection (counts every try-allocation). */
 typedef struct mt_alloc_stats {
