@@ -13,8 +13,8 @@
 **             --max-active), so finished sentences are replaced from the
 **             pool and the batch stays full (engine/mt.h, "top-up").
 **   gemm      one thread, beam 1 and 4 x mini-batch 1 and 32 x float32
-**             (OpenBLAS sgemm; the own AVX-512 kernel for products of at
-**             most 16 rows and batched ones of at most 2^18 multiply-adds),
+**             (OpenBLAS sgemm; the own AVX-512 or AVX2 kernel for small
+**             products, thresholds in kernels/cpu/blas.c),
 **             int8 (weights packed once per worker, activations quantized
 **             per call) and int8 with the lexical shortlist (--shortlist,
 **             else lex.bin or lex.s2t next to the model; 100 100 0; the
@@ -28,8 +28,10 @@
 ** --repeat N the run whose wall time is the median of N.
 **
 ** The int8 compute limit (printed with how it was computed): the measured
-** vpdpbusd throughput of one core (kcpu_vnni_peak_gops, as `mtpe bench
-** gemm-int`; --peak-gops instead) divided by the integer operations the run
+** int8 multiply-add throughput of one core with the integer kernel's
+** instructions (kcpu_int_peak_gops: vpdpbusd with VNNI, vpmaddubsw +
+** vpmaddwd + vpaddd with AVX2; as `mtpe bench gemm-int`; --peak-gops
+** instead) divided by the integer operations the run
 ** needs per source token, 2 per multiply-add of every product with a weight
 ** matrix (the products that take the integer path; attention's products of
 ** activations and everything else are not counted), from the model config:
@@ -285,6 +287,7 @@ typedef struct bt_ctx {
     bt_macs macs;
     double peak_gops, usd_per_hour;
     const char *peak_src; /* where peak_gops comes from */
+    char peak_buf[96];    /* "measured ... throughput" */
     double f32_b4_b32, i8sl_b4_b32; /* src tok/s for the ratio */
 } bt_ctx;
 
@@ -387,10 +390,13 @@ static double bt_mean_shortlist(bt_ctx *c, int batch) {
 
 static mt_status bt_table_gemm(bt_ctx *c) {
     int32_t v = mt_model_trg_vocab(c->am.models[0]);
-    printf("== gemm: one thread; float32 = OpenBLAS sgemm (own AVX-512 kernel for products "
-           "of <= 16 rows\n   and batched ones of <= 2^18 multiply-adds), int8 = weights packed "
-           "once, activations quantized\n   per call, +sl = int8 with the shortlist (columns of "
-           "the packed output layer)\n");
+    bool avx2 = kcpu_isa_active() == KCPU_ISA_AVX2;
+    printf("== gemm: one thread; float32 = OpenBLAS sgemm (own %s kernel for products of <= %s "
+           "rows\n   and batched ones of <= 2^%d multiply-adds), int8 = weights packed once, "
+           "activations quantized\n   per call, +sl = int8 with the shortlist (columns of the "
+           "packed output layer)\n",
+           kcpu_isa_name(kcpu_isa_active()), avx2 ? "16 (24 with B transposed)" : "16",
+           avx2 ? 20 : 18);
     if (c->macs.known) {
         printf("   int8 limit = %.1f GOP/s (one core, %s) / integer ops per source token;\n"
                "   ops = 2 x multiply-adds of the products with weight matrices: per source "
@@ -631,16 +637,17 @@ int app_bench_translate_main(int argc, char **argv) {
         if (c.peak_gops > 0) {
             printf("int8 peak: %.1f GOP/s per core (--peak-gops)\n", c.peak_gops);
         } else {
-            c.peak_gops = kcpu_vnni_peak_gops(false, 0.3);
-            c.peak_src = "measured vpdpbusd throughput";
+            c.peak_gops = kcpu_int_peak_gops(false, 0.3);
+            snprintf(c.peak_buf, sizeof c.peak_buf, "measured %s throughput",
+                     kcpu_int_peak_what(false));
+            c.peak_src = c.peak_buf;
             if (c.peak_gops > 0) {
-                printf("int8 peak: %.1f GOP/s per core (measured vpdpbusd throughput, as "
-                       "`mtpe bench gemm-int`)\n",
-                       c.peak_gops);
+                printf("int8 peak: %.1f GOP/s per core (%s, as `mtpe bench gemm-int`)\n",
+                       c.peak_gops, c.peak_src);
             } else {
                 c.peak_gops = 913.0;
                 c.peak_src = "nominal Zen 5 int8 figure";
-                printf("int8 peak: no AVX-512 VNNI to measure; the nominal 913 GOP/s of a "
+                printf("int8 peak: no SIMD integer kernel to measure; the nominal 913 GOP/s of a "
                        "Zen 5 core (--peak-gops)\n");
             }
         }

@@ -340,6 +340,35 @@ static void test_pack(void) {
             }
             CHECK(bad == 0, "unpack(pack_i8) k=%lld n=%lld: %d differ", (long long)k, (long long)n,
                   bad);
+            /* the corrections (layout in kcpu.h: int32 [np] after the 64-byte header) */
+            const int32_t *corr = (const int32_t *)((const char *)pk + 64);
+            bad = 0;
+            for (int64_t j = 0; j < np; j++) {
+                uint32_t sum = 0;
+                for (int64_t i = 0; j < n && i < k; i++) {
+                    sum += (uint32_t)(int32_t)u[i * n + j];
+                }
+                bad += corr[j] != (int32_t)(sum * (uint32_t)-128);
+            }
+            CHECK(bad == 0, "pack_i8 corrections k=%lld n=%lld: %d differ", (long long)k,
+                  (long long)n, bad);
+            /* the transposed float packers give the same bytes as the plain ones */
+            float *wt = xalloc(sizeof(float) * (size_t)(k * n));
+            for (int64_t i = 0; i < k; i++) {
+                for (int64_t j = 0; j < n; j++) {
+                    wt[j * k + i] = w[i * n + j];
+                }
+            }
+            size_t most = bytes > kcpu_pack_i16_bytes(k, n) ? bytes : kcpu_pack_i16_bytes(k, n);
+            void *pt = xalloc(most), *pp = xalloc(most);
+            kcpu_pack_i8_ex(k, n, wt, k, true, pt);
+            CHECK(memcmp(pt, pk, bytes) == 0, "pack_i8_ex trans = pack_i8, k=%lld n=%lld",
+                  (long long)k, (long long)n);
+            kcpu_pack_i16_ex(k, n, wt, k, true, pt);
+            kcpu_pack_i16(k, n, w, n, pp);
+            CHECK(memcmp(pt, pp, kcpu_pack_i16_bytes(k, n)) == 0,
+                  "pack_i16_ex trans = pack_i16, k=%lld n=%lld", (long long)k, (long long)n);
+            mt_aligned_free(wt), mt_aligned_free(pt), mt_aligned_free(pp);
             /* pre-quantized, transposed ([n,k]) with -128 in it */
             for (int64_t i = 0; i < k; i++) {
                 for (int64_t j = 0; j < n; j++) {

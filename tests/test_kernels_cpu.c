@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -106,6 +108,76 @@ static void test_gemm_one(const char *name, gemm_fn fn, bool ta, bool tb, int64_
     free(a), free(b), free(c0), free(c), free(cr), free(want);
 }
 
+/* n floats ending right at a PROT_NONE page: a kernel reading past the end
+** (a tail mask off by one) faults; ASan does not see masked vector loads. */
+typedef struct guarded {
+    void *base;
+    size_t len;
+    float *p;
+} guarded;
+
+static guarded guarded_alloc(int64_t n) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = (size_t)n * sizeof(float);
+    size_t len = (bytes + page - 1) / page * page + page;
+    void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED || mprotect((char *)base + len - page, page, PROT_NONE) != 0) {
+        abort();
+    }
+    guarded g = {base, len, (float *)(void *)((char *)base + len - page - bytes)};
+    return g;
+}
+
+/* fn against the reference with A, B and C each ending at a guard page
+** (their last row only as long as the row), row strides pad over minimum. */
+static void test_gemm_guarded(const char *name, gemm_fn fn, bool ta, bool tb, int64_t m, int64_t n,
+                              int64_t k, int64_t pad, float alpha, float beta) {
+    int64_t arows = ta ? k : m, acols = ta ? m : k, brows = tb ? n : k, bcols = tb ? k : n;
+    int64_t lda = acols + pad, ldb = bcols + 2 * pad, ldc = n + pad;
+    int64_t na = (arows - 1) * lda + acols, nb = (brows - 1) * ldb + bcols, nc = (m - 1) * ldc + n;
+    guarded ga = guarded_alloc(na), gb = guarded_alloc(nb), gc = guarded_alloc(nc);
+    test_fill_rand(ga.p, na, -1, 1);
+    test_fill_rand(gb.p, nb, -1, 1);
+    test_fill_rand(gc.p, nc, -1, 1);
+    float *cr = fdup(gc.p, nc); /* the reference leaves C's row padding as it is */
+    fn(ta, tb, m, n, k, alpha, ga.p, lda, gb.p, ldb, beta, gc.p, ldc);
+    kcpu_gemm_f32_ref(ta, tb, m, n, k, alpha, ga.p, lda, gb.p, ldb, beta, cr, ldc);
+    char what[160];
+    snprintf(what, sizeof what, "%s guarded ta=%d tb=%d m=%lld n=%lld k=%lld pad=%lld a=%g b=%g",
+             name, ta, tb, (long long)m, (long long)n, (long long)k, (long long)pad, alpha, beta);
+    check_arrf(what, gc.p, cr, nc, 2e-6 * (double)k * fabs(alpha) + 1e-6, 1e-5);
+    munmap(ga.base, ga.len), munmap(gb.base, gb.len), munmap(gc.base, gc.len);
+    free(cr);
+}
+
+/* The AVX2 small kernel directly: every n of 1..70 (its ymm tails) for m
+** 1..7 and 13, k cycling over the 8-lane and 64 edges, all ta / tb, alpha /
+** beta and tight or padded strides; then the column (96) and k (64, 256)
+** block edges of its panels and of the packed B-transposed path. */
+static void test_gemm_avx2(void) {
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 13};
+    static const int64_t ks[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 67};
+    static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, 2.0f}, {-1.5f, 0.25f}};
+    gemm_fn fn = kcpu_gemm_f32_small_avx2;
+    int64_t i = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+        for (int64_t n = 1; n <= 70; n++) {
+            for (int t = 0; t < 4; t++, i++) {
+                int64_t k = ks[i % (int64_t)(sizeof ks / sizeof ks[0])];
+                test_gemm_guarded("avx2", fn, t & 1, t & 2, ms[mi], n, k, (i / 4) % 2 ? 3 : 0,
+                                  ab[i % 3][0], ab[i % 3][1]);
+            }
+        }
+    }
+    static const int64_t big[][3] = {{7, 97, 300},  {13, 97, 257}, {13, 200, 67}, {16, 193, 129},
+                                     {24, 100, 40}, {6, 191, 513}, {4, 31, 32},   {5, 70, 41}};
+    for (size_t s = 0; s < sizeof big / sizeof big[0]; s++) {
+        for (int t = 0; t < 4; t++) {
+            test_gemm_guarded("avx2", fn, t & 1, t & 2, big[s][0], big[s][1], big[s][2], t, 0.75f,
+                              t == 1 ? 0.0f : -0.5f);
+        }
+    }
+}
+
 static void test_gemm(void) {
     static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 16, 17, 33};
     static const int64_t ns[] = {1, 7, 15, 17, 33, 64, 65, 130};
@@ -139,11 +211,18 @@ static void test_gemm(void) {
             test_gemm_one(fns[f].name, fns[f].fn, ta, tb, 3, 20, 5, 0.0f, 2.0f, false);
         }
     }
+    if (kcpu_isa_active() == KCPU_ISA_AVX2) {
+        test_gemm_avx2();
+    }
     /* Batched: strided batch against per-item reference; attention-like
-    ** shapes of more than 16 rows take the own kernel below 2^18
-    ** multiply-adds (the second) and OpenBLAS above (the third). */
-    static const int64_t bshapes[][3] = {{2, 9, 17}, {40, 33, 32}, {70, 70, 64}};
-    for (int t = 0; t < 12; t++) {
+    ** shapes of more than 24 rows take the own kernel below 2^18
+    ** multiply-adds (the second) and OpenBLAS above (the third); with one
+    ** OpenBLAS thread AVX2 keeps the third (under 2^20) but not the fourth.
+    ** The second pass gives OpenBLAS two threads. */
+    static const int64_t bshapes[][3] = {{2, 9, 17}, {40, 33, 32}, {70, 70, 64}, {40, 130, 220}};
+    for (int r = 0; r < 32; r++) {
+        kcpu_blas_set_threads(r < 16 ? 1 : 2);
+        int t = r % 16;
         int64_t m = bshapes[t / 4][0], n = bshapes[t / 4][1], k = bshapes[t / 4][2], batch = 5;
         bool ta = t & 1, tb = t & 2;
         int64_t lda = ta ? m : k, ldb = tb ? k : n, sa = m * k + 3, sb = k * n + 1, sc = m * n + 2;
@@ -156,9 +235,10 @@ static void test_gemm(void) {
             kcpu_gemm_f32_ref(ta, tb, m, n, k, 0.5f, a + i * sa, lda, b + i * sb, ldb, 1.0f,
                               cr + i * sc, n);
         }
-        check_arrf("gemm batched", c, cr, sc * batch, 1e-5, 1e-5);
+        check_arrf("gemm batched", c, cr, sc * batch, 1e-5 + 1e-7 * (double)k, 1e-5);
         free(a), free(b), free(c), free(cr);
     }
+    kcpu_blas_set_threads(1);
 }
 
 /* ------------------------------------------------------------ elementwise */
@@ -1026,6 +1106,279 @@ static void test_adam(void) {
     }
 }
 
+/* ------------------------------------------------- tails, masked rows */
+
+/* Every length 1..40 (each tail of the 8- and 16-lane variants, with zero to
+** two full vectors before it) through the dispatched row kernels against
+** their references.  Inputs are allocated to their exact size (ASan sees a
+** read past the end); outputs carry GUARD elements after the last row that
+** must stay untouched. */
+enum { GUARD = 8 };
+#define GUARD_VAL -12345.5f
+
+static float *galloc(int64_t n) {
+    float *p = falloc(n + GUARD);
+    for (int64_t i = n; i < n + GUARD; i++) {
+        p[i] = GUARD_VAL;
+    }
+    return p;
+}
+
+static void check_guard(const char *what, const float *p, int64_t n) {
+    int bad = 0;
+    for (int64_t i = n; i < n + GUARD; i++) {
+        bad += p[i] != GUARD_VAL;
+    }
+    CHECK(bad == 0, "[%s] %s: %d guard elements after %lld overwritten", isa_tag, what, bad,
+          (long long)n);
+}
+
+static float *grand(int64_t n, float lo, float hi) { return test_fill_rand(galloc(n), n, lo, hi); }
+
+static float *gdup(const float *x, int64_t n) {
+    float *p = galloc(n);
+    memcpy(p, x, (size_t)n * sizeof *p);
+    return p;
+}
+
+static void tails_unary(int64_t n) {
+    const float alpha = -1.3f;
+    char what[96];
+    for (int op = 0; op < KCPU_UNARY_COUNT; op++) {
+        float lo, hi;
+        unary_domain((kcpu_unary)op, &lo, &hi);
+        float *x = test_fill_rand(falloc(n), n, lo, hi), *yr = falloc(n), *y = galloc(n);
+        kcpu_unary_fwd((kcpu_unary)op, n, alpha, x, y);
+        kcpu_unary_fwd_ref((kcpu_unary)op, n, alpha, x, yr);
+        snprintf(what, sizeof what, "tail unary fwd %s n=%lld", unary_names[op], (long long)n);
+        check_arrf(what, y, yr, n, 1e-37, 3e-7);
+        check_guard(what, y, n);
+        float *dy = test_fill_rand(falloc(n), n, -1, 1), *dx = grand(n, -1, 1);
+        float *dxr = gdup(dx, n), *dxn = gdup(dx, n);
+        kcpu_unary_bwd((kcpu_unary)op, n, alpha, x, yr, dy, dx);
+        kcpu_unary_bwd((kcpu_unary)op, n, alpha, x, NULL, dy, dxn);
+        kcpu_unary_bwd_ref((kcpu_unary)op, n, alpha, x, yr, dy, dxr);
+        snprintf(what, sizeof what, "tail unary bwd %s n=%lld", unary_names[op], (long long)n);
+        check_arrf(what, dx, dxr, n, 1e-6, 1e-5);
+        check_guard(what, dx, n);
+        check_arrf(what, dxn, dxr, n, 1e-6, 1e-5);
+        check_guard(what, dxn, n);
+        free(x), free(yr), free(y), free(dy), free(dx), free(dxr), free(dxn);
+    }
+}
+
+/* One row of n: a and b contiguous or broadcast (inner stride 0). */
+static void tails_binary(int64_t n) {
+    char what[96];
+    for (int op = 0; op < KCPU_BINARY_COUNT; op++) {
+        for (int pat = 0; pat < 3; pat++) {
+            int64_t ia = pat == 1 ? 0 : 1, ib = pat == 2 ? 0 : 1;
+            int64_t na = ia ? n : 1, nb = ib ? n : 1, shape[1] = {n};
+            float *a = test_fill_rand(falloc(na), na, -2, 2);
+            float *b = test_fill_rand(falloc(nb), nb, 0.5f, 2);
+            float *y = galloc(n), *dy = test_fill_rand(falloc(n), n, -1, 1);
+            float *da = grand(na, -1, 1), *db = grand(nb, -1, 1);
+            double *w = malloc((size_t)n * sizeof *w), *wa = malloc((size_t)na * sizeof *wa),
+                   *wb = malloc((size_t)nb * sizeof *wb);
+            for (int64_t i = 0; i < na; i++) {
+                wa[i] = da[i];
+            }
+            for (int64_t i = 0; i < nb; i++) {
+                wb[i] = db[i];
+            }
+            for (int64_t i = 0; i < n; i++) {
+                double av = a[i * ia], bv = b[i * ib], g = dy[i];
+                switch (op) {
+                case KCPU_ADD: w[i] = av + bv, wa[i * ia] += g, wb[i * ib] += g; break;
+                case KCPU_SUB: w[i] = av - bv, wa[i * ia] += g, wb[i * ib] -= g; break;
+                case KCPU_MUL: w[i] = av * bv, wa[i * ia] += g * bv, wb[i * ib] += g * av; break;
+                default:
+                    w[i] = av / bv, wa[i * ia] += g / bv, wb[i * ib] -= g * av / (bv * bv);
+                    break;
+                }
+            }
+            int64_t sa[1] = {ia}, sb[1] = {ib};
+            kcpu_binary_fwd((kcpu_binary)op, 1, shape, sa, a, sb, b, y);
+            snprintf(what, sizeof what, "tail binary fwd op=%d n=%lld pat=%d", op, (long long)n,
+                     pat);
+            check_arr(what, y, w, n, 1e-7, 3e-7);
+            check_guard(what, y, n);
+            kcpu_binary_bwd((kcpu_binary)op, 1, shape, sa, a, sb, b, dy, da, db);
+            snprintf(what, sizeof what, "tail binary bwd da op=%d n=%lld pat=%d", op, (long long)n,
+                     pat);
+            check_arr(what, da, wa, na, 1e-5, 1e-5);
+            check_guard(what, da, na);
+            snprintf(what, sizeof what, "tail binary bwd db op=%d n=%lld pat=%d", op, (long long)n,
+                     pat);
+            check_arr(what, db, wb, nb, 1e-5, 1e-5);
+            check_guard(what, db, nb);
+            free(a), free(b), free(y), free(dy), free(da), free(db), free(w), free(wa), free(wb);
+        }
+    }
+}
+
+static void tails_softmax(int64_t cols) {
+    const int64_t rows = 2;
+    int64_t n = rows * cols;
+    char what[96];
+    float *x = test_fill_rand(falloc(n), n, -5, 5), *yr = falloc(n), *lyr = falloc(n);
+    float *y = galloc(n), *ly = galloc(n);
+    kcpu_softmax_fwd(rows, cols, x, y);
+    kcpu_softmax_fwd_ref(rows, cols, x, yr);
+    snprintf(what, sizeof what, "tail softmax fwd cols=%lld", (long long)cols);
+    check_arrf(what, y, yr, n, 1e-9, 2e-6);
+    check_guard(what, y, n);
+    kcpu_log_softmax_fwd(rows, cols, x, ly);
+    kcpu_log_softmax_fwd_ref(rows, cols, x, lyr);
+    snprintf(what, sizeof what, "tail log_softmax fwd cols=%lld", (long long)cols);
+    check_arrf(what, ly, lyr, n, 2e-6, 2e-6);
+    check_guard(what, ly, n);
+    float *dy = test_fill_rand(falloc(n), n, -1, 1), *dx = grand(n, -1, 1), *dxr = gdup(dx, n);
+    float *dxl = gdup(dx, n), *dxlr = gdup(dx, n), *dxx = gdup(dx, n), *dxxr = gdup(dx, n);
+    kcpu_softmax_bwd(rows, cols, yr, dy, dx);
+    kcpu_softmax_bwd_ref(rows, cols, yr, dy, dxr);
+    snprintf(what, sizeof what, "tail softmax bwd cols=%lld", (long long)cols);
+    check_arrf(what, dx, dxr, n, 1e-5, 1e-5);
+    check_guard(what, dx, n);
+    kcpu_log_softmax_bwd(rows, cols, lyr, dy, dxl);
+    kcpu_log_softmax_bwd_ref(rows, cols, lyr, dy, dxlr);
+    snprintf(what, sizeof what, "tail log_softmax bwd cols=%lld", (long long)cols);
+    check_arrf(what, dxl, dxlr, n, 1e-5, 1e-5);
+    check_guard(what, dxl, n);
+    int32_t labels[2] = {(int32_t)(cols - 1), 0};
+    float dloss[2] = {0.75f, -1.5f};
+    kcpu_xent_bwd(rows, cols, lyr, labels, 0.1f, dloss, dxx);
+    kcpu_xent_bwd_ref(rows, cols, lyr, labels, 0.1f, dloss, dxxr);
+    snprintf(what, sizeof what, "tail xent bwd cols=%lld", (long long)cols);
+    check_arrf(what, dxx, dxxr, n, 1e-5, 1e-5);
+    check_guard(what, dxx, n);
+    free(x), free(yr), free(lyr), free(y), free(ly), free(dy), free(dx), free(dxr), free(dxl),
+        free(dxlr), free(dxx), free(dxxr);
+}
+
+static void tails_layernorm(int64_t cols) {
+    const int64_t rows = 2;
+    int64_t n = rows * cols;
+    char what[96];
+    float *x = test_fill_rand(falloc(n), n, -2, 3);
+    float *g = test_fill_rand(falloc(cols), cols, 0.5f, 1.5f);
+    float *b = test_fill_rand(falloc(cols), cols, -1, 1);
+    float *y = galloc(n), *yr = falloc(n), mean[2], rstd[2], meanr[2], rstdr[2];
+    kcpu_layernorm_fwd(rows, cols, x, g, b, 1e-5f, y, mean, rstd);
+    kcpu_layernorm_fwd_ref(rows, cols, x, g, b, 1e-5f, yr, meanr, rstdr);
+    snprintf(what, sizeof what, "tail layernorm fwd cols=%lld", (long long)cols);
+    check_arrf(what, y, yr, n, 2e-5, 2e-5);
+    check_guard(what, y, n);
+    check_arrf("tail layernorm mean", mean, meanr, rows, 1e-6, 1e-5);
+    check_arrf("tail layernorm rstd", rstd, rstdr, rows, 1e-6, 1e-5);
+    float *dy = test_fill_rand(falloc(n), n, -1, 1), *dx = grand(n, -1, 1), *dxr = gdup(dx, n);
+    float *dg = grand(cols, -1, 1), *dgr = gdup(dg, cols), *db = gdup(dg, cols),
+          *dbr = gdup(dg, cols);
+    kcpu_layernorm_bwd(rows, cols, x, g, meanr, rstdr, dy, dx, dg, db);
+    kcpu_layernorm_bwd_ref(rows, cols, x, g, meanr, rstdr, dy, dxr, dgr, dbr);
+    snprintf(what, sizeof what, "tail layernorm bwd dx cols=%lld", (long long)cols);
+    check_arrf(what, dx, dxr, n, 1e-4, 1e-4);
+    check_guard(what, dx, n);
+    snprintf(what, sizeof what, "tail layernorm bwd dgamma cols=%lld", (long long)cols);
+    check_arrf(what, dg, dgr, cols, 1e-5, 1e-5);
+    check_guard(what, dg, cols);
+    snprintf(what, sizeof what, "tail layernorm bwd dbeta cols=%lld", (long long)cols);
+    check_arrf(what, db, dbr, cols, 1e-5, 1e-5);
+    check_guard(what, db, cols);
+    free(x), free(g), free(b), free(y), free(yr), free(dy), free(dx), free(dxr), free(dg),
+        free(dgr), free(db), free(dbr);
+}
+
+/* Rows with masked (-inf) entries, an all -inf row and a row with a NaN:
+** the dispatched kernels give what the references give (softmax 0 and
+** log-softmax -inf where masked; NaN for the whole row when every entry is
+** -inf or one is NaN). */
+static void test_softmax_masked(void) {
+    const int64_t rows = 4, cols = 21, n = rows * cols;
+    float *x = test_fill_rand(falloc(n), n, -4, 4);
+    for (int64_t i = 0; i < cols; i += 3) {
+        x[i] = -INFINITY; /* row 0: columns 0, 3, ..., 18 */
+    }
+    x[cols - 1] = -INFINITY;
+    for (int64_t i = cols; i < 2 * cols; i++) {
+        x[i] = -INFINITY; /* row 1 */
+    }
+    x[2 * cols + 17] = NAN; /* row 2; row 3 stays finite */
+    float *y = galloc(n), *yr = falloc(n), *ly = galloc(n), *lyr = falloc(n);
+    kcpu_softmax_fwd(rows, cols, x, y);
+    kcpu_softmax_fwd_ref(rows, cols, x, yr);
+    check_arrf("softmax fwd masked rows", y, yr, n, 1e-9, 2e-6);
+    check_guard("softmax fwd masked rows", y, n);
+    kcpu_log_softmax_fwd(rows, cols, x, ly);
+    kcpu_log_softmax_fwd_ref(rows, cols, x, lyr);
+    check_arrf("log_softmax fwd masked rows", ly, lyr, n, 2e-6, 2e-6);
+    check_guard("log_softmax fwd masked rows", ly, n);
+    int zeros = 0;
+    for (int64_t i = 0; i < cols; i++) {
+        zeros += isinf(x[i]) ? y[i] == 0.0f && ly[i] == -INFINITY : 0;
+    }
+    CHECK(zeros == 8, "[%s] masked entries: %d of 8 give softmax 0, log-softmax -inf", isa_tag,
+          zeros);
+    /* Backward over the finite rows 0 and 3 (log-probs -inf where masked). */
+    float *dy = test_fill_rand(falloc(n), n, -1, 1), *dx = grand(n, -1, 1), *dxr = gdup(dx, n);
+    float *dxx = gdup(dx, n), *dxxr = gdup(dx, n);
+    float *lr = falloc(2 * cols), *dy2 = falloc(2 * cols);
+    memcpy(lr, lyr, (size_t)cols * sizeof *lr);
+    memcpy(lr + cols, lyr + 3 * cols, (size_t)cols * sizeof *lr);
+    memcpy(dy2, dy, (size_t)(2 * cols) * sizeof *dy2);
+    kcpu_log_softmax_bwd(2, cols, lr, dy2, dx);
+    kcpu_log_softmax_bwd_ref(2, cols, lr, dy2, dxr);
+    check_arrf("log_softmax bwd masked rows", dx, dxr, 2 * cols, 1e-5, 1e-5);
+    check_guard("log_softmax bwd masked rows", dx, n);
+    int32_t labels[2] = {1, 19};
+    float dloss[2] = {1.0f, 0.5f};
+    kcpu_xent_bwd(2, cols, lr, labels, 0.1f, dloss, dxx);
+    kcpu_xent_bwd_ref(2, cols, lr, labels, 0.1f, dloss, dxxr);
+    check_arrf("xent bwd masked rows", dxx, dxxr, 2 * cols, 1e-5, 1e-5);
+    free(x), free(y), free(yr), free(ly), free(lyr), free(dy), free(dx), free(dxr), free(dxx),
+        free(dxxr), free(lr), free(dy2);
+}
+
+static void test_tails(void) {
+    for (int64_t n = 1; n <= 40; n++) {
+        tails_unary(n);
+        tails_binary(n);
+        tails_softmax(n);
+        if (n >= 2) {
+            tails_layernorm(n);
+        }
+    }
+    test_softmax_masked();
+}
+
+/* Kernels whose AVX2 variant no dispatcher of these files calls (Adam:
+** adam.c), run directly when the CPU has AVX2. */
+static void test_avx2_direct(void) {
+    if (kcpu_isa_detect() < KCPU_ISA_AVX2) {
+        return;
+    }
+    isa_tag = "avx2 direct";
+    for (int64_t n = 1; n <= 4001; n = n < 40 ? n + 1 : n * 5) {
+        float *w = grand(n, -1, 1), *g = test_fill_rand(falloc(n), n, -1, 1);
+        float *m = grand(n, -0.1f, 0.1f), *v = grand(n, 0, 0.01f);
+        float *wr = gdup(w, n), *mr = gdup(m, n), *vr = gdup(v, n);
+        const float c1 = 1.0f - powf(0.9f, 7), c2 = 1.0f - powf(0.98f, 7);
+        kcpu_adam_f32_avx2(n, w, g, m, v, 1e-3f, 0.9f, 0.98f, 1e-9f, 0.01f, c1, c2);
+        kcpu_adam_f32_ref(n, wr, g, mr, vr, 1e-3f, 0.9f, 0.98f, 1e-9f, 0.01f, c1, c2);
+        char what[64];
+        snprintf(what, sizeof what, "adam_avx2 w n=%lld", (long long)n);
+        check_arrf(what, w, wr, n, 1e-8, 1e-6);
+        check_guard(what, w, n);
+        snprintf(what, sizeof what, "adam_avx2 m n=%lld", (long long)n);
+        check_arrf(what, m, mr, n, 1e-8, 1e-6);
+        check_guard(what, m, n);
+        snprintf(what, sizeof what, "adam_avx2 v n=%lld", (long long)n);
+        check_arrf(what, v, vr, n, 1e-10, 1e-5);
+        check_guard(what, v, n);
+        free(w), free(g), free(m), free(v), free(wr), free(mr), free(vr);
+    }
+}
+
 /* ---------------------------------------------------------- ISA plumbing */
 
 static void test_isa(void) {
@@ -1062,8 +1415,10 @@ int main(void) {
         test_movement();
         test_f16();
         test_adam();
+        test_tails();
         fprintf(stderr, "isa %s: %d failures\n", isa_tag, th_failures - before);
     }
+    test_avx2_direct();
     kcpu_isa_force(KCPU_ISA_AVX512);
     TEST_MAIN_END();
 }

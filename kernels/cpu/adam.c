@@ -26,6 +26,10 @@ void kcpu_adam_f32(int64_t n, float *w, const float *g, float *m, float *v, floa
         return;
     }
 #endif
+    if (kcpu_isa_active() >= KCPU_ISA_AVX2) {
+        kcpu_adam_f32_avx2(n, w, g, m, v, lr, b1, b2, eps, wd, c1, c2);
+        return;
+    }
     kcpu_adam_f32_ref(n, w, g, m, v, lr, b1, b2, eps, wd, c1, c2);
 }
 

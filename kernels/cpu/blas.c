@@ -1,13 +1,15 @@
 /*
 ** blas.c: fp32 GEMM glue over OpenBLAS (cblas, row-major), the dispatching
-** entry kcpu_gemm_f32 (own AVX-512 kernel for small m), and strided batches.
+** entry kcpu_gemm_f32 (own AVX-512 or AVX2 kernel for small m), and strided
+** batches.
 */
 #include "kcpu.h"
 
 #include <cblas.h>
 
-/* OpenBLAS extension (cblas.h of openblas declares it too). */
+/* OpenBLAS extensions (cblas.h of openblas declares them too). */
 void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
 
 void kcpu_blas_set_threads(int n) {
     openblas_set_num_threads(n < 1 ? 1 : n);
@@ -58,44 +60,73 @@ void kcpu_gemm_f32_blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
 /* multiply-adds up to which a product of a batch takes the own kernel */
 #define KCPU_BATCHED_SMALL ((int64_t)1 << 18)
 
+/* The AVX2 kernel's limits, measured on an AMD EPYC (Zen 3 class, no
+** AVX-512) against OpenBLAS 0.3.21 (Zen kernels), 1 thread, own/OpenBLAS
+** speed at n x k = 512x512, 2048x512, 512x2048, 1024x256, 32000x512:
+**   B [k,n]: m 8: 0.9-1.3, m 16: 0.86-1.34 (mean 1.06; slower only at
+**            k 2048 and n 32000), m 20: mean 1.0, m 32: 0.7-1.1;
+**   B [n,k]: m 16: 1.2-1.7, m 24: 0.98-1.45 (mean 1.19), m 32: 0.8-1.3.
+** Batches: every product shape tried from 2^18 to 2^21 multiply-adds (m,
+** n, k from 8 to 512, both B layouts) runs 1.1-2x faster own; attention
+** shapes T x T x 32/64 and T x 32/64 x T up to T 200 1.1-1.9x.  Above 2^18
+** OpenBLAS splits a product over its threads (interface/gemm.c), so the
+** higher AVX2 limit applies only while it has a single thread. */
+#define KCPU_SMALL_M_AVX2 16
+#define KCPU_SMALL_M_AVX2_TB 24
+#define KCPU_BATCHED_SMALL_AVX2 ((int64_t)1 << 18)
+#define KCPU_BATCHED_SMALL_AVX2_1T ((int64_t)1 << 20)
+
+/* The own small kernel of the active ISA, or NULL below AVX2. */
+static kcpu_gemm_fn small_kernel(void) {
+    kcpu_isa isa = kcpu_isa_active();
+#ifdef MT_HAVE_AVX512_BUILD
+    if (isa >= KCPU_ISA_AVX512) {
+        return kcpu_gemm_f32_small_avx512;
+    }
+#endif
+    return isa >= KCPU_ISA_AVX2 ? kcpu_gemm_f32_small_avx2 : NULL;
+}
+
 void kcpu_gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                    float *c, int64_t ldc) {
-#ifdef MT_HAVE_AVX512_BUILD
-    if (!ta && m <= KCPU_SMALL_M && kcpu_isa_active() >= KCPU_ISA_AVX512) {
-        kcpu_gemm_f32_small_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    kcpu_gemm_fn own = small_kernel();
+    int64_t small_m = KCPU_SMALL_M;
+    if (own == kcpu_gemm_f32_small_avx2) {
+        small_m = tb ? KCPU_SMALL_M_AVX2_TB : KCPU_SMALL_M_AVX2;
+    }
+    if (own && !ta && m <= small_m) {
+        own(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
-#endif
     kcpu_gemm_f32_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void kcpu_gemm_f32_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                          float *c, int64_t ldc) {
-#ifdef MT_HAVE_AVX512_BUILD
-    if (kcpu_isa_active() >= KCPU_ISA_AVX512) {
-        kcpu_gemm_f32_small_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return;
-    }
-#endif
-    kcpu_gemm_f32_ref(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    kcpu_gemm_fn own = small_kernel();
+    (own ? own : kcpu_gemm_f32_ref)(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void kcpu_gemm_f32_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                            const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb,
                            int64_t sb, float beta, float *c, int64_t ldc, int64_t sc,
                            int64_t batch) {
-#ifdef MT_HAVE_AVX512_BUILD
     /* Many small products (attention per sentence and head: T x d/h x T):
     ** OpenBLAS's per-call cost outweighs the product, the own kernel has none. */
-    if (!ta && m * n * k <= KCPU_BATCHED_SMALL && kcpu_isa_active() >= KCPU_ISA_AVX512) {
-        for (int64_t i = 0; i < batch; i++)
-            kcpu_gemm_f32_small_avx512(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb,
-                                       beta, c + i * sc, ldc);
+    kcpu_gemm_fn own = small_kernel();
+    int64_t limit = KCPU_BATCHED_SMALL;
+    if (own == kcpu_gemm_f32_small_avx2) {
+        limit =
+            openblas_get_num_threads() == 1 ? KCPU_BATCHED_SMALL_AVX2_1T : KCPU_BATCHED_SMALL_AVX2;
+    }
+    if (own && !ta && m * n * k <= limit) {
+        for (int64_t i = 0; i < batch; i++) {
+            own(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
+        }
         return;
     }
-#endif
     for (int64_t i = 0; i < batch; i++) {
         kcpu_gemm_f32(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc,
                       ldc);

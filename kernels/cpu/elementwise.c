@@ -1,19 +1,21 @@
 /*
 ** elementwise.c: unary and broadcasting binary ops, small helpers and
 ** masked fill.  Scalar references here; the contiguous inner loops have
-** AVX-512 variants in elementwise_avx512.c, chosen at run time.
+** AVX-512 and AVX2 variants in elementwise_avx512.c / elementwise_avx2.c,
+** chosen at run time.
 */
 #include "kcpu.h"
 
 #include <math.h>
 #include <string.h>
 
-static bool use_avx512(void) {
-#ifdef MT_HAVE_AVX512_BUILD
-    return kcpu_isa_active() >= KCPU_ISA_AVX512;
-#else
-    return false;
+/* The variant the dispatchers run: AVX-512 (when built), else AVX2. */
+static kcpu_isa simd_level(void) {
+    kcpu_isa isa = kcpu_isa_active();
+#ifndef MT_HAVE_AVX512_BUILD
+    isa = isa > KCPU_ISA_AVX2 ? KCPU_ISA_AVX2 : isa;
 #endif
+    return isa;
 }
 
 /* ------------------------------------------------------------------ unary */
@@ -80,23 +82,33 @@ void kcpu_unary_bwd_ref(kcpu_unary op, int64_t n, float alpha, const float *x, c
 }
 
 void kcpu_unary_fwd(kcpu_unary op, int64_t n, float alpha, const float *x, float *y) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_unary_fwd_avx512(op, n, alpha, x, y);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_unary_fwd_avx2(op, n, alpha, x, y);
+        return;
+    }
     kcpu_unary_fwd_ref(op, n, alpha, x, y);
 }
 
 void kcpu_unary_bwd(kcpu_unary op, int64_t n, float alpha, const float *x, const float *y,
                     const float *dy, float *dx) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_unary_bwd_avx512(op, n, alpha, x, y, dy, dx);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_unary_bwd_avx2(op, n, alpha, x, y, dy, dx);
+        return;
+    }
     kcpu_unary_bwd_ref(op, n, alpha, x, y, dy, dx);
 }
 
@@ -176,6 +188,34 @@ static bool unit_or_zero(int64_t s) {
     return s == 0 || s == 1;
 }
 
+typedef void (*binary_row_fn)(kcpu_binary op, int64_t n, const float *a, int64_t ia, const float *b,
+                              int64_t ib, float *y);
+typedef void (*binary_row_bwd_fn)(kcpu_binary op, int64_t n, const float *a, int64_t ia,
+                                  const float *b, int64_t ib, const float *dy, float *da,
+                                  float *db);
+
+/* The row kernels for inner strides ia, ib: a SIMD variant when both are 0
+** or 1 and the ISA allows, the reference otherwise. */
+static binary_row_fn pick_row(int64_t ia, int64_t ib) {
+    kcpu_isa isa = unit_or_zero(ia) && unit_or_zero(ib) ? simd_level() : KCPU_ISA_REF;
+#ifdef MT_HAVE_AVX512_BUILD
+    if (isa >= KCPU_ISA_AVX512) {
+        return kcpu_binary_row_avx512;
+    }
+#endif
+    return isa >= KCPU_ISA_AVX2 ? kcpu_binary_row_avx2 : binary_row_ref;
+}
+
+static binary_row_bwd_fn pick_row_bwd(int64_t ia, int64_t ib) {
+    kcpu_isa isa = unit_or_zero(ia) && unit_or_zero(ib) ? simd_level() : KCPU_ISA_REF;
+#ifdef MT_HAVE_AVX512_BUILD
+    if (isa >= KCPU_ISA_AVX512) {
+        return kcpu_binary_row_bwd_avx512;
+    }
+#endif
+    return isa >= KCPU_ISA_AVX2 ? kcpu_binary_row_bwd_avx2 : binary_row_bwd_ref;
+}
+
 void kcpu_binary_fwd(kcpu_binary op, int ndim, const int64_t *shape, const int64_t *sa,
                      const float *a, const int64_t *sb, const float *b, float *y) {
     if (ndim <= 0) {
@@ -187,20 +227,12 @@ void kcpu_binary_fwd(kcpu_binary op, int ndim, const int64_t *shape, const int64
     if (n <= 0 || rows <= 0) {
         return;
     }
-    bool vec = use_avx512() && unit_or_zero(ia) && unit_or_zero(ib);
+    binary_row_fn row = pick_row(ia, ib);
     bcast_iter it = {.nd = ndim};
     for (int64_t r = 0; r < rows; r++) {
-#ifdef MT_HAVE_AVX512_BUILD
-        if (vec) {
-            kcpu_binary_row_avx512(op, n, a + it.oa, ia, b + it.ob, ib, y + it.oy);
-        } else
-#endif
-        {
-            binary_row_ref(op, n, a + it.oa, ia, b + it.ob, ib, y + it.oy);
-        }
+        row(op, n, a + it.oa, ia, b + it.ob, ib, y + it.oy);
         bcast_next(&it, shape, sa, sb, n);
     }
-    (void)vec;
 }
 
 void kcpu_binary_bwd(kcpu_binary op, int ndim, const int64_t *shape, const int64_t *sa,
@@ -218,21 +250,13 @@ void kcpu_binary_bwd(kcpu_binary op, int ndim, const int64_t *shape, const int64
     if (n <= 0 || rows <= 0) {
         return;
     }
-    bool vec = use_avx512() && unit_or_zero(ia) && unit_or_zero(ib);
+    binary_row_bwd_fn row = pick_row_bwd(ia, ib);
     bcast_iter it = {.nd = ndim};
     for (int64_t r = 0; r < rows; r++) {
         float *dar = da ? da + it.oa : NULL, *dbr = db ? db + it.ob : NULL;
-#ifdef MT_HAVE_AVX512_BUILD
-        if (vec) {
-            kcpu_binary_row_bwd_avx512(op, n, a + it.oa, ia, b + it.ob, ib, dy + it.oy, dar, dbr);
-        } else
-#endif
-        {
-            binary_row_bwd_ref(op, n, a + it.oa, ia, b + it.ob, ib, dy + it.oy, dar, dbr);
-        }
+        row(op, n, a + it.oa, ia, b + it.ob, ib, dy + it.oy, dar, dbr);
         bcast_next(&it, shape, sa, sb, n);
     }
-    (void)vec;
 }
 
 /* ---------------------------------------------------------------- helpers */

@@ -14,7 +14,6 @@
 #include <float.h>
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 enum { HDR_BYTES = 64, NC = KCPU_IGEMM_NC };
 
@@ -55,22 +54,37 @@ float kcpu_maxabs_f32(int64_t rows, int64_t cols, const float *x, int64_t ld) {
     return m;
 }
 
-/* clamp in float first (fmaxf(NaN, lo) = lo, as vmaxps(v, lo) does), then
-** round half to even (the default rounding mode, as vcvtps2dq). */
-static float quant_clamp(float v, float lo, float hi) {
-    v = fmaxf(v, lo);
-    return fminf(v, hi);
+/* clamp in float first (NaN goes to lo, as fmaxf(NaN, lo) and vmaxps(v, lo)
+** do), then round half to even (the default rounding mode, as vcvtps2dq):
+** for |v| < 2^22 adding and subtracting 1.5 * 2^23 rounds in that mode, as
+** nearbyintf would, without a library call per element. */
+static inline float quant_clamp(float v, float lo, float hi) {
+    v = v >= lo ? v : lo;
+    return v <= hi ? v : hi;
+}
+
+static inline float round_even(float v) {
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
+    return (v + magic) - magic;
+}
+
+static inline int8_t quant8(float x, float mult) {
+    return (int8_t)round_even(quant_clamp(x * mult, -127.0f, 127.0f));
+}
+
+static inline int16_t quant16(float x, float mult) {
+    return (int16_t)round_even(quant_clamp(x * mult, -32768.0f, 32767.0f));
 }
 
 void kcpu_quantize_i8(int64_t n, const float *x, float mult, int8_t *y) {
     for (int64_t i = 0; i < n; i++) {
-        y[i] = (int8_t)nearbyintf(quant_clamp(x[i] * mult, -127.0f, 127.0f));
+        y[i] = quant8(x[i], mult);
     }
 }
 
 void kcpu_quantize_i16(int64_t n, const float *x, float mult, int16_t *y) {
     for (int64_t i = 0; i < n; i++) {
-        y[i] = (int16_t)nearbyintf(quant_clamp(x[i] * mult, -32768.0f, 32767.0f));
+        y[i] = quant16(x[i], mult);
     }
 }
 
@@ -117,16 +131,23 @@ static void *hdr_panels(const pack_hdr *h) {
     return (char *)h + HDR_BYTES + (h->bits == 8 ? (size_t)h->np * 4 : 0);
 }
 
-/* corr[j] = -128 * sum_k Bq[k, j] (int8), from the panels. */
+/* corr[j] = -128 * sum_k Bq[k, j] (int8), from the panels in memory order
+** (the padding k's and columns are zero). */
 static void pack_corr(pack_hdr *h) {
     const int8_t *p = hdr_panels(h);
     int32_t *corr = hdr_corr(h);
-    for (int64_t j = 0; j < h->n; j++) {
-        int32_t s = 0;
-        for (int64_t k = 0; k < h->k; k++) {
-            s += p[panel_index(8, h->kp, k, j)];
+    for (int64_t j0 = 0; j0 < h->n; j0 += NC) {
+        const int8_t *panel = p + j0 * h->kp;
+        int32_t s[NC] = {0};
+        for (int64_t u = 0; u < h->kp / 4; u++) {
+            const int8_t *unit = panel + u * NC * 4;
+            for (int c = 0; c < NC; c++) {
+                s[c] += unit[4 * c] + unit[4 * c + 1] + unit[4 * c + 2] + unit[4 * c + 3];
+            }
         }
-        corr[j] = (int32_t)((uint32_t)s * (uint32_t)-128); /* wraps like the kernels */
+        for (int64_t c = 0; c < NC && j0 + c < h->n; c++) {
+            corr[j0 + c] = (int32_t)((uint32_t)s[c] * (uint32_t)-128); /* wraps like the kernels */
+        }
     }
 }
 
@@ -160,15 +181,17 @@ void kcpu_pack_i16_q(int64_t k, int64_t n, const int16_t *bq, int64_t ldb, bool 
     }
 }
 
+/* B read in memory order: rows of B for plain, rows of B^T (the columns of
+** B) for trans; the panel writes stay inside one panel either way. */
 void kcpu_pack_i8_ex(int64_t k, int64_t n, const float *b, int64_t ldb, bool trans, void *packed) {
     float qb = kcpu_i8_mult(trans ? kcpu_maxabs_f32(n, k, b, ldb) : kcpu_maxabs_f32(k, n, b, ldb));
     pack_hdr *h = hdr_init(8, k, n, qb, packed);
     int8_t *p = hdr_panels(h);
-    for (int64_t kk = 0; kk < k; kk++) {
-        for (int64_t j = 0; j < n; j++) {
-            int8_t q;
-            kcpu_quantize_i8(1, trans ? b + j * ldb + kk : b + kk * ldb + j, qb, &q);
-            p[panel_index(8, h->kp, kk, j)] = q;
+    for (int64_t r = 0; r < (trans ? n : k); r++) {
+        const float *br = b + r * ldb;
+        for (int64_t c = 0; c < (trans ? k : n); c++) {
+            int64_t kk = trans ? c : r, j = trans ? r : c;
+            p[panel_index(8, h->kp, kk, j)] = quant8(br[c], qb);
         }
     }
     pack_corr(h);
@@ -178,11 +201,11 @@ void kcpu_pack_i16_ex(int64_t k, int64_t n, const float *b, int64_t ldb, bool tr
                       void *packed) {
     pack_hdr *h = hdr_init(16, k, n, KCPU_I16_MULT, packed);
     int16_t *p = hdr_panels(h);
-    for (int64_t kk = 0; kk < k; kk++) {
-        for (int64_t j = 0; j < n; j++) {
-            int16_t q;
-            kcpu_quantize_i16(1, trans ? b + j * ldb + kk : b + kk * ldb + j, KCPU_I16_MULT, &q);
-            p[panel_index(16, h->kp, kk, j)] = q;
+    for (int64_t r = 0; r < (trans ? n : k); r++) {
+        const float *br = b + r * ldb;
+        for (int64_t c = 0; c < (trans ? k : n); c++) {
+            int64_t kk = trans ? c : r, j = trans ? r : c;
+            p[panel_index(16, h->kp, kk, j)] = quant16(br[c], KCPU_I16_MULT);
         }
     }
 }
@@ -441,33 +464,3 @@ float kcpu_gemm_i16_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t
                         const void *packed_b, int32_t *acc, int64_t ldacc, void *scratch) {
     return run(16, impl, m, a, lda, packed_b, NULL, NULL, 0, acc, ldacc, scratch);
 }
-
-/* ------------------------------------------------------------ peak probe */
-
-#ifdef MT_HAVE_AVX512_BUILD
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-double kcpu_vnni_peak_gops(bool int16, double seconds) {
-    if (!kcpu_igemm_available(KCPU_IGEMM_VNNI)) {
-        return 0.0;
-    }
-    double best = 0.0, t_end = now_s() + seconds;
-    do { /* best of short runs: the least disturbed by other processes */
-        double t0 = now_s();
-        double ops = kcpu_vnni_ops_avx512(int16, 1000000);
-        double g = ops / (now_s() - t0) * 1e-9;
-        best = g > best ? g : best;
-    } while (now_s() < t_end);
-    return best;
-}
-#else
-double kcpu_vnni_peak_gops(bool int16, double seconds) {
-    (void)int16;
-    (void)seconds;
-    return 0.0;
-}
-#endif

@@ -45,16 +45,16 @@ void kcpu_blas_set_threads(int n);
 typedef void (*kcpu_gemm_fn)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                              const float *a, int64_t lda, const float *b, int64_t ldb,
                              float beta, float *c, int64_t ldc);
-/* Dispatching entry: own AVX-512 kernel for small m (1..16) when the ISA
-** allows and !ta, OpenBLAS otherwise. */
+/* Dispatching entry: own AVX-512 or AVX2 kernel for small m when the ISA
+** allows and !ta (see blas.c for the m limits), OpenBLAS otherwise. */
 void kcpu_gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                    float *c, int64_t ldc);
 void kcpu_gemm_f32_blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                         float *c, int64_t ldc);
-/* Own kernel for m <= 16 (any n, k); falls back to the reference when the
-** ISA is below AVX-512. */
+/* Own kernel for small m (any m, n, k; AVX-512 or AVX2); falls back to the
+** reference when the ISA is below AVX2. */
 void kcpu_gemm_f32_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                          float *c, int64_t ldc);
@@ -207,9 +207,11 @@ bool kcpu_blas_needs_reexec(void);
 const char *kcpu_blas_corename(void);
 
 /* Measured fp32 FMA throughput of one core in GFLOP/s (best of short runs
-** over `seconds`); 0 when the CPU or build lacks AVX-512.  For benchmarks. */
+** over `seconds`) with the widest FMA this CPU has (AVX-512, else AVX2); 0
+** without either.  For benchmarks. */
 double kcpu_fp32_peak_gflops(double seconds);
 double kcpu_fma_flops_avx512(int64_t iters); /* runs the probe, returns flops */
+double kcpu_fma_flops_avx2(int64_t iters);
 
 /* Per-ISA variants, exported for tests and benchmarks.  The _avx512
 ** functions exist only when MT_HAVE_AVX512_BUILD and may run only when
@@ -217,6 +219,11 @@ double kcpu_fma_flops_avx512(int64_t iters); /* runs the probe, returns flops */
 void kcpu_gemm_f32_small_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                                 const float *a, int64_t lda, const float *b, int64_t ldb,
                                 float beta, float *c, int64_t ldc);
+/* The same for AVX2 + FMA (always built; may run when kcpu_isa_detect() >=
+** KCPU_ISA_AVX2). */
+void kcpu_gemm_f32_small_avx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                              const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                              float *c, int64_t ldc);
 void kcpu_unary_fwd_avx512(kcpu_unary op, int64_t n, float alpha, const float *x, float *y);
 void kcpu_unary_bwd_avx512(kcpu_unary op, int64_t n, float alpha, const float *x,
                            const float *y, const float *dy, float *dx);
@@ -256,6 +263,31 @@ void kcpu_adam_f32_avx512(int64_t n, float *w, const float *g, float *m, float *
                           float b1, float b2, float eps, float wd, float c1, float c2);
 void kcpu_adam_f32_ref(int64_t n, float *w, const float *g, float *m, float *v, float lr,
                        float b1, float b2, float eps, float wd, float c1, float c2);
+/* AVX2 + FMA variants of the same kernels (elementwise_avx2.c; always
+** compiled, run only when kcpu_isa_detect() >= KCPU_ISA_AVX2).  The
+** dispatchers use them when kcpu_isa_active() is KCPU_ISA_AVX2, or above it
+** in a build without the AVX-512 variants. */
+void kcpu_unary_fwd_avx2(kcpu_unary op, int64_t n, float alpha, const float *x, float *y);
+void kcpu_unary_bwd_avx2(kcpu_unary op, int64_t n, float alpha, const float *x, const float *y,
+                         const float *dy, float *dx);
+void kcpu_binary_row_avx2(kcpu_binary op, int64_t n, const float *a, int64_t ia, const float *b,
+                          int64_t ib, float *y);
+void kcpu_binary_row_bwd_avx2(kcpu_binary op, int64_t n, const float *a, int64_t ia, const float *b,
+                              int64_t ib, const float *dy, float *da, float *db);
+void kcpu_softmax_fwd_avx2(int64_t rows, int64_t cols, const float *x, float *y);
+void kcpu_log_softmax_fwd_avx2(int64_t rows, int64_t cols, const float *x, float *y);
+void kcpu_softmax_bwd_avx2(int64_t rows, int64_t cols, const float *y, const float *dy, float *dx);
+void kcpu_log_softmax_bwd_avx2(int64_t rows, int64_t cols, const float *y, const float *dy,
+                               float *dx);
+void kcpu_xent_bwd_avx2(int64_t rows, int64_t cols, const float *logp, const int32_t *labels,
+                        float ls, const float *dloss, float *dx);
+void kcpu_layernorm_fwd_avx2(int64_t rows, int64_t cols, const float *x, const float *gamma,
+                             const float *beta, float eps, float *y, float *mean, float *rstd);
+void kcpu_layernorm_bwd_avx2(int64_t rows, int64_t cols, const float *x, const float *gamma,
+                             const float *mean, const float *rstd, const float *dy, float *dx,
+                             float *dgamma, float *dbeta);
+void kcpu_adam_f32_avx2(int64_t n, float *w, const float *g, float *m, float *v, float lr, float b1,
+                        float b2, float eps, float wd, float c1, float c2);
 /* f16 conversion: exact scalar reference (round to nearest even, NaN kept
 ** quiet with its top payload bits as F16C does) and the F16C variant (AVX2
 ** level and above). */
@@ -439,10 +471,15 @@ float kcpu_gemm_i8_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t 
 float kcpu_gemm_i16_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                         const void *packed_b, int32_t *acc, int64_t ldacc, void *scratch);
 
-/* Measured throughput of one core for vpdpbusd (int8, 64 multiply-adds =
-** 128 ops per instruction) and vpdpwssd (int16, 64 ops), GOP/s, best of
-** short runs over `seconds`; 0 without AVX-512 VNNI.  For benchmarks. */
-double kcpu_vnni_peak_gops(bool int16, double seconds);
+/* Measured integer multiply-add throughput of one core, GOP/s, best of
+** short runs over `seconds`, with the instructions of the active integer
+** GEMM variant (kcpu_int_peak_what): VNNI vpdpbusd (int8, 64 multiply-adds
+** = 128 ops per instruction) and vpdpwssd (int16, 64 ops); AVX2 the
+** vpmaddubsw + vpmaddwd + vpaddd sequence (int8, 64 ops) and vpmaddwd +
+** vpaddd (int16, 32 ops); 0 for the reference.  For benchmarks. */
+double kcpu_int_peak_gops(bool int16, double seconds);
+const char *kcpu_int_peak_what(bool int16);
+double kcpu_int_ops_avx2(bool int16, int64_t iters); /* the AVX2 probe: returns ops */
 
 /* Internal: one call as gemm_int.c hands it to a variant (separately
 ** compiled ISA files).  The variant computes and quantizes A itself. */
@@ -486,7 +523,8 @@ double kcpu_vnni_ops_avx512(bool int16, int64_t iters); /* the probe: returns op
 ** lower target id, the same thing).  Selection compares the same float x in
 ** every ISA variant, so indices are identical across variants; log-probs
 ** differ only through the rounding of d (the reference sums in double; the
-** AVX-512 variant in float over 64 lanes): |delta| <= 1e-5 (1 + |logp|).
+** AVX-512 variant in float over 64 lanes, the AVX2 one over 32): |delta| <=
+** 1e-5 (1 + |logp|).
 ** Masked tokens (x = -inf) rank last, by column, with logp -inf; a row whose
 ** x are all -inf has lse = -inf and every logp -inf.  NaN/+inf logits give
 ** unspecified (memory-safe) results.
@@ -525,6 +563,9 @@ void kcpu_softmax_topk_ex_avx512(int64_t rows, int64_t cols, const float *logits
                                  const float *bias, const int32_t *cols_idx,
                                  const float *row_off, int32_t k, int32_t *out_idx,
                                  float *out_val, float *out_lse);
+void kcpu_softmax_topk_ex_avx2(int64_t rows, int64_t cols, const float *logits, const float *bias,
+                               const int32_t *cols_idx, const float *row_off, int32_t k,
+                               int32_t *out_idx, float *out_val, float *out_lse);
 
 /* Merges n_lists lists of k_in entries (list l at val + l*k_in, idx +
 ** l*k_in), each sorted best first as kcpu_softmax_topk_ex writes them, into
@@ -562,6 +603,8 @@ void kcpu_argmax_rows_ref(int64_t rows, int64_t cols, const float *logits, const
                           int32_t *out_idx, float *out_val);
 void kcpu_argmax_rows_avx512(int64_t rows, int64_t cols, const float *logits, const float *bias,
                              int32_t *out_idx, float *out_val);
+void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, const float *bias,
+                           int32_t *out_idx, float *out_val);
 
 /* Internal (topk.c, shared with topk_avx512.c): a heap of n entries (val,
 ** pos) with the worst at the root, worst = lower val, or equal val and

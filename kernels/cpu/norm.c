@@ -8,12 +8,14 @@
 
 #include <math.h>
 
-static bool use_avx512(void) {
-#ifdef MT_HAVE_AVX512_BUILD
-    return kcpu_isa_active() >= KCPU_ISA_AVX512;
-#else
-    return false;
+/* The variant the dispatchers run: AVX-512 (when built), else AVX2
+** (elementwise_avx512.c / elementwise_avx2.c). */
+static kcpu_isa simd_level(void) {
+    kcpu_isa isa = kcpu_isa_active();
+#ifndef MT_HAVE_AVX512_BUILD
+    isa = isa > KCPU_ISA_AVX2 ? KCPU_ISA_AVX2 : isa;
 #endif
+    return isa;
 }
 
 void kcpu_layernorm_fwd_ref(int64_t rows, int64_t cols, const float *x, const float *gamma,
@@ -80,23 +82,33 @@ void kcpu_layernorm_bwd_ref(int64_t rows, int64_t cols, const float *x, const fl
 
 void kcpu_layernorm_fwd(int64_t rows, int64_t cols, const float *x, const float *gamma,
                         const float *beta, float eps, float *y, float *mean, float *rstd) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_layernorm_fwd_avx512(rows, cols, x, gamma, beta, eps, y, mean, rstd);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_layernorm_fwd_avx2(rows, cols, x, gamma, beta, eps, y, mean, rstd);
+        return;
+    }
     kcpu_layernorm_fwd_ref(rows, cols, x, gamma, beta, eps, y, mean, rstd);
 }
 
 void kcpu_layernorm_bwd(int64_t rows, int64_t cols, const float *x, const float *gamma,
                         const float *mean, const float *rstd, const float *dy, float *dx,
                         float *dgamma, float *dbeta) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_layernorm_bwd_avx512(rows, cols, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_layernorm_bwd_avx2(rows, cols, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+        return;
+    }
     kcpu_layernorm_bwd_ref(rows, cols, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
 }

@@ -1,18 +1,19 @@
 /*
 ** softmax.c: row-wise softmax, log-softmax and label-smoothed cross-entropy
-** with their backward passes.  Scalar references here; AVX-512 variants in
-** elementwise_avx512.c.
+** with their backward passes.  Scalar references here; AVX-512 and AVX2
+** variants in elementwise_avx512.c / elementwise_avx2.c.
 */
 #include "kcpu.h"
 
 #include <math.h>
 
-static bool use_avx512(void) {
-#ifdef MT_HAVE_AVX512_BUILD
-    return kcpu_isa_active() >= KCPU_ISA_AVX512;
-#else
-    return false;
+/* The variant the dispatchers run: AVX-512 (when built), else AVX2. */
+static kcpu_isa simd_level(void) {
+    kcpu_isa isa = kcpu_isa_active();
+#ifndef MT_HAVE_AVX512_BUILD
+    isa = isa > KCPU_ISA_AVX2 ? KCPU_ISA_AVX2 : isa;
 #endif
+    return isa;
 }
 
 static float row_max_ref(int64_t n, const float *x) {
@@ -85,43 +86,63 @@ void kcpu_log_softmax_bwd_ref(int64_t rows, int64_t cols, const float *y, const 
 }
 
 void kcpu_softmax_fwd(int64_t rows, int64_t cols, const float *x, float *y) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_softmax_fwd_avx512(rows, cols, x, y);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_softmax_fwd_avx2(rows, cols, x, y);
+        return;
+    }
     kcpu_softmax_fwd_ref(rows, cols, x, y);
 }
 
 void kcpu_log_softmax_fwd(int64_t rows, int64_t cols, const float *x, float *y) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_log_softmax_fwd_avx512(rows, cols, x, y);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_log_softmax_fwd_avx2(rows, cols, x, y);
+        return;
+    }
     kcpu_log_softmax_fwd_ref(rows, cols, x, y);
 }
 
 void kcpu_softmax_bwd(int64_t rows, int64_t cols, const float *y, const float *dy, float *dx) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_softmax_bwd_avx512(rows, cols, y, dy, dx);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_softmax_bwd_avx2(rows, cols, y, dy, dx);
+        return;
+    }
     kcpu_softmax_bwd_ref(rows, cols, y, dy, dx);
 }
 
 void kcpu_log_softmax_bwd(int64_t rows, int64_t cols, const float *y, const float *dy,
                           float *dx) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_log_softmax_bwd_avx512(rows, cols, y, dy, dx);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_log_softmax_bwd_avx2(rows, cols, y, dy, dx);
+        return;
+    }
     kcpu_log_softmax_bwd_ref(rows, cols, y, dy, dx);
 }
 
@@ -158,11 +179,16 @@ void kcpu_xent_bwd_ref(int64_t rows, int64_t cols, const float *logp, const int3
 
 void kcpu_xent_bwd(int64_t rows, int64_t cols, const float *logp, const int32_t *labels,
                    float ls, const float *dloss, float *dx) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_xent_bwd_avx512(rows, cols, logp, labels, ls, dloss, dx);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_xent_bwd_avx2(rows, cols, logp, labels, ls, dloss, dx);
+        return;
+    }
     kcpu_xent_bwd_ref(rows, cols, logp, labels, ls, dloss, dx);
 }

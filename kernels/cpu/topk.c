@@ -2,7 +2,8 @@
 ** topk.c: the fused output layer (bias + log-softmax + top-k in one pass),
 ** the argmax of beam 1, the merge of per-row top-k lists and the beam-search
 ** step built from both.  Scalar references and the dispatch here; AVX-512
-** variants in topk_avx512.c.  Contracts in kcpu.h ("fused softmax / top-k").
+** and AVX2 variants in topk_avx512.c / topk_avx2.c.  Contracts in kcpu.h
+** ("fused softmax / top-k").
 **
 ** Selection keeps, per row, a binary heap of the best raw x seen so far in
 ** the caller's output arrays, worst at the root.  Columns are scanned in
@@ -15,9 +16,14 @@
 
 #include <math.h>
 
-#ifdef MT_HAVE_AVX512_BUILD
-static bool use_avx512(void) { return kcpu_isa_active() >= KCPU_ISA_AVX512; }
+/* The variant the dispatchers run: AVX-512 (when built), else AVX2. */
+static kcpu_isa simd_level(void) {
+    kcpu_isa isa = kcpu_isa_active();
+#ifndef MT_HAVE_AVX512_BUILD
+    isa = isa > KCPU_ISA_AVX2 ? KCPU_ISA_AVX2 : isa;
 #endif
+    return isa;
+}
 
 /* ------------------------------------------------------------------ heap */
 
@@ -125,13 +131,19 @@ void kcpu_softmax_topk_ex_ref(int64_t rows, int64_t cols, const float *logits, c
 void kcpu_softmax_topk_ex(int64_t rows, int64_t cols, const float *logits, const float *bias,
                           const int32_t *cols_idx, const float *row_off, int32_t k,
                           int32_t *out_idx, float *out_val, float *out_lse) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_softmax_topk_ex_avx512(rows, cols, logits, bias, cols_idx, row_off, k, out_idx,
                                     out_val, out_lse);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_softmax_topk_ex_avx2(rows, cols, logits, bias, cols_idx, row_off, k, out_idx, out_val,
+                                  out_lse);
+        return;
+    }
     kcpu_softmax_topk_ex_ref(rows, cols, logits, bias, cols_idx, row_off, k, out_idx, out_val,
                              out_lse);
 }
@@ -229,11 +241,16 @@ void kcpu_argmax_rows_ref(int64_t rows, int64_t cols, const float *logits, const
 
 void kcpu_argmax_rows(int64_t rows, int64_t cols, const float *logits, const float *bias,
                       int32_t *out_idx, float *out_val) {
+    kcpu_isa isa = simd_level();
 #ifdef MT_HAVE_AVX512_BUILD
-    if (use_avx512()) {
+    if (isa >= KCPU_ISA_AVX512) {
         kcpu_argmax_rows_avx512(rows, cols, logits, bias, out_idx, out_val);
         return;
     }
 #endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_argmax_rows_avx2(rows, cols, logits, bias, out_idx, out_val);
+        return;
+    }
     kcpu_argmax_rows_ref(rows, cols, logits, bias, out_idx, out_val);
 }
