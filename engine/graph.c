@@ -118,7 +118,17 @@ struct mt_graph {
     int lz_nfree, lz_capfree;
     int64_t lz_nblk; /* values alive in the region */
     bool lz_overflowed;
+
+    /* shared packed weights this round's nodes view (graph_hold_pack) */
+    struct held_pack *held;
+    int n_held, cap_held;
 };
+
+typedef struct held_pack {
+    mt_params *params;
+    const void *data;
+    uint64_t serial;
+} held_pack;
 
 typedef struct lz_seg {
     size_t off, len;
@@ -891,8 +901,37 @@ fail:
     return rc;
 }
 
+/* The round's references to shared packs go back (the nodes are gone). */
+static void drop_held(mt_graph *g) {
+    for (int i = 0; i < g->n_held; i++)
+        params_pack_unref(g->held[i].params, g->held[i].data);
+    g->n_held = 0;
+}
+
+bool graph_hold_pack(mt_graph *g, mt_params *p, const void *data, uint64_t serial) {
+    void *h = g->held;
+    bool ok = grow_array(&h, &g->cap_held, g->n_held + 1, sizeof *g->held, 16);
+    g->held = h;
+    if (!ok) {
+        params_pack_unref(p, data);
+        graph_fail(g, MT_ERR_NOMEM, "graph: out of memory (shared packs)");
+        return false;
+    }
+    g->held[g->n_held++] = (held_pack){p, data, serial};
+    return true;
+}
+
+uint64_t graph_pack_serial(const mt_graph *g, const mt_node *n) {
+    if (n == NULL) return 0;
+    if (n->is_memo) return graph_memo_serial(n);
+    for (int i = 0; i < g->n_held; i++)
+        if (g->held[i].data == n->val.data) return g->held[i].serial;
+    return 0;
+}
+
 void mt_graph_clear(mt_graph *g) {
     if (g == NULL) return;
+    drop_held(g);
     memo_end_round(g);
     ws_reset(g);
     mt_arena_reset(g->arena);
@@ -906,6 +945,8 @@ void mt_graph_clear(mt_graph *g) {
 
 void mt_graph_free(mt_graph *g) {
     if (g == NULL) return;
+    drop_held(g);
+    mt_free(g->held);
     memo_end_round(g);
     while (g->live) {
         memo_entry *e = g->live;

@@ -69,6 +69,12 @@ bool graph_node_aux(mt_graph *g, mt_node *n, size_t bytes);
 /* A memoized node's entry serial (unique in its graph, never reused); 0
 ** for other nodes. */
 uint64_t graph_memo_serial(const mt_node *n);
+/* Keeps a reference to a shared pack (params_pack_ref) until the next
+** clear; false (reference given back, sticky error) when out of memory. */
+bool graph_hold_pack(mt_graph *g, mt_params *p, const void *data, uint64_t serial);
+/* Identity of a packed weight node across rounds: its memo serial, or the
+** serial of the shared pack it views; 0 for others. */
+uint64_t graph_pack_serial(const mt_graph *g, const mt_node *n);
 /* Records a sticky error (first one wins) and sets mt_errmsg.  Returns NULL
 ** so builders can `return graph_fail(...)`. */
 mt_node *graph_fail(mt_graph *g, mt_status rc, const char *fmt, ...)

@@ -585,6 +585,10 @@ mt_status mt_params_adopt_item(mt_params *p, const char *name, mt_tensor *t,
                                const mt_model_item *item);
 /* Quantization multiplier of parameter i (0: not a pre-quantized weight). */
 float mt_params_qmult_at(const mt_params *p, int i);
+/* Bytes (and count, n_packs may be NULL) of the packed weights held for the
+** integer GEMM: one per weight matrix and form, shared by all graphs and
+** threads that use these parameters. */
+size_t mt_params_packed_bytes(mt_params *p, int *n_packs);
 
 /* `mtpe convert --gemm-type` (engine/quantize.c), as marian-conv -g:
 **   INT8 / INT16  every float32 item that is a 2-D weight by Marian's name

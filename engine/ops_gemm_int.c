@@ -7,10 +7,12 @@
 **
 **   pack      P = packed op(B) [k, n]: int8 panels (kcpu layout, "KQ08"
 **             header) at byte 0 and/or int16 panels ("KQ16") at byte off16
-**             (64-aligned), as an int8 byte vector.  Its only source is B, a
-**             constant, so in a memoizing graph it is a memo node: computed
-**             by the first forward, kept across clears, recomputed after the
-**             parameters change (graph.c).  From f32 B the multiplier is
+**             (64-aligned), as an int8 byte vector.  When B is a parameter
+**             the pack is made once at build time and shared by every graph
+**             and thread (params_pack_ref; a new one after the parameters
+**             change), and P is a leaf viewing it.  Other constant B: P is a
+**             memo node of B, computed by the first forward, kept across
+**             clears (graph.c).  From f32 B the multiplier is
 **             127 / max|B| (int8) or 2^10 (int16); from a pre-quantized
 **             parameter, the parameter's own values and multiplier.
 **   gemm_q    C[rows, n] = dequant(quant(A) . P) (+ bias): A [..., M, K]
@@ -41,6 +43,7 @@
 #include <time.h>
 
 #include "graph_impl.h"
+#include "params_impl.h"
 
 #define DEFAULT_SAMPLES 4
 
@@ -261,27 +264,18 @@ enum { FMT_I8 = 1, FMT_I16 = 2 };
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-static atomic_bool warned_nomemo; /* process-wide: the warning below once */
-
-static mt_status pack_forward(mt_graph *g, mt_node *y) {
-    const mt_node *b = y->src[0];
+/* Packs B (f32, or a pre-quantized parameter) as attrs say into dst. */
+static void pack_into(mt_graph *g, const mt_node *b, const mt_attrs *at, char *dst) {
     const mt_device_ops *ops = graph_ops(g);
     mt_device *d = graph_device(g);
-    int64_t k = y->attr.i[0], n = y->attr.i[1];
-    bool tb = y->attr.i[2] != 0;
-    int fmt = (int)y->attr.i[3];
-    char *dst = y->val.data;
+    int64_t k = at->i[0], n = at->i[1];
+    bool tb = at->i[2] != 0;
+    int fmt = (int)at->i[3];
     int64_t ldb = tb ? k : n;
     if (b->val.dtype == MT_F32) {
         if (fmt & FMT_I8) ops->pack_f32(d, 8, k, n, node_f32(b), ldb, tb, dst);
-        if (fmt & FMT_I16) ops->pack_f32(d, 16, k, n, node_f32(b), ldb, tb, dst + y->attr.i[4]);
-        return MT_OK;
-    }
-    if (!y->is_memo && !atomic_exchange(&warned_nomemo, true)) {
-        mt_log(MT_LOG_WARN,
-               "quantized weight '%s' packed in a graph without memoize: this repeats on every "
-               "round (set mt_graph_params.memoize; logged once)",
-               mt_params_name(b->params, b->param_index));
+        if (fmt & FMT_I16) ops->pack_f32(d, 16, k, n, node_f32(b), ldb, tb, dst + at->i[4]);
+        return;
     }
     float qb = mt_params_qmult_at(b->params, b->param_index);
     int bits = b->val.dtype == MT_I8 ? 8 : 16;
@@ -290,11 +284,31 @@ static mt_status pack_forward(mt_graph *g, mt_node *y) {
         mt_log(MT_LOG_WARN, "int8 weight '%s': %lld values of -128 used as -127",
                mt_params_name(b->params, b->param_index), (long long)low);
     }
+}
+
+static mt_status pack_forward(mt_graph *g, mt_node *y) {
+    pack_into(g, y->src[0], &y->attr, y->val.data);
     return MT_OK;
 }
 
 static const mt_op_def op_pack = {"gemm_pack", pack_forward, NULL};
 
+typedef struct pack_job {
+    mt_graph *g;
+    const mt_node *b;
+    const mt_attrs *at;
+} pack_job;
+
+static void pack_job_fill(void *ctx, void *dst) {
+    const pack_job *j = ctx;
+    pack_into(j->g, j->b, j->at, dst);
+}
+
+static bool is_param_leaf(const mt_node *b) { return b->params != NULL && b->n_src == 0; }
+
+/* P for B: a parameter's pack is made once and shared by every graph and
+** thread (params_pack_ref; the graph views it until its next clear), other
+** constants' packs are memo nodes of this graph. */
 static mt_node *build_pack(mt_graph *g, mt_node *b, int64_t k, int64_t n, bool tb, int fmt,
                            int64_t *off16) {
     const mt_device_ops *ops = graph_ops(g);
@@ -313,6 +327,19 @@ static mt_node *build_pack(mt_graph *g, mt_node *b, int64_t k, int64_t n, bool t
     at.i[2] = tb;
     at.i[3] = fmt;
     at.i[4] = *off16;
+    if (is_param_leaf(b) && b->val.data != NULL) {
+        pack_job job = {g, b, &at};
+        uint64_t serial = 0;
+        const void *data = params_pack_ref(b->params, b->param_index, (uint64_t)(fmt * 2 + tb),
+                                           bytes, d, pack_job_fill, &job, &serial);
+        if (data == NULL) {
+            return graph_fail(g, MT_ERR_NOMEM, "cannot allocate %zu bytes for packed weight '%s'",
+                              bytes, mt_params_name(b->params, b->param_index));
+        }
+        if (!graph_hold_pack(g, b->params, data, serial)) return NULL;
+        mt_tensor t = {mt_shape1((int64_t)bytes), MT_I8, (void *)data, d, false};
+        return mt_tensor_node(g, &t);
+    }
     mt_node *src[1] = {b};
     return graph_push(g, &op_pack, mt_shape1((int64_t)bytes), MT_I8, 1, src, &at);
 }
@@ -371,7 +398,7 @@ static mt_status pack_sel_forward(mt_graph *g, mt_node *y) {
                              (long long)n);
     }
     size_t bytes = (size_t)mt_node_numel(y);
-    const void *hit = sel_cached(g, graph_memo_serial(p), p->val.data, n_sel, c, bytes);
+    const void *hit = sel_cached(g, graph_pack_serial(g, p), p->val.data, n_sel, c, bytes);
     y->aux = (void *)hit; /* read by gemm_q instead of the value; not the graph's memory */
     y->aux_bytes = 0;
     if (hit == NULL) graph_ops(g)->pack_select(graph_device(g), p->val.data, n_sel, c, y->val.data);
@@ -438,8 +465,6 @@ static mt_status gemm_q_forward(mt_graph *g, mt_node *y) {
 static const mt_op_def op_gemm_q = {"gemm_q", gemm_q_forward, NULL};
 
 /* ------------------------------------------------------------------ router */
-
-static bool is_param_leaf(const mt_node *b) { return b->params != NULL && b->n_src == 0; }
 
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
                              mt_node *cols, bool *taken);

@@ -23,6 +23,7 @@
 ** graph's memo cache keys on the params pointer and checks the version).
 */
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -37,6 +38,16 @@ typedef struct entry {
     char name[]; /* NUL-terminated */
 } entry;
 
+/* A packed form of one parameter (params_pack_ref), shared by all graphs. */
+typedef struct params_pack {
+    int index;
+    uint64_t version, key, serial;
+    size_t bytes;
+    void *data; /* NULL: a free entry */
+    mt_device *dev;
+    int refs;
+} params_pack;
+
 struct mt_params {
     mt_device *dev;
     mt_rng rng;
@@ -45,6 +56,9 @@ struct mt_params {
     int *slots; /* index + 1, 0 = empty */
     size_t n_slots;
     uint64_t version;
+    pthread_mutex_t pack_mu; /* the packs: graphs of several threads share them */
+    params_pack *packs;
+    int n_packs, cap_packs;
 };
 
 static atomic_uint_fast64_t version_counter;
@@ -67,6 +81,7 @@ mt_status mt_params_init(mt_device *dev, uint64_t seed, mt_params **out) {
     p->dev = dev ? dev : mt_device_cpu();
     mt_rng_seed(&p->rng, seed);
     p->version = next_version();
+    pthread_mutex_init(&p->pack_mu, NULL);
     *out = p;
     return MT_OK;
 }
@@ -80,7 +95,92 @@ void mt_params_free(mt_params *p) {
     }
     mt_free(p->items);
     mt_free(p->slots);
+    for (int i = 0; i < p->n_packs; i++) {
+        params_pack *e = &p->packs[i];
+        if (e->data == NULL) continue;
+        MT_ASSERT(e->refs == 0); /* every graph that used a pack is cleared or freed */
+        e->dev->ops->free(e->dev, e->data);
+    }
+    mt_free(p->packs);
+    pthread_mutex_destroy(&p->pack_mu);
     mt_free(p);
+}
+
+/* ---------------------------------------------------------------- packs */
+
+static atomic_uint_fast64_t pack_serials;
+
+const void *params_pack_ref(mt_params *p, int index, uint64_t key, size_t bytes, mt_device *dev,
+                            void (*fill)(void *ctx, void *dst), void *ctx, uint64_t *serial) {
+    const void *out = NULL;
+    pthread_mutex_lock(&p->pack_mu);
+    params_pack *slot = NULL;
+    for (int i = 0; i < p->n_packs; i++) {
+        params_pack *e = &p->packs[i];
+        if (e->data && e->refs == 0 && e->version != p->version) { /* stale, unused */
+            e->dev->ops->free(e->dev, e->data);
+            e->data = NULL;
+        }
+        if (e->data == NULL) {
+            if (slot == NULL) slot = e;
+            continue;
+        }
+        if (e->index == index && e->key == key && e->version == p->version && e->bytes == bytes &&
+            e->dev == dev) {
+            e->refs++;
+            *serial = e->serial;
+            out = e->data;
+            goto done;
+        }
+    }
+    if (slot == NULL) {
+        if (p->n_packs == p->cap_packs) {
+            int cap = p->cap_packs ? 2 * p->cap_packs : 16;
+            params_pack *np = mt_try_realloc(p->packs, sizeof *np * (size_t)cap);
+            if (np == NULL) goto done;
+            p->packs = np;
+            p->cap_packs = cap;
+        }
+        slot = &p->packs[p->n_packs++];
+        *slot = (params_pack){0}; /* free until filled */
+    }
+    void *d = dev->ops->alloc(dev, bytes);
+    if (d == NULL) goto done;
+    fill(ctx, d);
+    uint64_t id = (uint64_t)atomic_fetch_add(&pack_serials, 1) + 1;
+    *slot = (params_pack){index, p->version, key, id, bytes, d, dev, 1};
+    *serial = slot->serial;
+    out = d;
+done:
+    pthread_mutex_unlock(&p->pack_mu);
+    return out;
+}
+
+void params_pack_unref(mt_params *p, const void *data) {
+    pthread_mutex_lock(&p->pack_mu);
+    for (int i = 0; i < p->n_packs; i++) {
+        if (p->packs[i].data == data) {
+            MT_ASSERT(p->packs[i].refs > 0);
+            p->packs[i].refs--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->pack_mu);
+}
+
+size_t mt_params_packed_bytes(mt_params *p, int *n_packs) {
+    size_t bytes = 0;
+    int n = 0;
+    pthread_mutex_lock(&p->pack_mu);
+    for (int i = 0; i < p->n_packs; i++) {
+        if (p->packs[i].data) {
+            bytes += p->packs[i].bytes;
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&p->pack_mu);
+    if (n_packs) *n_packs = n;
+    return bytes;
 }
 
 mt_device *params_device(const mt_params *p) { return p->dev; }

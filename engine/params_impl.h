@@ -19,4 +19,15 @@ void params_swap_data(mt_params *p, int i, mt_tensor *t);
 ** qmult (engine/quantize.c, mt_params_adopt_item). */
 void params_set_qmult(mt_params *p, int i, float qmult);
 
+/* A packed form of parameter `index` (integer GEMM panels; key says which
+** form) at the parameters' current version, shared by every graph and
+** thread: made by fill(ctx, dst) into `bytes` of dev memory on the first
+** request (under the parameters' lock), then handed out with a reference
+** that the caller gives back with params_pack_unref.  *serial: an id unique
+** in the process for this pack.  NULL when out of memory.  Packs of an
+** older version are freed once unreferenced. */
+const void *params_pack_ref(mt_params *p, int index, uint64_t key, size_t bytes, mt_device *dev,
+                            void (*fill)(void *ctx, void *dst), void *ctx, uint64_t *serial);
+void params_pack_unref(mt_params *p, const void *data);
+
 #endif /* MT_PARAMS_IMPL_H */

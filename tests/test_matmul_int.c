@@ -31,6 +31,7 @@
 ** Also: kcpu_pack_i*_ex(trans) equals packing the explicit transpose.
 */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,98 @@ static void test_pack_ex(void) {
     free(wt);
 }
 
+/* ------------------------------------------------------------ shared packs */
+
+typedef struct share_job {
+    mt_params *p;
+    const float *a, *w;
+    int64_t rows, k, n;
+    float *out;
+    int rounds, bad;
+} share_job;
+
+/* rounds of x . W on a graph of its own; out gets the last, bad counts the
+** rounds that differ from the first */
+static void *share_thread(void *arg) {
+    share_job *j = arg;
+    mt_graph *g = new_graph(MT_GEMM_INT8, true, false);
+    if (g == NULL) {
+        j->bad = -1;
+        return NULL;
+    }
+    float *first = malloc(sizeof(float) * (size_t)(j->rows * j->n));
+    for (int r = 0; r < j->rounds; r++) {
+        mt_graph_clear(g);
+        mt_node *x = mt_input(g, mt_shape2(j->rows, j->k), j->a);
+        mt_node *W = mt_param(g, j->p, "dec_W1", mt_shape2(j->k, j->n), mt_init_zeros());
+        mt_node *y = mt_matmul(g, x, W, false, false);
+        if (mt_graph_forward(g) != MT_OK || y == NULL ||
+            mt_node_get(y, j->out, j->rows * j->n) != MT_OK) {
+            j->bad = -1;
+            break;
+        }
+        if (r == 0) memcpy(first, j->out, sizeof(float) * (size_t)(j->rows * j->n));
+        j->bad += memcmp(first, j->out, sizeof(float) * (size_t)(j->rows * j->n)) != 0;
+    }
+    free(first);
+    mt_graph_free(g);
+    return NULL;
+}
+
+/* A weight is packed once per form for all graphs and threads: two threads
+** with graphs of their own and a third graph in int16 leave two packs in
+** the parameters, and every product equals the scheme. */
+static void test_shared_packs(void) {
+    const int64_t k = 48, n = 70, rows = 3;
+    mt_params *p = NULL;
+    CHECK_STATUS(mt_params_init(NULL, 5, &p));
+    float *w = malloc(sizeof(float) * k * n), *a = malloc(sizeof(float) * rows * k);
+    float *out[2], *want = malloc(sizeof(float) * rows * n);
+    test_fill_rand(w, k * n, -1.0f, 1.0f);
+    test_fill_rand(a, rows * k, -2.0f, 2.0f);
+    mt_tensor *t = NULL;
+    mt_graph *g = new_graph(MT_GEMM_INT16, true, false);
+    if (!p || !g) return;
+    mt_param(g, p, "dec_W1", mt_shape2(k, n), mt_init_values(w, k * n)); /* creates it */
+    CHECK_STATUS(mt_graph_forward(g));
+    t = mt_params_find(p, "dec_W1");
+    CHECK(t != NULL, "dec_W1 created");
+    pthread_t th[2];
+    share_job job[2];
+    for (int i = 0; i < 2; i++) {
+        out[i] = malloc(sizeof(float) * rows * n);
+        job[i] = (share_job){p, a, w, rows, k, n, out[i], 40, 0};
+        CHECK(pthread_create(&th[i], NULL, share_thread, &job[i]) == 0, "thread %d", i);
+    }
+    mt_graph_clear(g);
+    mt_node *x = mt_input(g, mt_shape2(rows, k), a);
+    mt_node *W = mt_param(g, p, "dec_W1", mt_shape2(k, n), mt_init_zeros());
+    mt_node *y16 = mt_matmul(g, x, W, false, false);
+    CHECK_STATUS(mt_graph_forward(g));
+    float *got16 = malloc(sizeof(float) * rows * n);
+    if (y16) CHECK_STATUS(mt_node_get(y16, got16, rows * n));
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    exact_int(8, rows, k, n, a, w, false, NULL, want);
+    for (int i = 0; i < 2; i++) {
+        CHECK(job[i].bad == 0, "thread %d: %d rounds differ or failed", i, job[i].bad);
+        CHECK(memcmp(out[i], want, sizeof(float) * rows * n) == 0, "thread %d = scheme", i);
+    }
+    exact_int(16, rows, k, n, a, w, false, NULL, want);
+    CHECK(memcmp(got16, want, sizeof(float) * rows * n) == 0, "int16 graph = scheme");
+    int n_packs = 0;
+    size_t bytes = mt_params_packed_bytes(p, &n_packs);
+    CHECK(n_packs == 2, "one pack per form for 3 graphs in 3 threads, got %d", n_packs);
+    CHECK(bytes >= kcpu_pack_i8_bytes(k, n) + kcpu_pack_i16_bytes(k, n) &&
+              bytes <= kcpu_pack_i8_bytes(k, n) + kcpu_pack_i16_bytes(k, n) + 128,
+          "packed bytes %zu", bytes);
+    mt_graph_free(g);
+    mt_params_free(p);
+    for (int i = 0; i < 2; i++)
+        free(out[i]);
+    free(w), free(a), free(want), free(got16);
+}
+
 /* ------------------------------------------------------------ memo, allocs */
 
 static void test_memo(void) {
@@ -277,7 +370,8 @@ static void test_memo(void) {
     test_fill_rand(b, n, -1.0f, 1.0f);
     mt_graph *g = new_graph(MT_GEMM_INT8, true, false);
     if (!p || !g) return;
-    uint64_t hits0 = 0, fwd_allocs = 0, round_allocs = 0;
+    uint64_t fwd_allocs = 0, round_allocs = 0;
+    size_t pack0 = 0; /* the pack's bytes at round 0 */
     int bad = 0;
     for (int r = 0; r < 101; r++) {
         uint64_t c0 = allocs_now();
@@ -297,16 +391,15 @@ static void test_memo(void) {
         CHECK_STATUS(mt_node_get(y, got, rows * n));
         if (r == 0) memcpy(first, got, sizeof(float) * rows * n);
         bad += memcmp(got, first, sizeof(float) * rows * n) != 0;
-        mt_graph_stats st = mt_graph_get_stats(g);
+        int n_packs = 0;
+        size_t pk_bytes = mt_params_packed_bytes(p, &n_packs);
         if (r == 0) {
-            CHECK(st.memo_entries == 1, "one memo entry (the pack), got %llu",
-                  (unsigned long long)st.memo_entries);
-            hits0 = st.memo_hits;
+            CHECK(n_packs == 1 && pk_bytes >= kcpu_pack_i8_bytes(k, n),
+                  "one shared pack of the weight, got %d (%zu bytes)", n_packs, pk_bytes);
+            pack0 = pk_bytes;
         } else if (r == 100) {
-            CHECK(st.memo_entries == 1, "still one memo entry after 100 clears, got %llu",
-                  (unsigned long long)st.memo_entries);
-            CHECK(st.memo_hits - hits0 == 100, "100 memo hits expected, got %llu",
-                  (unsigned long long)(st.memo_hits - hits0));
+            CHECK(n_packs == 1 && pk_bytes == pack0,
+                  "still one pack after 100 clears, got %d (%zu bytes)", n_packs, pk_bytes);
         }
     }
     CHECK(bad == 0, "%d rounds differ from the first", bad);
@@ -339,9 +432,9 @@ static void test_memo(void) {
         } else {
             CHECK(memcmp(got, want2, sizeof(float) * rows * n) == 0,
                   "after mt_params_touch the pack is recomputed from the new values");
-            mt_graph_stats st = mt_graph_get_stats(g);
-            CHECK(st.memo_entries == 1, "one memo entry after the flush, got %llu",
-                  (unsigned long long)st.memo_entries);
+            int n_packs = 0;
+            mt_params_packed_bytes(p, &n_packs);
+            CHECK(n_packs == 1, "the stale pack is freed once unused: %d packs", n_packs);
         }
     }
     mt_graph_free(g);
@@ -1002,6 +1095,7 @@ int main(void) {
     test_ops(8);
     test_ops(16);
     test_memo();
+    test_shared_packs();
     test_tuner();
     test_intgemm_params();
     test_convert();
