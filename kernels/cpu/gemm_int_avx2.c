@@ -12,12 +12,13 @@
 ** vpmaddwd with ones then widens the pairs into one int32 per column and
 ** k group.  int16: vpmaddwd on the broadcast pair of A directly.
 **
-** Blocking: int8, four rows at a time against a quarter panel (16 columns
-** = 2 ymm), 8 accumulators, so one B load serves four rows; the last rows
-** (and int16) half a panel (32 columns = 4 ymm) against 2 rows, 8
-** accumulators; 16 ymm registers leave no room for more.  Four rows made
-** int8 products of 4 to 128 rows about 10% faster (`mtpe bench gemm-int`,
-** Zen 3 class EPYC: 88-90 -> 97-102 GOP/s, 88% of the measured peak).
+** Blocking: four rows at a time against a quarter panel (16 columns = 2
+** ymm), 8 accumulators, so one B load serves four rows; the last rows half
+** a panel (32 columns = 4 ymm) against 2 rows, 8 accumulators; 16 ymm
+** registers leave no room for more.  Four rows made products of 4 to 128
+** rows about 10% faster (`mtpe bench gemm-int`, Zen 3 class EPYC, noisy:
+** int8 88-90 -> 97-102 GOP/s, 88% of the measured peak; int16 76-95 ->
+** 89-139).
 */
 #include "kcpu.h"
 
@@ -195,10 +196,11 @@ ALWAYS_INLINE void block(const int bits, const int mr, int64_t ng, const uint8_t
     }
 }
 
-/* Four rows against the 16 columns from col0 (int8 only): 8 accumulators,
-** so each B vector loaded serves four rows instead of two. */
-ALWAYS_INLINE void block4(int64_t ng, const uint8_t *a, int64_t sa, const uint8_t *b,
-                          const out_ctx *o, int64_t i0, int64_t col0) {
+/* Four rows against the 16 columns from col0: 8 accumulators, so each B
+** vector loaded serves four rows instead of two.  b points at the quarter
+** panel inside the first group (groups are 4 * NC bytes apart). */
+ALWAYS_INLINE void block4(const int bits, int64_t ng, const uint8_t *a, int64_t sa,
+                          const uint8_t *b, const out_ctx *o, int64_t i0, int64_t col0) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i acc[4][2];
 #pragma GCC unroll 4
@@ -212,11 +214,17 @@ ALWAYS_INLINE void block4(int64_t ng, const uint8_t *a, int64_t sa, const uint8_
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(bg + 32));
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
-            __m256i av = bcast32(a + i * sa + 4 * g), aa = _mm256_abs_epi8(av);
-            __m256i p0 = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(b0, av));
-            __m256i p1 = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(b1, av));
-            acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(p0, ones));
-            acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(p1, ones));
+            __m256i av = bcast32(a + i * sa + 4 * g);
+            if (bits == 8) {
+                __m256i aa = _mm256_abs_epi8(av);
+                __m256i p0 = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(b0, av));
+                __m256i p1 = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(b1, av));
+                acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(p0, ones));
+                acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(p1, ones));
+            } else {
+                acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
+                acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
+            }
         }
     }
 #pragma GCC unroll 2
@@ -245,9 +253,14 @@ static void gemm(int bits, kcpu_igemm_job *j) {
     for (int64_t j0 = 0; j0 < j->np; j0 += KCPU_IGEMM_NC) {
         const uint8_t *panel = (const uint8_t *)j->panels + (j0 / KCPU_IGEMM_NC) * panel_bytes;
         int64_t i0 = 0;
-        for (; bits == 8 && j->m - i0 >= 4; i0 += 4) {
-            for (int q = 0; q < KCPU_IGEMM_NC / 16 && j0 + 16 * q < j->n; q++)
-                block4(ng, a + i0 * j->sa, j->sa, panel + 4 * 16 * q, &o, i0, j0 + 16 * q);
+        for (; j->m - i0 >= 4; i0 += 4) {
+            for (int q = 0; q < KCPU_IGEMM_NC / 16 && j0 + 16 * q < j->n; q++) {
+                const uint8_t *ai = a + i0 * j->sa, *b = panel + 4 * 16 * q;
+                if (bits == 8)
+                    block4(8, ng, ai, j->sa, b, &o, i0, j0 + 16 * q);
+                else
+                    block4(16, ng, ai, j->sa, b, &o, i0, j0 + 16 * q);
+            }
         }
         for (; i0 < j->m; i0 += MR_MAX) {
             const uint8_t *ai = a + i0 * j->sa;
