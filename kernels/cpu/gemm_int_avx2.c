@@ -27,7 +27,7 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-enum { NV = 4, HALF = 32, MR_MAX = 2, GROUP_BYTES = 4 * KCPU_IGEMM_NC };
+enum { GROUP_BYTES = 4 * KCPU_IGEMM_NC };
 
 /* --------------------------------------------------------- quantize A */
 
@@ -146,96 +146,63 @@ ALWAYS_INLINE void store8(const out_ctx *o, int64_t row, int64_t col, __m256i ac
     }
 }
 
-/* Rows i0..i0+mr-1 against the 32 columns from col0: ng groups; b points
-** at the half panel inside the first group (groups are 256 bytes apart). */
-ALWAYS_INLINE void block(const int bits, const int mr, int64_t ng, const uint8_t *a, int64_t sa,
-                         const uint8_t *b, const out_ctx *o, int64_t i0, int64_t col0) {
+/* Rows i0..i0+mr-1 (mr <= 4) against the 8 nv columns from col0 (nv <= 4):
+** mr x nv accumulators; b points at those columns inside the first group
+** (groups are GROUP_BYTES apart). */
+ALWAYS_INLINE void block(const int bits, const int mr, const int nv, int64_t ng, const uint8_t *a,
+                         int64_t sa, const uint8_t *b, const out_ctx *o, int64_t i0, int64_t col0) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i acc[MR_MAX][NV];
-#pragma GCC unroll 2
+    __m256i acc[4][4];
+#pragma GCC unroll 4
     for (int i = 0; i < mr; i++) {
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) {
+        for (int v = 0; v < nv; v++) {
             acc[i][v] = _mm256_setzero_si256();
         }
     }
     for (int64_t g = 0; g < ng; g++) {
         const uint8_t *bg = b + g * GROUP_BYTES;
-        __m256i bv[NV];
+        __m256i bv[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) {
+        for (int v = 0; v < nv; v++) {
             bv[v] = _mm256_loadu_si256((const __m256i *)(bg + 32 * v));
         }
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int i = 0; i < mr; i++) {
             __m256i av = bcast32(a + i * sa + 4 * g);
             if (bits == 8) {
                 __m256i aa = _mm256_abs_epi8(av);
 #pragma GCC unroll 4
-                for (int v = 0; v < NV; v++) {
+                for (int v = 0; v < nv; v++) {
                     __m256i p = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(bv[v], av));
                     acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(p, ones));
                 }
             } else {
 #pragma GCC unroll 4
-                for (int v = 0; v < NV; v++) {
+                for (int v = 0; v < nv; v++) {
                     acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(av, bv[v]));
                 }
             }
         }
     }
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < nv; v++) {
         if (col0 + 8 * v >= o->n) {
             break;
         }
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int i = 0; i < mr; i++) {
             store8(o, i0 + i, col0 + 8 * v, acc[i][v]);
         }
     }
 }
 
-/* Four rows against the 16 columns from col0: 8 accumulators, so each B
-** vector loaded serves four rows instead of two.  b points at the quarter
-** panel inside the first group (groups are 4 * NC bytes apart). */
-ALWAYS_INLINE void block4(const int bits, int64_t ng, const uint8_t *a, int64_t sa,
-                          const uint8_t *b, const out_ctx *o, int64_t i0, int64_t col0) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i acc[4][2];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        acc[i][0] = _mm256_setzero_si256();
-        acc[i][1] = _mm256_setzero_si256();
-    }
-    for (int64_t g = 0; g < ng; g++) {
-        const uint8_t *bg = b + g * GROUP_BYTES;
-        __m256i b0 = _mm256_loadu_si256((const __m256i *)bg);
-        __m256i b1 = _mm256_loadu_si256((const __m256i *)(bg + 32));
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            __m256i av = bcast32(a + i * sa + 4 * g);
-            if (bits == 8) {
-                __m256i aa = _mm256_abs_epi8(av);
-                __m256i p0 = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(b0, av));
-                __m256i p1 = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(b1, av));
-                acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(p0, ones));
-                acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(p1, ones));
-            } else {
-                acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
-                acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
-            }
-        }
-    }
-#pragma GCC unroll 2
-    for (int v = 0; v < 2; v++) {
-        if (col0 + 8 * v >= o->n) {
-            break;
-        }
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            store8(o, i0 + i, col0 + 8 * v, acc[i][v]);
-        }
+/* Rows i0..i0+mr-1 against the panel of columns j0..j0+NC-1, in blocks. */
+ALWAYS_INLINE void panel_rows(const int bits, const int mr, const int nv, int64_t ng,
+                              const uint8_t *ai, int64_t sa, const uint8_t *panel, const out_ctx *o,
+                              int64_t i0, int64_t j0) {
+    for (int q = 0; q < KCPU_IGEMM_NC / (8 * nv) && j0 + 8 * nv * q < o->n; q++) {
+        block(bits, mr, nv, ng, ai, sa, panel + 32 * nv * q, o, i0, j0 + 8 * nv * q);
     }
 }
 
@@ -248,41 +215,28 @@ static void gemm(int bits, kcpu_igemm_job *j) {
                  .acc = j->acc,
                  .ldacc = j->ldacc,
                  .unq = kcpu_igemm_unquant(j->qa, j->qb)};
-    int64_t ng = j->kp / (bits == 8 ? 4 : 2);
+    int64_t ng = j->kp / (bits == 8 ? 4 : 2), sa = j->sa;
     int64_t panel_bytes = j->kp * KCPU_IGEMM_NC * (bits / 8);
     for (int64_t j0 = 0; j0 < j->np; j0 += KCPU_IGEMM_NC) {
         const uint8_t *panel = (const uint8_t *)j->panels + (j0 / KCPU_IGEMM_NC) * panel_bytes;
         int64_t i0 = 0;
-        for (; j->m - i0 >= 4; i0 += 4) {
-            for (int q = 0; q < KCPU_IGEMM_NC / 16 && j0 + 16 * q < j->n; q++) {
-                const uint8_t *ai = a + i0 * j->sa, *b = panel + 4 * 16 * q;
-                if (bits == 8)
-                    block4(8, ng, ai, j->sa, b, &o, i0, j0 + 16 * q);
-                else
-                    block4(16, ng, ai, j->sa, b, &o, i0, j0 + 16 * q);
-            }
+        for (; j->m - i0 >= 4; i0 += 4) { /* 4 rows x 16 columns */
+            if (bits == 8)
+                panel_rows(8, 4, 2, ng, a + i0 * sa, sa, panel, &o, i0, j0);
+            else
+                panel_rows(16, 4, 2, ng, a + i0 * sa, sa, panel, &o, i0, j0);
         }
-        for (; i0 < j->m; i0 += MR_MAX) {
-            const uint8_t *ai = a + i0 * j->sa;
-            for (int h = 0; h < KCPU_IGEMM_NC / HALF; h++) {
-                int64_t col0 = j0 + HALF * h;
-                if (col0 >= j->n) {
-                    break;
-                }
-                const uint8_t *b = panel + 4 * HALF * h;
-                bool two = j->m - i0 >= 2;
-                if (bits == 8) {
-                    if (two) {
-                        block(8, 2, ng, ai, j->sa, b, &o, i0, col0);
-                    } else {
-                        block(8, 1, ng, ai, j->sa, b, &o, i0, col0);
-                    }
-                } else if (two) {
-                    block(16, 2, ng, ai, j->sa, b, &o, i0, col0);
-                } else {
-                    block(16, 1, ng, ai, j->sa, b, &o, i0, col0);
-                }
-            }
+        for (; j->m - i0 >= 2; i0 += 2) { /* 2 rows x 32 columns */
+            if (bits == 8)
+                panel_rows(8, 2, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0);
+            else
+                panel_rows(16, 2, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0);
+        }
+        if (i0 < j->m) {
+            if (bits == 8)
+                panel_rows(8, 1, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0);
+            else
+                panel_rows(16, 1, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0);
         }
     }
 }
