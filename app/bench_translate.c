@@ -390,13 +390,15 @@ static double bt_mean_shortlist(bt_ctx *c, int batch) {
 
 static mt_status bt_table_gemm(bt_ctx *c) {
     int32_t v = mt_model_trg_vocab(c->am.models[0]);
-    bool avx2 = kcpu_isa_active() == KCPU_ISA_AVX2;
-    printf("== gemm: one thread; float32 = OpenBLAS sgemm (own %s kernel for products of <= %s "
-           "rows\n   and batched ones of <= 2^%d multiply-adds), int8 = weights packed once, "
-           "activations quantized\n   per call, +sl = int8 with the shortlist (columns of the "
-           "packed output layer)\n",
-           kcpu_isa_name(kcpu_isa_active()), avx2 ? "16 (24 with B transposed)" : "16",
-           avx2 ? 20 : 18);
+    int64_t max_m, max_m_tb, max_batched;
+    kcpu_gemm_f32_small_limits(false, &max_m, &max_batched);
+    kcpu_gemm_f32_small_limits(true, &max_m_tb, &max_batched);
+    printf("== gemm: one thread; float32 = OpenBLAS sgemm (own %s kernel for products of <= %lld "
+           "rows,\n   <= %lld with B transposed, and batched ones of <= %lld multiply-adds), int8 "
+           "= weights packed\n   once, activations quantized per call, +sl = int8 with the "
+           "shortlist (columns of the packed\n   output layer)\n",
+           kcpu_isa_name(kcpu_isa_active()), (long long)max_m, (long long)max_m_tb,
+           (long long)max_batched);
     if (c->macs.known) {
         printf("   int8 limit = %.1f GOP/s (one core, %s) / integer ops per source token;\n"
                "   ops = 2 x multiply-adds of the products with weight matrices: per source "

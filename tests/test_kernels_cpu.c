@@ -1133,6 +1133,13 @@ static void check_guard(const char *what, const float *p, int64_t n) {
           (long long)n);
 }
 
+/* check_arrf of an output that has guard elements after it, and check_guard. */
+static void check_guarded(const char *what, const float *got, const float *want, int64_t n,
+                          double atol, double rtol) {
+    check_arrf(what, got, want, n, atol, rtol);
+    check_guard(what, got, n);
+}
+
 static float *grand(int64_t n, float lo, float hi) { return test_fill_rand(galloc(n), n, lo, hi); }
 
 static float *gdup(const float *x, int64_t n) {
@@ -1151,18 +1158,15 @@ static void tails_unary(int64_t n) {
         kcpu_unary_fwd((kcpu_unary)op, n, alpha, x, y);
         kcpu_unary_fwd_ref((kcpu_unary)op, n, alpha, x, yr);
         snprintf(what, sizeof what, "tail unary fwd %s n=%lld", unary_names[op], (long long)n);
-        check_arrf(what, y, yr, n, 1e-37, 3e-7);
-        check_guard(what, y, n);
+        check_guarded(what, y, yr, n, 1e-37, 3e-7);
         float *dy = test_fill_rand(falloc(n), n, -1, 1), *dx = grand(n, -1, 1);
         float *dxr = gdup(dx, n), *dxn = gdup(dx, n);
         kcpu_unary_bwd((kcpu_unary)op, n, alpha, x, yr, dy, dx);
         kcpu_unary_bwd((kcpu_unary)op, n, alpha, x, NULL, dy, dxn);
         kcpu_unary_bwd_ref((kcpu_unary)op, n, alpha, x, yr, dy, dxr);
         snprintf(what, sizeof what, "tail unary bwd %s n=%lld", unary_names[op], (long long)n);
-        check_arrf(what, dx, dxr, n, 1e-6, 1e-5);
-        check_guard(what, dx, n);
-        check_arrf(what, dxn, dxr, n, 1e-6, 1e-5);
-        check_guard(what, dxn, n);
+        check_guarded(what, dx, dxr, n, 1e-6, 1e-5);
+        check_guarded(what, dxn, dxr, n, 1e-6, 1e-5);
         free(x), free(yr), free(y), free(dy), free(dx), free(dxr), free(dxn);
     }
 }
@@ -1226,32 +1230,27 @@ static void tails_softmax(int64_t cols) {
     kcpu_softmax_fwd(rows, cols, x, y);
     kcpu_softmax_fwd_ref(rows, cols, x, yr);
     snprintf(what, sizeof what, "tail softmax fwd cols=%lld", (long long)cols);
-    check_arrf(what, y, yr, n, 1e-9, 2e-6);
-    check_guard(what, y, n);
+    check_guarded(what, y, yr, n, 1e-9, 2e-6);
     kcpu_log_softmax_fwd(rows, cols, x, ly);
     kcpu_log_softmax_fwd_ref(rows, cols, x, lyr);
     snprintf(what, sizeof what, "tail log_softmax fwd cols=%lld", (long long)cols);
-    check_arrf(what, ly, lyr, n, 2e-6, 2e-6);
-    check_guard(what, ly, n);
+    check_guarded(what, ly, lyr, n, 2e-6, 2e-6);
     float *dy = test_fill_rand(falloc(n), n, -1, 1), *dx = grand(n, -1, 1), *dxr = gdup(dx, n);
     float *dxl = gdup(dx, n), *dxlr = gdup(dx, n), *dxx = gdup(dx, n), *dxxr = gdup(dx, n);
     kcpu_softmax_bwd(rows, cols, yr, dy, dx);
     kcpu_softmax_bwd_ref(rows, cols, yr, dy, dxr);
     snprintf(what, sizeof what, "tail softmax bwd cols=%lld", (long long)cols);
-    check_arrf(what, dx, dxr, n, 1e-5, 1e-5);
-    check_guard(what, dx, n);
+    check_guarded(what, dx, dxr, n, 1e-5, 1e-5);
     kcpu_log_softmax_bwd(rows, cols, lyr, dy, dxl);
     kcpu_log_softmax_bwd_ref(rows, cols, lyr, dy, dxlr);
     snprintf(what, sizeof what, "tail log_softmax bwd cols=%lld", (long long)cols);
-    check_arrf(what, dxl, dxlr, n, 1e-5, 1e-5);
-    check_guard(what, dxl, n);
+    check_guarded(what, dxl, dxlr, n, 1e-5, 1e-5);
     int32_t labels[2] = {(int32_t)(cols - 1), 0};
     float dloss[2] = {0.75f, -1.5f};
     kcpu_xent_bwd(rows, cols, lyr, labels, 0.1f, dloss, dxx);
     kcpu_xent_bwd_ref(rows, cols, lyr, labels, 0.1f, dloss, dxxr);
     snprintf(what, sizeof what, "tail xent bwd cols=%lld", (long long)cols);
-    check_arrf(what, dxx, dxxr, n, 1e-5, 1e-5);
-    check_guard(what, dxx, n);
+    check_guarded(what, dxx, dxxr, n, 1e-5, 1e-5);
     free(x), free(yr), free(lyr), free(y), free(ly), free(dy), free(dx), free(dxr), free(dxl),
         free(dxlr), free(dxx), free(dxxr);
 }
@@ -1267,8 +1266,7 @@ static void tails_layernorm(int64_t cols) {
     kcpu_layernorm_fwd(rows, cols, x, g, b, 1e-5f, y, mean, rstd);
     kcpu_layernorm_fwd_ref(rows, cols, x, g, b, 1e-5f, yr, meanr, rstdr);
     snprintf(what, sizeof what, "tail layernorm fwd cols=%lld", (long long)cols);
-    check_arrf(what, y, yr, n, 2e-5, 2e-5);
-    check_guard(what, y, n);
+    check_guarded(what, y, yr, n, 2e-5, 2e-5);
     check_arrf("tail layernorm mean", mean, meanr, rows, 1e-6, 1e-5);
     check_arrf("tail layernorm rstd", rstd, rstdr, rows, 1e-6, 1e-5);
     float *dy = test_fill_rand(falloc(n), n, -1, 1), *dx = grand(n, -1, 1), *dxr = gdup(dx, n);
@@ -1277,14 +1275,11 @@ static void tails_layernorm(int64_t cols) {
     kcpu_layernorm_bwd(rows, cols, x, g, meanr, rstdr, dy, dx, dg, db);
     kcpu_layernorm_bwd_ref(rows, cols, x, g, meanr, rstdr, dy, dxr, dgr, dbr);
     snprintf(what, sizeof what, "tail layernorm bwd dx cols=%lld", (long long)cols);
-    check_arrf(what, dx, dxr, n, 1e-4, 1e-4);
-    check_guard(what, dx, n);
+    check_guarded(what, dx, dxr, n, 1e-4, 1e-4);
     snprintf(what, sizeof what, "tail layernorm bwd dgamma cols=%lld", (long long)cols);
-    check_arrf(what, dg, dgr, cols, 1e-5, 1e-5);
-    check_guard(what, dg, cols);
+    check_guarded(what, dg, dgr, cols, 1e-5, 1e-5);
     snprintf(what, sizeof what, "tail layernorm bwd dbeta cols=%lld", (long long)cols);
-    check_arrf(what, db, dbr, cols, 1e-5, 1e-5);
-    check_guard(what, db, cols);
+    check_guarded(what, db, dbr, cols, 1e-5, 1e-5);
     free(x), free(g), free(b), free(y), free(yr), free(dy), free(dx), free(dxr), free(dg),
         free(dgr), free(db), free(dbr);
 }
@@ -1367,14 +1362,11 @@ static void test_avx2_direct(void) {
         kcpu_adam_f32_ref(n, wr, g, mr, vr, 1e-3f, 0.9f, 0.98f, 1e-9f, 0.01f, c1, c2);
         char what[64];
         snprintf(what, sizeof what, "adam_avx2 w n=%lld", (long long)n);
-        check_arrf(what, w, wr, n, 1e-8, 1e-6);
-        check_guard(what, w, n);
+        check_guarded(what, w, wr, n, 1e-8, 1e-6);
         snprintf(what, sizeof what, "adam_avx2 m n=%lld", (long long)n);
-        check_arrf(what, m, mr, n, 1e-8, 1e-6);
-        check_guard(what, m, n);
+        check_guarded(what, m, mr, n, 1e-8, 1e-6);
         snprintf(what, sizeof what, "adam_avx2 v n=%lld", (long long)n);
-        check_arrf(what, v, vr, n, 1e-10, 1e-5);
-        check_guard(what, v, n);
+        check_guarded(what, v, vr, n, 1e-10, 1e-5);
         free(w), free(g), free(m), free(v), free(wr), free(mr), free(vr);
     }
 }

@@ -87,15 +87,30 @@ static kcpu_gemm_fn small_kernel(void) {
     return isa >= KCPU_ISA_AVX2 ? kcpu_gemm_f32_small_avx2 : NULL;
 }
 
+/* The limits of the own kernel `own` (NULL: 0, it takes nothing). */
+static void limits_of(kcpu_gemm_fn own, bool tb, int64_t *max_m, int64_t *max_batched) {
+    *max_m = *max_batched = 0;
+    if (own == NULL) return;
+    *max_m = KCPU_SMALL_M;
+    *max_batched = KCPU_BATCHED_SMALL;
+    if (own == kcpu_gemm_f32_small_avx2) {
+        *max_m = tb ? KCPU_SMALL_M_AVX2_TB : KCPU_SMALL_M_AVX2;
+        *max_batched =
+            openblas_get_num_threads() == 1 ? KCPU_BATCHED_SMALL_AVX2_1T : KCPU_BATCHED_SMALL_AVX2;
+    }
+}
+
+void kcpu_gemm_f32_small_limits(bool tb, int64_t *max_m, int64_t *max_batched) {
+    limits_of(small_kernel(), tb, max_m, max_batched);
+}
+
 void kcpu_gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                    float *c, int64_t ldc) {
     kcpu_gemm_fn own = small_kernel();
-    int64_t small_m = KCPU_SMALL_M;
-    if (own == kcpu_gemm_f32_small_avx2) {
-        small_m = tb ? KCPU_SMALL_M_AVX2_TB : KCPU_SMALL_M_AVX2;
-    }
-    if (own && !ta && m <= small_m) {
+    int64_t max_m, max_batched;
+    limits_of(own, tb, &max_m, &max_batched);
+    if (!ta && m <= max_m) {
         own(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
@@ -116,12 +131,9 @@ void kcpu_gemm_f32_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, fl
     /* Many small products (attention per sentence and head: T x d/h x T):
     ** OpenBLAS's per-call cost outweighs the product, the own kernel has none. */
     kcpu_gemm_fn own = small_kernel();
-    int64_t limit = KCPU_BATCHED_SMALL;
-    if (own == kcpu_gemm_f32_small_avx2) {
-        limit =
-            openblas_get_num_threads() == 1 ? KCPU_BATCHED_SMALL_AVX2_1T : KCPU_BATCHED_SMALL_AVX2;
-    }
-    if (own && !ta && m * n * k <= limit) {
+    int64_t max_m, max_batched;
+    limits_of(own, tb, &max_m, &max_batched);
+    if (!ta && m * n * k <= max_batched) {
         for (int64_t i = 0; i < batch; i++) {
             own(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
         }

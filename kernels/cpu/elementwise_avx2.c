@@ -94,10 +94,6 @@ ALWAYS_INLINE __m256 unary_grad_vec(const kcpu_unary op, __m256 va, __m256 x, __
     return one;
 }
 
-ALWAYS_INLINE bool grad_uses_y(const kcpu_unary op) {
-    return op == KCPU_TANH || op == KCPU_SIGMOID || op == KCPU_EXP || op == KCPU_SQRT;
-}
-
 ALWAYS_INLINE void unary_fwd_step(const kcpu_unary op, __m256 va, const float *x, float *y,
                                   __m256i mk, int full) {
     store8(y, mk, full, unary_vec(op, va, load8(x, mk, full)));
@@ -120,7 +116,7 @@ ALWAYS_INLINE void unary_bwd_step(const kcpu_unary op, __m256 va, const float *x
                                   const float *dy, float *dx, __m256i mk, int full) {
     __m256 xv = load8(x, mk, full);
     __m256 yv = _mm256_setzero_ps();
-    if (grad_uses_y(op)) {
+    if (kcpu_unary_grad_uses_y(op)) {
         yv = y ? load8(y, mk, full) : unary_vec(op, va, xv);
     }
     __m256 g = unary_grad_vec(op, va, xv, yv);

@@ -94,10 +94,6 @@ ALWAYS_INLINE __m512 unary_grad_vec(const kcpu_unary op, __m512 va, __m512 x, __
     return one;
 }
 
-ALWAYS_INLINE bool grad_uses_y(const kcpu_unary op) {
-    return op == KCPU_TANH || op == KCPU_SIGMOID || op == KCPU_EXP || op == KCPU_SQRT;
-}
-
 ALWAYS_INLINE void unary_fwd_loop(const kcpu_unary op, int64_t n, float alpha, const float *x,
                                   float *y) {
     __m512 va = _mm512_set1_ps(alpha);
@@ -119,7 +115,7 @@ ALWAYS_INLINE void unary_bwd_loop(const kcpu_unary op, int64_t n, float alpha, c
         __mmask16 mk = tail_mask(n - i);
         __m512 xv = _mm512_maskz_loadu_ps(mk, x + i);
         __m512 yv = _mm512_setzero_ps();
-        if (grad_uses_y(op)) {
+        if (kcpu_unary_grad_uses_y(op)) {
             yv = y ? _mm512_maskz_loadu_ps(mk, y + i) : unary_vec(op, va, xv);
         }
         __m512 g = unary_grad_vec(op, va, xv, yv);

@@ -58,6 +58,10 @@ void kcpu_gemm_f32_blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
 void kcpu_gemm_f32_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                          float *c, int64_t ldc);
+/* Where kcpu_gemm_f32 and kcpu_gemm_f32_batched take the own kernel now
+** (ISA and OpenBLAS threads): m <= *max_m, and a batch's products of at
+** most *max_batched multiply-adds; both 0 when there is no own kernel. */
+void kcpu_gemm_f32_small_limits(bool tb, int64_t *max_m, int64_t *max_batched);
 void kcpu_gemm_f32_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                        float *c, int64_t ldc);
@@ -83,6 +87,11 @@ typedef enum kcpu_unary {
     KCPU_ADD_SCALAR, /* x + alpha                                          */
     KCPU_UNARY_COUNT
 } kcpu_unary;
+
+/* The ops whose gradient the SIMD variants compute from y = f(x). */
+static inline bool kcpu_unary_grad_uses_y(kcpu_unary op) {
+    return op == KCPU_TANH || op == KCPU_SIGMOID || op == KCPU_EXP || op == KCPU_SQRT;
+}
 
 /* y[i] = f(x[i]).  alpha is used by SCALE and ADD_SCALAR.  x == y allowed. */
 void kcpu_unary_fwd(kcpu_unary op, int64_t n, float alpha, const float *x, float *y);
