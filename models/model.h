@@ -176,6 +176,10 @@ typedef struct mt_model_context {
     mt_node *mask;     /* [B, S]    1 = token, 0 = padding                       */
     mt_node *log_mask; /* [B, 1, 1, S] additive attention mask: 0 / -99999999    */
     int32_t len;       /* S                                                       */
+    /* Inference on a padded batch: the encoder ran on the real positions only
+    ** (transformer.c, "packed encoding"); ctx is packed gathered back. */
+    mt_node *packed; /* [T, D] ctx at the T real positions, or NULL            */
+    mt_node *unpack; /* i32 [B * S] row of packed for each position of ctx     */
 } mt_model_context;
 
 typedef struct mt_model_encoding {

@@ -457,6 +457,131 @@ static void test_greedy_batched(const char *dir, const char *sv, const char *tv,
     fixture_close(&fx);
 }
 
+/* Encoder output and first decoding step of one sentence, alone (no
+** padding: the plain layout).  ctx: [S_j, D] per context j; lp: [V]. */
+static int encode_alone(fixture *fx, int i, float **ctx, float *lp) {
+    mt_graph *g = NULL;
+    mt_batch *b = make_batch(fx, i, 1, false);
+    int ok = b != NULL && mt_graph_init(NULL, mt_graph_default_params(), &g) == MT_OK;
+    mt_model_encoding enc;
+    mt_dec_state st, next;
+    mt_dec_step out;
+    int32_t prev = 0;
+    ok = ok && mt_model_encode(fx->m, g, b, &enc) == MT_OK &&
+         mt_model_start(fx->m, g, &enc, &st) == MT_OK &&
+         mt_model_step(fx->m, g, &enc, &st, &prev, &next, &out) == MT_OK &&
+         mt_graph_forward(g) == MT_OK &&
+         mt_node_get(out.logprobs, lp, mt_model_trg_vocab(fx->m)) == MT_OK;
+    for (int j = 0; ok && j < enc.n; j++) {
+        mt_shape sh = mt_node_shape(enc.c[j].ctx);
+        int64_t n = mt_shape_numel(&sh);
+        ctx[j] = malloc(sizeof(float) * (size_t)n);
+        ok = mt_node_get(enc.c[j].ctx, ctx[j], n) == MT_OK;
+    }
+    CHECK(ok, "%s: sentence %d alone: %s", fx->dir, i + 1, mt_errmsg());
+    mt_batch_free(b);
+    mt_graph_free(g);
+    return ok;
+}
+
+/* A padded batch is encoded on its real positions only (transformer.c,
+** "packed encoding"), self-attention in groups of similar length.  Every
+** real position of the batch's contexts, and the first step's log-probs,
+** must equal those of each sentence encoded alone; padded positions must
+** be finite (masked attention multiplies them by 0). */
+static void test_packed_encoding(const char *dir, const char *sv, const char *tv) {
+    fixture fx;
+    if (!fixture_open(&fx, dir, sv, tv)) {
+        fixture_close(&fx);
+        return;
+    }
+    /* the longest input and every fourth one after it: lengths spread over
+    ** several groups (a group spans lengths down to 3/4 of its first) */
+    int longest = 0, pick[16], count = 0;
+    for (int i = 1; i < fx.n; i++)
+        if (fx.slen[i] > fx.slen[longest]) longest = i;
+    pick[count++] = longest;
+    for (int i = 0; i < fx.n && count < 16; i += 4)
+        if (i != longest) pick[count++] = i;
+    int min_len = fx.slen[longest];
+    for (int i = 0; i < count; i++)
+        if (fx.slen[pick[i]] < min_len) min_len = fx.slen[pick[i]];
+    CHECK(4 * min_len < 3 * fx.slen[longest], "%s: lengths %d..%d form one group", dir, min_len,
+          fx.slen[longest]);
+    /* the batch of the picked sentences: fixture rows reordered */
+    fixture bf = fx;
+    int32_t *sid[16], *sid2[16], slen[16], slen2[16];
+    for (int i = 0; i < count; i++) {
+        sid[i] = fx.sid[pick[i]];
+        slen[i] = fx.slen[pick[i]];
+        if (fx.n_src > 1) {
+            sid2[i] = fx.sid2[pick[i]];
+            slen2[i] = fx.slen2[pick[i]];
+        }
+    }
+    bf.sid = sid;
+    bf.slen = slen;
+    bf.sid2 = sid2;
+    bf.slen2 = slen2;
+    mt_graph *g = NULL;
+    CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    mt_batch *b = make_batch(&bf, 0, count, false);
+    int32_t v = mt_model_trg_vocab(fx.m);
+    float *lp = malloc(sizeof(float) * (size_t)(count * v)), *lp1 = malloc(sizeof(float) * v);
+    int32_t prev[16] = {0};
+    mt_model_encoding enc;
+    mt_dec_state st, next;
+    mt_dec_step out;
+    int bad = 0, compared = 0, packed = 0;
+    if (g && b && CHECK_STATUS_OK(mt_model_encode(fx.m, g, b, &enc)) &&
+        CHECK_STATUS_OK(mt_model_start(fx.m, g, &enc, &st)) &&
+        CHECK_STATUS_OK(mt_model_step(fx.m, g, &enc, &st, prev, &next, &out)) &&
+        CHECK_STATUS_OK(mt_graph_forward(g)) &&
+        CHECK_STATUS_OK(mt_node_get(out.logprobs, lp, (int64_t)count * v))) {
+        int64_t d = mt_model_get_config(fx.m)->dim_emb;
+        float *ctx[MT_MAX_STREAMS] = {0};
+        for (int j = 0; j < enc.n; j++) {
+            packed += enc.c[j].packed != NULL;
+            int64_t len = enc.c[j].len, n = (int64_t)count * len * d;
+            ctx[j] = malloc(sizeof(float) * (size_t)n);
+            CHECK_STATUS(mt_node_get(enc.c[j].ctx, ctx[j], n));
+            for (int64_t e = 0; e < n; e++)
+                bad += !CHECK(isfinite(ctx[j][e]), "%s: context %d element %lld not finite", dir, j,
+                              (long long)e);
+        }
+        for (int i = 0; i < count && bad < 10; i++) {
+            float *alone[MT_MAX_STREAMS] = {0};
+            if (!encode_alone(&fx, pick[i], alone, lp1)) break;
+            for (int j = 0; j < enc.n; j++) {
+                int64_t li = j == 0 ? slen[i] : slen2[i], len = enc.c[j].len;
+                for (int64_t e = 0; e < li * d; e++) {
+                    float got = ctx[j][(int64_t)i * len * d + e];
+                    compared++;
+                    bad += !CHECK_CLOSE(got, alone[j][e], 1e-5, 1e-4,
+                                        "%s: sentence %d context %d element %lld: %g, alone %g",
+                                        dir, pick[i] + 1, j, (long long)e, got, alone[j][e]);
+                }
+                free(alone[j]);
+            }
+            for (int32_t w = 0; w < v; w++)
+                bad += !CHECK_CLOSE(lp[(int64_t)i * v + w], lp1[w], 1e-4, 1e-4,
+                                    "%s: sentence %d first step log-prob %d", dir, pick[i] + 1,
+                                    (int)w);
+        }
+        for (int j = 0; j < enc.n; j++)
+            free(ctx[j]);
+    }
+    CHECK(packed == mt_model_n_src(fx.m), "%s: %d of %d contexts packed", dir, packed,
+          mt_model_n_src(fx.m));
+    fprintf(stderr, "%s: packed encoding of %d sentences (lengths %d..%d): %d values as alone\n",
+            dir, count, min_len, fx.slen[longest], compared);
+    free(lp);
+    free(lp1);
+    mt_batch_free(b);
+    mt_graph_free(g);
+    fixture_close(&fx);
+}
+
 /* Alignments: Marian's align-soft.out holds, for its beam-4 translation of
 ** each input, the head-0 attention of the guided-alignment layer per target
 ** token.  Teacher-forcing that translation must give the same weights
@@ -899,6 +1024,8 @@ int main(void) {
     test_alignment("transformer-aan", "vocab.en.spm", "vocab.de.spm");
     test_shortlist();
     test_greedy_batched("transformer-tiny", "vocab.spm", "vocab.spm", 0, 8);
+    test_packed_encoding("transformer-tiny", "vocab.spm", "vocab.spm");
+    test_packed_encoding("multi-transformer", "vocab.spm", "vocab.spm");
     test_greedy_batched("transformer-aan", "vocab.en.spm", "vocab.de.spm", 48, 8);
     test_gradients(0);
     test_gradients(1);
