@@ -286,7 +286,7 @@ static int64_t scratch_row(int bits, int64_t k) {
 }
 
 size_t kcpu_gemm_i8_scratch_bytes(int64_t m, int64_t k) {
-    return (size_t)(m * scratch_row(8, k)) + 64;
+    return (size_t)(2 * m * scratch_row(8, k)) + 64;
 }
 
 size_t kcpu_gemm_i16_scratch_bytes(int64_t m, int64_t k) {

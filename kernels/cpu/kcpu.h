@@ -453,7 +453,8 @@ void kcpu_unpack_i8(const void *packed, int8_t *bq);
 void kcpu_unpack_i16(const void *packed, int16_t *bq);
 
 /* Scratch bytes for one call on an [m,k] activation block (the quantized A,
-** rows padded to 64 bytes, plus alignment slack); any alignment. */
+** rows padded to 64 bytes, for int8 also its absolute values, plus
+** alignment slack); any alignment. */
 size_t kcpu_gemm_i8_scratch_bytes(int64_t m, int64_t k);
 size_t kcpu_gemm_i16_scratch_bytes(int64_t m, int64_t k);
 
@@ -499,7 +500,8 @@ typedef struct kcpu_igemm_job {
     const void *panels;     /* packed B panels                 */
     const int32_t *corr;    /* int8: [np] shift correction     */
     float qb;
-    void *scratch;          /* 64-byte aligned                 */
+    void *scratch;          /* 64-byte aligned; int8: m rows of A
+                               quantized, then m rows of |A| (AVX2) */
     int64_t sa;             /* scratch row stride, bytes       */
     const float *bias;      /* float output: [n] or NULL       */
     float *c;               /* float output, or NULL for acc   */
