@@ -540,21 +540,28 @@ static bool pack_batch(tf *t, const mt_batch *bt, int s, packing *pk) {
     }
     int32_t *n_real = buf, *start = n_real + b, *order = start + b, *unpack = order + b;
     int32_t *slot_ids = unpack + bl, *tok = slot_ids + bl, *pos = tok + n, *back = pos + n;
+    /* start[i]: the first packed row of sentence i, which its padded slots
+    ** repeat; row 0 for a sentence without tokens (never read unmasked) */
     int32_t r = 0;
     for (int64_t i = 0; i < b; i++) {
         start[i] = r;
         order[i] = (int32_t)i;
         for (int64_t p = 0; p < len; p++) {
-            if (mask[i * len + p] == 0.0f) continue;
+            if (mask[i * len + p] == 0.0f) {
+                unpack[i * len + p] = start[i];
+                continue;
+            }
+            unpack[i * len + p] = r;
             tok[r] = bt->src_ids[s][i * len + p];
             pos[r] = (int32_t)p;
             r++;
         }
         n_real[i] = r - start[i];
-        /* a sentence without tokens repeats row 0 (never read unmasked) */
-        int32_t q = n_real[i] ? start[i] : 0;
-        for (int64_t p = 0; p < len; p++)
-            unpack[i * len + p] = mask[i * len + p] != 0.0f ? q++ : (n_real[i] ? start[i] : 0);
+        if (n_real[i] == 0) {
+            start[i] = 0;
+            for (int64_t p = 0; p < len; p++)
+                unpack[i * len + p] = 0;
+        }
     }
     sort_by_len_desc(order, n_real, b);
     int64_t used = 0; /* slots of the groups so far */
@@ -571,7 +578,7 @@ static bool pack_batch(tf *t, const mt_batch *bt, int s, packing *pk) {
             for (int64_t p = 0; p < glen; p++) {
                 int64_t at = (i - i0) * glen + p;
                 bool real = p < n_real[sn];
-                slot_ids[at] = real ? start[sn] + (int32_t)p : (n_real[sn] ? start[sn] : 0);
+                slot_ids[at] = start[sn] + (real ? (int32_t)p : 0);
                 lm[at] = real ? 0.0f : MASK_NEG;
                 if (real) back[start[sn] + p] = (int32_t)(used + at);
             }
@@ -624,7 +631,6 @@ static void encode_stream(tf *t, const mt_batch *bt, int s, int j, mt_model_cont
     char prefix[32], name[160];
     enc_prefix(c, j, prefix, sizeof prefix);
     int64_t b = bt->size, len = bt->src_len[s];
-    mt_node *ids = mt_input_i32(g, mt_shape2(b, len), bt->src_ids[s]);
     mt_node *mask = mt_input(g, mt_shape2(b, len), bt->src_mask[s]);
     mt_node *lm = log_mask_of(t, mask, b, len);
     packing pk;
@@ -635,6 +641,7 @@ static void encode_stream(tf *t, const mt_batch *bt, int s, int j, mt_model_cont
         x = mt_scale(g, mt_gather_rows(g, table, pk.tok), sqrtf((float)t->d));
         x = mt_add(g, x, mt_gather_rows(g, positions(t, 0, len), pk.pos));
     } else {
+        mt_node *ids = mt_input_i32(g, mt_shape2(b, len), bt->src_ids[s]);
         x = drop_words(t, mt_gather_rows(g, table, ids), c->dropout_src, b, len);
         x = mt_add(g, mt_scale(g, x, sqrtf((float)t->d)), positions(t, 0, len));
     }
