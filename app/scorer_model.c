@@ -12,6 +12,14 @@
 **            that the previous step computed on the other graph, reorders
 **            it (mt_model_reorder) and extends it.  The graph of the step
 **            before the previous one is cleared first.
+**   hist[2] the frozen history of the caches (mt_model_fold), alternately:
+**            every FOLD_EVERY positions the caches of the state (history
+**            read through the row map hmap, then the positions since) are
+**            concatenated into a new history, so that a step copies (with
+**            the beam's reordering) only the positions since the last fold
+**            instead of the whole cache, and reads the history in place.
+**            Not with top-up: a sentence joining folds the history back
+**            into the rows for the rest of that search.
 ** So the memory in use is one step (caches of the current length) and the
 ** encoding, whatever the output length.
 **
@@ -30,11 +38,19 @@
 
 #include "translate.h"
 
+/* Positions between two folds of the caches: each step copies at most this
+** many positions per row, each fold all of them once.  With the default
+** model at beam 4, mini-batch 32 (float32, same output either way), 8 and
+** 32 were no faster than 16. */
+#define FOLD_EVERY 16
+
 struct app_model_scorer {
     mt_model *m;
     mt_graph *enc[2], *step[2];
     mt_graph *enc_add; /* encode + start of sentences joining (top-up)     */
-    int ecur, scur;
+    mt_graph *hist[2]; /* frozen caches (mt_model_fold)                     */
+    int ecur, scur, hcur;
+    bool can_fold; /* the model's caches grow with the output           */
     /* batch of the search (set_batch) */
     const mt_batch_seq *seqs;
     int32_t n_sent;
@@ -49,11 +65,12 @@ struct app_model_scorer {
                         part of the state has them, the rows not yet     */
     int32_t *row_of; /* [rows of the last call] state row of each         */
     int32_t *qpos;   /* [state rows] tokens consumed by each (top-up)     */
+    int32_t *hmap;   /* [state rows] row of the frozen history of each    */
     bool topup;      /* sentences were added: rows may be at different
                         positions (mt_dec_state.row_pos)                 */
     /* scratch (grown, never shrunk) */
     int32_t cap_sent, cap_rows;
-    int32_t *new_live, *sel_sent, *sel_rows, *prev_tok, *real, *cnt, *first;
+    int32_t *new_live, *sel_sent, *sel_rows, *prev_tok, *real, *cnt, *first, *hnew;
     mt_batch_seq *bseqs;
     int32_t cap_seqs;
     float *align_buf;
@@ -80,7 +97,8 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
         s->cap_sent = n_sent;
     }
     if (n_rows > s->cap_rows) {
-        int32_t **bufs[] = {&s->row_of, &s->sel_rows, &s->prev_tok, &s->real, &s->qpos};
+        int32_t **bufs[] = {&s->row_of, &s->sel_rows, &s->prev_tok, &s->real,
+                            &s->qpos,   &s->hmap,     &s->hnew};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0] && rc == MT_OK; i++)
             rc = grow_i32(bufs[i], n_rows);
         if (rc != MT_OK) return rc;
@@ -107,8 +125,10 @@ static mt_status new_graph(mt_gemm_type gemm_type, mt_graph **g) {
 
 /* The state's nodes outlive the graph's forward (the next graph imports them). */
 static void keep_state(mt_graph *g, const mt_dec_state *st) {
-    for (int r = 0; r < st->n_rows; r++)
+    for (int r = 0; r < st->n_rows; r++) {
         mt_graph_keep(g, st->rows[r]);
+        mt_graph_keep(g, st->hist[r]);
+    }
     for (int r = 0; r < st->n_fixed; r++)
         mt_graph_keep(g, st->fixed[r]);
 }
@@ -122,7 +142,9 @@ mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_model_s
     for (int i = 0; i < 2 && rc == MT_OK; i++) {
         rc = new_graph(gemm_type, &s->enc[i]);
         if (rc == MT_OK) rc = new_graph(gemm_type, &s->step[i]);
+        if (rc == MT_OK) rc = new_graph(gemm_type, &s->hist[i]);
     }
+    s->can_fold = mt_model_can_fold(m);
     if (rc == MT_OK) rc = new_graph(gemm_type, &s->enc_add);
     if (rc != MT_OK) {
         app_model_scorer_free(s);
@@ -137,10 +159,11 @@ void app_model_scorer_free(app_model_scorer *s) {
     for (int i = 0; i < 2; i++) {
         mt_graph_free(s->enc[i]);
         mt_graph_free(s->step[i]);
+        mt_graph_free(s->hist[i]);
     }
     mt_graph_free(s->enc_add);
-    int32_t *bufs[] = {s->live, s->row_of, s->new_live, s->sel_sent, s->sel_rows,
-                       s->prev_tok, s->real, s->cnt, s->first, s->qpos};
+    int32_t *bufs[] = {s->live, s->row_of, s->new_live, s->sel_sent, s->sel_rows, s->prev_tok,
+                       s->real, s->cnt,    s->first,    s->qpos,     s->hmap,     s->hnew};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         mt_free(bufs[i]);
     mt_free(s->bseqs);
@@ -157,13 +180,14 @@ void app_model_scorer_set_batch(app_model_scorer *s, const mt_batch_seq *seqs, i
 
 app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s) {
     app_model_scorer_stats st = s->stats;
-    st.enc_bytes = st.step_bytes = 0;
+    st.enc_bytes = st.step_bytes = st.hist_bytes = 0;
     for (int i = 0; i < 2; i++) {
         st.enc_bytes += mt_graph_get_stats(s->enc[i]).workspace_capacity;
         st.step_bytes += mt_graph_get_stats(s->step[i]).workspace_capacity;
+        st.hist_bytes += mt_graph_get_stats(s->hist[i]).workspace_capacity;
     }
     st.enc_bytes += mt_graph_get_stats(s->enc_add).workspace_capacity;
-    st.graph_bytes = st.enc_bytes + st.step_bytes;
+    st.graph_bytes = st.enc_bytes + st.step_bytes + st.hist_bytes;
     return st;
 }
 
@@ -225,6 +249,33 @@ static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void 
     return rc;
 }
 
+/* The caches of the state's rows frozen into a new history (freeze), or the
+** history put back into the rows (!freeze), on the other history graph. */
+static mt_status fold(app_model_scorer *s, bool freeze) {
+    mt_graph *g = s->hist[1 - s->hcur];
+    mt_graph_clear(g);
+    mt_dec_state imp, out;
+    int32_t n = s->n_live * s->beam;
+    mt_status rc = mt_dec_state_import(g, &s->st, MT_DEC_ROWS, &imp);
+    if (rc == MT_OK && imp.hist_len > 0) {
+        imp.hist_ids = mt_input_i32(g, mt_shape1(n), s->hmap);
+        rc = mt_graph_status(g);
+    }
+    if (rc == MT_OK) rc = mt_model_fold(s->m, g, &imp, freeze, &out);
+    if (rc == MT_OK) keep_state(g, &out);
+    if (rc == MT_OK) rc = mt_graph_forward(g);
+    if (rc != MT_OK) return rc;
+    memcpy(s->st.rows, out.rows, sizeof out.rows);
+    memcpy(s->st.hist, out.hist, sizeof out.hist);
+    s->st.hist_len = out.hist_len;
+    for (int32_t r = 0; r < n; r++)
+        s->hmap[r] = r;
+    s->hcur = 1 - s->hcur;
+    s->stats.folds += freeze;
+    s->stats.unfolds += !freeze;
+    return MT_OK;
+}
+
 /* Top-up: the new sentences' encoding and start state on enc_add, then the
 ** FIXED part of the state for the live and the new sentences on the other
 ** encoder graph (mt_model_append); their rows join at the next step. */
@@ -234,7 +285,8 @@ static mt_status op_add(void *user, void *state, const int32_t *sentences, int32
     if (n < 1) return MT_OK;
     int32_t at = s->n_live + s->n_pend;
     mt_dec_state add;
-    mt_status rc = encode_start(s, s->enc_add, sentences, n, at, &add);
+    mt_status rc = s->st.hist_len > 0 ? fold(s, false) : MT_OK;
+    if (rc == MT_OK) rc = encode_start(s, s->enc_add, sentences, n, at, &add);
     if (rc != MT_OK) return rc;
     mt_graph *g = s->enc[1 - s->ecur];
     mt_graph_clear(g);
@@ -358,6 +410,12 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
         cur.beam = kmax;
         rc = mt_graph_status(g);
     }
+    if (rc == MT_OK && cur.hist_len > 0) { /* the history row of each new row */
+        for (int32_t r = 0; r < n_new * kmax; r++)
+            s->hnew[r] = s->hmap[identity ? r : s->sel_rows[r]];
+        cur.hist_ids = mt_input_i32(g, mt_shape1((int64_t)n_new * kmax), s->hnew);
+        rc = mt_graph_status(g);
+    }
     if (rc == MT_OK && s->topup) {
         /* rows at their own positions; cached positions that are padding
         ** for every row go */
@@ -424,6 +482,12 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     s->stats.steps++;
     s->stats.rows += (int64_t)n_new * kmax;
     s->stats.padded_rows += padded;
+    if (s->st.hist_len > 0) {
+        int32_t *t = s->hmap;
+        s->hmap = s->hnew;
+        s->hnew = t;
+    }
+    if (s->can_fold && !s->topup && s->st.pos - s->st.hist_len >= FOLD_EVERY) return fold(s, true);
     return MT_OK;
 }
 

@@ -75,9 +75,12 @@ typedef struct app_model_scorer_stats {
     int64_t padded_rows; /* of them, copies added to fill a sentence's beam */
     int64_t purges;      /* times finished sentences were dropped          */
     int64_t adds;        /* times sentences joined a search (top-up)       */
+    int64_t folds;       /* times the caches were frozen (mt_model_fold)   */
+    int64_t unfolds;     /* ... and put back into the rows (top-up)        */
     size_t graph_bytes;  /* workspace of the scorer's graphs: ...           */
     size_t enc_bytes;    /* ... of the two encoder graphs                   */
     size_t step_bytes;   /* ... of the two step graphs                      */
+    size_t hist_bytes;   /* ... of the two graphs of the frozen caches      */
 } app_model_scorer_stats;
 app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s);
 

@@ -10,6 +10,7 @@
 **   op        geometry (attrs, set by its builder)       forward
 **   matmul    ops_linalg.c {ta, tb, batch, M, K, N}        2 batch M N K
 **   bmm       same                                          2 batch M N K
+**   bmm_gather same (batch = N J: all its products)         2 batch M N K
 **   affine    same (ta = tb = 0)                            2 batch M N K
 **   gemm_q    ops_gemm_int.c {rows, K, N, ...}              2 rows N K
 **
@@ -42,7 +43,8 @@ typedef enum prod_kind { PROD_NONE = 0, PROD_FLOAT, PROD_QUANT } prod_kind;
 static prod_kind product_kind(const mt_node *n) {
     const char *name = n->op != NULL ? n->op->name : NULL;
     if (name == NULL) return PROD_NONE;
-    if (!strcmp(name, "matmul") || !strcmp(name, "bmm") || !strcmp(name, "affine"))
+    if (!strcmp(name, "matmul") || !strcmp(name, "bmm") || !strcmp(name, "bmm_gather") ||
+        !strcmp(name, "affine"))
         return PROD_FLOAT;
     if (!strcmp(name, "gemm_q")) return PROD_QUANT;
     return PROD_NONE;

@@ -339,6 +339,10 @@ mt_node *mt_matmul(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans
 mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols);
 /* Batched: a [B..., M, K], b [B..., K, N] (same leading dims), scaled. */
 mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b, float alpha);
+/* mt_bmm with the leading index of b picked by ids: a [N, J..., M, K], b [N0,
+** J..., K, N], ids i32 [N] -> [N, J..., M, N], product i with b[ids[i]]. */
+mt_node *mt_bmm_gather(mt_graph *g, mt_node *a, mt_node *b, mt_node *ids, bool trans_a,
+                       bool trans_b, float alpha);
 /* x.W + b with b broadcast over rows (Marian's affine). */
 mt_node *mt_affine(mt_graph *g, mt_node *x, mt_node *w, mt_node *b);
 

@@ -251,6 +251,99 @@ mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b,
 }
 
 /* ------------------------------------------------------------------------
+** bmm_gather:  C[i, j] = alpha op(A[i, j]) . op(B[ids[i], j])
+**   A: [N, J..., M, K] (K, M when ta); B: [N0, J..., K, N] (N, K when tb);
+**   ids i32 [N] in [0, N0); C: [N, J..., M, N].  An mt_bmm whose B rows are
+**   picked by ids: decoding rows attend over a cache kept in an older row
+**   order without gathering a copy of it.  One strided batch of J products
+**   per i; ids come to the host in chunks.
+** Derivative: as bmm, slice by slice; rows sharing an id add to the same
+** dB slice, in order.  attr.i = geometry (batch = N J, all the products, as
+** graph_flops.c counts them), attr.i[6] = N0, attr.i[7] = J.
+*/
+static mt_status bmm_gather_run(mt_graph *g, mt_node *y, bool backward) {
+    const mt_node *a = y->src[0], *b = y->src[1], *ids = y->src[2];
+    mm_geom q = geom_of(y);
+    int64_t n = y->val.shape.dim[0], n0 = y->attr.i[6];
+    q.batch = y->attr.i[7];
+    int64_t sa = q.m * q.k, sb = q.k * q.n, sc = q.m * q.n;
+    int64_t lda = q.ta ? q.m : q.k, ldb = q.tb ? q.k : q.n;
+    float *da = NULL, *db = NULL;
+    if (backward) {
+        da = node_wants_grad(a) ? node_grad_f32(a) : NULL;
+        db = node_wants_grad(b) ? node_grad_f32(b) : NULL;
+        if (da == NULL && db == NULL) return MT_OK;
+    }
+    int32_t buf[256];
+    for (int64_t off = 0; off < n; off += 256) {
+        int64_t len = n - off < 256 ? n - off : 256;
+        mt_status rc = graph_ops(g)->copy(graph_device(g), buf, node_i32(ids) + off,
+                                          (size_t)len * sizeof(int32_t), 1);
+        if (rc != MT_OK) return rc;
+        for (int64_t t = 0; t < len; t++) {
+            int64_t i = off + t, r = buf[t];
+            if (r < 0 || r >= n0)
+                return mt_seterr(MT_ERR_INVALID,
+                                 "mt_bmm_gather: id %d at row %lld outside [0, %lld)", (int)r,
+                                 (long long)i, (long long)n0);
+            const float *ai = node_f32(a) + i * q.batch * sa, *bi = node_f32(b) + r * q.batch * sb;
+            if (!backward) {
+                graph_ops(g)->gemm_f32_batched(graph_device(g), q.ta, q.tb, q.m, q.n, q.k, q.alpha,
+                                               ai, lda, sa, bi, ldb, sb, 0.0f,
+                                               node_f32(y) + i * q.batch * sc, q.n, sc, q.batch);
+            } else {
+                mm_grads(g, &q, ai, sa, bi, sb, node_grad_f32(y) + i * q.batch * sc, sc,
+                         da ? da + i * q.batch * sa : NULL, db ? db + r * q.batch * sb : NULL,
+                         q.batch);
+            }
+        }
+    }
+    return MT_OK;
+}
+
+static mt_status bmm_gather_forward(mt_graph *g, mt_node *y) { return bmm_gather_run(g, y, false); }
+
+static mt_status bmm_gather_backward(mt_graph *g, mt_node *y) { return bmm_gather_run(g, y, true); }
+
+static const mt_op_def op_bmm_gather = {"bmm_gather", bmm_gather_forward, bmm_gather_backward};
+
+mt_node *mt_bmm_gather(mt_graph *g, mt_node *a, mt_node *b, mt_node *ids, bool trans_a,
+                       bool trans_b, float alpha) {
+    if (a == NULL || b == NULL || ids == NULL) return NULL;
+    if (!need_f32(g, "mt_bmm_gather", a) || !need_f32(g, "mt_bmm_gather", b)) return NULL;
+    const mt_shape *sa = &a->val.shape, *sb = &b->val.shape, *si = &ids->val.shape;
+    char s1[64], s2[64], s3[64];
+    int nd = sa->ndim;
+    bool ok = nd >= 3 && sb->ndim == nd && ids->val.dtype == MT_I32 && si->ndim == 1 &&
+              si->dim[0] == sa->dim[0];
+    for (int i = 1; ok && i < nd - 2; i++)
+        ok = sa->dim[i] == sb->dim[i];
+    int64_t m = trans_a ? sa->dim[nd - 1] : sa->dim[nd - 2];
+    int64_t k = trans_a ? sa->dim[nd - 2] : sa->dim[nd - 1];
+    int64_t kb = trans_b ? sb->dim[nd - 1] : sb->dim[nd - 2];
+    int64_t n = trans_b ? sb->dim[nd - 2] : sb->dim[nd - 1];
+    if (!ok || k != kb) {
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_bmm_gather: need a [N, J..., M, K], b [N0, J..., K, N] and int32 "
+                          "ids [N] with equal inner dims, got %s%s, %s%s and %s %s",
+                          mt_shape_str(sa, s1, sizeof s1), trans_a ? "^T" : "",
+                          mt_shape_str(sb, s2, sizeof s2), trans_b ? "^T" : "",
+                          mt_dtype_name(ids->val.dtype), mt_shape_str(si, s3, sizeof s3));
+    }
+    int64_t batch = 1;
+    for (int i = 1; i < nd - 2; i++)
+        batch *= sa->dim[i];
+    mt_shape out = *sa;
+    out.dim[nd - 2] = m;
+    out.dim[nd - 1] = n;
+    mt_attrs at = geom_attrs(trans_a, trans_b, sa->dim[0] * batch, m, k, n, alpha);
+    at.i[6] = sb->dim[0];
+    at.i[7] = batch;
+    mt_node *src[3] = {a, b, ids};
+    return graph_push(g, &op_bmm_gather, out, MT_F32, 3, src, &at);
+}
+
+/* ------------------------------------------------------------------------
 ** affine:  Y[..., N] = X[..., K] . W[K, N] + b[N]      (Marian's affine)
 **   forward:  each row of Y = b (strided copy with source stride 0), then
 **             GEMM with beta = 1

@@ -50,11 +50,15 @@ typedef struct arch {
                         const mt_dec_state *add, unsigned parts, mt_dec_state *out);
     mt_status (*trim)(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, int32_t n,
                       mt_dec_state *out);
+    bool (*can_fold)(const mt_model_config *c);
+    mt_status (*fold)(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, bool freeze,
+                      mt_dec_state *out);
 } arch;
 
 #define TRANSFORMER_FNS                                                                            \
     mt_transformer_touch_params, mt_transformer_encode, mt_transformer_start, mt_transformer_step, \
-        mt_transformer_decode_all, mt_transformer_append, mt_transformer_trim
+        mt_transformer_decode_all, mt_transformer_append, mt_transformer_trim,                     \
+        mt_transformer_can_fold, mt_transformer_fold
 static const arch archs[] = {
     {"transformer", 1, TRANSFORMER_FNS},
     {"multi-transformer", 2, TRANSFORMER_FNS},
@@ -732,6 +736,9 @@ mt_status mt_model_reorder(mt_model *m, mt_graph *g, const mt_dec_state *in, con
             return mt_seterr(MT_ERR_INVALID,
                              "model reorder: sentence %d takes sentence %d of a batch of %d",
                              (int)b, (int)sent[b], (int)in->batch);
+    if ((parts & MT_DEC_ROWS) && in->hist_len > 0)
+        return mt_seterr(MT_ERR_INVALID, "model reorder: the rows have a frozen history (fold it "
+                                         "back first)");
     mt_dec_state st = *in;
     st.batch = n_sent;
     if (parts & MT_DEC_ROWS) {
@@ -771,19 +778,39 @@ mt_status mt_model_append(mt_model *m, mt_graph *g, const mt_dec_state *in,
                          "model append: %d sentences at beam %d, position %d, with %d contexts "
                          "are not a start state for a state with %d contexts",
                          (int)add->batch, (int)add->beam, (int)add->pos, add->n_ctx, in->n_ctx);
+    if ((parts & MT_DEC_ROWS) && in->hist_len > 0)
+        return mt_seterr(MT_ERR_INVALID, "model append: the rows have a frozen history (fold it "
+                                         "back first)");
     return m->arch->append(&m->cfg, g, in, add, parts, out);
 }
 
 mt_status mt_model_trim(mt_model *m, mt_graph *g, const mt_dec_state *in, int32_t n,
                         mt_dec_state *out) {
-    if (n < 0 || n > in->pos)
-        return mt_seterr(MT_ERR_INVALID, "model trim: %d of %d positions", (int)n, (int)in->pos);
+    if (n < 0 || n > in->pos || (n > 0 && in->hist_len > 0))
+        return mt_seterr(MT_ERR_INVALID, "model trim: %d of %d positions%s", (int)n, (int)in->pos,
+                         in->hist_len > 0 ? " with a frozen history" : "");
     for (int64_t r = 0; in->row_pos && r < (int64_t)in->batch * in->beam; r++)
         if (in->row_pos[r] < 0 || n > in->pos - in->row_pos[r])
             return mt_seterr(MT_ERR_INVALID,
                              "model trim: row %lld has %d of the %d positions, %d cannot go",
                              (long long)r, (int)in->row_pos[r], (int)in->pos, (int)n);
     return m->arch->trim(&m->cfg, g, in, n, out);
+}
+
+bool mt_model_can_fold(const mt_model *m) { return m->arch->can_fold(&m->cfg); }
+
+mt_status mt_model_fold(mt_model *m, mt_graph *g, const mt_dec_state *in, bool freeze,
+                        mt_dec_state *out) {
+    int64_t n = (int64_t)in->batch * in->beam;
+    if (!m->arch->can_fold(&m->cfg))
+        return mt_seterr(MT_ERR_UNSUPPORTED, "%s model: no growing caches to fold", m->cfg.type);
+    if (in->row_ids || in->row_off || in->row_pos || in->hist_len < 0 || in->hist_len > in->pos ||
+        (in->hist_len > 0 && (in->hist_ids == NULL || mt_node_shape(in->hist_ids).dim[0] != n)))
+        return mt_seterr(MT_ERR_INVALID,
+                         "model fold: a state with a pending selection, or a history of %d "
+                         "positions of %d without ids for its %lld rows",
+                         (int)in->hist_len, (int)in->pos, (long long)n);
+    return m->arch->fold(&m->cfg, g, in, freeze, out);
 }
 
 mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned parts,
@@ -793,8 +820,11 @@ mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned part
     st.row_pos = NULL;
     st.row_ids = NULL;
     st.row_off = 0;
-    for (int r = 0; (parts & MT_DEC_ROWS) && r < in->n_rows; r++)
+    st.hist_ids = NULL;
+    for (int r = 0; (parts & MT_DEC_ROWS) && r < in->n_rows; r++) {
         if (in->rows[r]) st.rows[r] = mt_tensor_node(g, mt_node_value(in->rows[r]));
+        if (in->hist[r]) st.hist[r] = mt_tensor_node(g, mt_node_value(in->hist[r]));
+    }
     for (int r = 0; (parts & MT_DEC_FIXED) && r < in->n_fixed; r++)
         if (in->fixed[r]) st.fixed[r] = mt_tensor_node(g, mt_node_value(in->fixed[r]));
     mt_status rc = mt_graph_status(g);

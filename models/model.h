@@ -224,6 +224,19 @@ typedef struct mt_dec_state {
     ** already counts without them).  Not copied by mt_dec_state_import. */
     mt_node *row_ids;
     int32_t row_off;
+    /* Frozen history of the caches (mt_model_fold), so that a step copies
+    ** only the positions since: hist[k] [N0, ..., hist_len, ...] holds the
+    ** first hist_len positions of row slot k (NULL: none) in the row order
+    ** of the fold, and rows[k] the later ones (NULL when there are none).
+    ** Row r of the state reads row hist_ids[r] of the history (i32
+    ** [batch * beam] node of the step's graph, after this step's selection;
+    ** set by the caller like row_ids, required when hist_len > 0; not
+    ** copied by mt_dec_state_import).  Not with rows at their own positions
+    ** (row_pos, row_off), mt_model_append, mt_model_trim or a reorder of
+    ** the rows: fold the history back into the rows first. */
+    int32_t hist_len;
+    mt_node *hist[MT_DEC_STATE_SLOTS];
+    mt_node *hist_ids;
 } mt_dec_state;
 
 typedef struct mt_dec_step {
@@ -289,6 +302,20 @@ mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned part
 ** mt_model_trim drops the first n cached positions of every row, padding
 ** for all of them (n <= pos - row_pos[r] for every row r, checked when
 ** in->row_pos is set); out->pos = in->pos - n (rows become NULL at 0). */
+/* Whether the model's state has caches that grow with every position
+** (transformer self-attention), which mt_model_fold can freeze. */
+bool mt_model_can_fold(const mt_model *m);
+/* The whole cache of every row slot, concat(index_select(hist, 0,
+** hist_ids), rows) along the positions, made the frozen history (freeze:
+** rows become NULL, hist_len = pos, hist_ids is then the identity) or put
+** back into the rows (!freeze: no history left).  in has no pending
+** row_ids, row_off or row_pos.  The result's caches are nodes of g (computed
+** there, also when nothing is concatenated), so in may view the graphs of
+** the previous step and fold.  MT_ERR_UNSUPPORTED for a model without
+** growing caches. */
+mt_status mt_model_fold(mt_model *m, mt_graph *g, const mt_dec_state *in, bool freeze,
+                        mt_dec_state *out);
+
 mt_status mt_model_append(mt_model *m, mt_graph *g, const mt_dec_state *in,
                           const mt_dec_state *add, unsigned parts, mt_dec_state *out);
 mt_status mt_model_trim(mt_model *m, mt_graph *g, const mt_dec_state *in, int32_t n,
@@ -317,6 +344,10 @@ mt_status mt_transformer_append(const mt_model_config *c, mt_graph *g, const mt_
                                 const mt_dec_state *add, unsigned parts, mt_dec_state *out);
 mt_status mt_transformer_trim(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
                               int32_t n, mt_dec_state *out);
+/* mt_model_can_fold and mt_model_fold. */
+bool mt_transformer_can_fold(const mt_model_config *c);
+mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                              bool freeze, mt_dec_state *out);
 /* Teacher forcing: logits [B, T, V] for the targets of b, and the alignment
 ** weights [B, T, S0]. */
 mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_graph *g,

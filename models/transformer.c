@@ -323,6 +323,33 @@ static mt_node *attention_split(tf *t, mt_node *q, mt_node *kh, mt_node *vh, mt_
     return mt_reshape(g, o, mt_shape3(b, tq, t->d));
 }
 
+/* attention_split for one decoding position over a cache in two parts: the
+** frozen history hk, hv [N0, H, Th, D/H], row ids[i] of it for row i (no
+** gathered copy: mt_bmm_gather), then the recent kr, vr [N, H, Tr, D/H]
+** (NULL: none).  The same scores and weights as over their concatenation;
+** the weighted sum of the values adds two partial sums. */
+static mt_node *attention_hist(tf *t, mt_node *q, mt_node *hk, mt_node *hv, mt_node *ids,
+                               mt_node *kr, mt_node *vr) {
+    mt_graph *g = t->g;
+    int64_t b = dim_of(q, 0), tq = dim_of(q, 1), h = t->c->heads, dk = t->d / h;
+    int64_t th = dim_of(hk, 2), tr = kr ? dim_of(kr, 2) : 0;
+    float alpha = (float)(1.0 / sqrt((double)dk));
+    mt_node *qh = split_heads(t, q);
+    mt_node *s = mt_bmm_gather(g, qh, hk, ids, false, true, alpha);
+    if (kr) {
+        mt_node *parts[2] = {s, mt_bmm(g, qh, kr, false, true, alpha)};
+        s = mt_concat(g, parts, 2, 3);
+    }
+    mt_node *wt = mt_softmax(g, s);
+    mt_node *o = mt_bmm_gather(g, kr ? mt_slice(g, wt, 3, 0, th) : wt, hv, ids, false, false, 1.0f);
+    if (kr) o = mt_add(g, o, mt_bmm(g, mt_slice(g, wt, 3, th, tr), vr, false, false, 1.0f));
+    if (h > 1) {
+        static const int perm[4] = {0, 2, 1, 3};
+        o = mt_permute(g, o, perm);
+    }
+    return mt_reshape(g, o, mt_shape3(b, tq, t->d));
+}
+
 /* kh, vh: [B, Tk, D], or split into heads [B, H, Tk, D/H] (4-D: decoding). */
 static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
                            mt_node *kh, mt_node *vh, mt_node *mask, mt_node **w_out) {
@@ -738,7 +765,8 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     mt_node *kx, *vx;
     kv_project(t, prefix, x, &kx, &vx);
     mt_node *kc = split_heads(t, kx), *vc = split_heads(t, vx);
-    if (io->pos > 0) {
+    const mt_dec_state *in = io->in;
+    if (io->pos > in->hist_len) {
         kc = append_cache(t, io, 2 * i, kc);
         vc = append_cache(t, io, 2 * i + 1, vc);
     }
@@ -762,7 +790,14 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
         va = append_cache(t, io, 2 * i + 1, vcur);
     }
     int64_t n = io->b * io->k;
-    mt_node *o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL);
+    mt_node *o;
+    if (in->hist_len > 0) { /* the frozen history, then kc/vc (no keep, no step mask there) */
+        mt_node *q = dense(t, y, prefix, "q", t->d, t->d);
+        o = attention_hist(t, q, in->hist[2 * i], in->hist[2 * i + 1], in->hist_ids, kc, vc);
+        if (!t->c->no_projection) o = dense(t, o, prefix, "o", t->d, t->d);
+    } else {
+        o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL);
+    }
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
@@ -979,6 +1014,12 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     if (in->row_ids && mt_node_shape(in->row_ids).dim[0] != n)
         return mt_seterr(MT_ERR_INVALID, "transformer: %lld row ids for %lld rows",
                          (long long)mt_node_shape(in->row_ids).dim[0], (long long)n);
+    if (in->hist_len > 0 && (is_aan(c) || q || in->row_off || in->hist_len > in->pos ||
+                             in->hist_ids == NULL || mt_node_shape(in->hist_ids).dim[0] != n))
+        return mt_seterr(MT_ERR_INVALID,
+                         "transformer: a frozen history of %d positions of %d needs ids for "
+                         "its %lld rows, all at one position",
+                         (int)in->hist_len, (int)in->pos, (long long)n);
     if (is_aan(c) && in->row_ids && in->pos > 0) /* running means: just reorder them */
         for (int r = 0; r < in->n_rows; r++)
             if (in->rows[r]) eff.rows[r] = mt_index_select(g, in->rows[r], 0, in->row_ids);
@@ -1017,6 +1058,7 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     st.row_pos = NULL;
     st.row_ids = NULL;
     st.row_off = 0;
+    st.hist_ids = NULL;
     mt_status rc = tf_finish(&t);
     if (rc != MT_OK) {
         memset(out, 0, sizeof *out);
@@ -1094,6 +1136,31 @@ mt_status mt_transformer_trim(const mt_model_config *c, mt_graph *g, const mt_de
     if (st.pos == 0)
         for (int r = 0; r < in->n_rows; r++)
             st.rows[r] = NULL;
+    mt_status rc = mt_graph_status(g);
+    if (rc == MT_OK) *out = st;
+    return rc;
+}
+
+bool mt_transformer_can_fold(const mt_model_config *c) { return !is_aan(c); }
+
+mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                              bool freeze, mt_dec_state *out) {
+    mt_dec_state st = *in;
+    for (int r = 0; r < in->n_rows; r++) {
+        mt_node *all = in->rows[r];
+        if (in->hist_len > 0 && in->hist[r]) {
+            mt_node *h = mt_index_select(g, in->hist[r], 0, in->hist_ids);
+            mt_node *parts[2] = {h, all};
+            all = all ? mt_concat(g, parts, 2, 2) : h;
+        } else if (all) { /* a node of g in any case: in may view another graph */
+            all = mt_scale(g, all, 1.0f);
+        }
+        st.rows[r] = freeze ? NULL : all;
+        st.hist[r] = freeze ? all : NULL;
+    }
+    st.hist_len = freeze ? in->pos : 0;
+    st.hist_ids = NULL;
+    (void)c;
     mt_status rc = mt_graph_status(g);
     if (rc == MT_OK) *out = st;
     return rc;

@@ -416,6 +416,28 @@ static void test_products(void) {
                 }
                 snprintf(what, sizeof what, "bmm ta=%d tb=%d alpha 0.25", ta, tb);
                 expect(g, mt_bmm(g, a, b, ta, tb, 0.25f), 2 * m * n, 1e-5, 1e-5, what);
+
+                /* bmm_gather: a [3, 2, M, K] against rows (1, 0, 1) of b [2, 2, K, N]
+                ** (the two slices above as b[0], their negation as b[1]) */
+                enum { NA = 3 };
+                const int32_t pick[NA] = {1, 0, 1};
+                int64_t sz = m * k, szb = k * n, szc = m * n;
+                for (int64_t j = 0; j < 2 * szb; j++)
+                    buf_b[2 * szb + j] = -buf_b[j];
+                randn(buf_a, NA * 2 * sz);
+                mt_node *a4 =
+                    mt_input(g, ta ? mt_shape4(NA, 2, k, m) : mt_shape4(NA, 2, m, k), buf_a);
+                mt_node *b4 =
+                    mt_input(g, tb ? mt_shape4(2, 2, n, k) : mt_shape4(2, 2, k, n), buf_b);
+                for (int r = 0; r < NA; r++)
+                    for (int s = 0; s < 2; s++)
+                        ref_gemm(ta, tb, m, n, k, 0.5, buf_a + (r * 2 + s) * sz,
+                                 buf_b + (pick[r] * 2 + s) * szb, ref + (r * 2 + s) * szc);
+                snprintf(what, sizeof what, "bmm_gather ta=%d tb=%d alpha 0.5", ta, tb);
+                mt_node *yg =
+                    mt_bmm_gather(g, a4, b4, mt_input_i32(g, mt_shape1(NA), pick), ta, tb, 0.5f);
+                shape_is(yg, mt_shape4(NA, 2, m, n));
+                expect(g, yg, NA * 2 * szc, 1e-5, 1e-5, what);
             }
         }
         randn(buf_a, 7 * k);
@@ -756,6 +778,11 @@ static mt_node *bad_matmul_t(mt_graph *g) {
 static mt_node *bad_bmm(mt_graph *g) {
     return mt_bmm(g, in(g, mt_shape3(2, 3, 5)), in(g, mt_shape3(3, 5, 4)), false, false, 1.0f);
 }
+static mt_node *bad_bmm_gather(mt_graph *g) { /* 3 ids for 2 rows */
+    const int32_t ids[3] = {0, 1, 0};
+    return mt_bmm_gather(g, in(g, mt_shape3(2, 3, 5)), in(g, mt_shape3(2, 5, 4)),
+                         mt_input_i32(g, mt_shape1(3), ids), false, false, 1.0f);
+}
 static mt_node *bad_affine(mt_graph *g) {
     return mt_affine(g, in(g, mt_shape2(3, 4)), in(g, mt_shape2(5, 7)), in(g, mt_shape1(7)));
 }
@@ -818,6 +845,7 @@ static const struct {
     {"mt_matmul", bad_matmul},
     {"mt_matmul", bad_matmul_t},
     {"mt_bmm", bad_bmm},
+    {"mt_bmm_gather", bad_bmm_gather},
     {"mt_affine", bad_affine},
     {"mt_concat", bad_concat},
     {"mt_reshape", bad_reshape},
@@ -956,6 +984,16 @@ static void test_bad_ids(void) {
         rc = mt_graph_forward(g);
         CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "mt_index_select") != NULL,
               "index_select id 2 of 2: %s (%s)", mt_status_str(rc), mt_errmsg());
+        mt_graph_free(g);
+
+        g = new_graph(false);
+        y = mt_bmm_gather(g, in(g, mt_shape3(2, 1, 3)), in(g, mt_shape3(2, 3, 4)),
+                          mt_input_i32(g, mt_shape1(2), (const int32_t[]){1, 2}), false, false,
+                          1.0f);
+        rc = mt_graph_forward(g);
+        CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "mt_bmm_gather") != NULL &&
+                  strstr(mt_errmsg(), "id 2") != NULL,
+              "bmm_gather id 2 of 2: %s (%s)", mt_status_str(rc), mt_errmsg());
         mt_graph_free(g);
     }
 }

@@ -114,6 +114,10 @@ static mt_node *b_matmul_self(mt_graph *g, mt_node **x, const op_case *c) {
 static mt_node *b_bmm(mt_graph *g, mt_node **x, const op_case *c) {
     return mt_bmm(g, x[0], x[1], c->iarg[0], c->iarg[1], c->farg[0]);
 }
+static mt_node *b_bmm_gather(mt_graph *g, mt_node **x, const op_case *c) {
+    return mt_bmm_gather(g, x[0], x[1], mt_input_i32(g, c->ids_shape, c->ids), c->iarg[0],
+                         c->iarg[1], c->farg[0]);
+}
 static mt_node *b_affine(mt_graph *g, mt_node **x, const op_case *c) {
     return mt_affine(g, x[0], x[1], c->n_in > 2 ? x[2] : NULL);
 }
@@ -357,6 +361,22 @@ static const op_case cases[] = {
      .shape = {S4(3, 2, 5, 3), S4(3, 2, 4, 5)},
      .iarg = {1, 1},
      .farg = {0.5f}},
+    {.name = "bmm_gather [4,2,1,3].[3,2,5,3]^T rows (2,0,2,1) a0.6",
+     .build = b_bmm_gather,
+     .n_in = 2,
+     .shape = {S4(4, 2, 1, 3), S4(3, 2, 5, 3)},
+     .iarg = {0, 1},
+     .farg = {0.6f},
+     .ids = ca_ids,
+     .ids_shape = S1(4)},
+    {.name = "bmm_gather [2,3,4]^T.[3,3,5] rows (1,1)",
+     .build = b_bmm_gather,
+     .n_in = 2,
+     .shape = {S3(2, 4, 3), S3(3, 4, 5)},
+     .iarg = {1, 0},
+     .farg = {1.0f},
+     .ids = ca_ids2,
+     .ids_shape = S1(2)},
     {.name = "bmm [1,1,1].[1,1,7]",
      .build = b_bmm,
      .n_in = 2,

@@ -457,6 +457,123 @@ static void test_greedy_batched(const char *dir, const char *sv, const char *tv,
     fixture_close(&fx);
 }
 
+/* Frozen history (mt_model_fold): two chains of steps over the same
+** batch, tokens and beam reordering (random parents within each sentence):
+** A reorders its caches with mt_model_select (the plain index_select), B
+** passes the selection as row_ids, freezes its caches every FOLD steps
+** and reads the history through the composed row map hist_ids, as
+** app/scorer_model.c does; once in the middle B folds the history back
+** into its rows.  Their log-probs must agree at every step (the weighted
+** sum of the values adds two partial sums: rounding only).  A model
+** without growing caches (AAN) refuses to fold. */
+static void test_fold(const char *dir, const char *sv, const char *tv) {
+    fixture fx;
+    if (!fixture_open(&fx, dir, sv, tv)) {
+        fixture_close(&fx);
+        return;
+    }
+    enum { COUNT = 4, K = 3, STEPS = 40, FOLD = 5, UNFOLD_AT = 23 };
+    mt_graph *g = NULL;
+    CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    mt_batch *b = make_batch(&fx, 2, COUNT, false);
+    mt_model_encoding enc;
+    mt_dec_state sa, sb;
+    if (g && b) {
+        CHECK_STATUS(mt_model_encode(fx.m, g, b, &enc));
+        CHECK_STATUS(mt_model_start(fx.m, g, &enc, &sa));
+    }
+    if (!mt_model_can_fold(fx.m)) {
+        mt_dec_state junk;
+        CHECK(mt_model_fold(fx.m, g, &sa, true, &junk) == MT_ERR_UNSUPPORTED,
+              "%s: fold of a model without growing caches", dir);
+        fprintf(stderr, "%s: no growing caches, fold refused\n", dir);
+        goto done;
+    }
+    sb = sa;
+    int32_t v = mt_model_trg_vocab(fx.m);
+    int32_t prev[COUNT * K], rows[COUNT * K], hmap[COUNT * K], hnew[COUNT * K];
+    static float lpa[COUNT * K * 4096], lpb[COUNT * K * 4096];
+    if (!CHECK(v <= 4096, "vocabulary of %d", (int)v)) goto done;
+    mt_rng r;
+    mt_rng_seed(&r, 11);
+    double worst = 0;
+    int folds = 0, hist_steps = 0, bad_argmax = 0;
+    for (int t = 0; t < STEPS; t++) {
+        mt_dec_state na, nb;
+        mt_dec_step oa, ob;
+        int beam = sa.beam;
+        if (sb.hist_len > 0) {
+            sb.hist_ids = mt_input_i32(g, mt_shape1(COUNT * beam), hmap);
+            hist_steps++;
+        }
+        mt_status rc = mt_model_step(fx.m, g, &enc, &sa, prev, &na, &oa);
+        if (rc == MT_OK) rc = mt_model_step(fx.m, g, &enc, &sb, prev, &nb, &ob);
+        if (rc == MT_OK) rc = mt_graph_forward(g);
+        if (rc == MT_OK) rc = mt_node_get(oa.logprobs, lpa, (int64_t)COUNT * beam * v);
+        if (rc == MT_OK) rc = mt_node_get(ob.logprobs, lpb, (int64_t)COUNT * beam * v);
+        if (!CHECK(rc == MT_OK, "%s fold step %d: %s", dir, t, mt_errmsg())) break;
+        for (int i = 0; i < COUNT * beam; i++) {
+            int32_t ba = 0, bb = 0;
+            for (int32_t w = 0; w < v; w++) {
+                const float x = lpa[(int64_t)i * v + w], y = lpb[(int64_t)i * v + w];
+                double dd = fabs((double)x - (double)y);
+                if (dd > worst) worst = dd;
+                if (x > lpa[(int64_t)i * v + ba]) ba = w;
+                if (y > lpb[(int64_t)i * v + bb]) bb = w;
+            }
+            bad_argmax += ba != bb;
+        }
+        /* fold right after the step (before the next selection), as the
+        ** scorer does */
+        bool unfold = t == UNFOLD_AT, freeze = !unfold && t % FOLD == FOLD - 1;
+        if (freeze || unfold) {
+            mt_dec_state fo;
+            if (nb.hist_len > 0) nb.hist_ids = mt_input_i32(g, mt_shape1(COUNT * beam), hmap);
+            rc = mt_model_fold(fx.m, g, &nb, freeze, &fo);
+            if (!CHECK(rc == MT_OK, "%s fold at step %d: %s", dir, t, mt_errmsg())) break;
+            nb = fo;
+            for (int i = 0; i < COUNT * beam; i++)
+                hmap[i] = i;
+            folds += freeze;
+        }
+        /* the next beam: K rows per sentence, random parents of the sentence */
+        for (int i = 0; i < COUNT * K; i++) {
+            rows[i] = (i / K) * beam + (int32_t)(mt_rng_next(&r) % (uint64_t)beam);
+            prev[i] = 4 + (int32_t)(mt_rng_next(&r) % (uint64_t)(v - 4));
+        }
+        if (!CHECK_STATUS_OK(mt_model_select(fx.m, g, &na, rows, K, &sa))) break;
+        sb = nb;
+        sb.row_ids = mt_input_i32(g, mt_shape1(COUNT * K), rows);
+        sb.beam = K;
+        if (sb.hist_len > 0) {
+            for (int i = 0; i < COUNT * K; i++)
+                hnew[i] = hmap[rows[i]];
+            memcpy(hmap, hnew, sizeof hmap);
+        }
+    }
+    fprintf(stderr,
+            "%s: frozen caches: %d folds, %d steps reading a history, log-probs within %.3g, "
+            "%d argmax differ\n",
+            dir, folds, hist_steps, worst, bad_argmax);
+    CHECK(folds >= 5 && hist_steps >= 20, "the history was hardly used");
+    CHECK(worst <= 1e-4, "log-probs differ by %g with a frozen history", worst);
+    CHECK(bad_argmax == 0, "%d rows with another best token", bad_argmax);
+    { /* a pending selection cannot be folded, nor a history without ids */
+        mt_dec_state junk, nohist = sb;
+        CHECK(mt_model_fold(fx.m, g, &sb, true, &junk) == MT_ERR_INVALID,
+              "fold of a state with pending row ids");
+        nohist.row_ids = NULL;
+        nohist.hist_ids = NULL;
+        CHECK(nohist.hist_len == 0 ||
+                  mt_model_fold(fx.m, g, &nohist, true, &junk) == MT_ERR_INVALID,
+              "fold of a history without ids");
+    }
+done:
+    mt_batch_free(b);
+    mt_graph_free(g);
+    fixture_close(&fx);
+}
+
 /* Encoder output and first decoding step of one sentence, alone (no
 ** padding: the plain layout).  ctx: [S_j, D] per context j; lp: [V]. */
 static int encode_alone(fixture *fx, int i, float **ctx, float *lp) {
@@ -1026,6 +1143,9 @@ int main(void) {
     test_greedy_batched("transformer-tiny", "vocab.spm", "vocab.spm", 0, 8);
     test_packed_encoding("transformer-tiny", "vocab.spm", "vocab.spm");
     test_packed_encoding("multi-transformer", "vocab.spm", "vocab.spm");
+    test_fold("transformer-tiny", "vocab.spm", "vocab.spm");
+    test_fold("multi-transformer", "vocab.spm", "vocab.spm");
+    test_fold("transformer-aan", "vocab.en.spm", "vocab.de.spm");
     test_greedy_batched("transformer-aan", "vocab.en.spm", "vocab.de.spm", 48, 8);
     test_gradients(0);
     test_gradients(1);

@@ -91,7 +91,12 @@ static void test_one_best(const char *dir, const char *sv, const char *tv, int b
                               r.hyps[0].text, want.s[i]);
             app_tr_result_clear(&r);
         }
-        fprintf(stderr, "%s: %d of %d lines equal to %s\n", dir, same, fx.input.n, want_file);
+        int64_t folds = app_translate_worker_stats(fx.w).folds;
+        fprintf(stderr, "%s: %d of %d lines equal to %s (caches frozen %lld times)\n", dir, same,
+                fx.input.n, want_file, (long long)folds);
+        /* outputs of 16 tokens and more read a frozen history */
+        CHECK(folds > 0 || !mt_model_can_fold(fx.am.models[0]), "%s: the caches were never frozen",
+              dir);
         lines_free(&want);
     }
     fixture_close(&fx);
@@ -123,11 +128,13 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
     CHECK_OK(app_translate(fx.w, in, 60, ref, NULL, NULL));
     app_translator *tr = (app_translator *)fx.tr;
     const int windows[] = {1, 3, 8, 24};
+    int64_t all_unfolds = 0;
     for (size_t k = 0; k < sizeof windows / sizeof windows[0]; k++) {
         tr->p.max_active = windows[k];
-        int64_t adds0 = app_translate_worker_stats(fx.w).adds;
+        app_model_scorer_stats st0 = app_translate_worker_stats(fx.w);
         if (!CHECK_OK(app_translate(fx.w, in, 60, got, NULL, NULL))) break;
-        int64_t adds = app_translate_worker_stats(fx.w).adds - adds0;
+        app_model_scorer_stats st1 = app_translate_worker_stats(fx.w);
+        int64_t adds = st1.adds - st0.adds, unfolds = st1.unfolds - st0.unfolds;
         int same_best = 0, same_hyps = 0, n_hyps = 0;
         double worst = 0;
         for (int i = 0; i < 60; i++) {
@@ -149,9 +156,11 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
             app_tr_result_clear(&got[i]);
         }
         fprintf(stderr,
-                "%s top-up window %d: %lld additions, %d of 60 best equal, %d of %d n-best "
-                "hypotheses found, path scores within %.2g\n",
-                dir, windows[k], (long long)adds, same_best, same_hyps, n_hyps, worst);
+                "%s top-up window %d: %lld additions (%lld unfolding frozen caches), %d of 60 "
+                "best equal, %d of %d n-best hypotheses found, path scores within %.2g\n",
+                dir, windows[k], (long long)adds, (long long)unfolds, same_best, same_hyps, n_hyps,
+                worst);
+        all_unfolds += unfolds;
         CHECK(adds > 0, "%s window %d: no sentence joined a running search", dir, windows[k]);
         CHECK(same_best >= 59, "%s window %d: %d of 60 best translations equal", dir, windows[k],
               same_best);
@@ -159,6 +168,9 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
               windows[k], same_hyps, n_hyps);
         CHECK(worst < 1e-3, "%s window %d: path scores differ by %g", dir, windows[k], worst);
     }
+    /* a sentence joining a search whose caches were frozen puts them back */
+    CHECK(all_unfolds > 0 || !mt_model_can_fold(fx.am.models[0]),
+          "%s: no sentence joined a search with frozen caches", dir);
     for (int i = 0; i < 60; i++)
         app_tr_result_clear(&ref[i]);
     fixture_close(&fx);
