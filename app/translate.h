@@ -71,8 +71,7 @@ mt_scorer app_model_scorer_get(app_model_scorer *s);
 
 typedef struct app_model_scorer_stats {
     int64_t steps;       /* step calls                                     */
-    int64_t rows;        /* rows computed (padding included)               */
-    int64_t padded_rows; /* of them, copies added to fill a sentence's beam */
+    int64_t rows;        /* rows computed (the live hypotheses)            */
     int64_t purges;      /* times finished sentences were dropped          */
     int64_t adds;        /* times sentences joined a search (top-up)       */
     int64_t folds;       /* times the caches were frozen (mt_model_fold)   */

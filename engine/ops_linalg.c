@@ -256,7 +256,8 @@ mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b,
 **   ids i32 [N] in [0, N0); C: [N, J..., M, N].  An mt_bmm whose B rows are
 **   picked by ids: decoding rows attend over a cache kept in an older row
 **   order without gathering a copy of it.  One strided batch of J products
-**   per i; ids come to the host in chunks.
+**   per i, or per run of rows with one id when M = 1 (a run's rows are then
+**   the rows of one product); ids come to the host in chunks.
 ** Derivative: as bmm, slice by slice; rows sharing an id add to the same
 ** dB slice, in order.  attr.i = geometry (batch = N J, all the products, as
 ** graph_flops.c counts them), attr.i[6] = N0, attr.i[7] = J.
@@ -287,7 +288,18 @@ static mt_status bmm_gather_run(mt_graph *g, mt_node *y, bool backward) {
                                  "mt_bmm_gather: id %d at row %lld outside [0, %lld)", (int)r,
                                  (long long)i, (long long)n0);
             const float *ai = node_f32(a) + i * q.batch * sa, *bi = node_f32(b) + r * q.batch * sb;
-            if (!backward) {
+            int64_t run = 1;
+            while (!backward && q.m == 1 && t + run < len && buf[t + run] == r)
+                run++;
+            if (run > 1) {
+                /* one row each (M = 1, so A transposed or not is the same
+                ** memory): the rows i.. of a run of equal ids are one product
+                ** of `run` rows per slice j, rows batch * K apart */
+                graph_ops(g)->gemm_f32_batched(
+                    graph_device(g), false, q.tb, run, q.n, q.k, q.alpha, ai, q.batch * q.k, q.k,
+                    bi, ldb, sb, 0.0f, node_f32(y) + i * q.batch * sc, q.batch * q.n, q.n, q.batch);
+                t += run - 1;
+            } else if (!backward) {
                 graph_ops(g)->gemm_f32_batched(graph_device(g), q.ta, q.tb, q.m, q.n, q.k, q.alpha,
                                                ai, lda, sa, bi, ldb, sb, 0.0f,
                                                node_f32(y) + i * q.batch * sc, q.n, sc, q.batch);

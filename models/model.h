@@ -146,8 +146,9 @@ mt_model_loss mt_model_build_loss(mt_model *m, mt_graph *g, const mt_batch *b,
 **                     in their new order, with a new beam width
 **
 ** Rows are batch-major: a state with beam K has B * K rows and row b * K + k
-** is hypothesis k of sentence b; every sentence has K rows (a beam search
-** pads a sentence with fewer live hypotheses with copies of one of them).
+** is hypothesis k of sentence b; every sentence has K rows.  Or, with
+** mt_dec_state.row_sent, any number of rows per sentence (beam 1, each row
+** naming its sentence): a beam search's live hypotheses without padding.
 ** States are plain values (node pointers); nothing is allocated on the host
 ** while building (the graphs' memory is reused after their first rounds).
 **
@@ -237,6 +238,13 @@ typedef struct mt_dec_state {
     int32_t hist_len;
     mt_node *hist[MT_DEC_STATE_SLOTS];
     mt_node *hist_ids;
+    /* Rows not grouped K per sentence (a beam search's live hypotheses as
+    ** they are, without padding every sentence to the widest beam): beam 1,
+    ** batch = the number of rows, and row r reads sentence row_sent[r] of
+    ** the per-sentence nodes (i32 [batch] node of the step's graph, set by
+    ** the caller for each step; NULL: row r reads sentence r / beam).  Not
+    ** copied by mt_dec_state_import. */
+    mt_node *row_sent;
 } mt_dec_state;
 
 typedef struct mt_dec_step {

@@ -323,25 +323,30 @@ static mt_node *attention_split(tf *t, mt_node *q, mt_node *kh, mt_node *vh, mt_
     return mt_reshape(g, o, mt_shape3(b, tq, t->d));
 }
 
-/* attention_split for one decoding position over a cache in two parts: the
-** frozen history hk, hv [N0, H, Th, D/H], row ids[i] of it for row i (no
-** gathered copy: mt_bmm_gather), then the recent kr, vr [N, H, Tr, D/H]
-** (NULL: none).  The same scores and weights as over their concatenation;
-** the weighted sum of the values adds two partial sums. */
-static mt_node *attention_hist(tf *t, mt_node *q, mt_node *hk, mt_node *hv, mt_node *ids,
-                               mt_node *kr, mt_node *vr) {
+/* attention_split for one decoding position of N rows whose keys and values
+** are rows ids[i] of kh, vh [N0, H, Tk, D/H] (no gathered copy:
+** mt_bmm_gather), followed by kr, vr [N, H, Tr, D/H] of the rows themselves
+** (NULL: none): the self-attention over a frozen history and the positions
+** since, or the cross-attention of rows over the context of their sentence.
+** mask: additive [N, 1, 1, Tk + Tr] or NULL.  The same scores and weights as
+** over the concatenation; with kr, the weighted sum of the values adds two
+** partial sums. */
+static mt_node *attention_gather(tf *t, mt_node *q, mt_node *kh, mt_node *vh, mt_node *ids,
+                                 mt_node *kr, mt_node *vr, mt_node *mask, mt_node **w) {
     mt_graph *g = t->g;
     int64_t b = dim_of(q, 0), tq = dim_of(q, 1), h = t->c->heads, dk = t->d / h;
-    int64_t th = dim_of(hk, 2), tr = kr ? dim_of(kr, 2) : 0;
+    int64_t th = dim_of(kh, 2), tr = kr ? dim_of(kr, 2) : 0;
     float alpha = (float)(1.0 / sqrt((double)dk));
     mt_node *qh = split_heads(t, q);
-    mt_node *s = mt_bmm_gather(g, qh, hk, ids, false, true, alpha);
+    mt_node *s = mt_bmm_gather(g, qh, kh, ids, false, true, alpha);
     if (kr) {
         mt_node *parts[2] = {s, mt_bmm(g, qh, kr, false, true, alpha)};
         s = mt_concat(g, parts, 2, 3);
     }
+    if (mask) s = mt_add(g, s, mask);
     mt_node *wt = mt_softmax(g, s);
-    mt_node *o = mt_bmm_gather(g, kr ? mt_slice(g, wt, 3, 0, th) : wt, hv, ids, false, false, 1.0f);
+    if (w) *w = wt;
+    mt_node *o = mt_bmm_gather(g, kr ? mt_slice(g, wt, 3, 0, th) : wt, vh, ids, false, false, 1.0f);
     if (kr) o = mt_add(g, o, mt_bmm(g, mt_slice(g, wt, 3, th, tr), vr, false, false, 1.0f));
     if (h > 1) {
         static const int perm[4] = {0, 2, 1, 3};
@@ -388,12 +393,25 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
+/* sent: decoding rows not grouped by sentence (mt_dec_state.row_sent): row
+** i [N, 1, D] attends over sentence sent[i] of kh, vh [B, H, S, D/H] and
+** its mask [B, 1, 1, S]. */
 static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
-                            mt_node *kh, mt_node *vh, mt_node *mask, mt_node **w) {
+                            mt_node *kh, mt_node *vh, mt_node *mask, mt_node *sent, mt_node **w) {
+    mt_graph *g = t->g;
     char pw[200];
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
-    mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, w);
+    mt_node *o;
+    if (sent) {
+        mt_node *q = dense(t, y, prefix, "q", t->d, t->d), *wt = NULL;
+        o = attention_gather(t, q, kh, vh, sent, NULL, NULL, mt_index_select(g, mask, 0, sent),
+                             w ? &wt : NULL);
+        if (w) *w = mt_reshape(g, mt_slice(g, wt, 1, 0, 1), mt_shape3(b * k, tq, dim_of(kh, 2)));
+        if (!t->c->no_projection) o = dense(t, o, prefix, "o", t->d, t->d);
+    } else {
+        o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, w);
+    }
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
@@ -793,7 +811,8 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     mt_node *o;
     if (in->hist_len > 0) { /* the frozen history, then kc/vc (no keep, no step mask there) */
         mt_node *q = dense(t, y, prefix, "q", t->d, t->d);
-        o = attention_hist(t, q, in->hist[2 * i], in->hist[2 * i + 1], in->hist_ids, kc, vc);
+        o = attention_gather(t, q, in->hist[2 * i], in->hist[2 * i + 1], in->hist_ids, kc, vc, NULL,
+                             NULL);
         if (!t->c->no_projection) o = dense(t, o, prefix, "o", t->d, t->d);
     } else {
         o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL);
@@ -848,7 +867,8 @@ static mt_node *decoder_stack(tf *t, const mt_model_encoding *enc, mt_node *x, d
                 lm = io->in->fixed[mask_slot(c, n_ctx, j)];
             }
             mt_node **w = j == 0 && i == al ? &io->align : NULL;
-            x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, lm, w);
+            mt_node *sent = io->pos < 0 ? NULL : io->in->row_sent;
+            x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, lm, sent, w);
         }
         snprintf(name, sizeof name, "decoder_l%d_ffn", ln);
         int dim_ffn = c->dec_dim_ffn ? c->dec_dim_ffn : c->dim_ffn;
@@ -1020,6 +1040,12 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
                          "transformer: a frozen history of %d positions of %d needs ids for "
                          "its %lld rows, all at one position",
                          (int)in->hist_len, (int)in->pos, (long long)n);
+    if (in->row_sent && (in->beam != 1 || mt_node_shape(in->row_sent).dim[0] != n))
+        return mt_seterr(MT_ERR_INVALID,
+                         "transformer: sentences of %lld rows for %lld rows of "
+                         "beam %d (rows by sentence need beam 1)",
+                         (long long)mt_node_shape(in->row_sent).dim[0], (long long)n,
+                         (int)in->beam);
     if (is_aan(c) && in->row_ids && in->pos > 0) /* running means: just reorder them */
         for (int r = 0; r < in->n_rows; r++)
             if (in->rows[r]) eff.rows[r] = mt_index_select(g, in->rows[r], 0, in->row_ids);
@@ -1059,6 +1085,7 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     st.row_ids = NULL;
     st.row_off = 0;
     st.hist_ids = NULL;
+    st.row_sent = NULL;
     mt_status rc = tf_finish(&t);
     if (rc != MT_OK) {
         memset(out, 0, sizeof *out);

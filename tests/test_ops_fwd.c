@@ -438,6 +438,21 @@ static void test_products(void) {
                     mt_bmm_gather(g, a4, b4, mt_input_i32(g, mt_shape1(NA), pick), ta, tb, 0.5f);
                 shape_is(yg, mt_shape4(NA, 2, m, n));
                 expect(g, yg, NA * 2 * szc, 1e-5, 1e-5, what);
+
+                /* one row each (M = 1): runs of equal ids are one product */
+                enum { NR = 6 };
+                const int32_t runs[NR] = {1, 1, 0, 0, 0, 1};
+                randn(buf_a, NR * 2 * k);
+                mt_node *a1 =
+                    mt_input(g, ta ? mt_shape4(NR, 2, k, 1) : mt_shape4(NR, 2, 1, k), buf_a);
+                for (int r = 0; r < NR; r++)
+                    for (int s = 0; s < 2; s++)
+                        ref_gemm(ta, tb, 1, n, k, 0.5, buf_a + (r * 2 + s) * k,
+                                 buf_b + (runs[r] * 2 + s) * szb, ref + (r * 2 + s) * n);
+                snprintf(what, sizeof what, "bmm_gather M=1 runs ta=%d tb=%d", ta, tb);
+                expect(g,
+                       mt_bmm_gather(g, a1, b4, mt_input_i32(g, mt_shape1(NR), runs), ta, tb, 0.5f),
+                       NR * 2 * n, 1e-5, 1e-5, what);
             }
         }
         randn(buf_a, 7 * k);

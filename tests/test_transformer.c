@@ -574,6 +574,101 @@ done:
     fixture_close(&fx);
 }
 
+/* Rows not grouped by sentence (mt_dec_state.row_sent): chain A decodes
+** K rows per sentence with random parents (row 0 of the odd sentences
+** always continues row 0); chain C decodes only the rows of A that a beam
+** search with fewer live hypotheses in the odd sentences would keep: all K
+** rows of the even sentences, row 0 of the odd ones, as one list of rows
+** of beam 1.  C's log-probs must be A's rows (the cross-attention of a row
+** reads its sentence's context through mt_bmm_gather; rounding only). */
+static void test_ragged_rows(const char *dir, const char *sv, const char *tv) {
+    fixture fx;
+    if (!fixture_open(&fx, dir, sv, tv)) {
+        fixture_close(&fx);
+        return;
+    }
+    enum { COUNT = 4, K = 3, STEPS = 12, NC = 2 * K + 2 };
+    mt_graph *g = NULL;
+    CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    mt_batch *b = make_batch(&fx, 5, COUNT, false);
+    mt_model_encoding enc;
+    mt_dec_state sa, sc;
+    if (!g || !b || !CHECK_STATUS_OK(mt_model_encode(fx.m, g, b, &enc)) ||
+        !CHECK_STATUS_OK(mt_model_start(fx.m, g, &enc, &sa)))
+        goto done;
+    sc = sa;
+    int32_t v = mt_model_trg_vocab(fx.m);
+    static float lpa[COUNT * K * 4096], lpc[NC * 4096];
+    if (!CHECK(v <= 4096, "vocabulary of %d", (int)v)) goto done;
+    /* C's rows: A's row of each, and their sentences */
+    int32_t of_a[NC], sent[NC], prev_a[COUNT * K], prev_c[NC], rows_a[COUNT * K], rows_c[NC];
+    int nc = 0;
+    for (int i = 0; i < COUNT; i++)
+        for (int r = 0; r < (i % 2 ? 1 : K); r++) {
+            of_a[nc] = i * K + r;
+            sent[nc++] = i;
+        }
+    mt_rng rng;
+    mt_rng_seed(&rng, 5);
+    double worst = 0;
+    for (int t = 0; t < STEPS; t++) {
+        mt_dec_state na, nx;
+        mt_dec_step oa, oc;
+        int beam = sa.beam, rows_now = t == 0 ? COUNT : nc;
+        if (t > 0) sc.row_sent = mt_input_i32(g, mt_shape1(nc), sent);
+        mt_status rc = mt_model_step(fx.m, g, t == 0 ? &enc : NULL, &sa, prev_a, &na, &oa);
+        if (rc == MT_OK) rc = mt_model_step(fx.m, g, NULL, &sc, prev_c, &nx, &oc);
+        if (rc == MT_OK) rc = mt_graph_forward(g);
+        if (rc == MT_OK) rc = mt_node_get(oa.logprobs, lpa, (int64_t)COUNT * beam * v);
+        if (rc == MT_OK) rc = mt_node_get(oc.logprobs, lpc, (int64_t)rows_now * v);
+        if (!CHECK(rc == MT_OK, "%s ragged step %d: %s", dir, t, mt_errmsg())) break;
+        for (int j = 0; j < rows_now; j++) {
+            int ra = t == 0 ? j : of_a[j];
+            for (int32_t w = 0; w < v; w++) {
+                double d = fabs((double)lpc[(int64_t)j * v + w] - lpa[(int64_t)ra * v + w]);
+                if (d > worst) worst = d;
+            }
+        }
+        for (int i = 0; i < COUNT * K; i++) {
+            int sn = i / K, pick = (int)(mt_rng_next(&rng) % (uint64_t)beam);
+            rows_a[i] = sn * beam + (sn % 2 && i % K == 0 ? 0 : pick);
+            prev_a[i] = 4 + (int32_t)(mt_rng_next(&rng) % (uint64_t)(v - 4));
+        }
+        /* C's parent of row j: the C row holding A's parent (at step 0, the
+        ** start row of the sentence) */
+        for (int j = 0; j < nc; j++) {
+            int pa = rows_a[of_a[j]];
+            rows_c[j] = -1;
+            for (int q = 0; q < rows_now; q++)
+                if ((t == 0 ? q : of_a[q]) == pa) rows_c[j] = q;
+            prev_c[j] = prev_a[of_a[j]];
+        }
+        bool ok = true;
+        for (int j = 0; j < nc; j++)
+            ok = ok && rows_c[j] >= 0;
+        if (!CHECK(ok, "C lost a parent at step %d", t)) break;
+        if (!CHECK_STATUS_OK(mt_model_select(fx.m, g, &na, rows_a, K, &sa))) break;
+        sc = nx;
+        sc.row_ids = mt_input_i32(g, mt_shape1(nc), rows_c);
+        sc.batch = nc;
+        sc.beam = 1;
+    }
+    fprintf(stderr, "%s: %d rows by sentence (of %d in the beam layout), log-probs within %.3g\n",
+            dir, nc, COUNT * K, worst);
+    CHECK(worst <= 1e-5, "%s: rows by sentence differ by %g", dir, worst);
+    { /* row_sent needs beam 1 */
+        mt_dec_state bad = sa, junk;
+        mt_dec_step o;
+        bad.row_sent = mt_input_i32(g, mt_shape1(COUNT * K), rows_a);
+        CHECK(mt_model_step(fx.m, g, NULL, &bad, prev_a, &junk, &o) == MT_ERR_INVALID,
+              "row_sent with beam %d accepted", (int)bad.beam);
+    }
+done:
+    mt_batch_free(b);
+    mt_graph_free(g);
+    fixture_close(&fx);
+}
+
 /* Encoder output and first decoding step of one sentence, alone (no
 ** padding: the plain layout).  ctx: [S_j, D] per context j; lp: [V]. */
 static int encode_alone(fixture *fx, int i, float **ctx, float *lp) {
@@ -1146,6 +1241,9 @@ int main(void) {
     test_fold("transformer-tiny", "vocab.spm", "vocab.spm");
     test_fold("multi-transformer", "vocab.spm", "vocab.spm");
     test_fold("transformer-aan", "vocab.en.spm", "vocab.de.spm");
+    test_ragged_rows("transformer-tiny", "vocab.spm", "vocab.spm");
+    test_ragged_rows("multi-transformer", "vocab.spm", "vocab.spm");
+    test_ragged_rows("transformer-aan", "vocab.en.spm", "vocab.de.spm");
     test_greedy_batched("transformer-aan", "vocab.en.spm", "vocab.de.spm", 48, 8);
     test_gradients(0);
     test_gradients(1);

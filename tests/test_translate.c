@@ -543,10 +543,10 @@ static void test_bounded_memory(void) {
         fprintf(stderr,
                 "bounded memory: %lld steps, longest output %d tokens, %lld allocations in the "
                 "steps of the second search; step graphs %.2f MB (%.2f MB after a 46-step "
-                "search), encoder graphs %.1f MB; %lld padded rows, %lld purges\n",
+                "search), encoder graphs %.1f MB; %lld rows, %lld purges\n",
                 (long long)sp.steps, (int)first_len, (long long)sp.allocs,
                 (double)st.step_bytes / 1e6, (double)short_st.step_bytes / 1e6,
-                (double)st.enc_bytes / 1e6, (long long)st.padded_rows, (long long)st.purges);
+                (double)st.enc_bytes / 1e6, (long long)st.rows, (long long)st.purges);
         CHECK(sp.steps > 300, "only %lld steps: not a long search", (long long)sp.steps);
         CHECK(sp.allocs == 0, "%lld allocations in steady-state steps", (long long)sp.allocs);
         CHECK(st.purges >= 1, "finished sentences were never dropped");
