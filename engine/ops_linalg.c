@@ -63,6 +63,19 @@ static mt_attrs geom_attrs(bool ta, bool tb, int64_t batch, int64_t m, int64_t k
     return at;
 }
 
+/* Shape of a product of a [..., M, K] (its leading dims kept) with M x N
+** results, and the product of a's leading dims from `from` on. */
+static mt_shape product_shape(const mt_shape *sa, int from, int64_t m, int64_t n, int64_t *batch) {
+    int nd = sa->ndim;
+    *batch = 1;
+    for (int i = from; i < nd - 2; i++)
+        *batch *= sa->dim[i];
+    mt_shape out = *sa;
+    out.dim[nd - 2] = m;
+    out.dim[nd - 1] = n;
+    return out;
+}
+
 /* Gradients of `batch` products C_i = alpha op(A_i) op(B_i) with element
 ** strides sa, sb, sc between consecutive A_i, B_i, C_i.  da or db may be
 ** NULL; they are written by separate GEMMs that read only values, so they
@@ -174,12 +187,8 @@ mt_node *mt_matmul(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans
             mt_shape_str(sa, s1, sizeof s1), trans_a ? "^T" : "", mt_shape_str(sb, s2, sizeof s2),
             trans_b ? "^T" : "", (long long)k, (long long)kb);
     }
-    int64_t batch = 1;
-    for (int i = 0; i < nd - 2; i++)
-        batch *= sa->dim[i];
-    mt_shape out = *sa;
-    out.dim[nd - 2] = m;
-    out.dim[nd - 1] = n;
+    int64_t batch;
+    mt_shape out = product_shape(sa, 0, m, n, &batch);
     mt_attrs at = geom_attrs(trans_a, trans_b, batch, m, k, n, 1.0f);
     mt_node *src[2] = {a, b};
     return graph_push(g, &op_matmul, out, MT_F32, 2, src, &at);
@@ -239,12 +248,8 @@ mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b,
             mt_shape_str(sa, s1, sizeof s1), trans_a ? "^T" : "", mt_shape_str(sb, s2, sizeof s2),
             trans_b ? "^T" : "", (long long)k, (long long)kb);
     }
-    int64_t batch = 1;
-    for (int i = 0; i < nd - 2; i++)
-        batch *= sa->dim[i];
-    mt_shape out = *sa;
-    out.dim[nd - 2] = m;
-    out.dim[nd - 1] = n;
+    int64_t batch;
+    mt_shape out = product_shape(sa, 0, m, n, &batch);
     mt_attrs at = geom_attrs(trans_a, trans_b, batch, m, k, n, alpha);
     mt_node *src[2] = {a, b};
     return graph_push(g, &op_bmm, out, MT_F32, 2, src, &at);
@@ -342,12 +347,8 @@ mt_node *mt_bmm_gather(mt_graph *g, mt_node *a, mt_node *b, mt_node *ids, bool t
                           mt_shape_str(sb, s2, sizeof s2), trans_b ? "^T" : "",
                           mt_dtype_name(ids->val.dtype), mt_shape_str(si, s3, sizeof s3));
     }
-    int64_t batch = 1;
-    for (int i = 1; i < nd - 2; i++)
-        batch *= sa->dim[i];
-    mt_shape out = *sa;
-    out.dim[nd - 2] = m;
-    out.dim[nd - 1] = n;
+    int64_t batch;
+    mt_shape out = product_shape(sa, 1, m, n, &batch);
     mt_attrs at = geom_attrs(trans_a, trans_b, sa->dim[0] * batch, m, k, n, alpha);
     at.i[6] = sb->dim[0];
     at.i[7] = batch;
