@@ -69,7 +69,7 @@ struct app_model_scorer {
                         positions (mt_dec_state.row_pos)                 */
     /* scratch (grown, never shrunk) */
     int32_t cap_sent, cap_rows;
-    int32_t *new_live, *sel_sent, *sel_rows, *prev_tok, *row_sent, *cnt, *first, *hnew;
+    int32_t *new_live, *sel_sent, *sel_rows, *prev_tok, *row_sent, *hnew;
     mt_batch_seq *bseqs;
     int32_t cap_seqs;
     float *align_buf;
@@ -89,7 +89,7 @@ static mt_status grow_i32(int32_t **p, int32_t n) {
 static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
     mt_status rc = MT_OK;
     if (n_sent > s->cap_sent) {
-        int32_t **bufs[] = {&s->live, &s->new_live, &s->sel_sent, &s->cnt, &s->first};
+        int32_t **bufs[] = {&s->live, &s->new_live, &s->sel_sent};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0] && rc == MT_OK; i++)
             rc = grow_i32(bufs[i], n_sent);
         if (rc != MT_OK) return rc;
@@ -160,8 +160,8 @@ void app_model_scorer_free(app_model_scorer *s) {
         mt_graph_free(s->hist[i]);
     }
     mt_graph_free(s->enc_add);
-    int32_t *bufs[] = {s->live, s->new_live, s->sel_sent, s->sel_rows, s->prev_tok, s->row_sent,
-                       s->cnt,  s->first,    s->qpos,     s->hmap,     s->hnew};
+    int32_t *bufs[] = {s->live,     s->new_live, s->sel_sent, s->sel_rows, s->prev_tok,
+                       s->row_sent, s->qpos,     s->hmap,     s->hnew};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         mt_free(bufs[i]);
     mt_free(s->bseqs);
@@ -328,7 +328,7 @@ static mt_status purge(app_model_scorer *s, int32_t n) {
 static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_t k,
                            int32_t *top_cols, float *logprobs, float *align) {
     const int32_t n = in->n_hyps, n_tot = s->n_live + s->n_pend;
-    mt_status rc = reserve(s, n_tot, n * 2);
+    mt_status rc = reserve(s, n_tot, n);
     if (rc != MT_OK) return rc;
     /* sentences of this step (increasing) */
     int32_t n_new = 0;

@@ -310,6 +310,11 @@ mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned part
 ** mt_model_trim drops the first n cached positions of every row, padding
 ** for all of them (n <= pos - row_pos[r] for every row r, checked when
 ** in->row_pos is set); out->pos = in->pos - n (rows become NULL at 0). */
+mt_status mt_model_append(mt_model *m, mt_graph *g, const mt_dec_state *in, const mt_dec_state *add,
+                          unsigned parts, mt_dec_state *out);
+mt_status mt_model_trim(mt_model *m, mt_graph *g, const mt_dec_state *in, int32_t n,
+                        mt_dec_state *out);
+
 /* Whether the model's state has caches that grow with every position
 ** (transformer self-attention), which mt_model_fold can freeze. */
 bool mt_model_can_fold(const mt_model *m);
@@ -322,11 +327,6 @@ bool mt_model_can_fold(const mt_model *m);
 ** the previous step and fold.  MT_ERR_UNSUPPORTED for a model without
 ** growing caches. */
 mt_status mt_model_fold(mt_model *m, mt_graph *g, const mt_dec_state *in, bool freeze,
-                        mt_dec_state *out);
-
-mt_status mt_model_append(mt_model *m, mt_graph *g, const mt_dec_state *in,
-                          const mt_dec_state *add, unsigned parts, mt_dec_state *out);
-mt_status mt_model_trim(mt_model *m, mt_graph *g, const mt_dec_state *in, int32_t n,
                         mt_dec_state *out);
 
 /* ------------------------------------------------------------ internal

@@ -304,6 +304,16 @@ static mt_node *split_heads(tf *t, mt_node *x) {
     return mt_permute(g, mt_reshape(g, x, mt_shape4(n, len, h, t->d / h)), perm);
 }
 
+/* [N, H, T, D / H] -> [N, T, D]: split_heads undone. */
+static mt_node *merge_heads(tf *t, mt_node *o, int64_t n, int64_t len) {
+    mt_graph *g = t->g;
+    if (t->c->heads > 1) {
+        static const int perm[4] = {0, 2, 1, 3};
+        o = mt_permute(g, o, perm);
+    }
+    return mt_reshape(g, o, mt_shape3(n, len, t->d));
+}
+
 /* mt_attention with keys and values already split into heads ([B, H, Tk,
 ** D/H]: the decoding caches keep them so, instead of splitting them again
 ** at every step); the same ops, so the same numbers.  Inference only. */
@@ -315,12 +325,7 @@ static mt_node *attention_split(tf *t, mt_node *q, mt_node *kh, mt_node *vh, mt_
     if (mask) s = mt_add(g, s, mask);
     mt_node *wt = mt_softmax(g, s);
     if (w) *w = wt;
-    mt_node *o = mt_bmm(g, wt, vh, false, false, 1.0f);
-    if (h > 1) {
-        static const int perm[4] = {0, 2, 1, 3};
-        o = mt_permute(g, o, perm);
-    }
-    return mt_reshape(g, o, mt_shape3(b, tq, t->d));
+    return merge_heads(t, mt_bmm(g, wt, vh, false, false, 1.0f), b, tq);
 }
 
 /* attention_split for one decoding position of N rows whose keys and values
@@ -348,24 +353,31 @@ static mt_node *attention_gather(tf *t, mt_node *q, mt_node *kh, mt_node *vh, mt
     if (w) *w = wt;
     mt_node *o = mt_bmm_gather(g, kr ? mt_slice(g, wt, 3, 0, th) : wt, vh, ids, false, false, 1.0f);
     if (kr) o = mt_add(g, o, mt_bmm(g, mt_slice(g, wt, 3, th, tr), vr, false, false, 1.0f));
-    if (h > 1) {
-        static const int perm[4] = {0, 2, 1, 3};
-        o = mt_permute(g, o, perm);
-    }
-    return mt_reshape(g, o, mt_shape3(b, tq, t->d));
+    return merge_heads(t, o, b, tq);
 }
 
-/* kh, vh: [B, Tk, D], or split into heads [B, H, Tk, D/H] (4-D: decoding). */
+/* Keys and values read through row ids (attention_gather): the frozen
+** history of a decoding step and the positions since, or the context of
+** each row's sentence. */
+typedef struct gather_kv {
+    mt_node *ids, *kr, *vr;
+} gather_kv;
+
+/* kh, vh: [B, Tk, D], or split into heads [B, H, Tk, D/H] (4-D: decoding),
+** rows of them picked by gk->ids when gk is given. */
 static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
-                           mt_node *kh, mt_node *vh, mt_node *mask, mt_node **w_out) {
+                           mt_node *kh, mt_node *vh, mt_node *mask, const gather_kv *gk,
+                           mt_node **w_out) {
     mt_graph *g = t->g;
     int64_t d = t->d;
     mt_node *q = dense(t, x, prefix, "q", d, d);
     if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
     mt_node *w = NULL;
     bool split = kh != NULL && mt_node_shape(kh).ndim == 4;
-    mt_node *o = split ? attention_split(t, q, kh, vh, mask, w_out ? &w : NULL)
-                       : attention(t, q, kh, vh, mask, w_out ? &w : NULL);
+    mt_node **wp = w_out ? &w : NULL;
+    mt_node *o = gk      ? attention_gather(t, q, kh, vh, gk->ids, gk->kr, gk->vr, mask, wp)
+                 : split ? attention_split(t, q, kh, vh, mask, wp)
+                         : attention(t, q, kh, vh, mask, wp);
     if (k > 1) o = mt_reshape(g, o, mt_shape3(b * k, tq, d));
     if (w_out) {
         int64_t tk = dim_of(kh, split ? 2 : 1);
@@ -389,7 +401,7 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
     mt_node *kh, *vh;
     kv_project(t, prefix, kv_raw ? kv_raw : y, &kh, &vh);
-    mt_node *o = multi_head(t, prefix, y, n, 1, tq, kh, vh, mask, NULL);
+    mt_node *o = multi_head(t, prefix, y, n, 1, tq, kh, vh, mask, NULL, NULL);
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
@@ -398,20 +410,12 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
 ** its mask [B, 1, 1, S]. */
 static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
                             mt_node *kh, mt_node *vh, mt_node *mask, mt_node *sent, mt_node **w) {
-    mt_graph *g = t->g;
     char pw[200];
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
-    mt_node *o;
-    if (sent) {
-        mt_node *q = dense(t, y, prefix, "q", t->d, t->d), *wt = NULL;
-        o = attention_gather(t, q, kh, vh, sent, NULL, NULL, mt_index_select(g, mask, 0, sent),
-                             w ? &wt : NULL);
-        if (w) *w = mt_reshape(g, mt_slice(g, wt, 1, 0, 1), mt_shape3(b * k, tq, dim_of(kh, 2)));
-        if (!t->c->no_projection) o = dense(t, o, prefix, "o", t->d, t->d);
-    } else {
-        o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, w);
-    }
+    gather_kv gk = {sent, NULL, NULL};
+    if (sent) mask = mt_index_select(t->g, mask, 0, sent);
+    mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent ? &gk : NULL, w);
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
@@ -810,12 +814,11 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     int64_t n = io->b * io->k;
     mt_node *o;
     if (in->hist_len > 0) { /* the frozen history, then kc/vc (no keep, no step mask there) */
-        mt_node *q = dense(t, y, prefix, "q", t->d, t->d);
-        o = attention_gather(t, q, in->hist[2 * i], in->hist[2 * i + 1], in->hist_ids, kc, vc, NULL,
-                             NULL);
-        if (!t->c->no_projection) o = dense(t, o, prefix, "o", t->d, t->d);
+        gather_kv gk = {in->hist_ids, kc, vc};
+        o = multi_head(t, prefix, y, n, 1, io->tq, in->hist[2 * i], in->hist[2 * i + 1], NULL, &gk,
+                       NULL);
     } else {
-        o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL);
+        o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL, NULL);
     }
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
