@@ -150,7 +150,14 @@ static int bench_gemm(int repeat, double peak) {
 ** fractions are of the measured integer multiply-add throughput of this
 ** core with the active variant's instructions (kcpu_int_peak_gops: vpdpbusd /
 ** vpdpwssd with VNNI, vpmaddubsw + vpmaddwd / vpmaddwd with AVX2) and of the
-** nominal int8 figure. */
+** nominal int8 figure.
+**
+** A second table reads the weights from memory, as a decoding step does (a
+** model's matrices do not stay in the caches between steps): each call takes
+** the next of n_ring copies of B, COLD_BYTES of copies in all, more than the
+** caches of this machine hold; GB/s there is the weights read per second. */
+enum { COLD_BYTES = 64 << 20 };
+
 typedef struct int_case {
     int kind; /* 0 fp32 blas, 8 int8, 16 int16 */
     int64_t m, n, k;
@@ -158,16 +165,27 @@ typedef struct int_case {
     const void *packed;
     float *c;
     void *scratch;
+    const char *ring; /* n_ring > 0: B (fp32) or packed B (int) from here, */
+    size_t stride;    /* copy i at ring + i * stride, in turn (*next)      */
+    int n_ring, *next;
 } int_case;
 
 static void int_case_run(const int_case *g) {
+    const void *packed = g->packed;
+    const float *b = g->b;
+    if (g->n_ring > 0) {
+        const char *copy = g->ring + (size_t)(*g->next % g->n_ring) * g->stride;
+        *g->next += 1;
+        packed = copy;
+        b = (const float *)copy;
+    }
     if (g->kind == 8) {
-        kcpu_gemm_i8(g->m, g->a, g->k, g->packed, NULL, g->c, g->n, g->scratch);
+        kcpu_gemm_i8(g->m, g->a, g->k, packed, NULL, g->c, g->n, g->scratch);
     } else if (g->kind == 16) {
-        kcpu_gemm_i16(g->m, g->a, g->k, g->packed, NULL, g->c, g->n, g->scratch);
+        kcpu_gemm_i16(g->m, g->a, g->k, packed, NULL, g->c, g->n, g->scratch);
     } else {
-        kcpu_gemm_f32_blas(false, false, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b, g->n, 0.0f,
-                           g->c, g->n);
+        kcpu_gemm_f32_blas(false, false, g->m, g->n, g->k, 1.0f, g->a, g->k, b, g->n, 0.0f, g->c,
+                           g->n);
     }
 }
 
@@ -175,6 +193,61 @@ static void int_case_run_any(const void *arg) { int_case_run(arg); }
 
 static double time_int_case(const int_case *g, int repeat) {
     return time_median(int_case_run_any, g, repeat);
+}
+
+/* Seconds per call of g with its B (fp32 when g->kind is 0, else packed
+** `packed` of `bytes`) copied over COLD_BYTES and read in turn; 0 when out
+** of memory. */
+static double time_int_cold(int_case g, const void *packed, size_t bytes, int repeat) {
+    int n = (int)((COLD_BYTES + bytes - 1) / bytes), next = 0;
+    size_t stride = (bytes + 63) / 64 * 64;
+    char *ring = mt_try_aligned_alloc(stride * (size_t)n);
+    if (ring == NULL) {
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        memcpy(ring + (size_t)i * stride, packed, bytes);
+    }
+    g.ring = ring;
+    g.stride = stride;
+    g.n_ring = n;
+    g.next = &next;
+    double t = time_int_case(&g, repeat);
+    mt_aligned_free(ring);
+    return t;
+}
+
+/* The weights-from-memory table (see int_case): int8 against fp32 OpenBLAS
+** at the decoder's step shapes. */
+static int bench_gemm_int_cold(int repeat, const float *a, const float *b, float *c, void *scratch,
+                               void *const *p8, const int64_t (*nk)[2]) {
+    static const int64_t ms[] = {1, 4, 8, 32};
+    printf("weights from memory: each call reads the next of %d MB of copies of B\n",
+           COLD_BYTES >> 20);
+    printf("%5s %6s %5s  %8s %7s  %8s %7s %5s\n", "M", "N", "K", "f32 GF/s", "GB/s", "i8 GOP/s",
+           "GB/s", "x f32");
+    for (int s = 0; s < 2; s++) {
+        int64_t n = nk[s][0], k = nk[s][1];
+        size_t b32 = (size_t)(n * k) * sizeof(float), b8 = kcpu_pack_i8_bytes(k, n);
+        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+            int_case g = {
+                .kind = 0, .m = ms[mi], .n = n, .k = k, .a = a, .c = c, .scratch = scratch};
+            double ops = 2.0 * (double)g.m * (double)n * (double)k;
+            double t32 = time_int_cold(g, b, b32, repeat);
+            g.kind = 8;
+            double t8 = time_int_cold(g, p8[s], b8, repeat);
+            if (t32 <= 0 || t8 <= 0) {
+                fprintf(stderr, "mtpe bench gemm-int: out of memory (%d MB of copies)\n",
+                        COLD_BYTES >> 20);
+                return 1;
+            }
+            printf("%5lld %6lld %5lld  %8.1f %7.1f  %8.1f %7.1f %5.2f\n", (long long)g.m,
+                   (long long)n, (long long)k, ops / t32 * 1e-9, (double)b32 / t32 * 1e-9,
+                   ops / t8 * 1e-9, (double)b8 / t8 * 1e-9, t32 / t8);
+            fflush(stdout);
+        }
+    }
+    return 0;
 }
 
 static int bench_gemm_int(int repeat, double nominal) {
@@ -262,7 +335,7 @@ static int bench_gemm_int(int repeat, double nominal) {
             fflush(stdout);
         }
     }
-    rc = 0;
+    rc = bench_gemm_int_cold(repeat, a, b, c, scratch, p8, nk);
 done:
     for (int s = 0; s < N_SHAPES; s++) {
         mt_aligned_free(p8[s]);
