@@ -218,15 +218,15 @@ static double time_int_cold(int_case g, const void *packed, size_t bytes, int re
 }
 
 /* The weights-from-memory table (see int_case): int8 against fp32 OpenBLAS
-** at the decoder's step shapes. */
+** at the first n_shapes of the shapes nk (packed as p8). */
 static int bench_gemm_int_cold(int repeat, const float *a, const float *b, float *c, void *scratch,
-                               void *const *p8, const int64_t (*nk)[2]) {
+                               void *const *p8, const int64_t (*nk)[2], int n_shapes) {
     static const int64_t ms[] = {1, 4, 8, 32};
     printf("weights from memory: each call reads the next of %d MB of copies of B\n",
            COLD_BYTES >> 20);
     printf("%5s %6s %5s  %8s %7s  %8s %7s %5s\n", "M", "N", "K", "f32 GF/s", "GB/s", "i8 GOP/s",
            "GB/s", "x f32");
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < n_shapes; s++) {
         int64_t n = nk[s][0], k = nk[s][1];
         size_t b32 = (size_t)(n * k) * sizeof(float), b8 = kcpu_pack_i8_bytes(k, n);
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
@@ -335,7 +335,8 @@ static int bench_gemm_int(int repeat, double nominal) {
             fflush(stdout);
         }
     }
-    rc = bench_gemm_int_cold(repeat, a, b, c, scratch, p8, nk);
+    /* from memory: the decoder's K = 512 projections (N = 512 and 2048) */
+    rc = bench_gemm_int_cold(repeat, a, b, c, scratch, p8, nk, 2);
 done:
     for (int s = 0; s < N_SHAPES; s++) {
         mt_aligned_free(p8[s]);

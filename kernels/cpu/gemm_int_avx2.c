@@ -165,6 +165,17 @@ ALWAYS_INLINE void store8(const out_ctx *o, int64_t row, int64_t col, __m256i ac
     }
 }
 
+/* Prefetches `lines` cache lines from PF_GROUPS groups after p.  The
+** address is computed as an integer: past the last panel it points outside
+** the packed matrix, where pointer arithmetic would be undefined (the
+** prefetch itself reads nothing there and does not fault). */
+ALWAYS_INLINE void prefetch_ahead(const uint8_t *p, int lines) {
+    uintptr_t at = (uintptr_t)p + (uintptr_t)PF_GROUPS * GROUP_BYTES;
+    for (int l = 0; l < lines; l++) {
+        _mm_prefetch((const char *)(at + 64 * (uintptr_t)l), _MM_HINT_T0);
+    }
+}
+
 /* Rows i0..i0+mr-1 (mr <= 4) against the 8 nv columns from col0 (nv <= 4):
 ** mr x nv accumulators; b points at those columns inside the first group
 ** (groups are GROUP_BYTES apart).
@@ -180,8 +191,7 @@ ALWAYS_INLINE void store8(const out_ctx *o, int64_t row, int64_t col, __m256i ac
 ** `mtpe bench gemm-int`, weights from memory, int8 GOP/s, Zen 3 class
 ** EPYC, medians of 3 alternating runs: K = N = 512, 1 / 4 / 8 / 32 rows
 ** 17.5 -> 25.7, 41.8 -> 57.3, 59.2 -> 72.0, 82.6 -> 86.7; N = 2048: 4 / 8
-** rows 42.0 -> 72.0, 57.7 -> 89.8.  A hint only: past the
-** last panel it reads nothing (prefetches do not fault). */
+** rows 42.0 -> 72.0, 57.7 -> 89.8. */
 ALWAYS_INLINE void block(const int bits, const int mr, const int nv, int64_t ng, const uint8_t *a,
                          int64_t sa, const uint8_t *b, const out_ctx *o, int64_t i0, int64_t col0,
                          int64_t abs_off, const uint8_t *whole) {
@@ -197,17 +207,9 @@ ALWAYS_INLINE void block(const int bits, const int mr, const int nv, int64_t ng,
     for (int64_t g = 0; g < ng; g++) {
         const uint8_t *bg = b + g * GROUP_BYTES;
         if (whole) {
-            const char *w = (const char *)(whole + (g + PF_GROUPS) * GROUP_BYTES);
-#pragma GCC unroll 4
-            for (int l = 0; l < GROUP_BYTES / 64; l++) {
-                _mm_prefetch(w + 64 * l, _MM_HINT_T0);
-            }
+            prefetch_ahead(whole + g * GROUP_BYTES, GROUP_BYTES / 64);
         } else {
-            const char *w = (const char *)(bg + PF_GROUPS * GROUP_BYTES);
-#pragma GCC unroll 2
-            for (int l = 0; l < (nv + 1) / 2; l++) {
-                _mm_prefetch(w + 64 * l, _MM_HINT_T0);
-            }
+            prefetch_ahead(bg, (nv + 1) / 2);
         }
         __m256i bv[4];
 #pragma GCC unroll 4
