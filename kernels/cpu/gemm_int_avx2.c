@@ -176,6 +176,19 @@ ALWAYS_INLINE void prefetch_ahead(const uint8_t *p, int lines) {
     }
 }
 
+/* The next panel, read into L2 a few lines per k group over all the blocks
+** of the current one (see block). */
+typedef struct next_panel {
+    uintptr_t at, end; /* next line to prefetch, end of the panel */
+    int lines;         /* lines per k group of a block */
+} next_panel;
+
+ALWAYS_INLINE void prefetch_next(next_panel *np) {
+    for (int l = 0; l < np->lines && np->at < np->end; l++, np->at += 64) {
+        _mm_prefetch((const char *)np->at, _MM_HINT_T1);
+    }
+}
+
 /* Rows i0..i0+mr-1 (mr <= 4) against the 8 nv columns from col0 (nv <= 4):
 ** mr x nv accumulators; b points at those columns inside the first group
 ** (groups are GROUP_BYTES apart).
@@ -191,10 +204,21 @@ ALWAYS_INLINE void prefetch_ahead(const uint8_t *p, int lines) {
 ** `mtpe bench gemm-int`, weights from memory, int8 GOP/s, Zen 3 class
 ** EPYC, medians of 3 alternating runs: K = N = 512, 1 / 4 / 8 / 32 rows
 ** 17.5 -> 25.7, 41.8 -> 57.3, 59.2 -> 72.0, 82.6 -> 86.7; N = 2048: 4 / 8
-** rows 42.0 -> 72.0, 57.7 -> 89.8. */
+** rows 42.0 -> 72.0, 57.7 -> 89.8.
+**
+** That still leaves each panel's first block waiting on L3 or DRAM: it
+** prefetches only 16 groups (4 KB) ahead, while it needs a whole 16 KB panel
+** (K = 256) in about as many cycles as the L3 delivers 4 KB.  So every block
+** also reads the next panel into L2 (`next`), spread evenly over all the
+** blocks of the current panel (gemm sets next->lines): a panel's worth of
+** compute ahead, and for a few rows the panel's first block then finds it in
+** L2.  Decoder shapes (K = 256), weights from memory, medians of 7
+** alternating runs, int8 GOP/s: 1 / 2 / 4 / 8 rows x 4136 columns
+** 21.2 -> 37.6, 40.6 -> 87.5, 55.0 -> 99.4, 72.2 -> 102.2; 8 x 256
+** 68.2 -> 93.1; hot caches unchanged within the noise. */
 ALWAYS_INLINE void block(const int bits, const int mr, const int nv, int64_t ng, const uint8_t *a,
                          int64_t sa, const uint8_t *b, const out_ctx *o, int64_t i0, int64_t col0,
-                         int64_t abs_off, const uint8_t *whole) {
+                         int64_t abs_off, const uint8_t *whole, next_panel *next) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i acc[4][4];
 #pragma GCC unroll 4
@@ -211,6 +235,7 @@ ALWAYS_INLINE void block(const int bits, const int mr, const int nv, int64_t ng,
         } else {
             prefetch_ahead(bg, (nv + 1) / 2);
         }
+        prefetch_next(next);
         __m256i bv[4];
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++) {
@@ -250,10 +275,10 @@ ALWAYS_INLINE void block(const int bits, const int mr, const int nv, int64_t ng,
 ** the panel's first block (i0 == 0) prefetches the whole panel. */
 ALWAYS_INLINE void panel_rows(const int bits, const int mr, const int nv, int64_t ng,
                               const uint8_t *ai, int64_t sa, const uint8_t *panel, const out_ctx *o,
-                              int64_t i0, int64_t j0, int64_t abs_off) {
+                              int64_t i0, int64_t j0, int64_t abs_off, next_panel *next) {
     for (int q = 0; q < KCPU_IGEMM_NC / (8 * nv) && j0 + 8 * nv * q < o->n; q++) {
         block(bits, mr, nv, ng, ai, sa, panel + 32 * nv * q, o, i0, j0 + 8 * nv * q, abs_off,
-              i0 == 0 && q == 0 ? panel : NULL);
+              i0 == 0 && q == 0 ? panel : NULL, next);
     }
 }
 
@@ -268,26 +293,33 @@ static void gemm(int bits, kcpu_igemm_job *j) {
                  .unq = kcpu_igemm_unquant(j->qa, j->qb)};
     int64_t ng = j->kp / (bits == 8 ? 4 : 2), sa = j->sa, abs_off = j->m * sa;
     int64_t panel_bytes = j->kp * KCPU_IGEMM_NC * (bits / 8);
+    /* blocks per panel (4-row ones over 4 quarters, 2- and 1-row ones over 2
+    ** halves) x groups: the iterations that share the next panel's lines */
+    int64_t iters = ((j->m / 4) * 4 + (j->m % 4 / 2) * 2 + (j->m % 2) * 2) * ng;
+    int lines = (int)((panel_bytes / 64 + iters - 1) / iters);
     for (int64_t j0 = 0; j0 < j->np; j0 += KCPU_IGEMM_NC) {
         const uint8_t *panel = (const uint8_t *)j->panels + (j0 / KCPU_IGEMM_NC) * panel_bytes;
+        uintptr_t after = (uintptr_t)panel + (uintptr_t)panel_bytes;
+        next_panel next = {
+            after, j0 + KCPU_IGEMM_NC < j->np ? after + (uintptr_t)panel_bytes : after, lines};
         int64_t i0 = 0;
         for (; j->m - i0 >= 4; i0 += 4) { /* 4 rows x 16 columns */
             if (bits == 8)
-                panel_rows(8, 4, 2, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off);
+                panel_rows(8, 4, 2, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off, &next);
             else
-                panel_rows(16, 4, 2, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off);
+                panel_rows(16, 4, 2, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off, &next);
         }
         for (; j->m - i0 >= 2; i0 += 2) { /* 2 rows x 32 columns */
             if (bits == 8)
-                panel_rows(8, 2, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off);
+                panel_rows(8, 2, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off, &next);
             else
-                panel_rows(16, 2, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off);
+                panel_rows(16, 2, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off, &next);
         }
         if (i0 < j->m) {
             if (bits == 8)
-                panel_rows(8, 1, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off);
+                panel_rows(8, 1, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off, &next);
             else
-                panel_rows(16, 1, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off);
+                panel_rows(16, 1, 4, ng, a + i0 * sa, sa, panel, &o, i0, j0, abs_off, &next);
         }
     }
 }
