@@ -6,8 +6,9 @@
 **   enc[2]   encode + start of the search's batch, and later the
 **            per-sentence state (projected contexts, masks) reduced to the
 **            sentences still decoding ("purge", as Marian drops finished
-**            sentences from its batch): built on the other graph from
-**            views of the current one, which is then free.
+**            sentences from its batch, here once at most half of them are
+**            still decoding): built on the other graph from views of the
+**            current one, which is then free.
 **   step[2]  one decoding step each, alternately: a step views the state
 **            that the previous step computed on the other graph, reorders
 **            it (mt_model_reorder) and extends it.  The graph of the step
@@ -56,7 +57,8 @@ struct app_model_scorer {
     int n_src;
     /* state */
     mt_dec_state st;
-    int32_t n_live;  /* sentences of the state                           */
+    int32_t n_live;  /* sentences of the state (finished ones stay until
+                        the next purge, see step_rows)                  */
     int32_t n_rows;  /* rows of the state (row i = hypothesis i of the
                         last step; at the start one per sentence)        */
     int32_t *live;   /* [n_live + n_pend] search sentence of each state
@@ -373,10 +375,20 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
         s->qpos[i] = in->hyp_pos[i];
         identity = identity && parent == i;
     }
-    if (!same_sent) {
+    /* Finished sentences stay in the FIXED part (the rows name their
+    ** sentence's position in it) until at most half of it is live: purging
+    ** copies the whole projected contexts of the live sentences, so this
+    ** copies them about log2(batch) times per search instead of once per
+    ** finishing step.  With top-up every change purges, as before. */
+    bool purged = !same_sent && (s->topup || s->n_pend > 0 || 2 * n_new <= n_tot);
+    if (purged) {
         rc = purge(s, n_new);
         if (rc != MT_OK) return rc;
+    } else if (!same_sent) {
+        for (int32_t i = 0; i < n; i++)
+            s->row_sent[i] = s->sel_sent[s->row_sent[i]];
     }
+    bool row_is_sent = n == n_new && (same_sent || purged); /* row i reads sentence i */
     /* the step */
     mt_graph *g = s->step[1 - s->scur];
     mt_graph_clear(g);
@@ -396,7 +408,7 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     }
     cur.batch = n;
     cur.beam = 1;
-    if (rc == MT_OK && n > n_new) { /* else row i is sentence i */
+    if (rc == MT_OK && !row_is_sent) {
         cur.row_sent = mt_input_i32(g, mt_shape1(n), s->row_sent);
         rc = mt_graph_status(g);
     }
@@ -458,8 +470,10 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     s->st = next;
     s->st.shortlist = NULL;
     s->scur = 1 - s->scur;
-    memcpy(s->live, s->new_live, sizeof(int32_t) * (size_t)n_new);
-    s->n_live = n_new;
+    if (same_sent || purged) { /* else the state keeps its sentences */
+        memcpy(s->live, s->new_live, sizeof(int32_t) * (size_t)n_new);
+        s->n_live = n_new;
+    }
     s->n_pend = 0;
     s->n_rows = n;
     s->stats.steps++;
