@@ -739,6 +739,63 @@ static void test_select(void) {
     }
 }
 
+/* k = 0 (allowed by the packers): every variant gives C = bias and zero
+** accumulators, whatever the row and column counts (row blocks of 4, 2, 1;
+** one panel and more). */
+static void test_empty_k(void) {
+    static const int64_t ms[] = {1, 2, 3, 5};
+    static const int64_t ns[] = {5, 70};
+    float a[5] = {1.0f, -2.0f, 3.0f, -4.0f, 5.0f};
+    for (size_t mi = 0; mi < 4; mi++) {
+        for (size_t ni = 0; ni < 2; ni++) {
+            int64_t m = ms[mi], n = ns[ni];
+            float *bias = xalloc((size_t)n * sizeof(float));
+            float *c = xalloc((size_t)(m * n) * sizeof(float));
+            int32_t *acc = xalloc((size_t)(m * n) * sizeof(int32_t));
+            void *scratch =
+                xalloc(kcpu_gemm_i16_scratch_bytes(m, 0) + kcpu_gemm_i8_scratch_bytes(m, 0));
+            for (int64_t j = 0; j < n; j++) {
+                bias[j] = 0.5f * (float)j - 3.0f;
+            }
+            for (int bits = 8; bits <= 16; bits += 8) {
+                size_t bytes = bits == 8 ? kcpu_pack_i8_bytes(0, n) : kcpu_pack_i16_bytes(0, n);
+                void *pk = xalloc(bytes);
+                if (bits == 8) {
+                    kcpu_pack_i8(0, n, a, n, pk);
+                } else {
+                    kcpu_pack_i16(0, n, a, n, pk);
+                }
+                for (size_t v = 0; v < sizeof all_impls / sizeof all_impls[0]; v++) {
+                    kcpu_igemm_impl impl = all_impls[v];
+                    if (!kcpu_igemm_available(impl)) {
+                        continue;
+                    }
+                    for (int64_t i = 0; i < m * n; i++) {
+                        c[i] = NAN;
+                        acc[i] = -1;
+                    }
+                    if (bits == 8) {
+                        kcpu_gemm_i8_impl(impl, m, a, 1, pk, bias, c, n, scratch);
+                        kcpu_gemm_i8_acc(impl, m, a, 1, pk, acc, n, scratch);
+                    } else {
+                        kcpu_gemm_i16_impl(impl, m, a, 1, pk, bias, c, n, scratch);
+                        kcpu_gemm_i16_acc(impl, m, a, 1, pk, acc, n, scratch);
+                    }
+                    int64_t bad = 0;
+                    for (int64_t i = 0; i < m * n; i++) {
+                        bad += c[i] != bias[i % n] || acc[i] != 0;
+                    }
+                    CHECK(bad == 0, "k=0 %s int%d m=%lld n=%lld: %lld wrong", kcpu_igemm_name(impl),
+                          bits, (long long)m, (long long)n, (long long)bad);
+                }
+                mt_aligned_free(pk);
+            }
+            mt_aligned_free(bias), mt_aligned_free(c), mt_aligned_free(acc);
+            mt_aligned_free(scratch);
+        }
+    }
+}
+
 int main(void) {
     test_rng_seed(0x2545f4914f6cdd1dull); /* the seed the expected values were drawn with */
     test_quantizers();
@@ -746,6 +803,7 @@ int main(void) {
     test_dispatch();
     test_extremes();
     test_shapes();
+    test_empty_k();
     test_select();
     TEST_MAIN_END();
 }

@@ -294,9 +294,10 @@ static void gemm(int bits, kcpu_igemm_job *j) {
     int64_t ng = j->kp / (bits == 8 ? 4 : 2), sa = j->sa, abs_off = j->m * sa;
     int64_t panel_bytes = j->kp * KCPU_IGEMM_NC * (bits / 8);
     /* blocks per panel (4-row ones over 4 quarters, 2- and 1-row ones over 2
-    ** halves) x groups: the iterations that share the next panel's lines */
+    ** halves) x groups: the iterations that share the next panel's lines
+    ** (none when k is 0: empty panels) */
     int64_t iters = ((j->m / 4) * 4 + (j->m % 4 / 2) * 2 + (j->m % 2) * 2) * ng;
-    int lines = (int)((panel_bytes / 64 + iters - 1) / iters);
+    int lines = iters > 0 ? (int)((panel_bytes / 64 + iters - 1) / iters) : 0;
     for (int64_t j0 = 0; j0 < j->np; j0 += KCPU_IGEMM_NC) {
         const uint8_t *panel = (const uint8_t *)j->panels + (j0 / KCPU_IGEMM_NC) * panel_bytes;
         uintptr_t after = (uintptr_t)panel + (uintptr_t)panel_bytes;
