@@ -118,6 +118,28 @@ static void cpu_softmax_topk(mt_device *d, int64_t rows, int64_t cols, const flo
     kcpu_softmax_topk(rows, cols, x, NULL, k, idx, logp, NULL);
 }
 
+static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
+    (void)d;
+    kcpu_attn_job j = {.n = a->n,
+                       .heads = a->heads,
+                       .dk = a->dk,
+                       .th = a->th,
+                       .tr = a->tr,
+                       .alpha = a->alpha,
+                       .q = a->q,
+                       .ldq = a->ldq,
+                       .kh = a->kh,
+                       .vh = a->vh,
+                       .ids = a->ids,
+                       .kr = a->kr,
+                       .vr = a->vr,
+                       .mask = a->mask,
+                       .o = a->o,
+                       .ldo = a->ldo,
+                       .scratch = a->scratch};
+    kcpu_attn_rows(&j);
+}
+
 static void cpu_log_softmax_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
                                 float *y) {
     (void)d;
@@ -322,6 +344,7 @@ static const mt_device_ops cpu_ops = {
     .softmax_bwd = cpu_softmax_bwd,
     .log_softmax_fwd = cpu_log_softmax_fwd,
     .softmax_topk = cpu_softmax_topk,
+    .attn_rows = cpu_attn_rows,
     .log_softmax_bwd = cpu_log_softmax_bwd,
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,

@@ -13,7 +13,7 @@
 #include "device.h"
 #include "mt.h"
 
-#define MT_MAX_SRC 4
+#define MT_MAX_SRC 8
 #define MT_ATTR_INTS 8
 
 typedef struct mt_op_def {

@@ -410,6 +410,19 @@ mt_node *mt_sum_all(mt_graph *g, mt_node *x); /* scalar [1] */
 ** weights_out is not NULL it receives the softmax weights [B, H, Tq, Tk]. */
 mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *mask, int heads,
                       mt_node **weights_out);
+/* Fused attention of one query position per row (decoding steps; inference
+** only, no backward): q [N, 1, D] or [N, D] (heads merged, D = H dk); keys
+** and values kh, vh [N0, H, Th, dk], row ids[i] for query row i (ids i32
+** [N], NULL: row i, N0 = N), followed by the row's own kr, vr [N, H, Tr, dk]
+** (both NULL: none); additive mask [N0, 1, 1, Th + Tr] going with the rows
+** of kh (NULL: none).  Returns softmax(alpha q K^T + mask) V per head, the
+** shape of q.  The same values as mt_bmm_gather / mt_bmm, mt_add, mt_softmax
+** and the weighted sums, to rounding, without their intermediate tensors.
+** Fails with MT_ERR_UNSUPPORTED where the device has no such kernel:
+** mt_attn_rows_supported says so beforehand. */
+mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node *ids, mt_node *kr,
+                      mt_node *vr, mt_node *mask, int heads, float alpha);
+bool mt_attn_rows_supported(const mt_graph *g);
 
 /* ------------------------------------------------------------ optimizer */
 

@@ -475,3 +475,119 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
     if (out != NULL && weights_out) *weights_out = w;
     return out;
 }
+
+/* ------------------------------------------------------------------------
+** attn_rows:  o[i, h] = softmax(alpha q[i, h] K^T + mask) V  (mt.h), one
+**   query position per row, keys/values of row ids[i] of kh, vh, then the
+**   row's own kr, vr.  src: q, kh, vh, then ids, (kr, vr), mask as present
+**   (attr.i[0] bits 1, 2, 4); aux: the scores of one row and head, th + tr
+**   + 16 floats.  The device kernel does scores, mask, softmax and the
+**   weighted sum in one pass (kcpu_attn_rows).
+** Inference only: no backward (the builder refuses inputs that want a
+** gradient); training composes mt_bmm / mt_softmax instead.
+*/
+enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4 };
+
+static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
+    int flags = (int)y->attr.i[0], at = 3;
+    const mt_node *q = y->src[0], *kh = y->src[1], *vh = y->src[2];
+    const mt_node *ids = flags & ATTN_IDS ? y->src[at++] : NULL, *kr = NULL, *vr = NULL;
+    if (flags & ATTN_RECENT) {
+        kr = y->src[at++];
+        vr = y->src[at++];
+    }
+    const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
+    const mt_shape *sk = &kh->val.shape;
+    int64_t n = q->val.shape.dim[0], n0 = sk->dim[0], d = last_dim(q);
+    if (ids) { /* ids come to the host in chunks for the range check */
+        int32_t buf[CHUNK];
+        for (int64_t off = 0; off < n; off += CHUNK) {
+            int64_t len = n - off < CHUNK ? n - off : CHUNK;
+            mt_status rc = graph_ops(g)->copy(graph_device(g), buf, node_i32(ids) + off,
+                                              (size_t)len * sizeof(int32_t), 1);
+            if (rc != MT_OK) return rc;
+            for (int64_t t = 0; t < len; t++)
+                if (buf[t] < 0 || buf[t] >= n0)
+                    return mt_seterr(MT_ERR_INVALID,
+                                     "mt_attn_rows: id %d at row %lld outside [0, %lld)",
+                                     (int)buf[t], (long long)(off + t), (long long)n0);
+        }
+    }
+    mt_dev_attn j = {.n = n,
+                     .heads = sk->dim[1],
+                     .dk = sk->dim[3],
+                     .th = sk->dim[2],
+                     .tr = kr ? kr->val.shape.dim[2] : 0,
+                     .alpha = y->attr.f[0],
+                     .q = node_f32(q),
+                     .ldq = d,
+                     .kh = node_f32(kh),
+                     .vh = node_f32(vh),
+                     .ids = ids ? node_i32(ids) : NULL,
+                     .kr = kr ? node_f32(kr) : NULL,
+                     .vr = vr ? node_f32(vr) : NULL,
+                     .mask = mask ? node_f32(mask) : NULL,
+                     .o = node_f32(y),
+                     .ldo = d,
+                     .scratch = y->aux};
+    graph_ops(g)->attn_rows(graph_device(g), &j);
+    return MT_OK;
+}
+
+static const mt_op_def op_attn_rows = {"attn_rows", attn_rows_forward, NULL};
+
+bool mt_attn_rows_supported(const mt_graph *g) { return graph_ops(g)->attn_rows != NULL; }
+
+mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node *ids, mt_node *kr,
+                      mt_node *vr, mt_node *mask, int heads, float alpha) {
+    if (q == NULL || kh == NULL || vh == NULL) return NULL;
+    if (!mt_attn_rows_supported(g))
+        return graph_fail(g, MT_ERR_UNSUPPORTED, "mt_attn_rows: not on this device");
+    mt_node *src[MT_MAX_SRC] = {q, kh, vh};
+    int n_src = 3, flags = 0;
+    if (ids) src[n_src++] = ids, flags |= ATTN_IDS;
+    if (kr || vr) src[n_src++] = kr, src[n_src++] = vr, flags |= ATTN_RECENT;
+    if (mask) src[n_src++] = mask, flags |= ATTN_MASK;
+    for (int i = 0; i < n_src; i++) {
+        if (src[i] == NULL) return NULL;
+        if (node_wants_grad(src[i]))
+            return graph_fail(g, MT_ERR_INVALID,
+                              "mt_attn_rows: inference only, input %d wants a gradient", i);
+        if (src[i] != ids && !need_f32(g, "mt_attn_rows", src[i])) return NULL;
+    }
+    const mt_shape *sq = &q->val.shape, *sk = &kh->val.shape;
+    int64_t n = sq->ndim > 0 ? sq->dim[0] : 0, d = last_dim(q);
+    int64_t th = sk->ndim == 4 ? sk->dim[2] : 0, tr = kr ? kr->val.shape.dim[2] : 0;
+    bool ok = (sq->ndim == 2 || (sq->ndim == 3 && sq->dim[1] == 1)) && sk->ndim == 4 &&
+              mt_shape_eq(sk, &vh->val.shape) && heads > 0 && sk->dim[1] == heads &&
+              sk->dim[3] * heads == d && (ids || sk->dim[0] == n);
+    if (ok && ids) {
+        const mt_shape *si = &ids->val.shape;
+        ok = ids->val.dtype == MT_I32 && si->ndim == 1 && si->dim[0] == n;
+    }
+    if (ok && kr) {
+        mt_shape want = mt_shape4(n, heads, tr, sk->dim[3]);
+        ok = mt_shape_eq(&kr->val.shape, &want) && mt_shape_eq(&vr->val.shape, &want);
+    }
+    if (ok && mask) {
+        mt_shape want = mt_shape4(sk->dim[0], 1, 1, th + tr);
+        ok = mt_shape_eq(&mask->val.shape, &want);
+    }
+    if (!ok || th + tr < 1) {
+        char s1[64], s2[64], s3[64];
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_attn_rows: need q [N, 1, D], kh and vh [N0, %d, Th, D/%d], "
+                          "ids i32 [N] (or N0 = N), kr and vr [N, %d, Tr, D/%d], mask [N0, 1, 1, "
+                          "Th + Tr], Th + Tr >= 1; got q %s, kh %s, recent %s",
+                          heads, heads, heads, heads, mt_shape_str(sq, s1, sizeof s1),
+                          mt_shape_str(sk, s2, sizeof s2),
+                          kr ? mt_shape_str(&kr->val.shape, s3, sizeof s3) : "none");
+    }
+    mt_attrs at = zero_attrs();
+    at.i[0] = flags;
+    at.f[0] = alpha;
+    mt_node *y = graph_push(g, &op_attn_rows, *sq, MT_F32, n_src, src, &at);
+    if (y == NULL) return NULL;
+    if (!reserve_aux(g, y, (size_t)(th + tr + 16) * sizeof(float))) return NULL;
+    return y;
+}

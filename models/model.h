@@ -209,6 +209,9 @@ typedef struct mt_dec_state {
     bool logits_only; /* set by the caller: the step gives the logits instead
                          of their log-softmax (same argmax per row; WNMT 2018
                          sec. 2.3: beam 1 needs no softmax)                   */
+    bool no_align;    /* set by the caller: the step gives no alignment
+                         (mt_dec_step.align NULL), so no attention weights
+                         are kept (the fused attention serves every layer) */
     /* Set by the caller for top-up batching (rows at different positions):
     ** NULL = every row at pos; else [batch * beam] the target tokens row r
     ** has consumed, <= pos.  The state then caches pos positions per row

@@ -363,17 +363,33 @@ typedef struct gather_kv {
     mt_node *ids, *kr, *vr;
 } gather_kv;
 
+/* A decoding step's attention of one position per row with no weights
+** wanted runs as one fused op (mt_attn_rows) where the device has it; the
+** composed ops (attention_gather, attention_split) give the weights, serve
+** beam-major rows (k > 1) and are the oracle of the fused op in tests. */
+static bool fused_step(tf *t, int64_t k, int64_t tq, bool want_weights) {
+    return !t->train && k == 1 && tq == 1 && !want_weights && mt_attn_rows_supported(t->g);
+}
+
 /* kh, vh: [B, Tk, D], or split into heads [B, H, Tk, D/H] (4-D: decoding),
-** rows of them picked by gk->ids when gk is given. */
+** rows of them picked by gk->ids when gk is given; mask rows go with the
+** rows of kh on the fused path, with the query rows otherwise. */
 static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
                            mt_node *kh, mt_node *vh, mt_node *mask, const gather_kv *gk,
                            mt_node **w_out) {
     mt_graph *g = t->g;
     int64_t d = t->d;
     mt_node *q = dense(t, x, prefix, "q", d, d);
+    bool split = kh != NULL && mt_node_shape(kh).ndim == 4;
+    if (split && fused_step(t, k, tq, w_out != NULL)) {
+        float alpha = (float)(1.0 / sqrt((double)(d / t->c->heads)));
+        mt_node *o =
+            gk ? mt_attn_rows(g, q, kh, vh, gk->ids, gk->kr, gk->vr, mask, t->c->heads, alpha)
+               : mt_attn_rows(g, q, kh, vh, NULL, NULL, NULL, mask, t->c->heads, alpha);
+        return t->c->no_projection ? o : dense(t, o, prefix, "o", d, d);
+    }
     if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
     mt_node *w = NULL;
-    bool split = kh != NULL && mt_node_shape(kh).ndim == 4;
     mt_node **wp = w_out ? &w : NULL;
     mt_node *o = gk      ? attention_gather(t, q, kh, vh, gk->ids, gk->kr, gk->vr, mask, wp)
                  : split ? attention_split(t, q, kh, vh, mask, wp)
@@ -414,7 +430,8 @@ static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, in
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
     gather_kv gk = {sent, NULL, NULL};
-    if (sent) mask = mt_index_select(t->g, mask, 0, sent);
+    bool fused = kh != NULL && mt_node_shape(kh).ndim == 4 && fused_step(t, k, tq, w != NULL);
+    if (sent && !fused) mask = mt_index_select(t->g, mask, 0, sent);
     mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent ? &gk : NULL, w);
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
@@ -746,6 +763,7 @@ typedef struct dec_io {
     const mt_dec_state *in; /* decoding                                      */
     mt_dec_state *next;
     mt_node *align; /* out: [N, tq, S0]                              */
+    bool no_align;  /* decoding: the caller wants no alignment           */
     /* decoding with rows at different positions (mt_dec_state.row_pos): */
     mt_node *step_mask; /* [N, 1, 1, pos + 1] additive: padding slots masked */
     mt_node *keep;      /* [N, 1, 1] 1 for rows past their first position, 0
@@ -869,7 +887,7 @@ static mt_node *decoder_stack(tf *t, const mt_model_encoding *enc, mt_node *x, d
                 vh = io->in->fixed[2 * (i * n_ctx + j) + 1];
                 lm = io->in->fixed[mask_slot(c, n_ctx, j)];
             }
-            mt_node **w = j == 0 && i == al ? &io->align : NULL;
+            mt_node **w = j == 0 && i == al && !io->no_align ? &io->align : NULL;
             mt_node *sent = io->pos < 0 ? NULL : io->in->row_sent;
             x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, lm, sent, w);
         }
@@ -1052,7 +1070,13 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     if (is_aan(c) && in->row_ids && in->pos > 0) /* running means: just reorder them */
         for (int r = 0; r < in->n_rows; r++)
             if (in->rows[r]) eff.rows[r] = mt_index_select(g, in->rows[r], 0, in->row_ids);
-    dec_io io = {.b = in->batch, .k = in->beam, .tq = 1, .pos = in->pos, .in = &eff, .next = &st};
+    dec_io io = {.b = in->batch,
+                 .k = in->beam,
+                 .tq = 1,
+                 .pos = in->pos,
+                 .in = &eff,
+                 .next = &st,
+                 .no_align = in->no_align};
     mt_node *x;
     if (in->pos == 0) {
         x = mt_constant(g, mt_shape3(n, 1, d), 0.0f);
@@ -1084,6 +1108,7 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     if (io.align) out->align = mt_reshape(g, io.align, mt_shape2(n, dim_of(io.align, -1)));
     st.pos = in->pos + 1;
     st.logits_only = false;
+    st.no_align = false;
     st.row_pos = NULL;
     st.row_ids = NULL;
     st.row_off = 0;

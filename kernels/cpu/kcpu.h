@@ -617,6 +617,43 @@ void kcpu_argmax_rows_avx512(int64_t rows, int64_t cols, const float *logits, co
 void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, const float *bias,
                            int32_t *out_idx, float *out_val);
 
+/* ------------------------------------------------- decoding attention
+** Fused attention of n query rows at one position each (a decoding step):
+** scores, additive mask, softmax and the weighted sum of the values in one
+** pass per row and head, instead of two batched products of one row per
+** head with a softmax between them.  For row i and head h, r = ids ? ids[i]
+** : i:
+**   keys    K[t] = kh[r, h, t] (t < th), then kr[i, h, t - th] (t < th + tr)
+**   values  V[t] likewise from vh, vr                    (each dk floats)
+**   s[t] = alpha q[i, h dk .. h dk + dk) . K[t] + (mask ? mask[r, t] : 0)
+**   o[i, h dk .. h dk + dk) = sum_t softmax(s)[t] V[t]
+** Layouts: q row i at q + i ldq, o row i at o + i ldo, heads dk apart
+** (merged); kh, vh [n0, heads, th, dk]; kr, vr [n, heads, tr, dk] (unused
+** when tr = 0); mask [n0, th + tr] (NULL: none).  ids in [0, n0) (the
+** caller checks).  scratch: th + tr + 16 floats.  th + tr >= 1.  No
+** allocation; o must not alias the inputs.
+** The softmax is the one of kcpu_softmax_fwd (max, exp, sum, then 1/sum),
+** here applied to the weighted sum; dot products and sums run in another
+** order than the unfused ops, so results agree with them to rounding. */
+typedef struct kcpu_attn_job {
+    int64_t n, heads, dk, th, tr;
+    float alpha;
+    const float *q;
+    int64_t ldq;
+    const float *kh, *vh;
+    const int32_t *ids;
+    const float *kr, *vr;
+    const float *mask;
+    float *o;
+    int64_t ldo;
+    float *scratch;
+} kcpu_attn_job;
+
+void kcpu_attn_rows(const kcpu_attn_job *j);
+void kcpu_attn_rows_ref(const kcpu_attn_job *j);
+void kcpu_attn_rows_avx512(const kcpu_attn_job *j);
+void kcpu_attn_rows_avx2(const kcpu_attn_job *j);
+
 /* Internal (topk.c, shared with topk_avx512.c): a heap of n entries (val,
 ** pos) with the worst at the root, worst = lower val, or equal val and
 ** higher pos.  push adds (v, p) to a heap of n; replace puts (v, p) at the

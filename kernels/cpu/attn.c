@@ -1,0 +1,67 @@
+/*
+** attn.c: the fused decoding attention (kcpu_attn_rows, kcpu.h): the scalar
+** reference, the oracle of the AVX-512 and AVX2 variants (attn_avx512.c,
+** attn_avx2.c), and the dispatcher.
+*/
+#include "kcpu.h"
+
+#include <math.h>
+
+/* Key or value t of row i, head h (t < th: the history row r, else the
+** row's own recent positions). */
+static const float *kv_at(const kcpu_attn_job *j, const float *hist, const float *recent, int64_t i,
+                          int64_t r, int64_t h, int64_t t) {
+    if (t < j->th) {
+        return hist + ((r * j->heads + h) * j->th + t) * j->dk;
+    }
+    return recent + ((i * j->heads + h) * j->tr + (t - j->th)) * j->dk;
+}
+
+void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
+    int64_t tk = j->th + j->tr;
+    float *s = j->scratch;
+    for (int64_t i = 0; i < j->n; i++) {
+        int64_t r = j->ids ? j->ids[i] : i;
+        for (int64_t h = 0; h < j->heads; h++) {
+            const float *q = j->q + i * j->ldq + h * j->dk;
+            float mx = -INFINITY;
+            for (int64_t t = 0; t < tk; t++) {
+                const float *k = kv_at(j, j->kh, j->kr, i, r, h, t);
+                float dot = 0.0f;
+                for (int64_t c = 0; c < j->dk; c++) {
+                    dot += q[c] * k[c];
+                }
+                s[t] = j->alpha * dot + (j->mask ? j->mask[r * tk + t] : 0.0f);
+                mx = s[t] > mx ? s[t] : mx;
+            }
+            float sum = 0.0f;
+            for (int64_t t = 0; t < tk; t++) {
+                s[t] = expf(s[t] - mx);
+                sum += s[t];
+            }
+            float inv = 1.0f / sum, *o = j->o + i * j->ldo + h * j->dk;
+            for (int64_t c = 0; c < j->dk; c++) {
+                float acc = 0.0f;
+                for (int64_t t = 0; t < tk; t++) {
+                    acc += s[t] * kv_at(j, j->vh, j->vr, i, r, h, t)[c];
+                }
+                o[c] = acc * inv;
+            }
+        }
+    }
+}
+
+void kcpu_attn_rows(const kcpu_attn_job *j) {
+    kcpu_isa isa = kcpu_isa_active();
+#ifdef MT_HAVE_AVX512_BUILD
+    if (isa >= KCPU_ISA_AVX512) {
+        kcpu_attn_rows_avx512(j);
+        return;
+    }
+#endif
+    if (isa >= KCPU_ISA_AVX2) {
+        kcpu_attn_rows_avx2(j);
+        return;
+    }
+    kcpu_attn_rows_ref(j);
+}

@@ -1,0 +1,176 @@
+/*
+** attn_avx2.c: AVX2 + FMA variant of the fused decoding attention
+** (kcpu_attn_rows, kcpu.h; scalar oracle in attn.c).  The layout of
+** attn_avx512.c with 8-float vectors: 8 keys per transposing reduction, the
+** query in registers for dk <= 32, two positions per iteration of the
+** weighted sum (16 registers: no more without spills).
+*/
+#include "kcpu.h"
+#include "kcpu_simd_avx2.h"
+
+enum { NQ_MAX = 4 }; /* query chunks kept in registers: dk <= 32 */
+
+/* r[j] = the sum of the lanes of v[j]. */
+ALWAYS_INLINE __m256 sum8(const __m256 *v) {
+    __m256 w[4], x[2];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        w[k] = _mm256_add_ps(_mm256_unpacklo_ps(v[2 * k], v[2 * k + 1]),
+                             _mm256_unpackhi_ps(v[2 * k], v[2 * k + 1]));
+    }
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; k++) {
+        __m256d a = _mm256_castps_pd(w[2 * k]), b = _mm256_castps_pd(w[2 * k + 1]);
+        x[k] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(a, b)),
+                             _mm256_castpd_ps(_mm256_unpackhi_pd(a, b)));
+    }
+    return _mm256_add_ps(_mm256_permute2f128_ps(x[0], x[1], 0x20),
+                         _mm256_permute2f128_ps(x[0], x[1], 0x31));
+}
+
+/* Chunk c (8 floats; the last one masked by `last` unless `full`). */
+ALWAYS_INLINE __m256 chunk(const float *p, int c, int nq, __m256i last, int full) {
+    return load8(p + 8 * c, last, c < nq - 1 || full);
+}
+
+ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float *kp, int64_t nk,
+                          float alpha, float *s) {
+    int full = dk % 8 == 0;
+    __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
+    __m256 qv[NQ_MAX];
+#pragma GCC unroll 4
+    for (int c = 0; c < nq && c < NQ_MAX; c++) {
+        qv[c] = chunk(q, c, nq, last, full);
+    }
+    const __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t t0 = 0; t0 < nk; t0 += 8) {
+        int64_t cnt = nk - t0;
+        __m256 acc[8];
+#pragma GCC unroll 8
+        for (int u = 0; u < 8; u++) {
+            acc[u] = _mm256_setzero_ps();
+            if (u < cnt) {
+                const float *k = kp + (t0 + u) * dk;
+#pragma GCC unroll 4
+                for (int c = 0; c < nq; c++) {
+                    __m256 qc = nq <= NQ_MAX ? qv[c] : chunk(q, c, nq, last, full);
+                    acc[u] = _mm256_fmadd_ps(qc, chunk(k, c, nq, last, full), acc[u]);
+                }
+            }
+        }
+        store8(s + t0, tail_mask8(cnt), cnt >= 8, _mm256_mul_ps(sum8(acc), va));
+    }
+}
+
+ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *vp, int64_t nv,
+                         __m256 acc[2][NQ_MAX]) {
+    int full = dk % 8 == 0;
+    __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
+    int64_t t = 0;
+    for (; t + 2 <= nv; t += 2) {
+#pragma GCC unroll 2
+        for (int u = 0; u < 2; u++) {
+            __m256 w = _mm256_set1_ps(e[t + u]);
+            const float *v = vp + (t + u) * dk;
+#pragma GCC unroll 4
+            for (int c = 0; c < nq; c++) {
+                acc[u][c] = _mm256_fmadd_ps(w, chunk(v, c, nq, last, full), acc[u][c]);
+            }
+        }
+    }
+    if (t < nv) {
+        __m256 w = _mm256_set1_ps(e[t]);
+        const float *v = vp + t * dk;
+#pragma GCC unroll 4
+        for (int c = 0; c < nq; c++) {
+            acc[0][c] = _mm256_fmadd_ps(w, chunk(v, c, nq, last, full), acc[0][c]);
+        }
+    }
+}
+
+static float softmax_row(int64_t tk, float *s, const float *mask) {
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    for (int64_t t = 0; t < tk; t += 8) {
+        __m256i mk = tail_mask8(tk - t);
+        int full = tk - t >= 8;
+        __m256 v = load8(s + t, mk, full);
+        if (mask) {
+            v = _mm256_add_ps(v, load8(mask + t, mk, full));
+            store8(s + t, mk, full, v);
+        }
+        mx = _mm256_blendv_ps(mx, _mm256_max_ps(v, mx), _mm256_castsi256_ps(mk));
+    }
+    __m256 m = _mm256_set1_ps(hmax8(mx)), sum = _mm256_setzero_ps();
+    for (int64_t t = 0; t < tk; t += 8) {
+        __m256i mk = tail_mask8(tk - t);
+        int full = tk - t >= 8;
+        __m256 e = exp256(_mm256_sub_ps(load8(s + t, mk, full), m));
+        store8(s + t, mk, full, e);
+        sum = _mm256_add_ps(sum, _mm256_and_ps(e, _mm256_castsi256_ps(mk)));
+    }
+    return 1.0f / hsum8(sum);
+}
+
+ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
+    const int64_t dk = j->dk, th = j->th, tr = j->tr, tk = th + tr, h_n = j->heads;
+    const int full = dk % 8 == 0;
+    const __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
+    float *s = j->scratch;
+    for (int64_t i = 0; i < j->n; i++) {
+        int64_t r = j->ids ? j->ids[i] : i;
+        for (int64_t h = 0; h < h_n; h++) {
+            const float *q = j->q + i * j->ldq + h * dk;
+            const float *kh = j->kh + (r * h_n + h) * th * dk;
+            const float *vh = j->vh + (r * h_n + h) * th * dk;
+            const float *kr = tr ? j->kr + (i * h_n + h) * tr * dk : NULL;
+            const float *vr = tr ? j->vr + (i * h_n + h) * tr * dk : NULL;
+            scores(nq, dk, q, kh, th, j->alpha, s);
+            if (tr) {
+                scores(nq, dk, q, kr, tr, j->alpha, s + th);
+            }
+            float inv = softmax_row(tk, s, j->mask ? j->mask + r * tk : NULL);
+            float *o = j->o + i * j->ldo + h * dk;
+            __m256 vi = _mm256_set1_ps(inv);
+            if (nq <= NQ_MAX) {
+                __m256 acc[2][NQ_MAX];
+#pragma GCC unroll 2
+                for (int u = 0; u < 2; u++) {
+#pragma GCC unroll 4
+                    for (int c = 0; c < NQ_MAX; c++) {
+                        acc[u][c] = _mm256_setzero_ps();
+                    }
+                }
+                weigh(nq, dk, s, vh, th, acc);
+                if (tr) {
+                    weigh(nq, dk, s + th, vr, tr, acc);
+                }
+#pragma GCC unroll 4
+                for (int c = 0; c < nq && c < NQ_MAX; c++) {
+                    __m256 a = _mm256_mul_ps(_mm256_add_ps(acc[0][c], acc[1][c]), vi);
+                    store8(o + 8 * c, last, c < nq - 1 || full, a);
+                }
+            } else { /* dk > 32: one 8-float chunk of o at a time */
+                for (int64_t c0 = 0; c0 < dk; c0 += 8) {
+                    __m256i mk = tail_mask8(dk - c0);
+                    int fc = dk - c0 >= 8;
+                    __m256 a = _mm256_setzero_ps();
+                    for (int64_t t = 0; t < tk; t++) {
+                        const float *v = t < th ? vh + t * dk : vr + (t - th) * dk;
+                        a = _mm256_fmadd_ps(_mm256_set1_ps(s[t]), load8(v + c0, mk, fc), a);
+                    }
+                    store8(o + c0, mk, fc, _mm256_mul_ps(a, vi));
+                }
+            }
+        }
+    }
+}
+
+void kcpu_attn_rows_avx2(const kcpu_attn_job *j) {
+    switch ((j->dk + 7) / 8) {
+    case 1: attn_rows(1, j); break;
+    case 2: attn_rows(2, j); break;
+    case 3: attn_rows(3, j); break;
+    case 4: attn_rows(4, j); break;
+    default: attn_rows((int)((j->dk + 7) / 8), j); break;
+    }
+}

@@ -1,0 +1,188 @@
+/*
+** attn_avx512.c: AVX-512 variant of the fused decoding attention
+** (kcpu_attn_rows, kcpu.h; scalar oracle in attn.c).
+**
+** Scores: 16 keys at a time, each key's dk products in one vector (dk / 16
+** FMAs against the head's query, kept in registers for dk <= 64), then one
+** transposing reduction turns the 16 vectors into the 16 scores (8 + 4
+** unpack-and-add pairs within 128-bit lanes, 2 + 1 across them: 45
+** instructions per 16 keys instead of a horizontal sum per key).
+** Softmax: mask, max, exp512 and sum over the row's scores in the scratch.
+** Weighted sum: each weight broadcast against the value row, 4 positions
+** per iteration in separate accumulators (4 dk / 16 FMA chains).
+*/
+#include "kcpu.h"
+#include "kcpu_simd.h"
+
+enum { NQ_MAX = 4 }; /* query chunks kept in registers: dk <= 64 */
+
+/* r[j] = the sum of the lanes of v[j]. */
+ALWAYS_INLINE __m512 sum16(const __m512 *v) {
+    __m512 w[8], x[4];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+        w[k] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * k], v[2 * k + 1]),
+                             _mm512_unpackhi_ps(v[2 * k], v[2 * k + 1]));
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        __m512d a = _mm512_castps_pd(w[2 * k]), b = _mm512_castps_pd(w[2 * k + 1]);
+        x[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+    }
+    __m512 y0 = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], 0x88),
+                              _mm512_shuffle_f32x4(x[0], x[1], 0xdd));
+    __m512 y1 = _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], 0x88),
+                              _mm512_shuffle_f32x4(x[2], x[3], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(y0, y1, 0x88), _mm512_shuffle_f32x4(y0, y1, 0xdd));
+}
+
+/* Chunk c (16 floats, the last one masked by `last`) of a dk-float row. */
+ALWAYS_INLINE __m512 chunk(const float *p, int c, int nq, __mmask16 last) {
+    return c == nq - 1 ? _mm512_maskz_loadu_ps(last, p + 16 * c) : _mm512_loadu_ps(p + 16 * c);
+}
+
+/* s[t] = alpha q . k[t] for the nk keys k[t] = kp + t dk (nq = dk / 16
+** rounded up; a constant <= NQ_MAX after inlining keeps q in registers). */
+ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float *kp, int64_t nk,
+                          float alpha, float *s) {
+    __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
+    __m512 qv[NQ_MAX];
+#pragma GCC unroll 4
+    for (int c = 0; c < nq && c < NQ_MAX; c++) {
+        qv[c] = chunk(q, c, nq, last);
+    }
+    const __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t t0 = 0; t0 < nk; t0 += 16) {
+        int64_t cnt = nk - t0;
+        __m512 acc[16];
+#pragma GCC unroll 16
+        for (int u = 0; u < 16; u++) {
+            acc[u] = _mm512_setzero_ps();
+            if (u < cnt) {
+                const float *k = kp + (t0 + u) * dk;
+#pragma GCC unroll 4
+                for (int c = 0; c < nq; c++) {
+                    __m512 qc = nq <= NQ_MAX ? qv[c] : chunk(q, c, nq, last);
+                    acc[u] = _mm512_fmadd_ps(qc, chunk(k, c, nq, last), acc[u]);
+                }
+            }
+        }
+        _mm512_storeu_ps(s + t0, _mm512_mul_ps(sum16(acc), va)); /* lanes past nk: padding */
+    }
+}
+
+/* acc[c] += sum_t e[t] v[t] over the nv value rows v[t] = vp + t dk; four
+** positions per iteration in acc, acc + NQ_MAX, ... (separate chains). */
+ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *vp, int64_t nv,
+                         __m512 acc[4][NQ_MAX]) {
+    __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
+    int64_t t = 0;
+    for (; t + 4 <= nv; t += 4) {
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            __m512 w = _mm512_set1_ps(e[t + u]);
+            const float *v = vp + (t + u) * dk;
+#pragma GCC unroll 4
+            for (int c = 0; c < nq; c++) {
+                acc[u][c] = _mm512_fmadd_ps(w, chunk(v, c, nq, last), acc[u][c]);
+            }
+        }
+    }
+    for (; t < nv; t++) {
+        __m512 w = _mm512_set1_ps(e[t]);
+        const float *v = vp + t * dk;
+#pragma GCC unroll 4
+        for (int c = 0; c < nq; c++) {
+            acc[0][c] = _mm512_fmadd_ps(w, chunk(v, c, nq, last), acc[0][c]);
+        }
+    }
+}
+
+/* s[0..tk) += mask (when given), then exp(s - max); returns 1 / the sum. */
+static float softmax_row(int64_t tk, float *s, const float *mask) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int64_t t = 0; t < tk; t += 16) {
+        __mmask16 mk = tail_mask(tk - t);
+        __m512 v = _mm512_maskz_loadu_ps(mk, s + t);
+        if (mask) {
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, mask + t));
+            _mm512_storeu_ps(s + t, v);
+        }
+        mx = _mm512_mask_max_ps(mx, mk, v, mx);
+    }
+    __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx)), sum = _mm512_setzero_ps();
+    for (int64_t t = 0; t < tk; t += 16) {
+        __mmask16 mk = tail_mask(tk - t);
+        __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + t), m));
+        _mm512_storeu_ps(s + t, e);
+        sum = _mm512_mask_add_ps(sum, mk, sum, e);
+    }
+    return 1.0f / _mm512_reduce_add_ps(sum);
+}
+
+/* Rows of one dk class: nq = dk / 16 rounded up (constant when inlined). */
+ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
+    const int64_t dk = j->dk, th = j->th, tr = j->tr, tk = th + tr, h_n = j->heads;
+    const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
+    float *s = j->scratch;
+    for (int64_t i = 0; i < j->n; i++) {
+        int64_t r = j->ids ? j->ids[i] : i;
+        for (int64_t h = 0; h < h_n; h++) {
+            const float *q = j->q + i * j->ldq + h * dk;
+            const float *kh = j->kh + (r * h_n + h) * th * dk;
+            const float *vh = j->vh + (r * h_n + h) * th * dk;
+            const float *kr = tr ? j->kr + (i * h_n + h) * tr * dk : NULL;
+            const float *vr = tr ? j->vr + (i * h_n + h) * tr * dk : NULL;
+            scores(nq, dk, q, kh, th, j->alpha, s);
+            if (tr) {
+                scores(nq, dk, q, kr, tr, j->alpha, s + th);
+            }
+            float inv = softmax_row(tk, s, j->mask ? j->mask + r * tk : NULL);
+            float *o = j->o + i * j->ldo + h * dk;
+            if (nq <= NQ_MAX) {
+                __m512 acc[4][NQ_MAX];
+#pragma GCC unroll 4
+                for (int u = 0; u < 4; u++) {
+#pragma GCC unroll 4
+                    for (int c = 0; c < NQ_MAX; c++) {
+                        acc[u][c] = _mm512_setzero_ps();
+                    }
+                }
+                weigh(nq, dk, s, vh, th, acc);
+                if (tr) {
+                    weigh(nq, dk, s + th, vr, tr, acc);
+                }
+                __m512 vi = _mm512_set1_ps(inv);
+#pragma GCC unroll 4
+                for (int c = 0; c < nq && c < NQ_MAX; c++) {
+                    __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][c], acc[1][c]),
+                                             _mm512_add_ps(acc[2][c], acc[3][c]));
+                    _mm512_mask_storeu_ps(o + 16 * c, c == nq - 1 ? last : 0xffff,
+                                          _mm512_mul_ps(a, vi));
+                }
+            } else { /* dk > 64: one 16-float chunk of o at a time */
+                for (int64_t c0 = 0; c0 < dk; c0 += 16) {
+                    __mmask16 mk = tail_mask(dk - c0);
+                    __m512 a = _mm512_setzero_ps();
+                    for (int64_t t = 0; t < tk; t++) {
+                        const float *v = t < th ? vh + t * dk : vr + (t - th) * dk;
+                        a = _mm512_fmadd_ps(_mm512_set1_ps(s[t]), _mm512_maskz_loadu_ps(mk, v + c0),
+                                            a);
+                    }
+                    _mm512_mask_storeu_ps(o + c0, mk, _mm512_mul_ps(a, _mm512_set1_ps(inv)));
+                }
+            }
+        }
+    }
+}
+
+void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
+    switch ((j->dk + 15) / 16) {
+    case 1: attn_rows(1, j); break;
+    case 2: attn_rows(2, j); break;
+    case 3: attn_rows(3, j); break;
+    case 4: attn_rows(4, j); break;
+    default: attn_rows((int)((j->dk + 15) / 16), j); break;
+    }
+}

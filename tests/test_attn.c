@@ -1,0 +1,342 @@
+/*
+** test_attn.c: the fused decoding attention (kcpu_attn_rows, kernels/cpu/
+** attn*.c) against a double-precision evaluation of its definition, for
+** the scalar reference and every ISA variant this machine has
+** (kcpu_isa_force): head sizes around the vector widths (1 .. 96), 1 to 8
+** heads, history and recent lengths from 0 to 40 (16- and 8-key blocks and
+** their tails), rows picked by ids with repeats or in order, masks with
+** masked-out (-1e9) positions, strided q and o.  The gaps between the
+** output rows and the scratch beyond th + tr + 16 floats must stay as they
+** were.  Tolerance: 2e-5 (1 + |want|) per output, with weights summing to 1
+** and inputs in [-2, 2].
+** The graph op mt_attn_rows against the ops it replaces in a decoding step
+** (mt_bmm_gather / mt_bmm, mt_concat, mt_add of the mask picked by the ids,
+** mt_softmax, the two weighted sums), and its refusals: shapes, an id out of
+** range at forward, an input that wants a gradient.
+*/
+#include "harness.h"
+#include "test_util.h"
+#include "kcpu.h"
+#include "mt.h"
+#include "mt_base.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL 2e-5
+#define SENTINEL -12345.0f
+
+static const char *isa_tag = "?";
+static double worst;
+
+static float *frand(int64_t n) {
+    float *p = mt_try_malloc(sizeof(float) * (size_t)(n ? n : 1));
+    if (!p) exit(2);
+    return test_fill_rand(p, n, -2.0f, 2.0f);
+}
+
+static int irand(int n) { return (int)((test_rng_next() >> 33) % (uint64_t)n); }
+
+/* Double evaluation of row i, head h of job j into want[dk]. */
+static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) {
+    int64_t tk = j->th + j->tr, r = j->ids ? j->ids[i] : i, dk = j->dk;
+    double *s = malloc(sizeof(double) * (size_t)tk), mx = -INFINITY, sum = 0.0;
+    const float *q = j->q + i * j->ldq + h * dk;
+    for (int64_t t = 0; t < tk; t++) {
+        const float *k = t < j->th ? j->kh + ((r * j->heads + h) * j->th + t) * dk
+                                   : j->kr + ((i * j->heads + h) * j->tr + t - j->th) * dk;
+        double dot = 0.0;
+        for (int64_t c = 0; c < dk; c++)
+            dot += (double)q[c] * k[c];
+        s[t] = j->alpha * dot + (j->mask ? j->mask[r * tk + t] : 0.0);
+        mx = s[t] > mx ? s[t] : mx;
+    }
+    for (int64_t t = 0; t < tk; t++) {
+        s[t] = exp(s[t] - mx);
+        sum += s[t];
+    }
+    for (int64_t c = 0; c < dk; c++) {
+        double a = 0.0;
+        for (int64_t t = 0; t < tk; t++) {
+            const float *v = t < j->th ? j->vh + ((r * j->heads + h) * j->th + t) * dk
+                                       : j->vr + ((i * j->heads + h) * j->tr + t - j->th) * dk;
+            a += s[t] * v[c];
+        }
+        want[c] = a / sum;
+    }
+    free(s);
+}
+
+static void run_case(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use_ids, bool use_mask,
+                     int64_t pad) {
+    int64_t n = 1 + irand(5), n0 = use_ids ? 1 + irand(4) : n, d = heads * dk, tk = th + tr;
+    int64_t ldq = d + pad, ldo = d + pad;
+    float *q = frand(n * ldq), *kh = frand(n0 * heads * th * dk), *vh = frand(n0 * heads * th * dk);
+    float *kr = frand(n * heads * tr * dk), *vr = frand(n * heads * tr * dk);
+    float *mask = frand(n0 * tk);
+    int32_t ids[8];
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = (int32_t)irand((int)n0);
+    for (int64_t t = 0; t < n0 * tk; t++) /* 0 or -1e9, never all of a row */
+        mask[t] = (t % tk) != 0 && irand(3) == 0 ? -1e9f : 0.0f;
+    float *o = mt_try_malloc(sizeof(float) * (size_t)(n * ldo));
+    float *scratch = mt_try_malloc(sizeof(float) * (size_t)(tk + 16 + 64));
+    for (int64_t t = 0; t < n * ldo; t++)
+        o[t] = SENTINEL;
+    for (int64_t t = 0; t < tk + 16 + 64; t++)
+        scratch[t] = SENTINEL;
+    kcpu_attn_job j = {.n = n,
+                       .heads = heads,
+                       .dk = dk,
+                       .th = th,
+                       .tr = tr,
+                       .alpha = 1.0f / sqrtf((float)dk),
+                       .q = q,
+                       .ldq = ldq,
+                       .kh = kh,
+                       .vh = vh,
+                       .ids = use_ids ? ids : NULL,
+                       .kr = kr,
+                       .vr = vr,
+                       .mask = use_mask ? mask : NULL,
+                       .o = o,
+                       .ldo = ldo,
+                       .scratch = scratch};
+    kcpu_attn_rows(&j);
+    double *want = malloc(sizeof(double) * (size_t)dk);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t h = 0; h < heads; h++) {
+            want_of(&j, i, h, want);
+            for (int64_t c = 0; c < dk; c++) {
+                double got = o[i * ldo + h * dk + c], e = fabs(got - want[c]) / (1 + fabs(want[c]));
+                worst = e > worst ? e : worst;
+                bad += !(e <= TOL);
+            }
+        }
+        for (int64_t c = d; c < ldo; c++)
+            bad += o[i * ldo + c] != SENTINEL;
+    }
+    for (int64_t t = tk + 16; t < tk + 16 + 64; t++)
+        bad += scratch[t] != SENTINEL;
+    CHECK(bad == 0, "[%s] attn dk %lld heads %lld th %lld tr %lld ids %d mask %d pad %lld: %d bad",
+          isa_tag, (long long)dk, (long long)heads, (long long)th, (long long)tr, use_ids, use_mask,
+          (long long)pad, bad);
+    free(want);
+    mt_free(q);
+    mt_free(kh);
+    mt_free(vh);
+    mt_free(kr);
+    mt_free(vr);
+    mt_free(mask);
+    mt_free(o);
+    mt_free(scratch);
+}
+
+static void test_shapes(void) {
+    static const int64_t dks[] = {1, 5, 8, 15, 16, 17, 24, 32, 33, 40, 48, 64, 72, 96};
+    static const int64_t ths[] = {0, 1, 3, 8, 15, 16, 17, 31, 33, 40};
+    static const int64_t trs[] = {0, 1, 2, 7, 16};
+    for (size_t a = 0; a < sizeof dks / sizeof dks[0]; a++)
+        for (size_t b = 0; b < sizeof ths / sizeof ths[0]; b++)
+            for (size_t c = 0; c < sizeof trs / sizeof trs[0]; c++) {
+                if (ths[b] + trs[c] == 0) continue;
+                int64_t heads = 1 + irand(8);
+                run_case(dks[a], heads, ths[b], trs[c], irand(2), irand(2), irand(2) ? 0 : 3);
+            }
+}
+
+/* One masked-in position: its value comes out exactly (weight 1). */
+static void test_one_position(void) {
+    int64_t dk = 32, heads = 2, th = 20, tk = th;
+    float *q = frand(heads * dk), *kh = frand(heads * th * dk), *vh = frand(heads * th * dk);
+    float mask[20], o[64], scratch[20 + 16];
+    for (int t = 0; t < 20; t++)
+        mask[t] = t == 7 ? 0.0f : -1e9f;
+    kcpu_attn_job j = {.n = 1,
+                       .heads = heads,
+                       .dk = dk,
+                       .th = th,
+                       .alpha = 0.3f,
+                       .q = q,
+                       .ldq = heads * dk,
+                       .kh = kh,
+                       .vh = vh,
+                       .mask = mask,
+                       .o = o,
+                       .ldo = heads * dk,
+                       .scratch = scratch};
+    kcpu_attn_rows(&j);
+    int bad = 0;
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t c = 0; c < dk; c++)
+            bad += o[h * dk + c] != vh[(h * th + 7) * dk + c];
+    CHECK(bad == 0, "[%s] attn: the only unmasked position's value, exactly (%d differ)", isa_tag,
+          bad);
+    (void)tk;
+    mt_free(q);
+    mt_free(kh);
+    mt_free(vh);
+}
+
+/* ------------------------------------------------------------ graph op */
+
+static mt_graph *new_graph(bool training) {
+    mt_graph_params gp = mt_graph_default_params();
+    gp.training = training;
+    gp.workspace_bytes = 1 << 20;
+    mt_graph *g = NULL;
+    CHECK(mt_graph_init(NULL, gp, &g) == MT_OK, "mt_graph_init: %s", mt_errmsg());
+    return g;
+}
+
+/* The decoding step's attention as separate ops (models/transformer.c
+** attention_gather, with the mask rows picked as cross_block does). */
+static mt_node *composed(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node *ids,
+                         mt_node *kr, mt_node *vr, mt_node *mask, int64_t h, float alpha) {
+    static const int perm[4] = {0, 2, 1, 3};
+    int64_t n = mt_node_shape(q).dim[0], d = mt_node_shape(q).dim[2], th = mt_node_shape(kh).dim[2];
+    mt_node *qh = mt_permute(g, mt_reshape(g, q, mt_shape4(n, 1, h, d / h)), perm);
+    mt_node *s = ids ? mt_bmm_gather(g, qh, kh, ids, false, true, alpha)
+                     : mt_bmm(g, qh, kh, false, true, alpha);
+    int64_t tr = kr ? mt_node_shape(kr).dim[2] : 0;
+    if (kr) {
+        mt_node *parts[2] = {s, mt_bmm(g, qh, kr, false, true, alpha)};
+        s = mt_concat(g, parts, 2, 3);
+    }
+    if (mask) s = mt_add(g, s, ids ? mt_index_select(g, mask, 0, ids) : mask);
+    mt_node *w = mt_softmax(g, s), *wh = kr ? mt_slice(g, w, 3, 0, th) : w;
+    mt_node *o = ids ? mt_bmm_gather(g, wh, vh, ids, false, false, 1.0f)
+                     : mt_bmm(g, wh, vh, false, false, 1.0f);
+    if (kr) o = mt_add(g, o, mt_bmm(g, mt_slice(g, w, 3, th, tr), vr, false, false, 1.0f));
+    return mt_reshape(g, mt_permute(g, o, perm), mt_shape3(n, 1, d));
+}
+
+static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, int64_t tr,
+                    bool use_ids, bool use_mask) {
+    int64_t d = h * dk, tk = th + tr;
+    float *q = frand(n * d), *kh = frand(n0 * h * th * dk), *vh = frand(n0 * h * th * dk);
+    float *kr = frand(n * h * tr * dk), *vr = frand(n * h * tr * dk), *mask = frand(n0 * tk);
+    for (int64_t t = 0; t < n0 * tk; t++)
+        mask[t] = t % tk != 1 && irand(4) == 0 ? -1e9f : 0.0f;
+    int32_t ids[16];
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = (int32_t)irand((int)n0);
+    float *got = mt_try_malloc(sizeof(float) * (size_t)(n * d)),
+          *want = mt_try_malloc(sizeof(float) * (size_t)(n * d));
+    for (int pass = 0; pass < 2; pass++) {
+        mt_graph *g = new_graph(false);
+        mt_node *nq = mt_input(g, mt_shape3(n, 1, d), q);
+        mt_node *nkh = mt_input(g, mt_shape4(n0, h, th, dk), kh);
+        mt_node *nvh = mt_input(g, mt_shape4(n0, h, th, dk), vh);
+        mt_node *nid = use_ids ? mt_input_i32(g, mt_shape1(n), ids) : NULL;
+        mt_node *nkr = tr ? mt_input(g, mt_shape4(n, h, tr, dk), kr) : NULL;
+        mt_node *nvr = tr ? mt_input(g, mt_shape4(n, h, tr, dk), vr) : NULL;
+        mt_node *nm = use_mask ? mt_input(g, mt_shape4(n0, 1, 1, tk), mask) : NULL;
+        float alpha = 1.0f / sqrtf((float)dk);
+        mt_node *y = pass ? mt_attn_rows(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha)
+                          : composed(g, nq, nkh, nvh, nid, nkr, nvr, nm, h, alpha);
+        mt_status rc = mt_graph_forward(g);
+        CHECK(rc == MT_OK && y != NULL, "attn_rows op pass %d: %s", pass, mt_errmsg());
+        if (rc == MT_OK && y != NULL) {
+            CHECK(mt_node_shape(y).ndim == 3 && mt_node_shape(y).dim[0] == n,
+                  "attn_rows op: shape of q");
+            CHECK_STATUS(mt_node_get(y, pass ? got : want, n * d));
+        }
+        mt_graph_free(g);
+    }
+    int bad = 0;
+    for (int64_t t = 0; t < n * d; t++)
+        bad += !(fabsf(got[t] - want[t]) <= 1e-5f * (1.0f + fabsf(want[t])));
+    CHECK(bad == 0,
+          "[%s] mt_attn_rows vs composed ops: n %lld n0 %lld heads %lld dk %lld th %lld tr %lld "
+          "ids %d mask %d: %d differ",
+          isa_tag, (long long)n, (long long)n0, (long long)h, (long long)dk, (long long)th,
+          (long long)tr, use_ids, use_mask, bad);
+    mt_free(q);
+    mt_free(kh);
+    mt_free(vh);
+    mt_free(kr);
+    mt_free(vr);
+    mt_free(mask);
+    mt_free(got);
+    mt_free(want);
+}
+
+static void test_op(void) {
+    for (int rep = 0; rep < 24; rep++) {
+        bool use_ids = rep % 2, use_mask = (rep / 2) % 2;
+        int64_t n = 1 + irand(9), n0 = use_ids ? 1 + irand(5) : n;
+        op_case(n, n0, 1 + irand(8), 8 * (1 + irand(8)), 1 + irand(40), rep % 3 ? irand(5) : 0,
+                use_ids, use_mask);
+    }
+}
+
+static void expect_fail(mt_graph *g, mt_node *y, mt_status want, const char *what) {
+    mt_status rc = y ? mt_graph_forward(g) : mt_graph_status(g);
+    CHECK(rc == want && strstr(mt_errmsg(), "mt_attn_rows") != NULL, "%s: %s (%s)", what,
+          mt_status_str(rc), mt_errmsg());
+    mt_graph_free(g);
+}
+
+static void test_op_errors(void) {
+    float z[4096] = {0};
+    int32_t bad_ids[2] = {0, 2};
+    mt_graph *g = new_graph(false); /* D = 8 is not 3 heads of 4 */
+    expect_fail(
+        g,
+        mt_attn_rows(g, mt_input(g, mt_shape3(2, 1, 8), z), mt_input(g, mt_shape4(2, 3, 5, 4), z),
+                     mt_input(g, mt_shape4(2, 3, 5, 4), z), NULL, NULL, NULL, NULL, 3, 1.0f),
+        MT_ERR_INVALID, "heads x dk != D");
+    g = new_graph(false); /* a mask of the wrong length */
+    expect_fail(g,
+                mt_attn_rows(g, mt_input(g, mt_shape3(2, 1, 8), z),
+                             mt_input(g, mt_shape4(2, 2, 5, 4), z),
+                             mt_input(g, mt_shape4(2, 2, 5, 4), z), NULL, NULL, NULL,
+                             mt_input(g, mt_shape4(2, 1, 1, 6), z), 2, 1.0f),
+                MT_ERR_INVALID, "mask of 6 for 5 keys");
+    g = new_graph(false); /* recent keys of another head size */
+    expect_fail(g,
+                mt_attn_rows(g, mt_input(g, mt_shape3(2, 1, 8), z),
+                             mt_input(g, mt_shape4(2, 2, 5, 4), z),
+                             mt_input(g, mt_shape4(2, 2, 5, 4), z), NULL,
+                             mt_input(g, mt_shape4(2, 2, 1, 3), z),
+                             mt_input(g, mt_shape4(2, 2, 1, 3), z), NULL, 2, 1.0f),
+                MT_ERR_INVALID, "recent keys [2, 2, 1, 3]");
+    g = new_graph(false); /* id 2 of 2 rows: found at forward */
+    expect_fail(g,
+                mt_attn_rows(g, mt_input(g, mt_shape3(2, 1, 8), z),
+                             mt_input(g, mt_shape4(2, 2, 5, 4), z),
+                             mt_input(g, mt_shape4(2, 2, 5, 4), z),
+                             mt_input_i32(g, mt_shape1(2), bad_ids), NULL, NULL, NULL, 2, 1.0f),
+                MT_ERR_INVALID, "id 2 of 2");
+    mt_params *p = NULL;
+    CHECK_STATUS(mt_params_init(NULL, 1, &p));
+    g = new_graph(true); /* training: a parameter wants a gradient */
+    mt_node *w = mt_param(g, p, "q", mt_shape3(2, 1, 8), (mt_init){.kind = MT_INIT_ONES});
+    expect_fail(g,
+                mt_attn_rows(g, w, mt_input(g, mt_shape4(2, 2, 5, 4), z),
+                             mt_input(g, mt_shape4(2, 2, 5, 4), z), NULL, NULL, NULL, NULL, 2,
+                             1.0f),
+                MT_ERR_INVALID, "a query that wants a gradient");
+    mt_params_free(p);
+}
+
+int main(void) {
+    test_rng_seed(0x5eed0a77e27ull);
+    kcpu_isa best = kcpu_isa_detect();
+    for (int lvl = KCPU_ISA_REF; lvl <= (int)best; lvl++) {
+        kcpu_isa_force((kcpu_isa)lvl);
+        isa_tag = kcpu_isa_name((kcpu_isa)lvl);
+        worst = 0.0;
+        test_shapes();
+        test_one_position();
+        test_op();
+        fprintf(stderr, "[%s] worst scaled error vs double: %.3g (tolerance %g)\n", isa_tag, worst,
+                TOL);
+    }
+    kcpu_isa_force(best);
+    test_op_errors();
+    TEST_MAIN_END();
+}
