@@ -335,8 +335,11 @@ mt_node *mt_matmul(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans
 ** an output layer): mt_matmul of the selected columns (mt_index_select), or,
 ** on the integer path with a fixed int8/int16 gemm_type, the columns of the
 ** packed B (packed once) without quantizing them again; then the result
-** equals the same columns of the whole integer product exactly. */
-mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols);
+** equals the same columns of the whole integer product exactly.  bias: NULL
+** or the n' biases of those columns ([n'] or [1, n']), added in the
+** product's epilogue on the integer path. */
+mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
+                        mt_node *bias);
 /* Batched: a [B..., M, K], b [B..., K, N] (same leading dims), scaled. */
 mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b, float alpha);
 /* mt_bmm with the leading index of b picked by ids: a [N, J..., M, K], b [N0,

@@ -346,7 +346,11 @@ static mt_node *build_pack(mt_graph *g, mt_node *b, int64_t k, int64_t n, bool t
 
 /* ------------------------------------------------------------------------
 ** pack_sel:  the columns ids (i32 [n'], each in [0, n)) of a packed B (one
-**   format: int8 or int16), packed (a shortlist); attrs i = {n', n}
+**   format: int8 or int16), packed (a shortlist); attrs i = {n', n, kept}.
+**   kept: B's pack has a serial, so the selection lives in the tuner's
+**   cache (sel_cached) and the node's own value is a placeholder of 64
+**   bytes: a decoding step of a batch finds its shortlist's columns there
+**   without allocating (and faulting in) a packed copy per step.
 */
 static const mt_op_def op_pack_sel;
 
@@ -397,10 +401,14 @@ static mt_status pack_sel_forward(mt_graph *g, mt_node *y) {
             return mt_seterr(MT_ERR_INVALID, "gemm_pack_select: column %d of %lld", (int)c[j],
                              (long long)n);
     }
-    size_t bytes = (size_t)mt_node_numel(y);
+    size_t bytes = (size_t)y->attr.i[3];
     const void *hit = sel_cached(g, graph_pack_serial(g, p), p->val.data, n_sel, c, bytes);
     y->aux = (void *)hit; /* read by gemm_q instead of the value; not the graph's memory */
     y->aux_bytes = 0;
+    if (hit == NULL && y->attr.i[2])
+        return mt_seterr(MT_ERR_NOMEM,
+                         "gemm_pack_select: no memory to keep %lld columns (%zu bytes)",
+                         (long long)n_sel, bytes);
     if (hit == NULL) graph_ops(g)->pack_select(graph_device(g), p->val.data, n_sel, c, y->val.data);
     return MT_OK;
 }
@@ -474,12 +482,24 @@ mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, 
     return gemm_const_b(g, a, b, bias, trans_b, NULL, taken);
 }
 
-mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols) {
+mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
+                        mt_node *bias) {
     if (a == NULL || b == NULL || cols == NULL) return NULL;
+    if (bias != NULL && (bias->val.dtype != MT_F32 || cols->val.shape.ndim != 1 ||
+                         mt_node_numel(bias) != cols->val.shape.dim[0] ||
+                         bias->val.shape.dim[bias->val.shape.ndim - 1] != mt_node_numel(bias))) {
+        char s1[64], s2[64];
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_matmul_cols: bias %s %s for columns %s: need float32 [n'] or [1, n']",
+                          mt_dtype_name(bias->val.dtype),
+                          mt_shape_str(&bias->val.shape, s1, sizeof s1),
+                          mt_shape_str(&cols->val.shape, s2, sizeof s2));
+    }
     bool taken = false;
-    mt_node *q = gemm_const_b(g, a, b, NULL, trans_b, cols, &taken);
+    mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, &taken);
     if (taken) return q;
-    return mt_matmul(g, a, mt_index_select(g, b, trans_b ? 0 : 1, cols), false, trans_b);
+    q = mt_matmul(g, a, mt_index_select(g, b, trans_b ? 0 : 1, cols), false, trans_b);
+    return bias ? mt_add(g, q, bias) : q;
 }
 
 /* graph_gemm_const_b; cols (i32 [n'], or NULL): only those columns of op(B),
@@ -550,8 +570,11 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
         sat.i[1] = n;
         n = sat.i[0];
         size_t bytes = align64(ops->pack_bytes(graph_device(g), mode == MT_GEMM_I8 ? 8 : 16, k, n));
+        sat.i[2] = graph_pack_serial(g, p) != 0;
+        sat.i[3] = (int64_t)bytes;
         mt_node *ssrc[2] = {p, cols};
-        p = graph_push(g, &op_pack_sel, mt_shape1((int64_t)bytes), MT_I8, 2, ssrc, &sat);
+        p = graph_push(g, &op_pack_sel, mt_shape1(sat.i[2] ? 64 : (int64_t)bytes), MT_I8, 2, ssrc,
+                       &sat);
         if (p == NULL) return NULL;
     }
 

@@ -496,12 +496,11 @@ static mt_node *output_layer(tf *t, mt_node *x, mt_node *shortlist) {
     if (!c->output_omit_bias)
         b = par(t, mt_shape2(1, v), mt_init_zeros(), "decoder_ff_logit_out_b");
     mt_node *y;
-    if (shortlist) { /* integer GEMM: the columns of the packed weights */
-        y = mt_matmul_cols(t->g, x, w, !legacy, shortlist);
-        if (b) b = mt_index_select(t->g, b, 1, shortlist);
-    } else {
-        y = mt_matmul(t->g, x, w, false, !legacy);
+    if (shortlist) { /* integer GEMM: the columns of the packed weights, bias in its epilogue */
+        return mt_matmul_cols(t->g, x, w, !legacy, shortlist,
+                              b ? mt_index_select(t->g, b, 1, shortlist) : NULL);
     }
+    y = mt_matmul(t->g, x, w, false, !legacy);
     return b ? mt_add(t->g, y, b) : y;
 }
 

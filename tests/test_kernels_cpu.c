@@ -852,6 +852,14 @@ static void test_movement(void) {
         ok = ok && memcmp(out + i * dim, table + ids[i] * dim, (size_t)dim * sizeof *out) == 0;
     }
     CHECK(ok, "[%s] gather_rows", isa_tag);
+    /* dim 1 (a column selection, its own loop): each id's single value */
+    float col[9] = {0};
+    kcpu_gather_rows(nid, ids, 1, table, col);
+    ok = true;
+    for (int64_t i = 0; i < nid; i++) {
+        ok = ok && col[i] == table[ids[i]];
+    }
+    CHECK(ok, "[%s] gather_rows of dim 1", isa_tag);
     for (int64_t i = 0; i < vocab * dim; i++) {
         w[i] = dt[i];
     }

@@ -1027,13 +1027,18 @@ static void test_score(void) {
 ** transposed) equal those columns of mt_matmul bit for bit, over rounds that
 ** reuse, replace and come back to a selection (the graph keeps two); float32
 ** selects fp32 columns (equal within 1e-5 relative: BLAS may block the two
-** products differently); an id out of range is an error. */
+** products differently); an id out of range is an error.  With the
+** columns' biases the result is the product plus the bias, bit for bit (the
+** integer path adds it in the epilogue, float32 by an add); a bias of
+** another length is refused. */
 static void test_cols(void) {
     const int64_t k = 40, n = 150, rows = 6;
     static const mt_gemm_type types[] = {MT_GEMM_INT8, MT_GEMM_INT16, MT_GEMM_FLOAT32};
     float *w = malloc(sizeof(float) * k * n), *a = malloc(sizeof(float) * rows * k);
     float *full = malloc(sizeof(float) * rows * n), *part = malloc(sizeof(float) * rows * n);
+    float *partb = malloc(sizeof(float) * rows * n), bias[70];
     test_fill_rand(w, k * n, -0.8f, 0.8f);
+    test_fill_rand(bias, 70, -3.0f, 3.0f);
     test_fill_rand(a, rows * k, -2.0f, 2.0f);
     int32_t sels[3][70];
     for (int q = 0; q < 3; q++)
@@ -1055,10 +1060,19 @@ static void test_cols(void) {
                                        mt_init_values(w, k * n));
                 mt_node *y = mt_matmul(g, x, wb, false, tb);
                 mt_node *c = mt_input_i32(g, mt_shape1(ns), ids);
-                mt_node *ys = mt_matmul_cols(g, x, wb, tb, c);
+                mt_node *ys = mt_matmul_cols(g, x, wb, tb, c, NULL);
+                mt_node *yb = mt_matmul_cols(g, x, wb, tb, c, mt_input(g, mt_shape2(1, ns), bias));
                 CHECK_STATUS(mt_graph_forward(g));
                 CHECK_STATUS(mt_node_get(y, full, rows * n));
                 CHECK_STATUS(mt_node_get(ys, part, rows * ns));
+                CHECK_STATUS(mt_node_get(yb, partb, rows * ns));
+                int badb = 0;
+                for (int64_t i = 0; i < rows * ns; i++) {
+                    float want = part[i] + bias[i % ns];
+                    badb += memcmp(&partb[i], &want, sizeof(float)) != 0;
+                }
+                CHECK(badb == 0, "%s tb %d round %zu: %d products + bias differ",
+                      mt_gemm_type_name(types[ti]), tb, r, badb);
                 /* Integer products are exact; float32 ones may round differently,
                 ** since BLAS blocks a product of ns columns unlike one of n. */
                 int bad = 0;
@@ -1077,9 +1091,17 @@ static void test_cols(void) {
             mt_node *x = mt_input(g, mt_shape2(rows, k), a);
             mt_node *wb = mt_param(g, p, "w", tb ? mt_shape2(n, k) : mt_shape2(k, n),
                                    mt_init_values(w, k * n));
-            mt_matmul_cols(g, x, wb, tb, mt_input_i32(g, mt_shape1(2), badid));
+            mt_matmul_cols(g, x, wb, tb, mt_input_i32(g, mt_shape1(2), badid), NULL);
             CHECK(mt_graph_forward(g) == MT_ERR_INVALID, "%s: id %d of %lld accepted",
                   mt_gemm_type_name(types[ti]), (int)n, (long long)n);
+            mt_graph_clear(g);
+            x = mt_input(g, mt_shape2(rows, k), a);
+            wb = mt_param(g, p, "w", tb ? mt_shape2(n, k) : mt_shape2(k, n),
+                          mt_init_values(w, k * n));
+            mt_matmul_cols(g, x, wb, tb, mt_input_i32(g, mt_shape1(2), badid + 0),
+                           mt_input(g, mt_shape2(1, 3), bias));
+            CHECK(mt_graph_status(g) == MT_ERR_INVALID && strstr(mt_errmsg(), "bias") != NULL,
+                  "%s: 3 biases for 2 columns: %s", mt_gemm_type_name(types[ti]), mt_errmsg());
             mt_graph_free(g);
             mt_params_free(p);
         }
@@ -1088,6 +1110,7 @@ static void test_cols(void) {
     free(a);
     free(full);
     free(part);
+    free(partb);
 }
 
 int main(void) {

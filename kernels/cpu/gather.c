@@ -11,6 +11,12 @@ void kcpu_gather_rows(int64_t n_ids, const int32_t *ids, int64_t dim, const floa
     if (dim <= 0) {
         return;
     }
+    if (dim == 1) { /* a column selection (shortlisted bias): no call per element */
+        for (int64_t i = 0; i < n_ids; i++) {
+            out[i] = table[ids[i]];
+        }
+        return;
+    }
     for (int64_t i = 0; i < n_ids; i++) {
         memcpy(out + i * dim, table + (int64_t)ids[i] * dim, (size_t)dim * sizeof *out);
     }
