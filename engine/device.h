@@ -10,14 +10,15 @@
 #define MT_DEVICE_H
 #include "mt.h"
 
-/* kcpu_attn_job's fields (kcpu.h, "decoding attention"), device pointers. */
+/* kcpu_attn_job's fields (kcpu.h, "fused attention"), device pointers. */
 typedef struct mt_dev_attn {
     int64_t n, heads, dk, th, tr;
     float alpha;
     const float *q;
     int64_t ldq;
     const float *kh, *vh;
-    const int32_t *ids;
+    int64_t sr, sh, st;
+    const int32_t *ids, *lens;
     const float *kr, *vr;
     const float *mask;
     float *o;
@@ -121,7 +122,7 @@ typedef struct mt_device_ops {
     ** idx and logp are host memory [rows * k]. */
     void (*softmax_topk)(mt_device *d, int64_t rows, int64_t cols, const float *x, int32_t k,
                          int32_t *idx, float *logp);
-    /* Appended: fused decoding attention (kcpu_attn_rows; mt_dev_attn has
+    /* Appended: fused attention (kcpu_attn_rows; mt_dev_attn has
     ** the fields of kcpu_attn_job).  NULL: not supported. */
     void (*attn_rows)(mt_device *d, const mt_dev_attn *job);
 } mt_device_ops;

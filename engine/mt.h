@@ -425,6 +425,12 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 ** mt_attn_rows_supported says so beforehand. */
 mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node *ids, mt_node *kr,
                       mt_node *vr, mt_node *mask, int heads, float alpha);
+/* The same fused attention for rows of a packed batch (sentences' real
+** positions one after another, no padding): q [T, D] (heads merged), row i
+** over rows start[i] .. start[i] + len[i] - 1 of k, v [T0, D] (its
+** sentence); start, len i32 [T], 1 <= len[i] <= max_len.  No mask. */
+mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *start,
+                       mt_node *len, int64_t max_len, int heads, float alpha);
 bool mt_attn_rows_supported(const mt_graph *g);
 
 /* ------------------------------------------------------------ optimizer */

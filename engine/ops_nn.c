@@ -477,59 +477,94 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 }
 
 /* ------------------------------------------------------------------------
-** attn_rows:  o[i, h] = softmax(alpha q[i, h] K^T + mask) V  (mt.h), one
-**   query position per row, keys/values of row ids[i] of kh, vh, then the
-**   row's own kr, vr.  src: q, kh, vh, then ids, (kr, vr), mask as present
-**   (attr.i[0] bits 1, 2, 4); aux: the scores of one row and head, th + tr
-**   + 16 floats.  The device kernel does scores, mask, softmax and the
-**   weighted sum in one pass (kcpu_attn_rows).
-** Inference only: no backward (the builder refuses inputs that want a
+** attn_rows:  o[i, h] = softmax(alpha q[i, h] K^T + mask) V  (mt.h), keys
+**   and values of row ids[i] of kh, vh [N0, H, Th, dk], then the row's own
+**   kr, vr.  src: q, kh, vh, then ids, (kr, vr), mask as present (attr.i[0]
+**   bits ATTN_IDS, ATTN_RECENT, ATTN_MASK).
+** attn_spans: row i of q [T, D] over rows start[i] .. start[i] + len[i] of
+**   k, v [T0, D] (src: q, k, v, start, len; attr.i[0] = ATTN_SPANS,
+**   attr.i[2] = the largest len).
+** attr.i[1] = heads, attr.f[0] = alpha; aux: the scores of one row, heads
+** (keys + 16) floats.  The device kernel does scores, mask, softmax and the
+** weighted sum in one pass (kcpu_attn_rows).
+** Inference only: no backward (the builders refuse inputs that want a
 ** gradient); training composes mt_bmm / mt_softmax instead.
 */
-enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4 };
+enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4, ATTN_SPANS = 8 };
+
+/* Copies n int32 of x to the host in chunks and checks lo <= v < hi (and,
+** with x2, v + x2[i] <= hi2, x2[i] >= 1, x2[i] <= max2: spans). */
+static mt_status check_attn_ids(mt_graph *g, const mt_node *x, const mt_node *x2, int64_t n,
+                                int64_t hi, int64_t max2) {
+    int32_t buf[CHUNK], buf2[CHUNK];
+    for (int64_t off = 0; off < n; off += CHUNK) {
+        int64_t len = n - off < CHUNK ? n - off : CHUNK;
+        mt_status rc = graph_ops(g)->copy(graph_device(g), buf, node_i32(x) + off,
+                                          (size_t)len * sizeof(int32_t), 1);
+        if (rc == MT_OK && x2)
+            rc = graph_ops(g)->copy(graph_device(g), buf2, node_i32(x2) + off,
+                                    (size_t)len * sizeof(int32_t), 1);
+        if (rc != MT_OK) return rc;
+        for (int64_t t = 0; t < len; t++) {
+            if (buf[t] < 0 || buf[t] >= hi)
+                return mt_seterr(MT_ERR_INVALID, "%s: %s %d at row %lld outside [0, %lld)",
+                                 x2 ? "mt_attn_spans" : "mt_attn_rows", x2 ? "start" : "id",
+                                 (int)buf[t], (long long)(off + t), (long long)hi);
+            if (x2 && (buf2[t] < 1 || buf2[t] > max2 || buf[t] + (int64_t)buf2[t] > hi))
+                return mt_seterr(MT_ERR_INVALID,
+                                 "mt_attn_spans: row %lld: %d keys from %d (need 1 .. %lld, "
+                                 "within %lld rows)",
+                                 (long long)(off + t), (int)buf2[t], (int)buf[t], (long long)max2,
+                                 (long long)hi);
+        }
+    }
+    return MT_OK;
+}
 
 static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
     int flags = (int)y->attr.i[0], at = 3;
     const mt_node *q = y->src[0], *kh = y->src[1], *vh = y->src[2];
-    const mt_node *ids = flags & ATTN_IDS ? y->src[at++] : NULL, *kr = NULL, *vr = NULL;
-    if (flags & ATTN_RECENT) {
-        kr = y->src[at++];
-        vr = y->src[at++];
-    }
-    const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
-    const mt_shape *sk = &kh->val.shape;
-    int64_t n = q->val.shape.dim[0], n0 = sk->dim[0], d = last_dim(q);
-    if (ids) { /* ids come to the host in chunks for the range check */
-        int32_t buf[CHUNK];
-        for (int64_t off = 0; off < n; off += CHUNK) {
-            int64_t len = n - off < CHUNK ? n - off : CHUNK;
-            mt_status rc = graph_ops(g)->copy(graph_device(g), buf, node_i32(ids) + off,
-                                              (size_t)len * sizeof(int32_t), 1);
-            if (rc != MT_OK) return rc;
-            for (int64_t t = 0; t < len; t++)
-                if (buf[t] < 0 || buf[t] >= n0)
-                    return mt_seterr(MT_ERR_INVALID,
-                                     "mt_attn_rows: id %d at row %lld outside [0, %lld)",
-                                     (int)buf[t], (long long)(off + t), (long long)n0);
-        }
-    }
+    int64_t n = q->val.shape.dim[0], d = last_dim(q), heads = y->attr.i[1];
     mt_dev_attn j = {.n = n,
-                     .heads = sk->dim[1],
-                     .dk = sk->dim[3],
-                     .th = sk->dim[2],
-                     .tr = kr ? kr->val.shape.dim[2] : 0,
+                     .heads = heads,
+                     .dk = d / heads,
                      .alpha = y->attr.f[0],
                      .q = node_f32(q),
                      .ldq = d,
                      .kh = node_f32(kh),
                      .vh = node_f32(vh),
-                     .ids = ids ? node_i32(ids) : NULL,
-                     .kr = kr ? node_f32(kr) : NULL,
-                     .vr = vr ? node_f32(vr) : NULL,
-                     .mask = mask ? node_f32(mask) : NULL,
                      .o = node_f32(y),
                      .ldo = d,
                      .scratch = y->aux};
+    mt_status rc;
+    if (flags & ATTN_SPANS) {
+        const mt_node *start = y->src[3], *len = y->src[4];
+        j.th = y->attr.i[2];
+        j.sr = j.st = d;
+        j.sh = j.dk;
+        j.ids = node_i32(start);
+        j.lens = node_i32(len);
+        rc = check_attn_ids(g, start, len, n, kh->val.shape.dim[0], j.th);
+    } else {
+        const mt_node *ids = flags & ATTN_IDS ? y->src[at++] : NULL, *kr = NULL, *vr = NULL;
+        if (flags & ATTN_RECENT) {
+            kr = y->src[at++];
+            vr = y->src[at++];
+        }
+        const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
+        const mt_shape *sk = &kh->val.shape;
+        j.th = sk->dim[2];
+        j.tr = kr ? kr->val.shape.dim[2] : 0;
+        j.st = j.dk;
+        j.sh = j.th * j.dk;
+        j.sr = heads * j.sh;
+        j.ids = ids ? node_i32(ids) : NULL;
+        j.kr = kr ? node_f32(kr) : NULL;
+        j.vr = vr ? node_f32(vr) : NULL;
+        j.mask = mask ? node_f32(mask) : NULL;
+        rc = ids ? check_attn_ids(g, ids, NULL, n, sk->dim[0], 0) : MT_OK;
+    }
+    if (rc != MT_OK) return rc;
     graph_ops(g)->attn_rows(graph_device(g), &j);
     return MT_OK;
 }
@@ -538,33 +573,62 @@ static const mt_op_def op_attn_rows = {"attn_rows", attn_rows_forward, NULL};
 
 bool mt_attn_rows_supported(const mt_graph *g) { return graph_ops(g)->attn_rows != NULL; }
 
+/* Common checks of both builders: the device, no gradients, float32 values
+** (ints: the inputs named in is_int). */
+static bool attn_inputs_ok(mt_graph *g, const char *op, mt_node *const *src, int n_src,
+                           unsigned is_int) {
+    if (!mt_attn_rows_supported(g)) {
+        graph_fail(g, MT_ERR_UNSUPPORTED, "%s: not on this device", op);
+        return false;
+    }
+    for (int i = 0; i < n_src; i++) {
+        if (src[i] == NULL) return false;
+        if (node_wants_grad(src[i])) {
+            graph_fail(g, MT_ERR_INVALID, "%s: inference only, input %d wants a gradient", op, i);
+            return false;
+        }
+        if ((is_int >> i) & 1) {
+            if (src[i]->val.dtype != MT_I32) {
+                graph_fail(g, MT_ERR_INVALID, "%s: input %d must be int32", op, i);
+                return false;
+            }
+        } else if (!need_f32(g, op, src[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static mt_node *attn_push(mt_graph *g, mt_node *const *src, int n_src, int flags, int heads,
+                          int64_t keys, float alpha) {
+    mt_attrs at = zero_attrs();
+    at.i[0] = flags;
+    at.i[1] = heads;
+    at.i[2] = keys;
+    at.f[0] = alpha;
+    mt_node *y = graph_push(g, &op_attn_rows, src[0]->val.shape, MT_F32, n_src, src, &at);
+    if (y == NULL) return NULL;
+    if (!reserve_aux(g, y, (size_t)(heads * (keys + 16)) * sizeof(float))) return NULL;
+    return y;
+}
+
 mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node *ids, mt_node *kr,
                       mt_node *vr, mt_node *mask, int heads, float alpha) {
     if (q == NULL || kh == NULL || vh == NULL) return NULL;
-    if (!mt_attn_rows_supported(g))
-        return graph_fail(g, MT_ERR_UNSUPPORTED, "mt_attn_rows: not on this device");
     mt_node *src[MT_MAX_SRC] = {q, kh, vh};
     int n_src = 3, flags = 0;
-    if (ids) src[n_src++] = ids, flags |= ATTN_IDS;
+    unsigned is_int = 0;
+    if (ids) is_int |= 1u << n_src, src[n_src++] = ids, flags |= ATTN_IDS;
     if (kr || vr) src[n_src++] = kr, src[n_src++] = vr, flags |= ATTN_RECENT;
     if (mask) src[n_src++] = mask, flags |= ATTN_MASK;
-    for (int i = 0; i < n_src; i++) {
-        if (src[i] == NULL) return NULL;
-        if (node_wants_grad(src[i]))
-            return graph_fail(g, MT_ERR_INVALID,
-                              "mt_attn_rows: inference only, input %d wants a gradient", i);
-        if (src[i] != ids && !need_f32(g, "mt_attn_rows", src[i])) return NULL;
-    }
+    if (!attn_inputs_ok(g, "mt_attn_rows", src, n_src, is_int)) return NULL;
     const mt_shape *sq = &q->val.shape, *sk = &kh->val.shape;
     int64_t n = sq->ndim > 0 ? sq->dim[0] : 0, d = last_dim(q);
     int64_t th = sk->ndim == 4 ? sk->dim[2] : 0, tr = kr ? kr->val.shape.dim[2] : 0;
     bool ok = (sq->ndim == 2 || (sq->ndim == 3 && sq->dim[1] == 1)) && sk->ndim == 4 &&
               mt_shape_eq(sk, &vh->val.shape) && heads > 0 && sk->dim[1] == heads &&
               sk->dim[3] * heads == d && (ids || sk->dim[0] == n);
-    if (ok && ids) {
-        const mt_shape *si = &ids->val.shape;
-        ok = ids->val.dtype == MT_I32 && si->ndim == 1 && si->dim[0] == n;
-    }
+    if (ok && ids) ok = ids->val.shape.ndim == 1 && ids->val.shape.dim[0] == n;
     if (ok && kr) {
         mt_shape want = mt_shape4(n, heads, tr, sk->dim[3]);
         ok = mt_shape_eq(&kr->val.shape, &want) && mt_shape_eq(&vr->val.shape, &want);
@@ -583,11 +647,29 @@ mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node
                           mt_shape_str(sk, s2, sizeof s2),
                           kr ? mt_shape_str(&kr->val.shape, s3, sizeof s3) : "none");
     }
-    mt_attrs at = zero_attrs();
-    at.i[0] = flags;
-    at.f[0] = alpha;
-    mt_node *y = graph_push(g, &op_attn_rows, *sq, MT_F32, n_src, src, &at);
-    if (y == NULL) return NULL;
-    if (!reserve_aux(g, y, (size_t)(th + tr + 16) * sizeof(float))) return NULL;
-    return y;
+    return attn_push(g, src, n_src, flags, heads, th + tr, alpha);
+}
+
+mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *start,
+                       mt_node *len, int64_t max_len, int heads, float alpha) {
+    if (q == NULL || k == NULL || v == NULL || start == NULL || len == NULL) return NULL;
+    mt_node *src[5] = {q, k, v, start, len};
+    if (!attn_inputs_ok(g, "mt_attn_spans", src, 5, 3u << 3)) return NULL;
+    const mt_shape *sq = &q->val.shape, *sk = &k->val.shape;
+    int64_t n = sq->ndim == 2 ? sq->dim[0] : 0, d = last_dim(q);
+    mt_shape ids_shape = mt_shape1(n);
+    bool ok = sq->ndim == 2 && sk->ndim == 2 && mt_shape_eq(sk, &v->val.shape) && sk->dim[1] == d &&
+              heads > 0 && d % heads == 0 && max_len >= 1 &&
+              mt_shape_eq(&start->val.shape, &ids_shape) &&
+              mt_shape_eq(&len->val.shape, &ids_shape);
+    if (!ok) {
+        char s1[64], s2[64];
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_attn_spans: need q [T, D], k and v [T0, D] with D divisible by %d "
+                          "heads, int32 start and len [T], max_len >= 1; got q %s, k %s, max_len "
+                          "%lld",
+                          heads, mt_shape_str(sq, s1, sizeof s1), mt_shape_str(sk, s2, sizeof s2),
+                          (long long)max_len);
+    }
+    return attn_push(g, src, 5, ATTN_SPANS, heads, max_len, alpha);
 }

@@ -555,7 +555,12 @@ static mt_node *log_mask_of(tf *t, mt_node *mask, int64_t b, int64_t s) {
 ** from the padding token, which only masked attention reads.  With int8
 ** products the activation scale is then the maximum over real rows only.
 ** Test set, mini-batch 32 sorted by length: 6,048 padded positions for
-** 2,538 real ones (one 139-token line pads the first batch). */
+** 2,538 real ones (one 139-token line pads the first batch).
+** Where the device has the fused attention (mt_attn_spans), there are no
+** groups: each packed row attends over its sentence's packed rows
+** (span_start, span_len), with no padding at all and no gathered copies;
+** a batch without padding is then packed too (dense: the packed rows are
+** the batch's rows, and the context needs no unpacking). */
 
 enum { PACK_GROUPS = 8 };
 
@@ -568,6 +573,10 @@ typedef struct pack_group {
 typedef struct packing {
     int n_groups;
     pack_group grp[PACK_GROUPS];
+    mt_node *span_start, *span_len; /* i32 [T]: fused attention, row r over its
+                                       sentence's rows (NULL: groups)       */
+    int64_t max_len;                /* the longest sentence                */
+    bool dense;                     /* no padding (fused attention only)   */
     mt_node *back;      /* i32 [T] row of each packed position in the groups' rows */
     mt_node *unpack;    /* i32 [B * S] packed row of each padded position         */
     mt_node *tok, *pos; /* i32 [T] token ids and positions                        */
@@ -584,16 +593,18 @@ static void sort_by_len_desc(int32_t *order, const int32_t *n_real, int64_t b) {
     }
 }
 
-/* Fills pk for stream s; false when the batch has no padding (or on
+/* Fills pk for stream s (spans: for mt_attn_spans, else groups); false
+** when the batch has no real position, or no padding without spans (or on
 ** failure, which t records). */
-static bool pack_batch(tf *t, const mt_batch *bt, int s, packing *pk) {
+static bool pack_batch(tf *t, const mt_batch *bt, int s, bool spans, packing *pk) {
     int64_t b = bt->size, len = bt->src_len[s], bl = b * len;
     const float *mask = bt->src_mask[s];
     int64_t n = 0;
     for (int64_t i = 0; i < bl; i++)
         n += mask[i] != 0.0f;
-    if (n == bl || n == 0) return false;
+    if ((n == bl && !spans) || n == 0) return false;
     memset(pk, 0, sizeof *pk);
+    pk->dense = n == bl;
     /* int32 scratch: n_real, start, order [b]; unpack, slot ids [b * len];
     ** tok, pos, back [n]; float: group masks [b * len] */
     int32_t *buf = tmp_alloc(t, (size_t)(3 * b + 2 * bl + 3 * n) * sizeof(int32_t));
@@ -628,9 +639,20 @@ static bool pack_batch(tf *t, const mt_batch *bt, int s, packing *pk) {
                 unpack[i * len + p] = 0;
         }
     }
+    if (spans) { /* slot ids: the first row of each row's sentence; back: its length */
+        for (int64_t i = 0; i < b; i++) {
+            for (int32_t p = 0; p < n_real[i]; p++) {
+                slot_ids[start[i] + p] = start[i];
+                back[start[i] + p] = n_real[i];
+            }
+            pk->max_len = n_real[i] > pk->max_len ? n_real[i] : pk->max_len;
+        }
+        pk->span_start = mt_input_i32(t->g, mt_shape1(n), slot_ids);
+        pk->span_len = mt_input_i32(t->g, mt_shape1(n), back);
+    }
     sort_by_len_desc(order, n_real, b);
     int64_t used = 0; /* slots of the groups so far */
-    for (int64_t i0 = 0; i0 < b && t->rc == MT_OK;) {
+    for (int64_t i0 = 0; i0 < b && !spans && t->rc == MT_OK;) {
         int64_t glen = n_real[order[i0]] > 0 ? n_real[order[i0]] : 1, i1 = i0 + 1;
         bool last = pk->n_groups == PACK_GROUPS - 1;
         while (i1 < b && (last || 4 * (int64_t)n_real[order[i1]] >= 3 * glen))
@@ -653,8 +675,8 @@ static bool pack_batch(tf *t, const mt_batch *bt, int s, packing *pk) {
         used += gr->b * glen;
         i0 = i1;
     }
-    pk->back = mt_input_i32(t->g, mt_shape1(n), back);
-    pk->unpack = mt_input_i32(t->g, mt_shape1(bl), unpack);
+    if (!spans) pk->back = mt_input_i32(t->g, mt_shape1(n), back);
+    if (!pk->dense) pk->unpack = mt_input_i32(t->g, mt_shape1(bl), unpack);
     pk->tok = mt_input_i32(t->g, mt_shape1(n), tok);
     pk->pos = mt_input_i32(t->g, mt_shape1(n), pos);
     mt_free(buf);
@@ -672,6 +694,13 @@ static mt_node *self_block_packed(tf *t, const char *prefix, mt_node *x, const p
     mt_node *q = dense(t, y, prefix, "q", d, d);
     mt_node *kh, *vh;
     kv_project(t, prefix, y, &kh, &vh);
+    if (pk->span_start) {
+        int h = t->c->heads;
+        mt_node *a = mt_attn_spans(g, q, kh, vh, pk->span_start, pk->span_len, pk->max_len, h,
+                                   (float)(1.0 / sqrt((double)(d / h))));
+        if (!t->c->no_projection) a = dense(t, a, prefix, "o", d, d);
+        return postprocess(t, t->c->postprocess, pw, a, x);
+    }
     mt_node *o[PACK_GROUPS];
     for (int i = 0; i < pk->n_groups; i++) {
         const pack_group *gr = &pk->grp[i];
@@ -699,7 +728,7 @@ static void encode_stream(tf *t, const mt_batch *bt, int s, int j, mt_model_cont
     mt_node *mask = mt_input(g, mt_shape2(b, len), bt->src_mask[s]);
     mt_node *lm = log_mask_of(t, mask, b, len);
     packing pk;
-    bool packed = !t->train && pack_batch(t, bt, s, &pk);
+    bool packed = !t->train && pack_batch(t, bt, s, mt_attn_rows_supported(g), &pk);
     mt_node *table = emb_table(t, prefix, c->dim_vocabs[s]);
     mt_node *x;
     if (packed) { /* [T, D]: the same sums per real position */
@@ -721,7 +750,9 @@ static void encode_stream(tf *t, const mt_batch *bt, int s, int j, mt_model_cont
     }
     snprintf(name, sizeof name, "%s_top", prefix);
     x = postprocess(t, c->postprocess_top, name, x, prev);
-    if (packed) {
+    if (packed && pk.dense) {
+        x = mt_reshape(g, x, mt_shape3(b, len, t->d));
+    } else if (packed) {
         out->packed = x;
         out->unpack = pk.unpack;
         x = mt_reshape(g, mt_gather_rows(g, x, pk.unpack), mt_shape3(b, len, t->d));

@@ -12,7 +12,9 @@
 ** The graph op mt_attn_rows against the ops it replaces in a decoding step
 ** (mt_bmm_gather / mt_bmm, mt_concat, mt_add of the mask picked by the ids,
 ** mt_softmax, the two weighted sums), and its refusals: shapes, an id out of
-** range at forward, an input that wants a gradient.
+** range at forward, an input that wants a gradient.  mt_attn_spans (packed
+** sentences) against mt_attention of each sentence alone, and its refusals:
+** a span past the rows, an empty span, one longer than max_len.
 */
 #include "harness.h"
 #include "test_util.h"
@@ -38,18 +40,20 @@ static float *frand(int64_t n) {
 
 static int irand(int n) { return (int)((test_rng_next() >> 33) % (uint64_t)n); }
 
-/* Double evaluation of row i, head h of job j into want[dk]. */
+/* Double evaluation of row i, head h of job j into want[dk] (kcpu.h's
+** definition). */
 static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) {
-    int64_t tk = j->th + j->tr, r = j->ids ? j->ids[i] : i, dk = j->dk;
+    int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + j->tr;
+    int64_t dk = j->dk;
     double *s = malloc(sizeof(double) * (size_t)tk), mx = -INFINITY, sum = 0.0;
     const float *q = j->q + i * j->ldq + h * dk;
     for (int64_t t = 0; t < tk; t++) {
-        const float *k = t < j->th ? j->kh + ((r * j->heads + h) * j->th + t) * dk
-                                   : j->kr + ((i * j->heads + h) * j->tr + t - j->th) * dk;
+        const float *k = t < tn ? j->kh + r * j->sr + h * j->sh + t * j->st
+                                : j->kr + ((i * j->heads + h) * j->tr + t - tn) * dk;
         double dot = 0.0;
         for (int64_t c = 0; c < dk; c++)
             dot += (double)q[c] * k[c];
-        s[t] = j->alpha * dot + (j->mask ? j->mask[r * tk + t] : 0.0);
+        s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0);
         mx = s[t] > mx ? s[t] : mx;
     }
     for (int64_t t = 0; t < tk; t++) {
@@ -59,8 +63,8 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
     for (int64_t c = 0; c < dk; c++) {
         double a = 0.0;
         for (int64_t t = 0; t < tk; t++) {
-            const float *v = t < j->th ? j->vh + ((r * j->heads + h) * j->th + t) * dk
-                                       : j->vr + ((i * j->heads + h) * j->tr + t - j->th) * dk;
+            const float *v = t < tn ? j->vh + r * j->sr + h * j->sh + t * j->st
+                                    : j->vr + ((i * j->heads + h) * j->tr + t - tn) * dk;
             a += s[t] * v[c];
         }
         want[c] = a / sum;
@@ -68,10 +72,48 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
     free(s);
 }
 
+/* Runs j (o, scratch: fresh sentinels) and compares with want_of; the gaps
+** after each output row and the scratch past heads (th + tr + 16) floats
+** must keep their sentinels. */
+static void check_job(kcpu_attn_job *j, int64_t d, const char *what) {
+    int64_t ns = j->heads * (j->th + j->tr + 16) + 64, dk = j->dk;
+    float *o = mt_try_malloc(sizeof(float) * (size_t)(j->n * j->ldo));
+    float *scratch = mt_try_malloc(sizeof(float) * (size_t)ns);
+    for (int64_t t = 0; t < j->n * j->ldo; t++)
+        o[t] = SENTINEL;
+    for (int64_t t = 0; t < ns; t++)
+        scratch[t] = SENTINEL;
+    j->o = o;
+    j->scratch = scratch;
+    kcpu_attn_rows(j);
+    double *want = malloc(sizeof(double) * (size_t)dk);
+    int bad = 0;
+    for (int64_t i = 0; i < j->n; i++) {
+        for (int64_t h = 0; h < j->heads; h++) {
+            want_of(j, i, h, want);
+            for (int64_t c = 0; c < dk; c++) {
+                double got = o[i * j->ldo + h * dk + c],
+                       e = fabs(got - want[c]) / (1 + fabs(want[c]));
+                worst = e > worst ? e : worst;
+                bad += !(e <= TOL);
+            }
+        }
+        for (int64_t c = d; c < j->ldo; c++)
+            bad += o[i * j->ldo + c] != SENTINEL;
+    }
+    for (int64_t t = ns - 64; t < ns; t++)
+        bad += scratch[t] != SENTINEL;
+    CHECK(bad == 0, "[%s] %s: %d bad", isa_tag, what, bad);
+    free(want);
+    mt_free(o);
+    mt_free(scratch);
+}
+
+/* Decoding caches [n0, heads, th, dk], rows picked by ids or in order. */
 static void run_case(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use_ids, bool use_mask,
                      int64_t pad) {
     int64_t n = 1 + irand(5), n0 = use_ids ? 1 + irand(4) : n, d = heads * dk, tk = th + tr;
-    int64_t ldq = d + pad, ldo = d + pad;
+    int64_t ldq = d + pad;
     float *q = frand(n * ldq), *kh = frand(n0 * heads * th * dk), *vh = frand(n0 * heads * th * dk);
     float *kr = frand(n * heads * tr * dk), *vr = frand(n * heads * tr * dk);
     float *mask = frand(n0 * tk);
@@ -80,12 +122,6 @@ static void run_case(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use
         ids[i] = (int32_t)irand((int)n0);
     for (int64_t t = 0; t < n0 * tk; t++) /* 0 or -1e9, never all of a row */
         mask[t] = (t % tk) != 0 && irand(3) == 0 ? -1e9f : 0.0f;
-    float *o = mt_try_malloc(sizeof(float) * (size_t)(n * ldo));
-    float *scratch = mt_try_malloc(sizeof(float) * (size_t)(tk + 16 + 64));
-    for (int64_t t = 0; t < n * ldo; t++)
-        o[t] = SENTINEL;
-    for (int64_t t = 0; t < tk + 16 + 64; t++)
-        scratch[t] = SENTINEL;
     kcpu_attn_job j = {.n = n,
                        .heads = heads,
                        .dk = dk,
@@ -96,42 +132,68 @@ static void run_case(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use
                        .ldq = ldq,
                        .kh = kh,
                        .vh = vh,
+                       .sr = heads * th * dk,
+                       .sh = th * dk,
+                       .st = dk,
                        .ids = use_ids ? ids : NULL,
-                       .kr = kr,
-                       .vr = vr,
+                       .kr = tr ? kr : NULL,
+                       .vr = tr ? vr : NULL,
                        .mask = use_mask ? mask : NULL,
-                       .o = o,
-                       .ldo = ldo,
-                       .scratch = scratch};
-    kcpu_attn_rows(&j);
-    double *want = malloc(sizeof(double) * (size_t)dk);
-    int bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t h = 0; h < heads; h++) {
-            want_of(&j, i, h, want);
-            for (int64_t c = 0; c < dk; c++) {
-                double got = o[i * ldo + h * dk + c], e = fabs(got - want[c]) / (1 + fabs(want[c]));
-                worst = e > worst ? e : worst;
-                bad += !(e <= TOL);
-            }
-        }
-        for (int64_t c = d; c < ldo; c++)
-            bad += o[i * ldo + c] != SENTINEL;
-    }
-    for (int64_t t = tk + 16; t < tk + 16 + 64; t++)
-        bad += scratch[t] != SENTINEL;
-    CHECK(bad == 0, "[%s] attn dk %lld heads %lld th %lld tr %lld ids %d mask %d pad %lld: %d bad",
-          isa_tag, (long long)dk, (long long)heads, (long long)th, (long long)tr, use_ids, use_mask,
-          (long long)pad, bad);
-    free(want);
+                       .ldo = d + pad};
+    char what[160];
+    snprintf(what, sizeof what, "attn dk %lld heads %lld th %lld tr %lld ids %d mask %d pad %lld",
+             (long long)dk, (long long)heads, (long long)th, (long long)tr, use_ids, use_mask,
+             (long long)pad);
+    check_job(&j, d, what);
     mt_free(q);
     mt_free(kh);
     mt_free(vh);
     mt_free(kr);
     mt_free(vr);
     mt_free(mask);
-    mt_free(o);
-    mt_free(scratch);
+}
+
+/* Packed sentences [T0, heads dk]: each row over its sentence's rows
+** (ids = the first row, lens = the length), keys heads dk apart. */
+static void run_spans(int64_t dk, int64_t heads, int64_t n_sent) {
+    int64_t d = heads * dk, t0 = 0, maxl = 0;
+    int32_t first[8], len[8];
+    for (int64_t s = 0; s < n_sent; s++) {
+        len[s] = 1 + irand(s == 0 ? 40 : 20);
+        first[s] = (int32_t)t0;
+        t0 += len[s];
+        maxl = len[s] > maxl ? len[s] : maxl;
+    }
+    float *q = frand(t0 * d), *k = frand(t0 * d), *v = frand(t0 * d);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)t0),
+            *lens = malloc(sizeof(int32_t) * (size_t)t0);
+    for (int64_t s = 0, i = 0; s < n_sent; s++)
+        for (int32_t p = 0; p < len[s]; p++, i++)
+            ids[i] = first[s], lens[i] = len[s];
+    kcpu_attn_job j = {.n = t0,
+                       .heads = heads,
+                       .dk = dk,
+                       .th = maxl,
+                       .alpha = 1.0f / sqrtf((float)dk),
+                       .q = q,
+                       .ldq = d,
+                       .kh = k,
+                       .vh = v,
+                       .sr = d,
+                       .sh = dk,
+                       .st = d,
+                       .ids = ids,
+                       .lens = lens,
+                       .ldo = d};
+    char what[160];
+    snprintf(what, sizeof what, "spans dk %lld heads %lld sentences %lld (longest %lld)",
+             (long long)dk, (long long)heads, (long long)n_sent, (long long)maxl);
+    check_job(&j, d, what);
+    mt_free(q);
+    mt_free(k);
+    mt_free(v);
+    free(ids);
+    free(lens);
 }
 
 static void test_shapes(void) {
@@ -145,13 +207,15 @@ static void test_shapes(void) {
                 int64_t heads = 1 + irand(8);
                 run_case(dks[a], heads, ths[b], trs[c], irand(2), irand(2), irand(2) ? 0 : 3);
             }
+    for (size_t a = 0; a < sizeof dks / sizeof dks[0]; a++)
+        run_spans(dks[a], 1 + irand(8), 1 + irand(8));
 }
 
 /* One masked-in position: its value comes out exactly (weight 1). */
 static void test_one_position(void) {
     int64_t dk = 32, heads = 2, th = 20, tk = th;
     float *q = frand(heads * dk), *kh = frand(heads * th * dk), *vh = frand(heads * th * dk);
-    float mask[20], o[64], scratch[20 + 16];
+    float mask[20], o[64], scratch[2 * (20 + 16)];
     for (int t = 0; t < 20; t++)
         mask[t] = t == 7 ? 0.0f : -1e9f;
     kcpu_attn_job j = {.n = 1,
@@ -163,6 +227,9 @@ static void test_one_position(void) {
                        .ldq = heads * dk,
                        .kh = kh,
                        .vh = vh,
+                       .sr = heads * th * dk,
+                       .sh = th * dk,
+                       .st = dk,
                        .mask = mask,
                        .o = o,
                        .ldo = heads * dk,
@@ -323,6 +390,83 @@ static void test_op_errors(void) {
     mt_params_free(p);
 }
 
+/* Packed sentences: mt_attn_spans over all rows = mt_attention of each
+** sentence alone ([1, L, D], no mask). */
+static void test_spans_op(void) {
+    for (int rep = 0; rep < 6; rep++) {
+        int64_t h = 1 + irand(8), dk = 8 * (1 + irand(6)), d = h * dk, n_sent = 1 + irand(6);
+        int32_t first[8], len[8];
+        int64_t t0 = 0, maxl = 0;
+        for (int64_t s = 0; s < n_sent; s++) {
+            len[s] = 1 + irand(30);
+            first[s] = (int32_t)t0;
+            t0 += len[s];
+            maxl = len[s] > maxl ? len[s] : maxl;
+        }
+        float *q = frand(t0 * d), *k = frand(t0 * d), *v = frand(t0 * d);
+        float *got = mt_try_malloc(sizeof(float) * (size_t)(t0 * d));
+        float *want = mt_try_malloc(sizeof(float) * (size_t)(t0 * d));
+        int32_t *st = malloc(sizeof(int32_t) * (size_t)t0),
+                *ln = malloc(sizeof(int32_t) * (size_t)t0);
+        for (int64_t s = 0, i = 0; s < n_sent; s++)
+            for (int32_t p = 0; p < len[s]; p++, i++)
+                st[i] = first[s], ln[i] = len[s];
+        mt_graph *g = new_graph(false);
+        mt_node *y = mt_attn_spans(
+            g, mt_input(g, mt_shape2(t0, d), q), mt_input(g, mt_shape2(t0, d), k),
+            mt_input(g, mt_shape2(t0, d), v), mt_input_i32(g, mt_shape1(t0), st),
+            mt_input_i32(g, mt_shape1(t0), ln), maxl, (int)h, 1.0f / sqrtf((float)dk));
+        CHECK_STATUS(mt_graph_forward(g));
+        if (y) CHECK_STATUS(mt_node_get(y, got, t0 * d));
+        mt_graph_free(g);
+        for (int64_t s = 0; s < n_sent; s++) {
+            g = new_graph(false);
+            int64_t off = first[s] * d;
+            mt_shape sh = mt_shape3(1, len[s], d);
+            mt_node *ys = mt_attention(g, mt_input(g, sh, q + off), mt_input(g, sh, k + off),
+                                       mt_input(g, sh, v + off), NULL, (int)h, NULL);
+            CHECK_STATUS(mt_graph_forward(g));
+            if (ys) CHECK_STATUS(mt_node_get(ys, want + off, len[s] * d));
+            mt_graph_free(g);
+        }
+        int bad = 0;
+        for (int64_t t = 0; t < t0 * d; t++)
+            bad += !(fabsf(got[t] - want[t]) <= 1e-5f * (1.0f + fabsf(want[t])));
+        CHECK(bad == 0,
+              "[%s] mt_attn_spans vs mt_attention per sentence: %lld sentences, heads %lld, dk "
+              "%lld: %d differ",
+              isa_tag, (long long)n_sent, (long long)h, (long long)dk, bad);
+        mt_free(q);
+        mt_free(k);
+        mt_free(v);
+        mt_free(got);
+        mt_free(want);
+        free(st);
+        free(ln);
+    }
+}
+
+static void spans_fail(const int32_t *start, const int32_t *len, int64_t max_len,
+                       const char *what) {
+    float z[64] = {0};
+    mt_graph *g = new_graph(false);
+    mt_node *y =
+        mt_attn_spans(g, mt_input(g, mt_shape2(2, 8), z), mt_input(g, mt_shape2(3, 8), z),
+                      mt_input(g, mt_shape2(3, 8), z), mt_input_i32(g, mt_shape1(2), start),
+                      mt_input_i32(g, mt_shape1(2), len), max_len, 2, 1.0f);
+    mt_status rc = y ? mt_graph_forward(g) : mt_graph_status(g);
+    CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "mt_attn_spans") != NULL, "%s: %s (%s)", what,
+          mt_status_str(rc), mt_errmsg());
+    mt_graph_free(g);
+}
+
+static void test_spans_errors(void) {
+    spans_fail((const int32_t[]){0, 2}, (const int32_t[]){2, 2}, 2, "span 2 + 2 of 3 rows");
+    spans_fail((const int32_t[]){0, 1}, (const int32_t[]){1, 0}, 2, "an empty span");
+    spans_fail((const int32_t[]){0, 0}, (const int32_t[]){3, 3}, 2, "3 keys, max_len 2");
+    spans_fail((const int32_t[]){0, 0}, (const int32_t[]){1, 1}, 0, "max_len 0");
+}
+
 int main(void) {
     test_rng_seed(0x5eed0a77e27ull);
     kcpu_isa best = kcpu_isa_detect();
@@ -333,10 +477,12 @@ int main(void) {
         test_shapes();
         test_one_position();
         test_op();
+        test_spans_op();
         fprintf(stderr, "[%s] worst scaled error vs double: %.3g (tolerance %g)\n", isa_tag, worst,
                 TOL);
     }
     kcpu_isa_force(best);
     test_op_errors();
+    test_spans_errors();
     TEST_MAIN_END();
 }

@@ -1,6 +1,6 @@
 /*
-** attn_avx2.c: AVX2 + FMA variant of the fused decoding attention
-** (kcpu_attn_rows, kcpu.h; scalar oracle in attn.c).  The layout of
+** attn_avx2.c: AVX2 + FMA variant of the fused attention (kcpu_attn_rows,
+** kcpu.h; scalar oracle in attn.c).  The layout of
 ** attn_avx512.c with 8-float vectors: 8 keys per transposing reduction, the
 ** query in registers for dk <= 32, two positions per iteration of the
 ** weighted sum (16 registers: no more without spills).
@@ -33,8 +33,10 @@ ALWAYS_INLINE __m256 chunk(const float *p, int c, int nq, __m256i last, int full
     return load8(p + 8 * c, last, c < nq - 1 || full);
 }
 
-ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float *kp, int64_t nk,
-                          float alpha, float *s) {
+/* s[t] = alpha q . k[t], k[t] = kp + t st; whole vectors stored (s has 7
+** floats of room past nk). */
+ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float *kp, int64_t st,
+                          int64_t nk, float alpha, float *s) {
     int full = dk % 8 == 0;
     __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
     __m256 qv[NQ_MAX];
@@ -50,7 +52,7 @@ ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float 
         for (int u = 0; u < 8; u++) {
             acc[u] = _mm256_setzero_ps();
             if (u < cnt) {
-                const float *k = kp + (t0 + u) * dk;
+                const float *k = kp + (t0 + u) * st;
 #pragma GCC unroll 4
                 for (int c = 0; c < nq; c++) {
                     __m256 qc = nq <= NQ_MAX ? qv[c] : chunk(q, c, nq, last, full);
@@ -58,12 +60,12 @@ ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float 
                 }
             }
         }
-        store8(s + t0, tail_mask8(cnt), cnt >= 8, _mm256_mul_ps(sum8(acc), va));
+        _mm256_storeu_ps(s + t0, _mm256_mul_ps(sum8(acc), va));
     }
 }
 
-ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *vp, int64_t nv,
-                         __m256 acc[2][NQ_MAX]) {
+ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *vp, int64_t st,
+                         int64_t nv, __m256 acc[2][NQ_MAX]) {
     int full = dk % 8 == 0;
     __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
     int64_t t = 0;
@@ -71,7 +73,7 @@ ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *
 #pragma GCC unroll 2
         for (int u = 0; u < 2; u++) {
             __m256 w = _mm256_set1_ps(e[t + u]);
-            const float *v = vp + (t + u) * dk;
+            const float *v = vp + (t + u) * st;
 #pragma GCC unroll 4
             for (int c = 0; c < nq; c++) {
                 acc[u][c] = _mm256_fmadd_ps(w, chunk(v, c, nq, last, full), acc[u][c]);
@@ -80,7 +82,7 @@ ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *
     }
     if (t < nv) {
         __m256 w = _mm256_set1_ps(e[t]);
-        const float *v = vp + t * dk;
+        const float *v = vp + t * st;
 #pragma GCC unroll 4
         for (int c = 0; c < nq; c++) {
             acc[0][c] = _mm256_fmadd_ps(w, chunk(v, c, nq, last, full), acc[0][c]);
@@ -96,7 +98,7 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
         __m256 v = load8(s + t, mk, full);
         if (mask) {
             v = _mm256_add_ps(v, load8(mask + t, mk, full));
-            store8(s + t, mk, full, v);
+            _mm256_storeu_ps(s + t, v);
         }
         mx = _mm256_blendv_ps(mx, _mm256_max_ps(v, mx), _mm256_castsi256_ps(mk));
     }
@@ -105,31 +107,36 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
         __m256i mk = tail_mask8(tk - t);
         int full = tk - t >= 8;
         __m256 e = exp256(_mm256_sub_ps(load8(s + t, mk, full), m));
-        store8(s + t, mk, full, e);
+        _mm256_storeu_ps(s + t, e);
         sum = _mm256_add_ps(sum, _mm256_and_ps(e, _mm256_castsi256_ps(mk)));
     }
     return 1.0f / hsum8(sum);
 }
 
+/* Per row: the scores of every head, then per head softmax and weighted
+** sum (as attn_avx512.c). */
 ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
-    const int64_t dk = j->dk, th = j->th, tr = j->tr, tk = th + tr, h_n = j->heads;
+    const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 16;
     const int full = dk % 8 == 0;
     const __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
-    float *s = j->scratch;
     for (int64_t i = 0; i < j->n; i++) {
-        int64_t r = j->ids ? j->ids[i] : i;
+        int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
+        const float *kh = j->kh + r * j->sr, *vh = j->vh + r * j->sr;
+        const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
+        const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
+        const float *q = j->q + i * j->ldq;
         for (int64_t h = 0; h < h_n; h++) {
-            const float *q = j->q + i * j->ldq + h * dk;
-            const float *kh = j->kh + (r * h_n + h) * th * dk;
-            const float *vh = j->vh + (r * h_n + h) * th * dk;
-            const float *kr = tr ? j->kr + (i * h_n + h) * tr * dk : NULL;
-            const float *vr = tr ? j->vr + (i * h_n + h) * tr * dk : NULL;
-            scores(nq, dk, q, kh, th, j->alpha, s);
+            float *s = j->scratch + h * ld;
+            scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
             if (tr) {
-                scores(nq, dk, q, kr, tr, j->alpha, s + th);
+                scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
             }
-            float inv = softmax_row(tk, s, j->mask ? j->mask + r * tk : NULL);
+        }
+        for (int64_t h = 0; h < h_n; h++) {
+            float *s = j->scratch + h * ld;
+            float inv = softmax_row(tk, s, j->mask ? j->mask + r * (j->th + tr) : NULL);
             float *o = j->o + i * j->ldo + h * dk;
+            const float *vhh = vh + h * j->sh, *vrh = tr ? vr + h * tr * dk : NULL;
             __m256 vi = _mm256_set1_ps(inv);
             if (nq <= NQ_MAX) {
                 __m256 acc[2][NQ_MAX];
@@ -140,9 +147,9 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                         acc[u][c] = _mm256_setzero_ps();
                     }
                 }
-                weigh(nq, dk, s, vh, th, acc);
+                weigh(nq, dk, s, vhh, j->st, tn, acc);
                 if (tr) {
-                    weigh(nq, dk, s + th, vr, tr, acc);
+                    weigh(nq, dk, s + tn, vrh, dk, tr, acc);
                 }
 #pragma GCC unroll 4
                 for (int c = 0; c < nq && c < NQ_MAX; c++) {
@@ -155,7 +162,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                     int fc = dk - c0 >= 8;
                     __m256 a = _mm256_setzero_ps();
                     for (int64_t t = 0; t < tk; t++) {
-                        const float *v = t < th ? vh + t * dk : vr + (t - th) * dk;
+                        const float *v = t < tn ? vhh + t * j->st : vrh + (t - tn) * dk;
                         a = _mm256_fmadd_ps(_mm256_set1_ps(s[t]), load8(v + c0, mk, fc), a);
                     }
                     store8(o + c0, mk, fc, _mm256_mul_ps(a, vi));

@@ -1,6 +1,6 @@
 /*
-** attn_avx512.c: AVX-512 variant of the fused decoding attention
-** (kcpu_attn_rows, kcpu.h; scalar oracle in attn.c).
+** attn_avx512.c: AVX-512 variant of the fused attention (kcpu_attn_rows,
+** kcpu.h; scalar oracle in attn.c).
 **
 ** Scores: 16 keys at a time, each key's dk products in one vector (dk / 16
 ** FMAs against the head's query, kept in registers for dk <= 64), then one
@@ -42,10 +42,11 @@ ALWAYS_INLINE __m512 chunk(const float *p, int c, int nq, __mmask16 last) {
     return c == nq - 1 ? _mm512_maskz_loadu_ps(last, p + 16 * c) : _mm512_loadu_ps(p + 16 * c);
 }
 
-/* s[t] = alpha q . k[t] for the nk keys k[t] = kp + t dk (nq = dk / 16
-** rounded up; a constant <= NQ_MAX after inlining keeps q in registers). */
-ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float *kp, int64_t nk,
-                          float alpha, float *s) {
+/* s[t] = alpha q . k[t] for the nk keys k[t] = kp + t st (nq = dk / 16
+** rounded up; a constant <= NQ_MAX after inlining keeps q in registers).
+** Whole vectors are stored: s has 15 floats of room past nk. */
+ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float *kp, int64_t st,
+                          int64_t nk, float alpha, float *s) {
     __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
     __m512 qv[NQ_MAX];
 #pragma GCC unroll 4
@@ -60,7 +61,7 @@ ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float 
         for (int u = 0; u < 16; u++) {
             acc[u] = _mm512_setzero_ps();
             if (u < cnt) {
-                const float *k = kp + (t0 + u) * dk;
+                const float *k = kp + (t0 + u) * st;
 #pragma GCC unroll 4
                 for (int c = 0; c < nq; c++) {
                     __m512 qc = nq <= NQ_MAX ? qv[c] : chunk(q, c, nq, last);
@@ -72,17 +73,17 @@ ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float 
     }
 }
 
-/* acc[c] += sum_t e[t] v[t] over the nv value rows v[t] = vp + t dk; four
+/* acc[c] += sum_t e[t] v[t] over the nv value rows v[t] = vp + t st; four
 ** positions per iteration in acc, acc + NQ_MAX, ... (separate chains). */
-ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *vp, int64_t nv,
-                         __m512 acc[4][NQ_MAX]) {
+ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *vp, int64_t st,
+                         int64_t nv, __m512 acc[4][NQ_MAX]) {
     __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
     int64_t t = 0;
     for (; t + 4 <= nv; t += 4) {
 #pragma GCC unroll 4
         for (int u = 0; u < 4; u++) {
             __m512 w = _mm512_set1_ps(e[t + u]);
-            const float *v = vp + (t + u) * dk;
+            const float *v = vp + (t + u) * st;
 #pragma GCC unroll 4
             for (int c = 0; c < nq; c++) {
                 acc[u][c] = _mm512_fmadd_ps(w, chunk(v, c, nq, last), acc[u][c]);
@@ -91,7 +92,7 @@ ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *
     }
     for (; t < nv; t++) {
         __m512 w = _mm512_set1_ps(e[t]);
-        const float *v = vp + t * dk;
+        const float *v = vp + t * st;
 #pragma GCC unroll 4
         for (int c = 0; c < nq; c++) {
             acc[0][c] = _mm512_fmadd_ps(w, chunk(v, c, nq, last), acc[0][c]);
@@ -121,25 +122,30 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
     return 1.0f / _mm512_reduce_add_ps(sum);
 }
 
-/* Rows of one dk class: nq = dk / 16 rounded up (constant when inlined). */
+/* Rows of one dk class: nq = dk / 16 rounded up (constant when inlined).
+** Per row: the scores of every head (scratch row h at h (th + tr + 16)),
+** then per head its softmax and weighted sum. */
 ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
-    const int64_t dk = j->dk, th = j->th, tr = j->tr, tk = th + tr, h_n = j->heads;
+    const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 16;
     const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
-    float *s = j->scratch;
     for (int64_t i = 0; i < j->n; i++) {
-        int64_t r = j->ids ? j->ids[i] : i;
+        int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
+        const float *kh = j->kh + r * j->sr, *vh = j->vh + r * j->sr;
+        const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
+        const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
+        const float *q = j->q + i * j->ldq;
         for (int64_t h = 0; h < h_n; h++) {
-            const float *q = j->q + i * j->ldq + h * dk;
-            const float *kh = j->kh + (r * h_n + h) * th * dk;
-            const float *vh = j->vh + (r * h_n + h) * th * dk;
-            const float *kr = tr ? j->kr + (i * h_n + h) * tr * dk : NULL;
-            const float *vr = tr ? j->vr + (i * h_n + h) * tr * dk : NULL;
-            scores(nq, dk, q, kh, th, j->alpha, s);
+            float *s = j->scratch + h * ld;
+            scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
             if (tr) {
-                scores(nq, dk, q, kr, tr, j->alpha, s + th);
+                scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
             }
-            float inv = softmax_row(tk, s, j->mask ? j->mask + r * tk : NULL);
+        }
+        for (int64_t h = 0; h < h_n; h++) {
+            float *s = j->scratch + h * ld;
+            float inv = softmax_row(tk, s, j->mask ? j->mask + r * (j->th + tr) : NULL);
             float *o = j->o + i * j->ldo + h * dk;
+            const float *vhh = vh + h * j->sh, *vrh = tr ? vr + h * tr * dk : NULL;
             if (nq <= NQ_MAX) {
                 __m512 acc[4][NQ_MAX];
 #pragma GCC unroll 4
@@ -149,9 +155,9 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                         acc[u][c] = _mm512_setzero_ps();
                     }
                 }
-                weigh(nq, dk, s, vh, th, acc);
+                weigh(nq, dk, s, vhh, j->st, tn, acc);
                 if (tr) {
-                    weigh(nq, dk, s + th, vr, tr, acc);
+                    weigh(nq, dk, s + tn, vrh, dk, tr, acc);
                 }
                 __m512 vi = _mm512_set1_ps(inv);
 #pragma GCC unroll 4
@@ -166,7 +172,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                     __mmask16 mk = tail_mask(dk - c0);
                     __m512 a = _mm512_setzero_ps();
                     for (int64_t t = 0; t < tk; t++) {
-                        const float *v = t < th ? vh + t * dk : vr + (t - th) * dk;
+                        const float *v = t < tn ? vhh + t * j->st : vrh + (t - tn) * dk;
                         a = _mm512_fmadd_ps(_mm512_set1_ps(s[t]), _mm512_maskz_loadu_ps(mk, v + c0),
                                             a);
                     }

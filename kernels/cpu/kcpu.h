@@ -617,31 +617,39 @@ void kcpu_argmax_rows_avx512(int64_t rows, int64_t cols, const float *logits, co
 void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, const float *bias,
                            int32_t *out_idx, float *out_val);
 
-/* ------------------------------------------------- decoding attention
-** Fused attention of n query rows at one position each (a decoding step):
-** scores, additive mask, softmax and the weighted sum of the values in one
-** pass per row and head, instead of two batched products of one row per
-** head with a softmax between them.  For row i and head h, r = ids ? ids[i]
-** : i:
-**   keys    K[t] = kh[r, h, t] (t < th), then kr[i, h, t - th] (t < th + tr)
-**   values  V[t] likewise from vh, vr                    (each dk floats)
-**   s[t] = alpha q[i, h dk .. h dk + dk) . K[t] + (mask ? mask[r, t] : 0)
+/* ----------------------------------------------------- fused attention
+** Attention of n query rows, each over keys and values of its own: scores,
+** additive mask, softmax and the weighted sum of the values in one kernel,
+** instead of batched products per row and head with a softmax between
+** them.  For row i and head h, with r = ids ? ids[i] : i and its key count
+** tn = lens ? lens[i] : th:
+**   keys    K[t] = kh + r sr + h sh + t st   (t < tn, dk floats each), then
+**           kr + ((i heads + h) tr + t - tn) dk   (tn <= t < tn + tr)
+**   values  V[t] likewise from vh, vr
+**   s[t] = alpha q[i, h dk .. h dk + dk) . K[t] + (mask ? mask[r (th + tr) + t] : 0)
 **   o[i, h dk .. h dk + dk) = sum_t softmax(s)[t] V[t]
-** Layouts: q row i at q + i ldq, o row i at o + i ldo, heads dk apart
-** (merged); kh, vh [n0, heads, th, dk]; kr, vr [n, heads, tr, dk] (unused
-** when tr = 0); mask [n0, th + tr] (NULL: none).  ids in [0, n0) (the
-** caller checks).  scratch: th + tr + 16 floats.  th + tr >= 1.  No
-** allocation; o must not alias the inputs.
-** The softmax is the one of kcpu_softmax_fwd (max, exp, sum, then 1/sum),
-** here applied to the weighted sum; dot products and sums run in another
-** order than the unfused ops, so results agree with them to rounding. */
+** q row i at q + i ldq, o row i at o + i ldo, heads dk apart (merged).
+** Decoding caches [n0, heads, th, dk]: sr = heads th dk, sh = th dk, st =
+** dk.  Rows of a packed batch [T, heads dk] over their sentence's rows
+** (ids = the sentence's first row, lens its length): sr = st = heads dk,
+** sh = dk.  kr, vr [n, heads, tr, dk] (unused when tr = 0).  mask: with
+** lens NULL only.  The caller checks that ids, lens and strides stay
+** inside the arrays; tn + tr >= 1 for every row.  scratch: heads (th + tr
+** + 16) floats (th: the largest tn).  No allocation; o must not alias the
+** inputs.
+** Rows run one at a time: the scores of all its heads, then their
+** softmaxes (kcpu_softmax_fwd's max, exp, sum, 1/sum), then the weighted
+** sums, so that the heads' independent chains overlap.  Dot products and
+** sums run in another order than the unfused ops: results agree with
+** them to rounding. */
 typedef struct kcpu_attn_job {
     int64_t n, heads, dk, th, tr;
     float alpha;
     const float *q;
     int64_t ldq;
     const float *kh, *vh;
-    const int32_t *ids;
+    int64_t sr, sh, st;
+    const int32_t *ids, *lens;
     const float *kr, *vr;
     const float *mask;
     float *o;
