@@ -478,8 +478,9 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 
 /* ------------------------------------------------------------------------
 ** attn_rows:  o[i, h] = softmax(alpha q[i, h] K^T + mask) V  (mt.h), keys
-**   and values of row ids[i] of kh, vh [N0, H, Th, dk], then the row's own
-**   kr, vr.  src: q, kh, vh, then ids, (kr, vr), mask as present (attr.i[0]
+**   and values of row ids[i] of kh, vh [N0, H, Th, dk] (or [N0, Th, H dk]:
+**   heads not split), then the row's own kr, vr.  src: q, kh, vh, then ids, (kr, vr), mask as
+*present (attr.i[0]
 **   bits ATTN_IDS, ATTN_RECENT, ATTN_MASK).
 ** attn_spans: row i of q [T, D] over rows start[i] .. start[i] + len[i] of
 **   k, v [T0, D] (src: q, k, v, start, len; attr.i[0] = ATTN_SPANS,
@@ -553,11 +554,12 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         }
         const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
         const mt_shape *sk = &kh->val.shape;
-        j.th = sk->dim[2];
+        bool split = sk->ndim == 4;
+        j.th = sk->dim[split ? 2 : 1];
         j.tr = kr ? kr->val.shape.dim[2] : 0;
-        j.st = j.dk;
-        j.sh = j.th * j.dk;
-        j.sr = heads * j.sh;
+        j.st = split ? j.dk : d;
+        j.sh = split ? j.th * j.dk : j.dk;
+        j.sr = j.th * d;
         j.ids = ids ? node_i32(ids) : NULL;
         j.kr = kr ? node_f32(kr) : NULL;
         j.vr = vr ? node_f32(vr) : NULL;
@@ -624,13 +626,17 @@ mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node
     if (!attn_inputs_ok(g, "mt_attn_rows", src, n_src, is_int)) return NULL;
     const mt_shape *sq = &q->val.shape, *sk = &kh->val.shape;
     int64_t n = sq->ndim > 0 ? sq->dim[0] : 0, d = last_dim(q);
-    int64_t th = sk->ndim == 4 ? sk->dim[2] : 0, tr = kr ? kr->val.shape.dim[2] : 0;
-    bool ok = (sq->ndim == 2 || (sq->ndim == 3 && sq->dim[1] == 1)) && sk->ndim == 4 &&
-              mt_shape_eq(sk, &vh->val.shape) && heads > 0 && sk->dim[1] == heads &&
-              sk->dim[3] * heads == d && (ids || sk->dim[0] == n);
+    bool split = sk->ndim == 4;
+    int64_t th = split ? sk->dim[2] : sk->ndim == 3 ? sk->dim[1] : 0;
+    int64_t tr = kr ? kr->val.shape.dim[2] : 0;
+    bool ok = (sq->ndim == 2 || (sq->ndim == 3 && sq->dim[1] == 1)) && heads > 0 &&
+              d % heads == 0 && mt_shape_eq(sk, &vh->val.shape) &&
+              (split ? sk->dim[1] == heads && sk->dim[3] * heads == d
+                     : sk->ndim == 3 && sk->dim[2] == d) &&
+              (ids || sk->dim[0] == n);
     if (ok && ids) ok = ids->val.shape.ndim == 1 && ids->val.shape.dim[0] == n;
     if (ok && kr) {
-        mt_shape want = mt_shape4(n, heads, tr, sk->dim[3]);
+        mt_shape want = mt_shape4(n, heads, tr, d / heads);
         ok = mt_shape_eq(&kr->val.shape, &want) && mt_shape_eq(&vr->val.shape, &want);
     }
     if (ok && mask) {
@@ -640,9 +646,9 @@ mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node
     if (!ok || th + tr < 1) {
         char s1[64], s2[64], s3[64];
         return graph_fail(g, MT_ERR_INVALID,
-                          "mt_attn_rows: need q [N, 1, D], kh and vh [N0, %d, Th, D/%d], "
-                          "ids i32 [N] (or N0 = N), kr and vr [N, %d, Tr, D/%d], mask [N0, 1, 1, "
-                          "Th + Tr], Th + Tr >= 1; got q %s, kh %s, recent %s",
+                          "mt_attn_rows: need q [N, 1, D], kh and vh [N0, %d, Th, D/%d] or "
+                          "[N0, Th, D], ids i32 [N] (or N0 = N), kr and vr [N, %d, Tr, D/%d], "
+                          "mask [N0, 1, 1, Th + Tr], Th + Tr >= 1; got q %s, kh %s, recent %s",
                           heads, heads, heads, heads, mt_shape_str(sq, s1, sizeof s1),
                           mt_shape_str(sk, s2, sizeof s2),
                           kr ? mt_shape_str(&kr->val.shape, s3, sizeof s3) : "none");

@@ -373,15 +373,16 @@ static bool fused_step(tf *t, int64_t k, int64_t tq, bool want_weights) {
 
 /* kh, vh: [B, Tk, D], or split into heads [B, H, Tk, D/H] (4-D: decoding),
 ** rows of them picked by gk->ids when gk is given; mask rows go with the
-** rows of kh on the fused path, with the query rows otherwise. */
+** rows of kh on the fused path (fused: the caller's fused_step), with the
+** query rows otherwise. */
 static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
-                           mt_node *kh, mt_node *vh, mt_node *mask, const gather_kv *gk,
+                           mt_node *kh, mt_node *vh, mt_node *mask, const gather_kv *gk, bool fused,
                            mt_node **w_out) {
     mt_graph *g = t->g;
     int64_t d = t->d;
     mt_node *q = dense(t, x, prefix, "q", d, d);
     bool split = kh != NULL && mt_node_shape(kh).ndim == 4;
-    if (split && fused_step(t, k, tq, w_out != NULL)) {
+    if (fused) {
         float alpha = (float)(1.0 / sqrt((double)(d / t->c->heads)));
         mt_node *o =
             gk ? mt_attn_rows(g, q, kh, vh, gk->ids, gk->kr, gk->vr, mask, t->c->heads, alpha)
@@ -417,22 +418,29 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
     mt_node *kh, *vh;
     kv_project(t, prefix, kv_raw ? kv_raw : y, &kh, &vh);
-    mt_node *o = multi_head(t, prefix, y, n, 1, tq, kh, vh, mask, NULL, NULL);
+    mt_node *o = multi_head(t, prefix, y, n, 1, tq, kh, vh, mask, NULL, false, NULL);
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
-/* sent: decoding rows not grouped by sentence (mt_dec_state.row_sent): row
-** i [N, 1, D] attends over sentence sent[i] of kh, vh [B, H, S, D/H] and
-** its mask [B, 1, 1, S]. */
+/* Teacher forcing (!step): kh, vh [B, S, D] of the whole target.  A
+** decoding step: the state's kh, vh [B, S, D], whose heads the fused op
+** reads in place and the composed ops get split ([B, H, S, D/H]); sent:
+** rows not grouped by sentence (mt_dec_state.row_sent): row i [N, 1, D]
+** attends over sentence sent[i] of kh, vh and its mask [B, 1, 1, S]. */
 static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
-                            mt_node *kh, mt_node *vh, mt_node *mask, mt_node *sent, mt_node **w) {
+                            mt_node *kh, mt_node *vh, mt_node *mask, mt_node *sent, bool step,
+                            mt_node **w) {
     char pw[200];
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
     gather_kv gk = {sent, NULL, NULL};
-    bool fused = kh != NULL && mt_node_shape(kh).ndim == 4 && fused_step(t, k, tq, w != NULL);
+    bool fused = step && fused_step(t, k, tq, w != NULL);
+    if (step && !fused) {
+        kh = split_heads(t, kh);
+        vh = split_heads(t, vh);
+    }
     if (sent && !fused) mask = mt_index_select(t->g, mask, 0, sent);
-    mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent ? &gk : NULL, w);
+    mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent ? &gk : NULL, fused, w);
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
@@ -864,9 +872,10 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     if (in->hist_len > 0) { /* the frozen history, then kc/vc (no keep, no step mask there) */
         gather_kv gk = {in->hist_ids, kc, vc};
         o = multi_head(t, prefix, y, n, 1, io->tq, in->hist[2 * i], in->hist[2 * i + 1], NULL, &gk,
-                       NULL);
+                       fused_step(t, 1, io->tq, false), NULL);
     } else {
-        o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL, NULL);
+        o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL,
+                       fused_step(t, 1, io->tq, false), NULL);
     }
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
@@ -919,7 +928,7 @@ static mt_node *decoder_stack(tf *t, const mt_model_encoding *enc, mt_node *x, d
             }
             mt_node **w = j == 0 && i == al && !io->no_align ? &io->align : NULL;
             mt_node *sent = io->pos < 0 ? NULL : io->in->row_sent;
-            x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, lm, sent, w);
+            x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, lm, sent, io->pos >= 0, w);
         }
         snprintf(name, sizeof name, "decoder_l%d_ffn", ln);
         int dim_ffn = c->dec_dim_ffn ? c->dec_dim_ffn : c->dim_ffn;
@@ -988,8 +997,10 @@ mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_g
 **           heads: [N, H, pos, D/H];
 **           average attention: the running mean of layer i, [N, 1, D]
 **   fixed   keys 2(i n + j) and values 2(i n + j) + 1 of the cross-attention
-**           of layer i over context j, [B, H, S_j, D/H]; then the log mask of
-**           each context j, [B, 1, 1, S_j] (mask_slot) */
+**           of layer i over context j, [B, S_j, D] (heads not split: the
+**           fused attention reads them in place, a step with composed ops
+**           splits them); then the log mask of each context j, [B, 1, 1,
+**           S_j] (mask_slot) */
 static int n_row_slots(const mt_model_config *c) { return (is_aan(c) ? 1 : 2) * c->dec_depth; }
 
 static int n_fixed_slots(const mt_model_config *c, int n_ctx) {
@@ -1025,8 +1036,8 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
                 kh = mt_reshape(g, mt_gather_rows(g, kh, cx->unpack), sh);
                 vh = mt_reshape(g, mt_gather_rows(g, vh, cx->unpack), sh);
             }
-            out->fixed[k] = split_heads(&t, kh);
-            out->fixed[k + 1] = split_heads(&t, vh);
+            out->fixed[k] = kh;
+            out->fixed[k + 1] = vh;
         }
     }
     for (int j = 0; j < enc->n; j++)
@@ -1188,8 +1199,8 @@ mt_status mt_transformer_append(const mt_model_config *c, mt_graph *g, const mt_
             for (int i = 0; i < c->dec_depth; i++) {
                 for (int kv = 0; kv < 2; kv++) {
                     int slot = 2 * (i * nc + j) + kv;
-                    mt_node *x2[2] = {pad_to(g, in->fixed[slot], 2, len, 0.0f),
-                                      pad_to(g, add->fixed[slot], 2, len, 0.0f)};
+                    mt_node *x2[2] = {pad_to(g, in->fixed[slot], 1, len, 0.0f),
+                                      pad_to(g, add->fixed[slot], 1, len, 0.0f)};
                     st.fixed[slot] = mt_concat(g, x2, 2, 0);
                 }
             }
