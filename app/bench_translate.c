@@ -632,6 +632,11 @@ int app_bench_translate_main(int argc, char **argv) {
            "tokens: subwords, EOS not counted\n",
            strcmp(order, "src") ? "input order"
                                 : "order of source length, longest first (--maxi-batch-sort src)");
+    { /* the float32 baseline depends on it: AVX2 kernels run at half the speed */
+        const char *ct = getenv("OPENBLAS_CORETYPE");
+        printf("cpu isa %s, OpenBLAS kernels %s (OPENBLAS_CORETYPE=%s)\n",
+               kcpu_isa_name(kcpu_isa_detect()), kcpu_blas_corename(), ct ? ct : "unset");
+    }
     if (t_gemm) {
         c.macs = model_macs(mt_model_get_config(c.am.models[0]));
         c.peak_gops = app_opts_float(o, "peak-gops");

@@ -18,6 +18,7 @@ typedef struct mt_dev_attn {
     int64_t ldq;
     const float *kh, *vh;
     int64_t sr, sh, st;
+    int64_t ksr, ksh, ksc;
     const int32_t *ids, *lens;
     const float *kr, *vr;
     const float *mask;
@@ -125,6 +126,8 @@ typedef struct mt_device_ops {
     /* Appended: fused attention (kcpu_attn_rows; mt_dev_attn has
     ** the fields of kcpu_attn_job).  NULL: not supported. */
     void (*attn_rows)(mt_device *d, const mt_dev_attn *job);
+    /* Scratch bytes of attn_rows for rows of up to `keys` keys. */
+    size_t (*attn_scratch_bytes)(mt_device *d, int64_t heads, int64_t keys);
 } mt_device_ops;
 
 /* Mirrors of the kcpu enums, so that engine code need not include kcpu.h. */

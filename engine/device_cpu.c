@@ -132,6 +132,9 @@ static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
                        .sr = a->sr,
                        .sh = a->sh,
                        .st = a->st,
+                       .ksr = a->ksr,
+                       .ksh = a->ksh,
+                       .ksc = a->ksc,
                        .lens = a->lens,
                        .vh = a->vh,
                        .ids = a->ids,
@@ -142,6 +145,11 @@ static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
                        .ldo = a->ldo,
                        .scratch = a->scratch};
     kcpu_attn_rows(&j);
+}
+
+static size_t cpu_attn_scratch_bytes(mt_device *d, int64_t heads, int64_t keys) {
+    (void)d;
+    return sizeof(float) * (size_t)kcpu_attn_scratch_floats(heads, keys);
 }
 
 static void cpu_log_softmax_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
@@ -349,6 +357,7 @@ static const mt_device_ops cpu_ops = {
     .log_softmax_fwd = cpu_log_softmax_fwd,
     .softmax_topk = cpu_softmax_topk,
     .attn_rows = cpu_attn_rows,
+    .attn_scratch_bytes = cpu_attn_scratch_bytes,
     .log_softmax_bwd = cpu_log_softmax_bwd,
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,

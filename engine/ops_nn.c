@@ -479,8 +479,9 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 /* ------------------------------------------------------------------------
 ** attn_rows:  o[i, h] = softmax(alpha q[i, h] K^T + mask) V  (mt.h), keys
 **   and values of row ids[i] of kh, vh [N0, H, Th, dk] (or [N0, Th, H dk]:
-**   heads not split), then the row's own kr, vr.  src: q, kh, vh, then ids, (kr, vr), mask as
-*present (attr.i[0]
+**   heads not split; or kh [N0, H, dk, Th] with vh [N0, Th, H dk]: keys
+**   transposed, scored by broadcast products), then the row's own kr, vr.  src: q, kh, vh, then
+*ids, (kr, vr), mask as present (attr.i[0]
 **   bits ATTN_IDS, ATTN_RECENT, ATTN_MASK).
 ** attn_spans: row i of q [T, D] over rows start[i] .. start[i] + len[i] of
 **   k, v [T0, D] (src: q, k, v, start, len; attr.i[0] = ATTN_SPANS,
@@ -554,12 +555,17 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         }
         const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
         const mt_shape *sk = &kh->val.shape;
-        bool split = sk->ndim == 4;
-        j.th = sk->dim[split ? 2 : 1];
+        bool split = sk->ndim == 4, kt = split && vh->val.shape.ndim == 3;
+        j.th = kt ? sk->dim[3] : sk->dim[split ? 2 : 1];
         j.tr = kr ? kr->val.shape.dim[2] : 0;
-        j.st = split ? j.dk : d;
-        j.sh = split ? j.th * j.dk : j.dk;
+        j.st = split && !kt ? j.dk : d;
+        j.sh = split && !kt ? j.th * j.dk : j.dk;
         j.sr = j.th * d;
+        if (kt) { /* keys [N0, H, dk, S] */
+            j.ksc = j.th;
+            j.ksh = j.dk * j.th;
+            j.ksr = heads * j.ksh;
+        }
         j.ids = ids ? node_i32(ids) : NULL;
         j.kr = kr ? node_f32(kr) : NULL;
         j.vr = vr ? node_f32(vr) : NULL;
@@ -610,7 +616,8 @@ static mt_node *attn_push(mt_graph *g, mt_node *const *src, int n_src, int flags
     at.f[0] = alpha;
     mt_node *y = graph_push(g, &op_attn_rows, src[0]->val.shape, MT_F32, n_src, src, &at);
     if (y == NULL) return NULL;
-    if (!reserve_aux(g, y, (size_t)(heads * (keys + 16)) * sizeof(float))) return NULL;
+    if (!reserve_aux(g, y, graph_ops(g)->attn_scratch_bytes(graph_device(g), heads, keys)))
+        return NULL;
     return y;
 }
 
@@ -626,13 +633,16 @@ mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node
     if (!attn_inputs_ok(g, "mt_attn_rows", src, n_src, is_int)) return NULL;
     const mt_shape *sq = &q->val.shape, *sk = &kh->val.shape;
     int64_t n = sq->ndim > 0 ? sq->dim[0] : 0, d = last_dim(q);
-    bool split = sk->ndim == 4;
-    int64_t th = split ? sk->dim[2] : sk->ndim == 3 ? sk->dim[1] : 0;
+    const mt_shape *sv = &vh->val.shape;
+    bool split = sk->ndim == 4, kt = split && sv->ndim == 3; /* keys transposed */
+    int64_t th = kt ? sk->dim[3] : split ? sk->dim[2] : sk->ndim == 3 ? sk->dim[1] : 0;
     int64_t tr = kr ? kr->val.shape.dim[2] : 0;
     bool ok = (sq->ndim == 2 || (sq->ndim == 3 && sq->dim[1] == 1)) && heads > 0 &&
-              d % heads == 0 && mt_shape_eq(sk, &vh->val.shape) &&
-              (split ? sk->dim[1] == heads && sk->dim[3] * heads == d
-                     : sk->ndim == 3 && sk->dim[2] == d) &&
+              d % heads == 0 &&
+              (kt ? sk->dim[1] == heads && sk->dim[2] * heads == d && sv->dim[0] == sk->dim[0] &&
+                        sv->dim[1] == th && sv->dim[2] == d && kr == NULL
+                  : mt_shape_eq(sk, sv) && (split ? sk->dim[1] == heads && sk->dim[3] * heads == d
+                                                  : sk->ndim == 3 && sk->dim[2] == d)) &&
               (ids || sk->dim[0] == n);
     if (ok && ids) ok = ids->val.shape.ndim == 1 && ids->val.shape.dim[0] == n;
     if (ok && kr) {
@@ -647,9 +657,10 @@ mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node
         char s1[64], s2[64], s3[64];
         return graph_fail(g, MT_ERR_INVALID,
                           "mt_attn_rows: need q [N, 1, D], kh and vh [N0, %d, Th, D/%d] or "
-                          "[N0, Th, D], ids i32 [N] (or N0 = N), kr and vr [N, %d, Tr, D/%d], "
+                          "[N0, Th, D] (or kh [N0, %d, D/%d, Th] with vh [N0, Th, D]), ids i32 "
+                          "[N] (or N0 = N), kr and vr [N, %d, Tr, D/%d], "
                           "mask [N0, 1, 1, Th + Tr], Th + Tr >= 1; got q %s, kh %s, recent %s",
-                          heads, heads, heads, heads, mt_shape_str(sq, s1, sizeof s1),
+                          heads, heads, heads, heads, heads, heads, mt_shape_str(sq, s1, sizeof s1),
                           mt_shape_str(sk, s2, sizeof s2),
                           kr ? mt_shape_str(&kr->val.shape, s3, sizeof s3) : "none");
     }

@@ -423,8 +423,9 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
 }
 
 /* Teacher forcing (!step): kh, vh [B, S, D] of the whole target.  A
-** decoding step: the state's kh, vh [B, S, D], whose heads the fused op
-** reads in place and the composed ops get split ([B, H, S, D/H]); sent:
+** decoding step: the state's keys transposed [B, H, D/H, S] and values [B,
+** S, D], which the fused op reads in place and the composed ops get as
+** [B, H, S, D/H]; sent:
 ** rows not grouped by sentence (mt_dec_state.row_sent): row i [N, 1, D]
 ** attends over sentence sent[i] of kh, vh and its mask [B, 1, 1, S]. */
 static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
@@ -435,8 +436,9 @@ static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, in
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
     gather_kv gk = {sent, NULL, NULL};
     bool fused = step && fused_step(t, k, tq, w != NULL);
-    if (step && !fused) {
-        kh = split_heads(t, kh);
+    if (step && !fused) { /* the state's keys are transposed: [B, H, D/H, S] */
+        static const int perm[4] = {0, 1, 3, 2};
+        kh = mt_permute(t->g, kh, perm);
         vh = split_heads(t, vh);
     }
     if (sent && !fused) mask = mt_index_select(t->g, mask, 0, sent);
@@ -997,10 +999,11 @@ mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_g
 **           heads: [N, H, pos, D/H];
 **           average attention: the running mean of layer i, [N, 1, D]
 **   fixed   keys 2(i n + j) and values 2(i n + j) + 1 of the cross-attention
-**           of layer i over context j, [B, S_j, D] (heads not split: the
-**           fused attention reads them in place, a step with composed ops
-**           splits them); then the log mask of each context j, [B, 1, 1,
-**           S_j] (mask_slot) */
+**           of layer i over context j: keys transposed per head, [B, H, D/H,
+**           S_j] (the fused attention scores 16 positions by one vector
+**           per element), values [B, S_j, D] (heads read in place); a step
+**           with composed ops splits them; then the log mask of each
+**           context j, [B, 1, 1, S_j] (mask_slot) */
 static int n_row_slots(const mt_model_config *c) { return (is_aan(c) ? 1 : 2) * c->dec_depth; }
 
 static int n_fixed_slots(const mt_model_config *c, int n_ctx) {
@@ -1036,7 +1039,10 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
                 kh = mt_reshape(g, mt_gather_rows(g, kh, cx->unpack), sh);
                 vh = mt_reshape(g, mt_gather_rows(g, vh, cx->unpack), sh);
             }
-            out->fixed[k] = kh;
+            static const int to_kt[4] = {0, 2, 3, 1}; /* [B, S, H, dk] -> [B, H, dk, S] */
+            int64_t s_len = dim_of(kh, 1), h = c->heads;
+            out->fixed[k] =
+                mt_permute(g, mt_reshape(g, kh, mt_shape4(enc->batch, s_len, h, t.d / h)), to_kt);
             out->fixed[k + 1] = vh;
         }
     }
@@ -1199,8 +1205,9 @@ mt_status mt_transformer_append(const mt_model_config *c, mt_graph *g, const mt_
             for (int i = 0; i < c->dec_depth; i++) {
                 for (int kv = 0; kv < 2; kv++) {
                     int slot = 2 * (i * nc + j) + kv;
-                    mt_node *x2[2] = {pad_to(g, in->fixed[slot], 1, len, 0.0f),
-                                      pad_to(g, add->fixed[slot], 1, len, 0.0f)};
+                    int axis = kv == 0 ? 3 : 1; /* keys [B, H, D/H, S], values [B, S, D] */
+                    mt_node *x2[2] = {pad_to(g, in->fixed[slot], axis, len, 0.0f),
+                                      pad_to(g, add->fixed[slot], axis, len, 0.0f)};
                     st.fixed[slot] = mt_concat(g, x2, 2, 0);
                 }
             }

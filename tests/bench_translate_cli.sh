@@ -52,6 +52,8 @@ if "$mtpe" bench translate "${m[@]}" --tables gemm --shortlist "$d/lex.s2t" 50 5
             exit bad > 0
         }' "$tmp/g" || fail "gemm table: $(cat "$tmp/g")"
     grep -q "int8 limit = 500.0 GOP/s (one core, --peak-gops)" "$tmp/g" || fail "limit derivation not printed"
+    grep -q "^cpu isa [a-z0-9]*, OpenBLAS kernels .* (OPENBLAS_CORETYPE=" "$tmp/g" ||
+        fail "the float32 baseline's OpenBLAS kernel set not printed"
 else
     fail "bench translate --tables gemm: $(cat "$tmp/err")"
 fi

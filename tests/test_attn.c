@@ -50,9 +50,14 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
     for (int64_t t = 0; t < tk; t++) {
         const float *k = t < tn ? j->kh + r * j->sr + h * j->sh + t * j->st
                                 : j->kr + ((i * j->heads + h) * j->tr + t - tn) * dk;
+        int64_t kc = 1; /* stride of a key's elements */
+        if (j->ksc > 0) {
+            k = j->kh + r * j->ksr + h * j->ksh + t;
+            kc = j->ksc;
+        }
         double dot = 0.0;
         for (int64_t c = 0; c < dk; c++)
-            dot += (double)q[c] * k[c];
+            dot += (double)q[c] * k[c * kc];
         s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0);
         mx = s[t] > mx ? s[t] : mx;
     }
@@ -76,7 +81,7 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
 ** after each output row and the scratch past heads (th + tr + 16) floats
 ** must keep their sentinels. */
 static void check_job(kcpu_attn_job *j, int64_t d, const char *what) {
-    int64_t ns = j->heads * (j->th + j->tr + 16) + 64, dk = j->dk;
+    int64_t ns = kcpu_attn_scratch_floats(j->heads, j->th + j->tr) + 64, dk = j->dk;
     float *o = mt_try_malloc(sizeof(float) * (size_t)(j->n * j->ldo));
     float *scratch = mt_try_malloc(sizeof(float) * (size_t)ns);
     for (int64_t t = 0; t < j->n * j->ldo; t++)
@@ -153,6 +158,47 @@ static void run_case(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use
     mt_free(mask);
 }
 
+/* A cross-attention context with transposed keys [n0, heads, dk, th] and
+** values [n0, th, heads dk]; rows in runs of one id (a sentence's
+** hypotheses: 1 to 5 in a row, so runs of 1 to 4 and a split one). */
+static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask) {
+    int64_t n0 = 1 + irand(4), d = heads * dk, n = 0;
+    int32_t ids[32];
+    for (int64_t r = 0; r < n0; r++)
+        for (int64_t c = 1 + irand(5); c > 0 && n < 32; c--)
+            ids[n++] = (int32_t)r;
+    float *q = frand(n * d), *kt = frand(n0 * heads * dk * th), *v = frand(n0 * th * d);
+    float *mask = frand(n0 * th);
+    for (int64_t t = 0; t < n0 * th; t++)
+        mask[t] = t % th != 0 && irand(3) == 0 ? -1e9f : 0.0f;
+    kcpu_attn_job j = {.n = n,
+                       .heads = heads,
+                       .dk = dk,
+                       .th = th,
+                       .alpha = 1.0f / sqrtf((float)dk),
+                       .q = q,
+                       .ldq = d,
+                       .kh = kt,
+                       .vh = v,
+                       .sr = th * d,
+                       .sh = dk,
+                       .st = d,
+                       .ksr = heads * dk * th,
+                       .ksh = dk * th,
+                       .ksc = th,
+                       .ids = ids,
+                       .mask = use_mask ? mask : NULL,
+                       .ldo = d};
+    char what[160];
+    snprintf(what, sizeof what, "keys transposed dk %lld heads %lld th %lld rows %lld mask %d",
+             (long long)dk, (long long)heads, (long long)th, (long long)n, use_mask);
+    check_job(&j, d, what);
+    mt_free(q);
+    mt_free(kt);
+    mt_free(v);
+    mt_free(mask);
+}
+
 /* Packed sentences [T0, heads dk]: each row over its sentence's rows
 ** (ids = the first row, lens = the length), keys heads dk apart. */
 static void run_spans(int64_t dk, int64_t heads, int64_t n_sent) {
@@ -207,15 +253,18 @@ static void test_shapes(void) {
                 int64_t heads = 1 + irand(8);
                 run_case(dks[a], heads, ths[b], trs[c], irand(2), irand(2), irand(2) ? 0 : 3);
             }
-    for (size_t a = 0; a < sizeof dks / sizeof dks[0]; a++)
+    for (size_t a = 0; a < sizeof dks / sizeof dks[0]; a++) {
         run_spans(dks[a], 1 + irand(8), 1 + irand(8));
+        for (size_t b = 1; b < sizeof ths / sizeof ths[0]; b++)
+            run_kt(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), irand(2));
+    }
 }
 
 /* One masked-in position: its value comes out exactly (weight 1). */
 static void test_one_position(void) {
     int64_t dk = 32, heads = 2, th = 20, tk = th;
     float *q = frand(heads * dk), *kh = frand(heads * th * dk), *vh = frand(heads * th * dk);
-    float mask[20], o[64], scratch[2 * (20 + 16)];
+    float mask[20], o[64], scratch[4 * 2 * (20 + 64)];
     for (int t = 0; t < 20; t++)
         mask[t] = t == 7 ? 0.0f : -1e9f;
     kcpu_attn_job j = {.n = 1,
@@ -293,21 +342,25 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
     float *got = mt_try_malloc(sizeof(float) * (size_t)(n * d)),
           *want = mt_try_malloc(sizeof(float) * (size_t)(n * d)),
           *got3 = mt_try_malloc(sizeof(float) * (size_t)(n * d));
-    /* the same keys and values unsplit: [n0, th, h dk] */
+    /* the same keys and values unsplit: [n0, th, h dk]; keys transposed
+    ** per head: [n0, h, dk, th] */
     float *kh3 = frand(n0 * h * th * dk), *vh3 = frand(n0 * h * th * dk);
+    float *kt = frand(n0 * h * th * dk), *gotk = mt_try_malloc(sizeof(float) * (size_t)(n * d));
     for (int64_t r = 0; r < n0; r++)
         for (int64_t hh = 0; hh < h; hh++)
             for (int64_t t = 0; t < th; t++)
                 for (int64_t c = 0; c < dk; c++) {
                     kh3[(r * th + t) * d + hh * dk + c] = kh[((r * h + hh) * th + t) * dk + c];
                     vh3[(r * th + t) * d + hh * dk + c] = vh[((r * h + hh) * th + t) * dk + c];
+                    kt[((r * h + hh) * dk + c) * th + t] = kh[((r * h + hh) * th + t) * dk + c];
                 }
-    for (int pass = 0; pass < 3; pass++) {
+    for (int pass = 0; pass < (tr ? 3 : 4); pass++) {
         mt_graph *g = new_graph(false);
         mt_node *nq = mt_input(g, mt_shape3(n, 1, d), q);
-        mt_node *nkh = pass == 2 ? mt_input(g, mt_shape3(n0, th, d), kh3)
-                                 : mt_input(g, mt_shape4(n0, h, th, dk), kh);
-        mt_node *nvh = pass == 2 ? mt_input(g, mt_shape3(n0, th, d), vh3)
+        mt_node *nkh = pass == 3   ? mt_input(g, mt_shape4(n0, h, dk, th), kt)
+                       : pass == 2 ? mt_input(g, mt_shape3(n0, th, d), kh3)
+                                   : mt_input(g, mt_shape4(n0, h, th, dk), kh);
+        mt_node *nvh = pass >= 2 ? mt_input(g, mt_shape3(n0, th, d), vh3)
                                  : mt_input(g, mt_shape4(n0, h, th, dk), vh);
         mt_node *nid = use_ids ? mt_input_i32(g, mt_shape1(n), ids) : NULL;
         mt_node *nkr = tr ? mt_input(g, mt_shape4(n, h, tr, dk), kr) : NULL;
@@ -321,7 +374,12 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
         if (rc == MT_OK && y != NULL) {
             CHECK(mt_node_shape(y).ndim == 3 && mt_node_shape(y).dim[0] == n,
                   "attn_rows op: shape of q");
-            CHECK_STATUS(mt_node_get(y, pass == 2 ? got3 : pass ? got : want, n * d));
+            CHECK_STATUS(mt_node_get(y,
+                                     pass == 3   ? gotk
+                                     : pass == 2 ? got3
+                                     : pass      ? got
+                                                 : want,
+                                     n * d));
         }
         mt_graph_free(g);
     }
@@ -335,6 +393,12 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
           (long long)tr, use_ids, use_mask, bad);
     CHECK(memcmp(got, got3, sizeof(float) * (size_t)(n * d)) == 0,
           "[%s] mt_attn_rows: heads split or not read in place give other values", isa_tag);
+    for (int64_t t = 0; t < n * d && !tr; t++)
+        bad += !(fabsf(gotk[t] - want[t]) <= 1e-5f * (1.0f + fabsf(want[t])));
+    CHECK(bad == 0, "[%s] mt_attn_rows with keys transposed vs composed ops: %d differ", isa_tag,
+          bad);
+    mt_free(kt);
+    mt_free(gotk);
     mt_free(kh3);
     mt_free(vh3);
     mt_free(got3);

@@ -25,10 +25,17 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
             const float *q = j->q + i * j->ldq + h * j->dk;
             float mx = -INFINITY;
             for (int64_t t = 0; t < tk; t++) {
-                const float *k = kv_at(j, j->kh, j->kr, i, r, h, tn, t);
                 float dot = 0.0f;
-                for (int64_t c = 0; c < j->dk; c++) {
-                    dot += q[c] * k[c];
+                if (j->ksc > 0) { /* transposed keys */
+                    const float *k = j->kh + r * j->ksr + h * j->ksh + t;
+                    for (int64_t c = 0; c < j->dk; c++) {
+                        dot += q[c] * k[c * j->ksc];
+                    }
+                } else {
+                    const float *k = kv_at(j, j->kh, j->kr, i, r, h, tn, t);
+                    for (int64_t c = 0; c < j->dk; c++) {
+                        dot += q[c] * k[c];
+                    }
                 }
                 s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0f);
                 mx = s[t] > mx ? s[t] : mx;

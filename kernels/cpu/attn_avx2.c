@@ -115,8 +115,37 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
 
 /* Per row: the scores of every head, then per head softmax and weighted
 ** sum (as attn_avx512.c). */
+/* Transposed keys (ksc > 0): s[t] = alpha q . K[t] for the th keys of id r
+** at head h, 32 at a time: element c of 8 keys is one vector of K^T times
+** the broadcast q[c] (4 chains; rows one at a time here). */
+static void kt_scores(const kcpu_attn_job *j, const float *q, int64_t r, int64_t h, float *s) {
+    const float *kt = j->kh + r * j->ksr + h * j->ksh;
+    const __m256 va = _mm256_set1_ps(j->alpha);
+    for (int64_t t0 = 0; t0 < j->th; t0 += 32) {
+        __m256i mk[4];
+        int full[4];
+        __m256 a[4];
+        for (int b = 0; b < 4; b++) {
+            int64_t left = j->th - t0 - 8 * b;
+            mk[b] = tail_mask8(left > 0 ? left : 0);
+            full[b] = left >= 8;
+            a[b] = _mm256_setzero_ps();
+        }
+        for (int64_t c = 0; c < j->dk; c++) {
+            const float *kc = kt + c * j->ksc + t0;
+            __m256 qc = _mm256_set1_ps(q[c]);
+            for (int b = 0; b < 4; b++) {
+                a[b] = _mm256_fmadd_ps(qc, load8(kc + 8 * b, mk[b], full[b]), a[b]);
+            }
+        }
+        for (int b = 0; b < 4; b++) {
+            _mm256_storeu_ps(s + t0 + 8 * b, _mm256_mul_ps(a[b], va));
+        }
+    }
+}
+
 ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
-    const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 16;
+    const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 64;
     const int full = dk % 8 == 0;
     const __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
     for (int64_t i = 0; i < j->n; i++) {
@@ -127,6 +156,10 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
         const float *q = j->q + i * j->ldq;
         for (int64_t h = 0; h < h_n; h++) {
             float *s = j->scratch + h * ld;
+            if (j->ksc > 0) {
+                kt_scores(j, q + h * dk, r, h, s);
+                continue;
+            }
             scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
             if (tr) {
                 scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);

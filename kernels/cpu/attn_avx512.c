@@ -122,64 +122,137 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
     return 1.0f / _mm512_reduce_add_ps(sum);
 }
 
+/* Transposed keys (ksc > 0): the scores of rows i0 .. i0 + m - 1 (one id)
+** at every head into scratch row (u heads + h) ld, kb blocks of 16 keys at
+** a time (m kb independent chains); element c of the 16 keys is one vector
+** of K^T, multiplied by each row's broadcast q[c]. */
+ALWAYS_INLINE void kt_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
+                             int64_t ld) {
+    const int64_t r = j->ids ? j->ids[i0] : i0, th = j->th, dk = j->dk;
+    const __m512 va = _mm512_set1_ps(j->alpha);
+    for (int64_t h = 0; h < j->heads; h++) {
+        const float *kt = j->kh + r * j->ksr + h * j->ksh, *q[4];
+        float *s[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < m; u++) {
+            q[u] = j->q + (i0 + u) * j->ldq + h * dk;
+            s[u] = j->scratch + (u * j->heads + h) * ld;
+        }
+        for (int64_t t0 = 0; t0 < th; t0 += 16 * kb) {
+            __mmask16 mk[4];
+            __m512 a[4][4];
+#pragma GCC unroll 4
+            for (int b = 0; b < kb; b++) {
+                int64_t left = th - t0 - 16 * b;
+                mk[b] = left > 0 ? tail_mask(left) : 0;
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    a[u][b] = _mm512_setzero_ps();
+                }
+            }
+            for (int64_t c = 0; c < dk; c++) {
+                const float *kc = kt + c * j->ksc + t0;
+                __m512 kv[4];
+#pragma GCC unroll 4
+                for (int b = 0; b < kb; b++) {
+                    kv[b] = _mm512_maskz_loadu_ps(mk[b], kc + 16 * b);
+                }
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    __m512 qc = _mm512_set1_ps(q[u][c]);
+#pragma GCC unroll 4
+                    for (int b = 0; b < kb; b++) {
+                        a[u][b] = _mm512_fmadd_ps(qc, kv[b], a[u][b]);
+                    }
+                }
+            }
+#pragma GCC unroll 4
+            for (int u = 0; u < m; u++) {
+#pragma GCC unroll 4
+                for (int b = 0; b < kb; b++) {
+                    _mm512_storeu_ps(s[u] + t0 + 16 * b, _mm512_mul_ps(a[u][b], va));
+                }
+            }
+        }
+    }
+}
+
 /* Rows of one dk class: nq = dk / 16 rounded up (constant when inlined).
-** Per row: the scores of every head (scratch row h at h (th + tr + 16)),
-** then per head its softmax and weighted sum. */
+** Per row (or run of rows with transposed keys): the scores of every head
+** (scratch row u heads + h at (u heads + h) ld), then per row and head its
+** softmax and weighted sum. */
 ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
-    const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 16;
+    const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 64;
     const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
-    for (int64_t i = 0; i < j->n; i++) {
-        int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
-        const float *kh = j->kh + r * j->sr, *vh = j->vh + r * j->sr;
-        const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
-        const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
-        const float *q = j->q + i * j->ldq;
-        for (int64_t h = 0; h < h_n; h++) {
-            float *s = j->scratch + h * ld;
-            scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
-            if (tr) {
-                scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
+    for (int64_t i0 = 0; i0 < j->n;) {
+        int64_t m = 1;
+        if (j->ksc > 0) {
+            while (m < 4 && i0 + m < j->n && j->ids && j->ids[i0 + m] == j->ids[i0]) {
+                m++;
+            }
+            switch (m) {
+            case 1: kt_scores(1, 4, j, i0, ld); break;
+            case 2: kt_scores(2, 4, j, i0, ld); break;
+            case 3: kt_scores(3, 2, j, i0, ld); break;
+            default: kt_scores(4, 2, j, i0, ld); break;
             }
         }
-        for (int64_t h = 0; h < h_n; h++) {
-            float *s = j->scratch + h * ld;
-            float inv = softmax_row(tk, s, j->mask ? j->mask + r * (j->th + tr) : NULL);
-            float *o = j->o + i * j->ldo + h * dk;
-            const float *vhh = vh + h * j->sh, *vrh = tr ? vr + h * tr * dk : NULL;
-            if (nq <= NQ_MAX) {
-                __m512 acc[4][NQ_MAX];
-#pragma GCC unroll 4
-                for (int u = 0; u < 4; u++) {
-#pragma GCC unroll 4
-                    for (int c = 0; c < NQ_MAX; c++) {
-                        acc[u][c] = _mm512_setzero_ps();
-                    }
-                }
-                weigh(nq, dk, s, vhh, j->st, tn, acc);
+        for (int64_t u = 0; u < m; u++) {
+            int64_t i = i0 + u;
+            int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
+            const float *kh = j->kh + r * j->sr, *vh = j->vh + r * j->sr;
+            const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
+            const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
+            const float *q = j->q + i * j->ldq;
+            float *su = j->scratch + u * h_n * ld;
+            for (int64_t h = 0; h < h_n && j->ksc == 0; h++) {
+                float *s = su + h * ld;
+                scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
                 if (tr) {
-                    weigh(nq, dk, s + tn, vrh, dk, tr, acc);
+                    scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
                 }
-                __m512 vi = _mm512_set1_ps(inv);
+            }
+            for (int64_t h = 0; h < h_n; h++) {
+                float *s = su + h * ld;
+                float inv = softmax_row(tk, s, j->mask ? j->mask + r * (j->th + tr) : NULL);
+                float *o = j->o + i * j->ldo + h * dk;
+                const float *vhh = vh + h * j->sh, *vrh = tr ? vr + h * tr * dk : NULL;
+                if (nq <= NQ_MAX) {
+                    __m512 acc[4][NQ_MAX];
 #pragma GCC unroll 4
-                for (int c = 0; c < nq && c < NQ_MAX; c++) {
-                    __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][c], acc[1][c]),
-                                             _mm512_add_ps(acc[2][c], acc[3][c]));
-                    _mm512_mask_storeu_ps(o + 16 * c, c == nq - 1 ? last : 0xffff,
-                                          _mm512_mul_ps(a, vi));
-                }
-            } else { /* dk > 64: one 16-float chunk of o at a time */
-                for (int64_t c0 = 0; c0 < dk; c0 += 16) {
-                    __mmask16 mk = tail_mask(dk - c0);
-                    __m512 a = _mm512_setzero_ps();
-                    for (int64_t t = 0; t < tk; t++) {
-                        const float *v = t < tn ? vhh + t * j->st : vrh + (t - tn) * dk;
-                        a = _mm512_fmadd_ps(_mm512_set1_ps(s[t]), _mm512_maskz_loadu_ps(mk, v + c0),
-                                            a);
+                    for (int w = 0; w < 4; w++) {
+#pragma GCC unroll 4
+                        for (int c = 0; c < NQ_MAX; c++) {
+                            acc[w][c] = _mm512_setzero_ps();
+                        }
                     }
-                    _mm512_mask_storeu_ps(o + c0, mk, _mm512_mul_ps(a, _mm512_set1_ps(inv)));
+                    weigh(nq, dk, s, vhh, j->st, tn, acc);
+                    if (tr) {
+                        weigh(nq, dk, s + tn, vrh, dk, tr, acc);
+                    }
+                    __m512 vi = _mm512_set1_ps(inv);
+#pragma GCC unroll 4
+                    for (int c = 0; c < nq && c < NQ_MAX; c++) {
+                        __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][c], acc[1][c]),
+                                                 _mm512_add_ps(acc[2][c], acc[3][c]));
+                        _mm512_mask_storeu_ps(o + 16 * c, c == nq - 1 ? last : 0xffff,
+                                              _mm512_mul_ps(a, vi));
+                    }
+                } else { /* dk > 64: one 16-float chunk of o at a time */
+                    for (int64_t c0 = 0; c0 < dk; c0 += 16) {
+                        __mmask16 mk = tail_mask(dk - c0);
+                        __m512 a = _mm512_setzero_ps();
+                        for (int64_t t = 0; t < tk; t++) {
+                            const float *v = t < tn ? vhh + t * j->st : vrh + (t - tn) * dk;
+                            a = _mm512_fmadd_ps(_mm512_set1_ps(s[t]),
+                                                _mm512_maskz_loadu_ps(mk, v + c0), a);
+                        }
+                        _mm512_mask_storeu_ps(o + c0, mk, _mm512_mul_ps(a, _mm512_set1_ps(inv)));
+                    }
                 }
             }
         }
+        i0 += m;
     }
 }
 

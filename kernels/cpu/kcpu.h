@@ -625,23 +625,30 @@ void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, cons
 ** tn = lens ? lens[i] : th:
 **   keys    K[t] = kh + r sr + h sh + t st   (t < tn, dk floats each), then
 **           kr + ((i heads + h) tr + t - tn) dk   (tn <= t < tn + tr)
-**   values  V[t] likewise from vh, vr
+**           or, with ksc > 0 (keys transposed, tr = 0, lens NULL), element c
+**           of K[t] at kh + r ksr + h ksh + c ksc + t
+**   values  V[t] likewise from vh, vr (always by sr, sh, st)
 **   s[t] = alpha q[i, h dk .. h dk + dk) . K[t] + (mask ? mask[r (th + tr) + t] : 0)
 **   o[i, h dk .. h dk + dk) = sum_t softmax(s)[t] V[t]
 ** q row i at q + i ldq, o row i at o + i ldo, heads dk apart (merged).
 ** Decoding caches [n0, heads, th, dk]: sr = heads th dk, sh = th dk, st =
 ** dk.  Rows of a packed batch [T, heads dk] over their sentence's rows
 ** (ids = the sentence's first row, lens its length): sr = st = heads dk,
-** sh = dk.  kr, vr [n, heads, tr, dk] (unused when tr = 0).  mask: with
-** lens NULL only.  The caller checks that ids, lens and strides stay
-** inside the arrays; tn + tr >= 1 for every row.  scratch: heads (th + tr
-** + 16) floats (th: the largest tn).  No allocation; o must not alias the
-** inputs.
+** sh = dk.  A cross-attention context with transposed keys [n0, heads, dk,
+** th] and values [n0, th, heads dk]: ksr = heads dk th, ksh = dk th, ksc =
+** th; sr = th heads dk, sh = dk, st = heads dk.  kr, vr [n, heads, tr, dk]
+** (unused when tr = 0).  mask: with lens NULL only.  The caller checks that
+** ids, lens and strides stay inside the arrays; tn + tr >= 1 for every
+** row.  scratch: kcpu_attn_scratch_floats(heads, th + tr) floats (th: the
+** largest tn).  No allocation; o must not alias the inputs.
 ** Rows run one at a time: the scores of all its heads, then their
 ** softmaxes (kcpu_softmax_fwd's max, exp, sum, 1/sum), then the weighted
-** sums, so that the heads' independent chains overlap.  Dot products and
-** sums run in another order than the unfused ops: results agree with
-** them to rounding. */
+** sums, so that the heads' independent chains overlap.  With transposed
+** keys, a run of up to 4 rows with one id (a sentence's hypotheses) scores
+** together: each 16 keys' row of K^T is loaded once for all of them, and
+** a score is a sum of broadcast products (no horizontal sums).  Dot
+** products and sums run in another order than the unfused ops: results
+** agree with them to rounding. */
 typedef struct kcpu_attn_job {
     int64_t n, heads, dk, th, tr;
     float alpha;
@@ -649,6 +656,7 @@ typedef struct kcpu_attn_job {
     int64_t ldq;
     const float *kh, *vh;
     int64_t sr, sh, st;
+    int64_t ksr, ksh, ksc;
     const int32_t *ids, *lens;
     const float *kr, *vr;
     const float *mask;
@@ -658,6 +666,11 @@ typedef struct kcpu_attn_job {
 } kcpu_attn_job;
 
 void kcpu_attn_rows(const kcpu_attn_job *j);
+/* Scratch floats of kcpu_attn_rows for rows of up to `keys` keys: the
+** scores of a run of up to 4 rows, every head, with 64 floats of room. */
+static inline int64_t kcpu_attn_scratch_floats(int64_t heads, int64_t keys) {
+    return 4 * heads * (keys + 64);
+}
 void kcpu_attn_rows_ref(const kcpu_attn_job *j);
 void kcpu_attn_rows_avx512(const kcpu_attn_job *j);
 void kcpu_attn_rows_avx2(const kcpu_attn_job *j);
