@@ -416,8 +416,7 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 /* Fused attention of one query position per row (decoding steps; inference
 ** only, no backward): q [N, 1, D] or [N, D] (heads merged, D = H dk); keys
 ** and values kh, vh [N0, H, Th, dk] (or [N0, Th, D]: heads not split, read
-** in place; or kh [N0, H, dk, Th] with vh [N0, Th, D]: keys transposed, no
-** kr/vr), row ids[i] for query row i (ids i32
+** in place), row ids[i] for query row i (ids i32
 ** [N], NULL: row i, N0 = N), followed by the row's own kr, vr [N, H, Tr, dk]
 ** (both NULL: none); additive mask [N0, 1, 1, Th + Tr] going with the rows
 ** of kh (NULL: none).  Returns softmax(alpha q K^T + mask) V per head, the
@@ -433,6 +432,12 @@ mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node
 ** sentence); start, len i32 [T], 1 <= len[i] <= max_len.  No mask. */
 mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *start,
                        mt_node *len, int64_t max_len, int heads, float alpha);
+/* mt_attn_rows with the keys transposed per head, kt [N0, H, dk, Th] (a
+** context or history kept so: the kernel scores 16 positions per vector,
+** and a run of rows with one id together), values [N0, H, Th, dk] or [N0,
+** Th, D]; the recent kr, vr and the mask as in mt_attn_rows. */
+mt_node *mt_attn_rows_kt(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
+                         mt_node *kr, mt_node *vr, mt_node *mask, int heads, float alpha);
 bool mt_attn_rows_supported(const mt_graph *g);
 
 /* ------------------------------------------------------------ optimizer */

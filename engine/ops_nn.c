@@ -479,8 +479,9 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 /* ------------------------------------------------------------------------
 ** attn_rows:  o[i, h] = softmax(alpha q[i, h] K^T + mask) V  (mt.h), keys
 **   and values of row ids[i] of kh, vh [N0, H, Th, dk] (or [N0, Th, H dk]:
-**   heads not split; or kh [N0, H, dk, Th] with vh [N0, Th, H dk]: keys
-**   transposed, scored by broadcast products), then the row's own kr, vr.  src: q, kh, vh, then
+**   heads not split), then the row's own kr, vr.  attn_rows_kt (ATTN_KT):
+**   keys transposed, kh [N0, H, dk, Th] (scored by broadcast products),
+**   values [N0, H, Th, dk] or [N0, Th, H dk].  src: q, kh, vh, then
 *ids, (kr, vr), mask as present (attr.i[0]
 **   bits ATTN_IDS, ATTN_RECENT, ATTN_MASK).
 ** attn_spans: row i of q [T, D] over rows start[i] .. start[i] + len[i] of
@@ -492,7 +493,7 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 ** Inference only: no backward (the builders refuse inputs that want a
 ** gradient); training composes mt_bmm / mt_softmax instead.
 */
-enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4, ATTN_SPANS = 8 };
+enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4, ATTN_SPANS = 8, ATTN_KT = 16 };
 
 /* Copies n int32 of x to the host in chunks and checks lo <= v < hi (and,
 ** with x2, v + x2[i] <= hi2, x2[i] >= 1, x2[i] <= max2: spans). */
@@ -555,13 +556,13 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         }
         const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
         const mt_shape *sk = &kh->val.shape;
-        bool split = sk->ndim == 4, kt = split && vh->val.shape.ndim == 3;
-        j.th = kt ? sk->dim[3] : sk->dim[split ? 2 : 1];
+        bool kt = flags & ATTN_KT, vsplit = vh->val.shape.ndim == 4;
+        j.th = kt ? sk->dim[3] : sk->dim[sk->ndim == 4 ? 2 : 1];
         j.tr = kr ? kr->val.shape.dim[2] : 0;
-        j.st = split && !kt ? j.dk : d;
-        j.sh = split && !kt ? j.th * j.dk : j.dk;
+        j.st = vsplit ? j.dk : d; /* values (and keys unless kt) */
+        j.sh = vsplit ? j.th * j.dk : j.dk;
         j.sr = j.th * d;
-        if (kt) { /* keys [N0, H, dk, S] */
+        if (kt) { /* keys [N0, H, dk, Th] */
             j.ksc = j.th;
             j.ksh = j.dk * j.th;
             j.ksr = heads * j.ksh;
@@ -621,32 +622,34 @@ static mt_node *attn_push(mt_graph *g, mt_node *const *src, int n_src, int flags
     return y;
 }
 
-mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node *ids, mt_node *kr,
-                      mt_node *vr, mt_node *mask, int heads, float alpha) {
+/* Both builders of attn_rows (kt: keys transposed, mt_attn_rows_kt). */
+static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q, mt_node *kh,
+                                mt_node *vh, mt_node *ids, mt_node *kr, mt_node *vr, mt_node *mask,
+                                int heads, float alpha) {
     if (q == NULL || kh == NULL || vh == NULL) return NULL;
     mt_node *src[MT_MAX_SRC] = {q, kh, vh};
-    int n_src = 3, flags = 0;
+    int n_src = 3, flags = kt ? ATTN_KT : 0;
     unsigned is_int = 0;
     if (ids) is_int |= 1u << n_src, src[n_src++] = ids, flags |= ATTN_IDS;
     if (kr || vr) src[n_src++] = kr, src[n_src++] = vr, flags |= ATTN_RECENT;
     if (mask) src[n_src++] = mask, flags |= ATTN_MASK;
-    if (!attn_inputs_ok(g, "mt_attn_rows", src, n_src, is_int)) return NULL;
-    const mt_shape *sq = &q->val.shape, *sk = &kh->val.shape;
-    int64_t n = sq->ndim > 0 ? sq->dim[0] : 0, d = last_dim(q);
-    const mt_shape *sv = &vh->val.shape;
-    bool split = sk->ndim == 4, kt = split && sv->ndim == 3; /* keys transposed */
-    int64_t th = kt ? sk->dim[3] : split ? sk->dim[2] : sk->ndim == 3 ? sk->dim[1] : 0;
+    if (!attn_inputs_ok(g, op, src, n_src, is_int)) return NULL;
+    const mt_shape *sq = &q->val.shape, *sk = &kh->val.shape, *sv = &vh->val.shape;
+    int64_t n = sq->ndim > 0 ? sq->dim[0] : 0, d = last_dim(q), dk = heads > 0 ? d / heads : 0;
+    int64_t th = kt              ? (sk->ndim == 4 ? sk->dim[3] : 0)
+                 : sk->ndim == 4 ? sk->dim[2]
+                 : sk->ndim == 3 ? sk->dim[1]
+                                 : 0;
     int64_t tr = kr ? kr->val.shape.dim[2] : 0;
+    mt_shape v4 = mt_shape4(sk->dim[0], heads, th, dk), v3 = mt_shape3(sk->dim[0], th, d);
+    mt_shape k4 = kt ? mt_shape4(sk->dim[0], heads, dk, th) : v4;
     bool ok = (sq->ndim == 2 || (sq->ndim == 3 && sq->dim[1] == 1)) && heads > 0 &&
-              d % heads == 0 &&
-              (kt ? sk->dim[1] == heads && sk->dim[2] * heads == d && sv->dim[0] == sk->dim[0] &&
-                        sv->dim[1] == th && sv->dim[2] == d && kr == NULL
-                  : mt_shape_eq(sk, sv) && (split ? sk->dim[1] == heads && sk->dim[3] * heads == d
-                                                  : sk->ndim == 3 && sk->dim[2] == d)) &&
-              (ids || sk->dim[0] == n);
+              d % heads == 0 && (ids || sk->dim[0] == n) &&
+              (mt_shape_eq(sk, &k4) || (!kt && mt_shape_eq(sk, &v3))) &&
+              (kt ? mt_shape_eq(sv, &v4) || mt_shape_eq(sv, &v3) : mt_shape_eq(sv, sk));
     if (ok && ids) ok = ids->val.shape.ndim == 1 && ids->val.shape.dim[0] == n;
     if (ok && kr) {
-        mt_shape want = mt_shape4(n, heads, tr, d / heads);
+        mt_shape want = mt_shape4(n, heads, tr, dk);
         ok = mt_shape_eq(&kr->val.shape, &want) && mt_shape_eq(&vr->val.shape, &want);
     }
     if (ok && mask) {
@@ -654,17 +657,27 @@ mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node
         ok = mt_shape_eq(&mask->val.shape, &want);
     }
     if (!ok || th + tr < 1) {
-        char s1[64], s2[64], s3[64];
+        char s1[64], s2[64], s3[64], s4[64];
         return graph_fail(g, MT_ERR_INVALID,
-                          "mt_attn_rows: need q [N, 1, D], kh and vh [N0, %d, Th, D/%d] or "
-                          "[N0, Th, D] (or kh [N0, %d, D/%d, Th] with vh [N0, Th, D]), ids i32 "
-                          "[N] (or N0 = N), kr and vr [N, %d, Tr, D/%d], "
-                          "mask [N0, 1, 1, Th + Tr], Th + Tr >= 1; got q %s, kh %s, recent %s",
-                          heads, heads, heads, heads, heads, heads, mt_shape_str(sq, s1, sizeof s1),
-                          mt_shape_str(sk, s2, sizeof s2),
-                          kr ? mt_shape_str(&kr->val.shape, s3, sizeof s3) : "none");
+                          "%s: need q [N, 1, D], keys %s, values [N0, %d, Th, D/%d] or [N0, Th, "
+                          "D]%s, ids i32 [N] (or N0 = N), kr and vr [N, %d, Tr, D/%d], mask [N0, "
+                          "1, 1, Th + Tr], Th + Tr >= 1; got q %s, keys %s, values %s, recent %s",
+                          op, kt ? "[N0, H, D/H, Th]" : "as the values", heads, heads,
+                          kt ? "" : " (the same)", heads, heads, mt_shape_str(sq, s1, sizeof s1),
+                          mt_shape_str(sk, s2, sizeof s2), mt_shape_str(sv, s3, sizeof s3),
+                          kr ? mt_shape_str(&kr->val.shape, s4, sizeof s4) : "none");
     }
     return attn_push(g, src, n_src, flags, heads, th + tr, alpha);
+}
+
+mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node *ids, mt_node *kr,
+                      mt_node *vr, mt_node *mask, int heads, float alpha) {
+    return attn_rows_build(g, "mt_attn_rows", false, q, kh, vh, ids, kr, vr, mask, heads, alpha);
+}
+
+mt_node *mt_attn_rows_kt(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
+                         mt_node *kr, mt_node *vr, mt_node *mask, int heads, float alpha) {
+    return attn_rows_build(g, "mt_attn_rows_kt", true, q, kt, vh, ids, kr, vr, mask, heads, alpha);
 }
 
 mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *start,

@@ -371,22 +371,27 @@ static bool fused_step(tf *t, int64_t k, int64_t tq, bool want_weights) {
     return !t->train && k == 1 && tq == 1 && !want_weights && mt_attn_rows_supported(t->g);
 }
 
+/* How multi_head runs: composed ops, the fused op, or the fused op over
+** keys transposed per head (mt_attn_rows_kt). */
+enum { ATT_COMPOSED = 0, ATT_FUSED, ATT_FUSED_KT };
+
 /* kh, vh: [B, Tk, D], or split into heads [B, H, Tk, D/H] (4-D: decoding),
 ** rows of them picked by gk->ids when gk is given; mask rows go with the
 ** rows of kh on the fused path (fused: the caller's fused_step), with the
 ** query rows otherwise. */
 static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
-                           mt_node *kh, mt_node *vh, mt_node *mask, const gather_kv *gk, bool fused,
+                           mt_node *kh, mt_node *vh, mt_node *mask, const gather_kv *gk, int how,
                            mt_node **w_out) {
     mt_graph *g = t->g;
     int64_t d = t->d;
     mt_node *q = dense(t, x, prefix, "q", d, d);
     bool split = kh != NULL && mt_node_shape(kh).ndim == 4;
-    if (fused) {
+    if (how != ATT_COMPOSED) {
         float alpha = (float)(1.0 / sqrt((double)(d / t->c->heads)));
-        mt_node *o =
-            gk ? mt_attn_rows(g, q, kh, vh, gk->ids, gk->kr, gk->vr, mask, t->c->heads, alpha)
-               : mt_attn_rows(g, q, kh, vh, NULL, NULL, NULL, mask, t->c->heads, alpha);
+        mt_node *ids = gk ? gk->ids : NULL, *kr = gk ? gk->kr : NULL, *vr = gk ? gk->vr : NULL;
+        mt_node *o = how == ATT_FUSED_KT
+                         ? mt_attn_rows_kt(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha)
+                         : mt_attn_rows(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha);
         return t->c->no_projection ? o : dense(t, o, prefix, "o", d, d);
     }
     if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
@@ -418,7 +423,7 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
     mt_node *kh, *vh;
     kv_project(t, prefix, kv_raw ? kv_raw : y, &kh, &vh);
-    mt_node *o = multi_head(t, prefix, y, n, 1, tq, kh, vh, mask, NULL, false, NULL);
+    mt_node *o = multi_head(t, prefix, y, n, 1, tq, kh, vh, mask, NULL, ATT_COMPOSED, NULL);
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
@@ -442,7 +447,8 @@ static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, in
         vh = split_heads(t, vh);
     }
     if (sent && !fused) mask = mt_index_select(t->g, mask, 0, sent);
-    mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent ? &gk : NULL, fused, w);
+    mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent ? &gk : NULL,
+                            fused ? ATT_FUSED_KT : ATT_COMPOSED, w);
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
@@ -871,13 +877,19 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     }
     int64_t n = io->b * io->k;
     mt_node *o;
+    bool fused = fused_step(t, 1, io->tq, false);
     if (in->hist_len > 0) { /* the frozen history, then kc/vc (no keep, no step mask there) */
         gather_kv gk = {in->hist_ids, kc, vc};
-        o = multi_head(t, prefix, y, n, 1, io->tq, in->hist[2 * i], in->hist[2 * i + 1], NULL, &gk,
-                       fused_step(t, 1, io->tq, false), NULL);
+        mt_node *kh = in->hist[2 * i]; /* keys transposed: [N0, H, D/H, hist_len] */
+        if (!fused) {
+            static const int perm[4] = {0, 1, 3, 2};
+            kh = mt_permute(g, kh, perm);
+        }
+        o = multi_head(t, prefix, y, n, 1, io->tq, kh, in->hist[2 * i + 1], NULL, &gk,
+                       fused ? ATT_FUSED_KT : ATT_COMPOSED, NULL);
     } else {
         o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL,
-                       fused_step(t, 1, io->tq, false), NULL);
+                       fused ? ATT_FUSED : ATT_COMPOSED, NULL);
     }
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
@@ -1248,13 +1260,18 @@ bool mt_transformer_can_fold(const mt_model_config *c) { return !is_aan(c); }
 
 mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
                               bool freeze, mt_dec_state *out) {
+    static const int swap23[4] = {0, 1, 3, 2};
     mt_dec_state st = *in;
     for (int r = 0; r < in->n_rows; r++) {
+        /* the history's keys (even slots) are transposed: [N, H, D/H, hist_len] */
+        bool keys = r % 2 == 0;
         mt_node *all = in->rows[r];
+        if (keys && all && freeze) all = mt_permute(g, all, swap23);
         if (in->hist_len > 0 && in->hist[r]) {
             mt_node *h = mt_index_select(g, in->hist[r], 0, in->hist_ids);
+            if (keys && !freeze) h = mt_permute(g, h, swap23);
             mt_node *parts[2] = {h, all};
-            all = all ? mt_concat(g, parts, 2, 2) : h;
+            all = all ? mt_concat(g, parts, 2, keys && freeze ? 3 : 2) : h;
         } else if (all) { /* a node of g in any case: in may view another graph */
             all = mt_scale(g, all, 1.0f);
         }

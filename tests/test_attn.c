@@ -51,7 +51,7 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
         const float *k = t < tn ? j->kh + r * j->sr + h * j->sh + t * j->st
                                 : j->kr + ((i * j->heads + h) * j->tr + t - tn) * dk;
         int64_t kc = 1; /* stride of a key's elements */
-        if (j->ksc > 0) {
+        if (j->ksc > 0 && t < tn) {
             k = j->kh + r * j->ksr + h * j->ksh + t;
             kc = j->ksc;
         }
@@ -199,6 +199,47 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask) {
     mt_free(mask);
 }
 
+/* A frozen self-attention history with transposed keys [n0, heads, dk, th]
+** and values [n0, heads, th, dk], rows picked by ids, then each row's tr
+** recent keys and values (not transposed). */
+static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr) {
+    int64_t n = 1 + irand(6), n0 = 1 + irand(6), d = heads * dk;
+    int32_t ids[8];
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = (int32_t)irand((int)n0);
+    float *q = frand(n * d), *kt = frand(n0 * heads * dk * th), *v = frand(n0 * heads * th * dk);
+    float *kr = frand(n * heads * tr * dk), *vr = frand(n * heads * tr * dk);
+    kcpu_attn_job j = {.n = n,
+                       .heads = heads,
+                       .dk = dk,
+                       .th = th,
+                       .tr = tr,
+                       .alpha = 1.0f / sqrtf((float)dk),
+                       .q = q,
+                       .ldq = d,
+                       .kh = kt,
+                       .vh = v,
+                       .sr = heads * th * dk,
+                       .sh = th * dk,
+                       .st = dk,
+                       .ksr = heads * dk * th,
+                       .ksh = dk * th,
+                       .ksc = th,
+                       .ids = ids,
+                       .kr = tr ? kr : NULL,
+                       .vr = tr ? vr : NULL,
+                       .ldo = d};
+    char what[160];
+    snprintf(what, sizeof what, "history, keys transposed: dk %lld heads %lld th %lld tr %lld",
+             (long long)dk, (long long)heads, (long long)th, (long long)tr);
+    check_job(&j, d, what);
+    mt_free(q);
+    mt_free(kt);
+    mt_free(v);
+    mt_free(kr);
+    mt_free(vr);
+}
+
 /* Packed sentences [T0, heads dk]: each row over its sentence's rows
 ** (ids = the first row, lens = the length), keys heads dk apart. */
 static void run_spans(int64_t dk, int64_t heads, int64_t n_sent) {
@@ -255,8 +296,10 @@ static void test_shapes(void) {
             }
     for (size_t a = 0; a < sizeof dks / sizeof dks[0]; a++) {
         run_spans(dks[a], 1 + irand(8), 1 + irand(8));
-        for (size_t b = 1; b < sizeof ths / sizeof ths[0]; b++)
+        for (size_t b = 1; b < sizeof ths / sizeof ths[0]; b++) {
             run_kt(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), irand(2));
+            run_kt_hist(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), trs[irand(5)]);
+        }
     }
 }
 
@@ -354,21 +397,23 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
                     vh3[(r * th + t) * d + hh * dk + c] = vh[((r * h + hh) * th + t) * dk + c];
                     kt[((r * h + hh) * dk + c) * th + t] = kh[((r * h + hh) * th + t) * dk + c];
                 }
-    for (int pass = 0; pass < (tr ? 3 : 4); pass++) {
+    for (int pass = 0; pass < 4; pass++) {
         mt_graph *g = new_graph(false);
         mt_node *nq = mt_input(g, mt_shape3(n, 1, d), q);
         mt_node *nkh = pass == 3   ? mt_input(g, mt_shape4(n0, h, dk, th), kt)
                        : pass == 2 ? mt_input(g, mt_shape3(n0, th, d), kh3)
                                    : mt_input(g, mt_shape4(n0, h, th, dk), kh);
-        mt_node *nvh = pass >= 2 ? mt_input(g, mt_shape3(n0, th, d), vh3)
-                                 : mt_input(g, mt_shape4(n0, h, th, dk), vh);
+        /* pass 3: values split when there are recent ones (a history), else not (a context) */
+        mt_node *nvh = pass == 2 || (pass == 3 && !tr) ? mt_input(g, mt_shape3(n0, th, d), vh3)
+                                                       : mt_input(g, mt_shape4(n0, h, th, dk), vh);
         mt_node *nid = use_ids ? mt_input_i32(g, mt_shape1(n), ids) : NULL;
         mt_node *nkr = tr ? mt_input(g, mt_shape4(n, h, tr, dk), kr) : NULL;
         mt_node *nvr = tr ? mt_input(g, mt_shape4(n, h, tr, dk), vr) : NULL;
         mt_node *nm = use_mask ? mt_input(g, mt_shape4(n0, 1, 1, tk), mask) : NULL;
         float alpha = 1.0f / sqrtf((float)dk);
-        mt_node *y = pass ? mt_attn_rows(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha)
-                          : composed(g, nq, nkh, nvh, nid, nkr, nvr, nm, h, alpha);
+        mt_node *y = pass == 3 ? mt_attn_rows_kt(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha)
+                     : pass    ? mt_attn_rows(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha)
+                               : composed(g, nq, nkh, nvh, nid, nkr, nvr, nm, h, alpha);
         mt_status rc = mt_graph_forward(g);
         CHECK(rc == MT_OK && y != NULL, "attn_rows op pass %d: %s", pass, mt_errmsg());
         if (rc == MT_OK && y != NULL) {
@@ -393,7 +438,7 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
           (long long)tr, use_ids, use_mask, bad);
     CHECK(memcmp(got, got3, sizeof(float) * (size_t)(n * d)) == 0,
           "[%s] mt_attn_rows: heads split or not read in place give other values", isa_tag);
-    for (int64_t t = 0; t < n * d && !tr; t++)
+    for (int64_t t = 0; t < n * d; t++)
         bad += !(fabsf(gotk[t] - want[t]) <= 1e-5f * (1.0f + fabsf(want[t])));
     CHECK(bad == 0, "[%s] mt_attn_rows with keys transposed vs composed ops: %d differ", isa_tag,
           bad);
@@ -452,6 +497,12 @@ static void test_op_errors(void) {
                              mt_input(g, mt_shape4(2, 2, 1, 3), z),
                              mt_input(g, mt_shape4(2, 2, 1, 3), z), NULL, 2, 1.0f),
                 MT_ERR_INVALID, "recent keys [2, 2, 1, 3]");
+    g = new_graph(false); /* transposed keys [N0, H, Th, dk] instead of [N0, H, dk, Th] */
+    expect_fail(g,
+                mt_attn_rows_kt(
+                    g, mt_input(g, mt_shape3(2, 1, 8), z), mt_input(g, mt_shape4(2, 2, 5, 4), z),
+                    mt_input(g, mt_shape3(2, 5, 8), z), NULL, NULL, NULL, NULL, 2, 1.0f),
+                MT_ERR_INVALID, "keys not transposed");
     g = new_graph(false); /* id 2 of 2 rows: found at forward */
     expect_fail(g,
                 mt_attn_rows(g, mt_input(g, mt_shape3(2, 1, 8), z),

@@ -26,7 +26,7 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
             float mx = -INFINITY;
             for (int64_t t = 0; t < tk; t++) {
                 float dot = 0.0f;
-                if (j->ksc > 0) { /* transposed keys */
+                if (j->ksc > 0 && t < tn) { /* transposed keys */
                     const float *k = j->kh + r * j->ksr + h * j->ksh + t;
                     for (int64_t c = 0; c < j->dk; c++) {
                         dot += q[c] * k[c * j->ksc];

@@ -158,9 +158,9 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
             float *s = j->scratch + h * ld;
             if (j->ksc > 0) {
                 kt_scores(j, q + h * dk, r, h, s);
-                continue;
+            } else {
+                scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
             }
-            scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
             if (tr) {
                 scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
             }

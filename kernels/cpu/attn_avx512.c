@@ -205,9 +205,11 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
             const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
             const float *q = j->q + i * j->ldq;
             float *su = j->scratch + u * h_n * ld;
-            for (int64_t h = 0; h < h_n && j->ksc == 0; h++) {
+            for (int64_t h = 0; h < h_n; h++) {
                 float *s = su + h * ld;
-                scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
+                if (j->ksc == 0) {
+                    scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
+                }
                 if (tr) {
                     scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
                 }

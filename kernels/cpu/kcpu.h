@@ -625,8 +625,8 @@ void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, cons
 ** tn = lens ? lens[i] : th:
 **   keys    K[t] = kh + r sr + h sh + t st   (t < tn, dk floats each), then
 **           kr + ((i heads + h) tr + t - tn) dk   (tn <= t < tn + tr)
-**           or, with ksc > 0 (keys transposed, tr = 0, lens NULL), element c
-**           of K[t] at kh + r ksr + h ksh + c ksc + t
+**           or, with ksc > 0 (keys transposed, lens NULL), element c of K[t]
+**           (t < th) at kh + r ksr + h ksh + c ksc + t
 **   values  V[t] likewise from vh, vr (always by sr, sh, st)
 **   s[t] = alpha q[i, h dk .. h dk + dk) . K[t] + (mask ? mask[r (th + tr) + t] : 0)
 **   o[i, h dk .. h dk + dk) = sum_t softmax(s)[t] V[t]
@@ -636,7 +636,9 @@ void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, cons
 ** (ids = the sentence's first row, lens its length): sr = st = heads dk,
 ** sh = dk.  A cross-attention context with transposed keys [n0, heads, dk,
 ** th] and values [n0, th, heads dk]: ksr = heads dk th, ksh = dk th, ksc =
-** th; sr = th heads dk, sh = dk, st = heads dk.  kr, vr [n, heads, tr, dk]
+** th; sr = th heads dk, sh = dk, st = heads dk.  A frozen history with
+** transposed keys and values [n0, heads, th, dk]: the same k strides, v as
+** decoding caches.  kr, vr [n, heads, tr, dk]
 ** (unused when tr = 0).  mask: with lens NULL only.  The caller checks that
 ** ids, lens and strides stay inside the arrays; tn + tr >= 1 for every
 ** row.  scratch: kcpu_attn_scratch_floats(heads, th + tr) floats (th: the
