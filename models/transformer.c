@@ -427,12 +427,12 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
 
-/* Teacher forcing (!step): kh, vh [B, S, D] of the whole target.  A
-** decoding step: the state's keys transposed [B, H, D/H, S] and values [B,
-** S, D], which the fused op reads in place and the composed ops get as
-** [B, H, S, D/H]; sent:
-** rows not grouped by sentence (mt_dec_state.row_sent): row i [N, 1, D]
-** attends over sentence sent[i] of kh, vh and its mask [B, 1, 1, S]. */
+/* Teacher forcing (!step): kh, vh [B, S, D], the projected source context.
+** A decoding step: the state's keys transposed [B, H, D/H, S] and values
+** [B, S, D], which the fused op reads in place and the composed ops get as
+** [B, H, S, D/H]; sent: rows not grouped by sentence (mt_dec_state.row_sent):
+** row i [N, 1, D] attends over sentence sent[i] of kh, vh and its mask [B,
+** 1, 1, S]. */
 static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
                             mt_node *kh, mt_node *vh, mt_node *mask, mt_node *sent, bool step,
                             mt_node **w) {
