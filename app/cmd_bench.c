@@ -13,7 +13,13 @@
 **
 ** `mtpe bench topk [--repeat N]`: the fused output layer (bias + log-softmax
 ** + top-k) against the unfused path (bench_topk below).
+**
+** `mtpe bench attn [--repeat N]`: the fused attention of a decoding step
+** against the per-row batched products and softmax it replaced (bench_attn
+** below).
 */
+#include <math.h>
+
 #include "app.h"
 #include "common.h"
 #include "edit_session.h"
@@ -488,13 +494,179 @@ done:
     return rc;
 }
 
+/* ---------------------------------------------------------------- attn */
+
+/* `mtpe bench attn`: one decoding step's attention at the default model's
+** shapes (8 heads of 32) for 128 rows (beam 4 x batch 32), T keys per row:
+**   self    each row over its own history of T positions [N, H, T, dk]
+**           (keys as stored, or transposed [N, H, dk, T] as a fold keeps
+**           them) plus 8 recent positions
+**   cross   rows in runs of 4 (a sentence's hypotheses) over their
+**           sentence's context of T positions, keys [B, T, D] or
+**           transposed [B, H, dk, T], values [B, T, D]
+** kernels: fused (kcpu_attn_rows, dispatched), fused with transposed keys,
+** and the unfused ops it replaced: per row (self) or run (cross) a batched
+** product over the heads for the scores, the row softmax, a batched product
+** for the weighted values (kcpu_gemm_f32_batched, kcpu_softmax_fwd; mask
+** and concat left out, so the unfused figure is a lower bound).  ns per row
+** and head; GFLOP/s count 4 T dk per row and head.  Back-to-back calls:
+** the caches hold what fits (a history of 112 positions is 29 MB). */
+typedef struct attn_case {
+    int kind; /* 0 fused, 1 fused keys transposed, 2 unfused */
+    bool cross;
+    int64_t n, heads, dk, t, tr;
+    const float *q, *k, *kt, *v, *kr, *vr;
+    float *o, *s, *scratch;
+    const int32_t *ids;
+} attn_case;
+
+static void attn_case_run(const void *arg) {
+    const attn_case *c = arg;
+    int64_t h = c->heads, dk = c->dk, d = h * dk, t = c->t, tr = c->tr;
+    float alpha = 1.0f / sqrtf((float)dk);
+    if (c->kind < 2) {
+        kcpu_attn_job j = {.n = c->n,
+                           .heads = h,
+                           .dk = dk,
+                           .th = t,
+                           .tr = tr,
+                           .alpha = alpha,
+                           .q = c->q,
+                           .ldq = d,
+                           .kh = c->kind ? c->kt : c->k,
+                           .vh = c->v,
+                           .ids = c->ids,
+                           .kr = tr ? c->kr : NULL,
+                           .vr = tr ? c->vr : NULL,
+                           .o = c->o,
+                           .ldo = d,
+                           .scratch = c->scratch};
+        if (c->cross) { /* values [B, T, D]; keys [B, T, D] or [B, H, dk, T] */
+            j.sr = t * d, j.sh = dk, j.st = d;
+        } else {
+            j.sr = h * t * dk, j.sh = t * dk, j.st = dk;
+        }
+        if (c->kind) j.ksr = h * dk * t, j.ksh = dk * t, j.ksc = t;
+        kcpu_attn_rows(&j);
+        return;
+    }
+    int64_t run = c->cross ? 4 : 1; /* rows sharing keys: one product of `run` rows */
+    for (int64_t i = 0; i < c->n; i += run) {
+        int64_t r = c->ids[i], m = i + run <= c->n ? run : c->n - i, tk = t + tr;
+        const float *k = c->k + r * h * t * dk, *v = c->v + r * h * t * dk;
+        if (c->cross) { /* heads dk apart in rows of D */
+            kcpu_gemm_f32_batched(false, true, m, t, dk, alpha, c->q + i * d, d, dk,
+                                  c->k + r * t * d, d, dk, 0.0f, c->s, h * tk, tk, h);
+            kcpu_softmax_fwd(m * h, tk, c->s, c->s);
+            kcpu_gemm_f32_batched(false, false, m, dk, t, 1.0f, c->s, h * tk, tk, c->v + r * t * d,
+                                  d, dk, 0.0f, c->o + i * d, d, dk, h);
+            continue;
+        }
+        kcpu_gemm_f32_batched(false, true, 1, t, dk, alpha, c->q + i * d, dk, dk, k, dk, t * dk,
+                              0.0f, c->s, tk, tk, h);
+        kcpu_gemm_f32_batched(false, true, 1, tr, dk, alpha, c->q + i * d, dk, dk,
+                              c->kr + i * h * tr * dk, dk, tr * dk, 0.0f, c->s + t, tk, tk, h);
+        kcpu_softmax_fwd(h, tk, c->s, c->s);
+        kcpu_gemm_f32_batched(false, false, 1, dk, t, 1.0f, c->s, tk, tk, v, dk, t * dk, 0.0f,
+                              c->o + i * d, dk, dk, h);
+        kcpu_gemm_f32_batched(false, false, 1, dk, tr, 1.0f, c->s + t, tk, tk,
+                              c->vr + i * h * tr * dk, dk, tr * dk, 1.0f, c->o + i * d, dk, dk, h);
+    }
+}
+
+static int bench_attn(int repeat) {
+    const int64_t n = 128, h = 8, dk = 32, d = h * dk, tr = 8, tmax = 112;
+    const int64_t kv = n * h * tmax * dk; /* floats of one history (or context) array */
+    int rc = 1;
+    float *buf[8] = {0};
+    for (int b = 0; b < 7; b++) {
+        buf[b] = mt_try_aligned_alloc((size_t)kv * sizeof(float));
+    }
+    size_t scr = sizeof(float) * (size_t)kcpu_attn_scratch_floats(h, tmax + tr);
+    float *scratch = mt_try_aligned_alloc(scr), *s = mt_try_aligned_alloc(scr);
+    int32_t *ids_self = mt_try_aligned_alloc(sizeof(int32_t) * (size_t)n);
+    int32_t *ids_cross = mt_try_aligned_alloc(sizeof(int32_t) * (size_t)n);
+    bool ok = scratch && s && ids_self && ids_cross;
+    for (int b = 0; b < 7; b++) {
+        ok = ok && buf[b];
+    }
+    if (!ok) {
+        fprintf(stderr, "mtpe bench attn: out of memory\n");
+        goto done;
+    }
+    uint64_t st = 0x2545f4914f6cdd1dull;
+    for (int b = 0; b < 7; b++) {
+        for (int64_t i = 0; i < kv; i++) {
+            st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+            buf[b][i] = (float)(st >> 40) * (2.0f / 16777216.0f) - 1.0f;
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        ids_self[i] = (int32_t)i;
+        ids_cross[i] = (int32_t)(i / 4);
+    }
+    printf("mtpe bench attn: one decoding step's attention, %lld rows, %lld heads of %lld, "
+           "1 thread, median of %d samples, isa %s\n",
+           (long long)n, (long long)h, (long long)dk, repeat, kcpu_isa_name(kcpu_isa_active()));
+    printf("%-6s %5s  %-22s %10s %8s %8s\n", "attn", "keys", "kernel", "ns/row-head", "GFLOP/s",
+           "x fused");
+    static const char *names[] = {"fused", "fused, keys transposed", "unfused (products)"};
+    static const int64_t ts[] = {16, 48, 112};
+    for (int cross = 0; cross <= 1; cross++) {
+        for (size_t ti = 0; ti < sizeof ts / sizeof ts[0]; ti++) {
+            int64_t t = ts[ti];
+            double fused = 0.0;
+            for (int kind = 0; kind < 3; kind++) {
+                /* keys: buf[1] as stored; transposed: buf[2] (the same values need not
+                ** match: only the time is measured) */
+                attn_case c = {kind,
+                               cross,
+                               n,
+                               h,
+                               dk,
+                               t,
+                               cross ? 0 : tr,
+                               buf[0],
+                               buf[1],
+                               buf[2],
+                               buf[3],
+                               buf[4],
+                               buf[5],
+                               buf[6],
+                               s,
+                               scratch,
+                               cross ? ids_cross : ids_self};
+                double sec = time_median(attn_case_run, &c, repeat);
+                fused = kind == 0 ? sec : fused;
+                double flops = 4.0 * (double)(n * h * (t + c.tr) * dk);
+                printf("%-6s %5lld  %-22s %10.1f %8.1f %8.2f\n", cross ? "cross" : "self",
+                       (long long)(t + c.tr), names[kind], sec / (double)(n * h) * 1e9,
+                       flops / sec * 1e-9, sec / fused);
+                fflush(stdout);
+            }
+        }
+    }
+    (void)d;
+    rc = 0;
+done:
+    for (int b = 0; b < 7; b++) {
+        mt_aligned_free(buf[b]);
+    }
+    mt_aligned_free(scratch);
+    mt_aligned_free(s);
+    mt_aligned_free(ids_self);
+    mt_aligned_free(ids_cross);
+    return rc;
+}
+
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: mtpe bench gemm|gemm-int|topk [--repeat N] [--peak-gflops X]\n"
+    fprintf(f, "usage: mtpe bench gemm|gemm-int|topk|attn [--repeat N] [--peak-gflops X]\n"
                "                  [--peak-gops X]\n"
                "  gemm      fp32 GEMM GFLOP/s at decoder shapes, OpenBLAS vs own kernel\n"
                "  gemm-int  int8/int16 GEMM GOP/s vs fp32 OpenBLAS; --peak-gops: nominal int8\n"
                "            peak per core (default 913, Zen 5 VNNI)\n"
                "  topk      fused bias + log-softmax + top-k vs the unfused path, ns/row\n"
+               "  attn      fused attention of a decoding step vs per-row products, ns/row-head\n"
                "  edit      the editor's completion latency (mtpe bench edit --help)\n"
                "  translate translation tokens/s (mtpe bench translate --help)\n"
                "  train     training words/s and fraction of peak (mtpe bench train --help)\n");
@@ -542,6 +714,9 @@ int app_bench_main(int argc, char **argv) {
     }
     if (strcmp(what, "topk") == 0) {
         return bench_topk(repeat);
+    }
+    if (strcmp(what, "attn") == 0) {
+        return bench_attn(repeat);
     }
     fprintf(stderr, "mtpe bench: unknown benchmark '%s'\n", what);
     bench_usage(stderr);
