@@ -115,31 +115,59 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
 
 /* Per row: the scores of every head, then per head softmax and weighted
 ** sum (as attn_avx512.c). */
-/* Transposed keys (ksc > 0): s[t] = alpha q . K[t] for the th keys of id r
-** at head h, 32 at a time: element c of 8 keys is one vector of K^T times
-** the broadcast q[c] (4 chains; rows one at a time here). */
-static void kt_scores(const kcpu_attn_job *j, const float *q, int64_t r, int64_t h, float *s) {
-    const float *kt = j->kh + r * j->ksr + h * j->ksh;
+/* Transposed keys (ksc > 0): the scores of rows i0 .. i0 + m - 1 (one id)
+** at every head into scratch row (u heads + h) ld, kb blocks of 8 keys at a
+** time (m kb chains, at most 8 of them with kb + 1 more registers): element
+** c of the 8 keys is one vector of K^T times each row's broadcast q[c]. */
+ALWAYS_INLINE void kt_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
+                             int64_t ld) {
+    const int64_t r = j->ids ? j->ids[i0] : i0, th = j->th, dk = j->dk;
     const __m256 va = _mm256_set1_ps(j->alpha);
-    for (int64_t t0 = 0; t0 < j->th; t0 += 32) {
-        __m256i mk[4];
-        int full[4];
-        __m256 a[4];
-        for (int b = 0; b < 4; b++) {
-            int64_t left = j->th - t0 - 8 * b;
-            mk[b] = tail_mask8(left > 0 ? left : 0);
-            full[b] = left >= 8;
-            a[b] = _mm256_setzero_ps();
+    for (int64_t h = 0; h < j->heads; h++) {
+        const float *kt = j->kh + r * j->ksr + h * j->ksh, *q[4];
+        float *s[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < m; u++) {
+            q[u] = j->q + (i0 + u) * j->ldq + h * dk;
+            s[u] = j->scratch + (u * j->heads + h) * ld;
         }
-        for (int64_t c = 0; c < j->dk; c++) {
-            const float *kc = kt + c * j->ksc + t0;
-            __m256 qc = _mm256_set1_ps(q[c]);
-            for (int b = 0; b < 4; b++) {
-                a[b] = _mm256_fmadd_ps(qc, load8(kc + 8 * b, mk[b], full[b]), a[b]);
+        for (int64_t t0 = 0; t0 < th; t0 += 8 * kb) {
+            __m256i mk[4];
+            int full[4];
+            __m256 a[4][4];
+#pragma GCC unroll 4
+            for (int b = 0; b < kb; b++) {
+                int64_t left = th - t0 - 8 * b;
+                mk[b] = tail_mask8(left > 0 ? left : 0);
+                full[b] = left >= 8;
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    a[u][b] = _mm256_setzero_ps();
+                }
             }
-        }
-        for (int b = 0; b < 4; b++) {
-            _mm256_storeu_ps(s + t0 + 8 * b, _mm256_mul_ps(a[b], va));
+            for (int64_t c = 0; c < dk; c++) {
+                const float *kc = kt + c * j->ksc + t0;
+                __m256 kv[4];
+#pragma GCC unroll 4
+                for (int b = 0; b < kb; b++) {
+                    kv[b] = load8(kc + 8 * b, mk[b], full[b]);
+                }
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    __m256 qc = _mm256_set1_ps(q[u][c]);
+#pragma GCC unroll 4
+                    for (int b = 0; b < kb; b++) {
+                        a[u][b] = _mm256_fmadd_ps(qc, kv[b], a[u][b]);
+                    }
+                }
+            }
+#pragma GCC unroll 4
+            for (int u = 0; u < m; u++) {
+#pragma GCC unroll 4
+                for (int b = 0; b < kb; b++) {
+                    _mm256_storeu_ps(s[u] + t0 + 8 * b, _mm256_mul_ps(a[u][b], va));
+                }
+            }
         }
     }
 }
@@ -148,60 +176,74 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
     const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 64;
     const int full = dk % 8 == 0;
     const __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
-    for (int64_t i = 0; i < j->n; i++) {
-        int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
-        const float *kh = j->kh + r * j->sr, *vh = j->vh + r * j->sr;
-        const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
-        const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
-        const float *q = j->q + i * j->ldq;
-        for (int64_t h = 0; h < h_n; h++) {
-            float *s = j->scratch + h * ld;
-            if (j->ksc > 0) {
-                kt_scores(j, q + h * dk, r, h, s);
-            } else {
-                scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
+    for (int64_t i0 = 0; i0 < j->n;) {
+        int64_t m = 1;
+        if (j->ksc > 0) { /* a run of rows with one id scores together */
+            while (m < 4 && i0 + m < j->n && j->ids && j->ids[i0 + m] == j->ids[i0]) {
+                m++;
             }
-            if (tr) {
-                scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
+            switch (m) {
+            case 1: kt_scores(1, 4, j, i0, ld); break;
+            case 2: kt_scores(2, 3, j, i0, ld); break;
+            case 3: kt_scores(3, 2, j, i0, ld); break;
+            default: kt_scores(4, 2, j, i0, ld); break;
             }
         }
-        for (int64_t h = 0; h < h_n; h++) {
-            float *s = j->scratch + h * ld;
-            float inv = softmax_row(tk, s, j->mask ? j->mask + r * (j->th + tr) : NULL);
-            float *o = j->o + i * j->ldo + h * dk;
-            const float *vhh = vh + h * j->sh, *vrh = tr ? vr + h * tr * dk : NULL;
-            __m256 vi = _mm256_set1_ps(inv);
-            if (nq <= NQ_MAX) {
-                __m256 acc[2][NQ_MAX];
-#pragma GCC unroll 2
-                for (int u = 0; u < 2; u++) {
-#pragma GCC unroll 4
-                    for (int c = 0; c < NQ_MAX; c++) {
-                        acc[u][c] = _mm256_setzero_ps();
-                    }
+        for (int64_t i = i0; i < i0 + m; i++) {
+            int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
+            const float *kh = j->kh + r * j->sr, *vh = j->vh + r * j->sr;
+            const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
+            const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
+            const float *q = j->q + i * j->ldq;
+            float *su = j->scratch + (i - i0) * h_n * ld;
+            for (int64_t h = 0; h < h_n; h++) {
+                float *s = su + h * ld;
+                if (j->ksc == 0) {
+                    scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
                 }
-                weigh(nq, dk, s, vhh, j->st, tn, acc);
                 if (tr) {
-                    weigh(nq, dk, s + tn, vrh, dk, tr, acc);
+                    scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
                 }
+            }
+            for (int64_t h = 0; h < h_n; h++) {
+                float *s = su + h * ld;
+                float inv = softmax_row(tk, s, j->mask ? j->mask + r * (j->th + tr) : NULL);
+                float *o = j->o + i * j->ldo + h * dk;
+                const float *vhh = vh + h * j->sh, *vrh = tr ? vr + h * tr * dk : NULL;
+                __m256 vi = _mm256_set1_ps(inv);
+                if (nq <= NQ_MAX) {
+                    __m256 acc[2][NQ_MAX];
+#pragma GCC unroll 2
+                    for (int u = 0; u < 2; u++) {
 #pragma GCC unroll 4
-                for (int c = 0; c < nq && c < NQ_MAX; c++) {
-                    __m256 a = _mm256_mul_ps(_mm256_add_ps(acc[0][c], acc[1][c]), vi);
-                    store8(o + 8 * c, last, c < nq - 1 || full, a);
-                }
-            } else { /* dk > 32: one 8-float chunk of o at a time */
-                for (int64_t c0 = 0; c0 < dk; c0 += 8) {
-                    __m256i mk = tail_mask8(dk - c0);
-                    int fc = dk - c0 >= 8;
-                    __m256 a = _mm256_setzero_ps();
-                    for (int64_t t = 0; t < tk; t++) {
-                        const float *v = t < tn ? vhh + t * j->st : vrh + (t - tn) * dk;
-                        a = _mm256_fmadd_ps(_mm256_set1_ps(s[t]), load8(v + c0, mk, fc), a);
+                        for (int c = 0; c < NQ_MAX; c++) {
+                            acc[u][c] = _mm256_setzero_ps();
+                        }
                     }
-                    store8(o + c0, mk, fc, _mm256_mul_ps(a, vi));
+                    weigh(nq, dk, s, vhh, j->st, tn, acc);
+                    if (tr) {
+                        weigh(nq, dk, s + tn, vrh, dk, tr, acc);
+                    }
+#pragma GCC unroll 4
+                    for (int c = 0; c < nq && c < NQ_MAX; c++) {
+                        __m256 a = _mm256_mul_ps(_mm256_add_ps(acc[0][c], acc[1][c]), vi);
+                        store8(o + 8 * c, last, c < nq - 1 || full, a);
+                    }
+                } else { /* dk > 32: one 8-float chunk of o at a time */
+                    for (int64_t c0 = 0; c0 < dk; c0 += 8) {
+                        __m256i mk = tail_mask8(dk - c0);
+                        int fc = dk - c0 >= 8;
+                        __m256 a = _mm256_setzero_ps();
+                        for (int64_t t = 0; t < tk; t++) {
+                            const float *v = t < tn ? vhh + t * j->st : vrh + (t - tn) * dk;
+                            a = _mm256_fmadd_ps(_mm256_set1_ps(s[t]), load8(v + c0, mk, fc), a);
+                        }
+                        store8(o + c0, mk, fc, _mm256_mul_ps(a, vi));
+                    }
                 }
             }
         }
+        i0 += m;
     }
 }
 
