@@ -575,7 +575,7 @@ static void attn_case_run(const void *arg) {
 }
 
 static int bench_attn(int repeat) {
-    const int64_t n = 128, h = 8, dk = 32, d = h * dk, tr = 8, tmax = 112;
+    const int64_t n = 128, h = 8, dk = 32, tr = 8, tmax = 112;
     const int64_t kv = n * h * tmax * dk; /* floats of one history (or context) array */
     int rc = 1;
     float *buf[8] = {0};
@@ -646,7 +646,6 @@ static int bench_attn(int repeat) {
             }
         }
     }
-    (void)d;
     rc = 0;
 done:
     for (int b = 0; b < 7; b++) {

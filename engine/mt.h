@@ -416,10 +416,10 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 /* Fused attention of one query position per row (decoding steps; inference
 ** only, no backward): q [N, 1, D] or [N, D] (heads merged, D = H dk); keys
 ** and values kh, vh [N0, H, Th, dk] (or [N0, Th, D]: heads not split, read
-** in place), row ids[i] for query row i (ids i32
-** [N], NULL: row i, N0 = N), followed by the row's own kr, vr [N, H, Tr, dk]
-** (both NULL: none); additive mask [N0, 1, 1, Th + Tr] going with the rows
-** of kh (NULL: none).  Returns softmax(alpha q K^T + mask) V per head, the
+** in place), row ids[i] for query row i (ids i32 [N], NULL: row i, N0 = N),
+** followed by the row's own kr, vr [N, H, Tr, dk] (both NULL: none);
+** additive mask [N0, 1, 1, Th + Tr] going with the rows of kh (NULL:
+** none).  Returns softmax(alpha q K^T + mask) V per head, the
 ** shape of q.  The same values as mt_bmm_gather / mt_bmm, mt_add, mt_softmax
 ** and the weighted sums, to rounding, without their intermediate tensors.
 ** Fails with MT_ERR_UNSUPPORTED where the device has no such kernel:

@@ -481,44 +481,40 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 **   and values of row ids[i] of kh, vh [N0, H, Th, dk] (or [N0, Th, H dk]:
 **   heads not split), then the row's own kr, vr.  attn_rows_kt (ATTN_KT):
 **   keys transposed, kh [N0, H, dk, Th] (scored by broadcast products),
-**   values [N0, H, Th, dk] or [N0, Th, H dk].  src: q, kh, vh, then
-*ids, (kr, vr), mask as present (attr.i[0]
-**   bits ATTN_IDS, ATTN_RECENT, ATTN_MASK).
+**   values [N0, H, Th, dk] or [N0, Th, H dk].  src: q, kh, vh, then ids,
+**   (kr, vr), mask as present (attr.i[0] bits ATTN_IDS, ATTN_RECENT,
+**   ATTN_MASK).
 ** attn_spans: row i of q [T, D] over rows start[i] .. start[i] + len[i] of
 **   k, v [T0, D] (src: q, k, v, start, len; attr.i[0] = ATTN_SPANS,
 **   attr.i[2] = the largest len).
-** attr.i[1] = heads, attr.f[0] = alpha; aux: the scores of one row, heads
-** (keys + 16) floats.  The device kernel does scores, mask, softmax and the
-** weighted sum in one pass (kcpu_attn_rows).
+** attr.i[1] = heads, attr.f[0] = alpha; aux: the kernel's scratch
+** (attn_scratch_bytes).  The device kernel does scores, mask, softmax and
+** the weighted sum in one pass (kcpu_attn_rows).
 ** Inference only: no backward (the builders refuse inputs that want a
 ** gradient); training composes mt_bmm / mt_softmax instead.
 */
 enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4, ATTN_SPANS = 8, ATTN_KT = 16 };
 
-/* Copies n int32 of x to the host in chunks and checks lo <= v < hi (and,
-** with x2, v + x2[i] <= hi2, x2[i] >= 1, x2[i] <= max2: spans). */
-static mt_status check_attn_ids(mt_graph *g, const mt_node *x, const mt_node *x2, int64_t n,
-                                int64_t hi, int64_t max2) {
-    int32_t buf[CHUNK], buf2[CHUNK];
+/* The n spans start[i] .. start[i] + len[i] (host copies in chunks): each
+** inside [0, rows), 1 <= len[i] <= max_len.  (Row ids: check_ids.) */
+static mt_status check_spans(mt_graph *g, const mt_node *start, const mt_node *len, int64_t n,
+                             int64_t rows, int64_t max_len) {
+    int32_t st[CHUNK], ln[CHUNK];
     for (int64_t off = 0; off < n; off += CHUNK) {
-        int64_t len = n - off < CHUNK ? n - off : CHUNK;
-        mt_status rc = graph_ops(g)->copy(graph_device(g), buf, node_i32(x) + off,
-                                          (size_t)len * sizeof(int32_t), 1);
-        if (rc == MT_OK && x2)
-            rc = graph_ops(g)->copy(graph_device(g), buf2, node_i32(x2) + off,
-                                    (size_t)len * sizeof(int32_t), 1);
+        int64_t k = n - off < CHUNK ? n - off : CHUNK;
+        mt_status rc = graph_ops(g)->copy(graph_device(g), st, node_i32(start) + off,
+                                          (size_t)k * sizeof(int32_t), 1);
+        if (rc == MT_OK)
+            rc = graph_ops(g)->copy(graph_device(g), ln, node_i32(len) + off,
+                                    (size_t)k * sizeof(int32_t), 1);
         if (rc != MT_OK) return rc;
-        for (int64_t t = 0; t < len; t++) {
-            if (buf[t] < 0 || buf[t] >= hi)
-                return mt_seterr(MT_ERR_INVALID, "%s: %s %d at row %lld outside [0, %lld)",
-                                 x2 ? "mt_attn_spans" : "mt_attn_rows", x2 ? "start" : "id",
-                                 (int)buf[t], (long long)(off + t), (long long)hi);
-            if (x2 && (buf2[t] < 1 || buf2[t] > max2 || buf[t] + (int64_t)buf2[t] > hi))
+        for (int64_t t = 0; t < k; t++) {
+            if (st[t] < 0 || ln[t] < 1 || ln[t] > max_len || st[t] + (int64_t)ln[t] > rows)
                 return mt_seterr(MT_ERR_INVALID,
-                                 "mt_attn_spans: row %lld: %d keys from %d (need 1 .. %lld, "
-                                 "within %lld rows)",
-                                 (long long)(off + t), (int)buf2[t], (int)buf[t], (long long)max2,
-                                 (long long)hi);
+                                 "mt_attn_spans: row %lld: %d keys from row %d (need 1 .. %lld, "
+                                 "within [0, %lld))",
+                                 (long long)(off + t), (int)ln[t], (int)st[t], (long long)max_len,
+                                 (long long)rows);
         }
     }
     return MT_OK;
@@ -547,7 +543,7 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         j.sh = j.dk;
         j.ids = node_i32(start);
         j.lens = node_i32(len);
-        rc = check_attn_ids(g, start, len, n, kh->val.shape.dim[0], j.th);
+        rc = check_spans(g, start, len, n, kh->val.shape.dim[0], j.th);
     } else {
         const mt_node *ids = flags & ATTN_IDS ? y->src[at++] : NULL, *kr = NULL, *vr = NULL;
         if (flags & ATTN_RECENT) {
@@ -571,7 +567,8 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         j.kr = kr ? node_f32(kr) : NULL;
         j.vr = vr ? node_f32(vr) : NULL;
         j.mask = mask ? node_f32(mask) : NULL;
-        rc = ids ? check_attn_ids(g, ids, NULL, n, sk->dim[0], 0) : MT_OK;
+        rc = ids ? check_ids(g, kt ? "mt_attn_rows_kt" : "mt_attn_rows", "id", ids, sk->dim[0])
+                 : MT_OK;
     }
     if (rc != MT_OK) return rc;
     graph_ops(g)->attn_rows(graph_device(g), &j);

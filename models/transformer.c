@@ -371,6 +371,13 @@ static bool fused_step(tf *t, int64_t k, int64_t tq, bool want_weights) {
     return !t->train && k == 1 && tq == 1 && !want_weights && mt_attn_rows_supported(t->g);
 }
 
+/* Keys [..., T, D/H] <-> transposed per head [..., D/H, T] (the decoder
+** state keeps the cross-attention context's and the frozen history's so). */
+static mt_node *swap_kt(mt_graph *g, mt_node *keys) {
+    static const int perm[4] = {0, 1, 3, 2};
+    return mt_permute(g, keys, perm);
+}
+
 /* How multi_head runs: composed ops, the fused op, or the fused op over
 ** keys transposed per head (mt_attn_rows_kt). */
 enum { ATT_COMPOSED = 0, ATT_FUSED, ATT_FUSED_KT };
@@ -385,7 +392,6 @@ static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int
     mt_graph *g = t->g;
     int64_t d = t->d;
     mt_node *q = dense(t, x, prefix, "q", d, d);
-    bool split = kh != NULL && mt_node_shape(kh).ndim == 4;
     if (how != ATT_COMPOSED) {
         float alpha = (float)(1.0 / sqrt((double)(d / t->c->heads)));
         mt_node *ids = gk ? gk->ids : NULL, *kr = gk ? gk->kr : NULL, *vr = gk ? gk->vr : NULL;
@@ -396,6 +402,7 @@ static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int
     }
     if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
     mt_node *w = NULL;
+    bool split = kh != NULL && mt_node_shape(kh).ndim == 4;
     mt_node **wp = w_out ? &w : NULL;
     mt_node *o = gk      ? attention_gather(t, q, kh, vh, gk->ids, gk->kr, gk->vr, mask, wp)
                  : split ? attention_split(t, q, kh, vh, mask, wp)
@@ -442,8 +449,7 @@ static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, in
     gather_kv gk = {sent, NULL, NULL};
     bool fused = step && fused_step(t, k, tq, w != NULL);
     if (step && !fused) { /* the state's keys are transposed: [B, H, D/H, S] */
-        static const int perm[4] = {0, 1, 3, 2};
-        kh = mt_permute(t->g, kh, perm);
+        kh = swap_kt(t->g, kh);
         vh = split_heads(t, vh);
     }
     if (sent && !fused) mask = mt_index_select(t->g, mask, 0, sent);
@@ -593,9 +599,9 @@ typedef struct packing {
                                        sentence's rows (NULL: groups)       */
     int64_t max_len;                /* the longest sentence                */
     bool dense;                     /* no padding (fused attention only)   */
-    mt_node *back;      /* i32 [T] row of each packed position in the groups' rows */
-    mt_node *unpack;    /* i32 [B * S] packed row of each padded position         */
-    mt_node *tok, *pos; /* i32 [T] token ids and positions                        */
+    mt_node *back;                  /* i32 [T] row of each packed position in the groups' rows */
+    mt_node *unpack;                /* i32 [B * S] packed row of each padded position         */
+    mt_node *tok, *pos;             /* i32 [T] token ids and positions                        */
 } packing;
 
 /* Sentence order of the groups: longest first, stable. */
@@ -881,10 +887,7 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     if (in->hist_len > 0) { /* the frozen history, then kc/vc (no keep, no step mask there) */
         gather_kv gk = {in->hist_ids, kc, vc};
         mt_node *kh = in->hist[2 * i]; /* keys transposed: [N0, H, D/H, hist_len] */
-        if (!fused) {
-            static const int perm[4] = {0, 1, 3, 2};
-            kh = mt_permute(g, kh, perm);
-        }
+        if (!fused) kh = swap_kt(g, kh);
         o = multi_head(t, prefix, y, n, 1, io->tq, kh, in->hist[2 * i + 1], NULL, &gk,
                        fused ? ATT_FUSED_KT : ATT_COMPOSED, NULL);
     } else {
@@ -1260,19 +1263,19 @@ bool mt_transformer_can_fold(const mt_model_config *c) { return !is_aan(c); }
 
 mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
                               bool freeze, mt_dec_state *out) {
-    static const int swap23[4] = {0, 1, 3, 2};
     mt_dec_state st = *in;
     for (int r = 0; r < in->n_rows; r++) {
         /* the history's keys (even slots) are transposed: [N, H, D/H, hist_len] */
         bool keys = r % 2 == 0;
         mt_node *all = in->rows[r];
-        if (keys && all && freeze) all = mt_permute(g, all, swap23);
+        if (keys && all && freeze) all = swap_kt(g, all); /* a node of g */
         if (in->hist_len > 0 && in->hist[r]) {
             mt_node *h = mt_index_select(g, in->hist[r], 0, in->hist_ids);
-            if (keys && !freeze) h = mt_permute(g, h, swap23);
+            if (keys && !freeze) h = swap_kt(g, h);
             mt_node *parts[2] = {h, all};
             all = all ? mt_concat(g, parts, 2, keys && freeze ? 3 : 2) : h;
-        } else if (all) { /* a node of g in any case: in may view another graph */
+        } else if (all &&
+                   all == in->rows[r]) { /* a node of g in any case: in may view another graph */
             all = mt_scale(g, all, 1.0f);
         }
         st.rows[r] = freeze ? NULL : all;
