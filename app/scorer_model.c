@@ -112,7 +112,11 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
 /* Inference graphs memoize their constant subgraphs (transposed and packed
 ** weights), so the integer GEMM packs each weight matrix once per graph, and
 ** release values after their last use (the state and the outputs read after
-** forward are kept: keep_state, mt_graph_keep). */
+** forward are kept: keep_state, mt_graph_keep).  With an integer gemm type
+** (whose results already differ from float32 by the quantization of the
+** activations, far more than f16 rounding) the context and frozen history
+** are kept in f16 (kv_f16): half the attention's memory traffic; float32
+** decoding keeps them in f32 and stays bit for bit with Marian's. */
 static mt_status new_graph(mt_gemm_type gemm_type, mt_graph **g) {
     mt_graph_params gp = mt_graph_default_params();
     gp.workspace_bytes = 1 << 20;
@@ -120,6 +124,7 @@ static mt_status new_graph(mt_gemm_type gemm_type, mt_graph **g) {
     gp.memoize = true;
     gp.release_values = true;
     gp.gemm_type = gemm_type;
+    gp.kv_f16 = gemm_type != MT_GEMM_FLOAT32;
     return mt_graph_init(NULL, gp, g);
 }
 

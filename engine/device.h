@@ -25,6 +25,7 @@ typedef struct mt_dev_attn {
     float *o;
     int64_t ldo;
     float *scratch;
+    const uint16_t *kh16, *vh16;
 } mt_dev_attn;
 
 typedef struct mt_device_ops {
@@ -84,6 +85,12 @@ typedef struct mt_device_ops {
                     const float *x, float *y);
     void (*copy2d)(mt_device *d, int64_t rows, int64_t cols, const float *src, int64_t ss,
                    float *dst, int64_t sd, bool accumulate);
+    /* copy2d and gather_rows for any element size: rows of `bytes` bytes,
+    ** strides in bytes */
+    void (*copy2d_bytes)(mt_device *d, int64_t rows, size_t bytes, const void *src, size_t ss,
+                         void *dst, size_t sd);
+    void (*gather_bytes)(mt_device *d, int64_t n_ids, const int32_t *ids, size_t bytes,
+                         const void *table, void *out);
     void (*f16_to_f32)(mt_device *d, int64_t n, const uint16_t *x, float *y);
     void (*f32_to_f16)(mt_device *d, int64_t n, const float *x, uint16_t *y);
     void (*adam_f32)(mt_device *d, int64_t n, float *w, const float *g, float *m, float *v,

@@ -143,7 +143,9 @@ static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
                        .mask = a->mask,
                        .o = a->o,
                        .ldo = a->ldo,
-                       .scratch = a->scratch};
+                       .scratch = a->scratch,
+                       .kh16 = a->kh16,
+                       .vh16 = a->vh16};
     kcpu_attn_rows(&j);
 }
 
@@ -224,6 +226,18 @@ static void cpu_copy2d(mt_device *d, int64_t rows, int64_t cols, const float *sr
                        float *dst, int64_t sd, bool accumulate) {
     (void)d;
     kcpu_copy2d(rows, cols, src, ss, dst, sd, accumulate);
+}
+
+static void cpu_copy2d_bytes(mt_device *d, int64_t rows, size_t bytes, const void *src,
+                             size_t ss, void *dst, size_t sd) {
+    (void)d;
+    kcpu_copy2d_bytes(rows, bytes, src, ss, dst, sd);
+}
+
+static void cpu_gather_bytes(mt_device *d, int64_t n_ids, const int32_t *ids, size_t bytes,
+                             const void *table, void *out) {
+    (void)d;
+    kcpu_gather_bytes(n_ids, ids, bytes, table, out);
 }
 
 static void cpu_f16_to_f32(mt_device *d, int64_t n, const uint16_t *x, float *y) {
@@ -369,6 +383,8 @@ static const mt_device_ops cpu_ops = {
     .scatter_add_rows = cpu_scatter_add_rows,
     .permute = cpu_permute,
     .copy2d = cpu_copy2d,
+    .copy2d_bytes = cpu_copy2d_bytes,
+    .gather_bytes = cpu_gather_bytes,
     .f16_to_f32 = cpu_f16_to_f32,
     .f32_to_f16 = cpu_f32_to_f16,
     .adam_f32 = cpu_adam_f32,

@@ -970,6 +970,7 @@ void mt_graph_free(mt_graph *g) {
 
 void mt_graph_set_training(mt_graph *g, bool training) { g->training = training; }
 bool mt_graph_training(const mt_graph *g) { return g->training; }
+bool mt_graph_kv_f16(const mt_graph *g) { return g->prm.kv_f16 && !g->training; }
 mt_status mt_graph_status(const mt_graph *g) { return g->err; }
 
 mt_graph_stats mt_graph_get_stats(const mt_graph *g) {

@@ -219,6 +219,13 @@ typedef struct mt_graph_params {
     ** feeds others must be marked with mt_graph_keep before forward.  Reading
     ** a released value, or building on it, is an error, never garbage. */
     bool release_values;
+    /* Inference graphs: the decoding caches that every step reads whole
+    ** (the cross-attention context and the frozen self-attention history,
+    ** models/transformer.c) are kept in float16 instead of float32: half
+    ** the memory traffic of the attention, results within f16 rounding of
+    ** the keys and values (about 2^-11 relative).  mtpe turns it on with
+    ** the integer gemm types (app/scorer_model.c), never for float32. */
+    bool kv_f16;
 } mt_graph_params;
 
 mt_graph_params mt_graph_default_params(void);
@@ -229,6 +236,7 @@ void mt_graph_clear(mt_graph *g); /* drop nodes, keep memory (and memo cache) */
 void mt_graph_free(mt_graph *g);  /* NULL is a no-op                          */
 void mt_graph_set_training(mt_graph *g, bool training);
 bool mt_graph_training(const mt_graph *g);
+bool mt_graph_kv_f16(const mt_graph *g); /* kv_f16 and not training */
 /* Reseeds the dropout RNG (engine/graph_seed.c).  mtpe train reseeds from
 ** (seed, update) before every update, so that a run resumed from a
 ** checkpoint draws the same dropout masks as one that never stopped. */
@@ -387,13 +395,20 @@ mt_node *mt_highway(mt_graph *g, mt_node *y, mt_node *x, mt_node *t);
 mt_node *mt_reshape(mt_graph *g, mt_node *x, mt_shape shape); /* one dim may be -1 */
 mt_node *mt_transpose(mt_graph *g, mt_node *x, int d0, int d1); /* swap two axes */
 mt_node *mt_permute(mt_graph *g, mt_node *x, const int *perm);  /* perm[ndim] */
-mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis);
+mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis); /* f32, or f16 */
 mt_node *mt_slice(mt_graph *g, mt_node *x, int axis, int64_t start, int64_t len);
 /* Embedding lookup: rows of table [V, D] at ids (i32, any shape S) -> [S..., D].
 ** Backward scatter-adds into the table's gradient. */
 mt_node *mt_gather_rows(mt_graph *g, mt_node *table, mt_node *ids);
-/* Selects entries along axis by ids (i32 1-D): beam reordering. */
+/* Selects entries along axis by ids (i32 1-D): beam reordering.  f32, or
+** f16 (no gradient). */
 mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids);
+/* x converted to float16 (round to nearest even, +-inf beyond the range) or
+** from float16 to float32 (exact); the same dtype: x itself.  Inference
+** only (an input that wants a gradient is refused).  Storage of decoding
+** caches (mt_graph_params.kv_f16); no other op computes on f16 values
+** except mt_attn_rows_kt, which reads its keys and values so. */
+mt_node *mt_cast(mt_graph *g, mt_node *x, mt_dtype dtype);
 /* A decoding cache extended by one position in one copy: cache [N0, A, T, B],
 ** ids i32 [N] (NULL: N = N0, row i is row i), 0 <= off <= T, cur [N, A, 1, B]
 ** -> [N, A, T - off + 1, B] = concat(slice(index_select(cache, 0, ids), 2, off,
@@ -435,7 +450,8 @@ mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node 
 /* mt_attn_rows with the keys transposed per head, kt [N0, H, dk, Th] (a
 ** context or history kept so: the kernel scores 16 positions per vector,
 ** and a run of rows with one id together), values [N0, H, Th, dk] or [N0,
-** Th, D]; the recent kr, vr and the mask as in mt_attn_rows. */
+** Th, D]; the recent kr, vr and the mask as in mt_attn_rows.  kt and vh may
+** both be f16 (mt_cast; widened as they are read). */
 mt_node *mt_attn_rows_kt(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
                          mt_node *kr, mt_node *vr, mt_node *mask, int heads, float alpha);
 bool mt_attn_rows_supported(const mt_graph *g);

@@ -530,11 +530,16 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
                      .alpha = y->attr.f[0],
                      .q = node_f32(q),
                      .ldq = d,
-                     .kh = node_f32(kh),
-                     .vh = node_f32(vh),
                      .o = node_f32(y),
                      .ldo = d,
                      .scratch = y->aux};
+    if (kh->val.dtype == MT_F16) { /* mt_attn_rows_kt only (the builder) */
+        j.kh16 = (const uint16_t *)kh->val.data;
+        j.vh16 = (const uint16_t *)vh->val.data;
+    } else {
+        j.kh = node_f32(kh);
+        j.vh = node_f32(vh);
+    }
     mt_status rc;
     if (flags & ATTN_SPANS) {
         const mt_node *start = y->src[3], *len = y->src[4];
@@ -580,9 +585,9 @@ static const mt_op_def op_attn_rows = {"attn_rows", attn_rows_forward, NULL};
 bool mt_attn_rows_supported(const mt_graph *g) { return graph_ops(g)->attn_rows != NULL; }
 
 /* Common checks of both builders: the device, no gradients, float32 values
-** (ints: the inputs named in is_int). */
+** (ints: the inputs named in is_int; half: those that may be f16 instead). */
 static bool attn_inputs_ok(mt_graph *g, const char *op, mt_node *const *src, int n_src,
-                           unsigned is_int) {
+                           unsigned is_int, unsigned half) {
     if (!mt_attn_rows_supported(g)) {
         graph_fail(g, MT_ERR_UNSUPPORTED, "%s: not on this device", op);
         return false;
@@ -598,6 +603,8 @@ static bool attn_inputs_ok(mt_graph *g, const char *op, mt_node *const *src, int
                 graph_fail(g, MT_ERR_INVALID, "%s: input %d must be int32", op, i);
                 return false;
             }
+        } else if (((half >> i) & 1) && src[i]->val.dtype == MT_F16) {
+            continue;
         } else if (!need_f32(g, op, src[i])) {
             return false;
         }
@@ -630,7 +637,11 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
     if (ids) is_int |= 1u << n_src, src[n_src++] = ids, flags |= ATTN_IDS;
     if (kr || vr) src[n_src++] = kr, src[n_src++] = vr, flags |= ATTN_RECENT;
     if (mask) src[n_src++] = mask, flags |= ATTN_MASK;
-    if (!attn_inputs_ok(g, op, src, n_src, is_int)) return NULL;
+    /* keys and values of mt_attn_rows_kt: both f32 or both f16 */
+    if (!attn_inputs_ok(g, op, src, n_src, is_int, kt ? 3u << 1 : 0)) return NULL;
+    if (kh->val.dtype != vh->val.dtype)
+        return graph_fail(g, MT_ERR_INVALID, "%s: keys of %s, values of %s", op,
+                          mt_dtype_name(kh->val.dtype), mt_dtype_name(vh->val.dtype));
     const mt_shape *sq = &q->val.shape, *sk = &kh->val.shape, *sv = &vh->val.shape;
     int64_t n = sq->ndim > 0 ? sq->dim[0] : 0, d = last_dim(q), dk = heads > 0 ? d / heads : 0;
     int64_t th = kt              ? (sk->ndim == 4 ? sk->dim[3] : 0)
@@ -681,7 +692,7 @@ mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node 
                        mt_node *len, int64_t max_len, int heads, float alpha) {
     if (q == NULL || k == NULL || v == NULL || start == NULL || len == NULL) return NULL;
     mt_node *src[5] = {q, k, v, start, len};
-    if (!attn_inputs_ok(g, "mt_attn_spans", src, 5, 3u << 3)) return NULL;
+    if (!attn_inputs_ok(g, "mt_attn_spans", src, 5, 3u << 3, 0)) return NULL;
     const mt_shape *sq = &q->val.shape, *sk = &k->val.shape;
     int64_t n = sq->ndim == 2 ? sq->dim[0] : 0, d = last_dim(q);
     mt_shape ids_shape = mt_shape1(n);

@@ -26,6 +26,15 @@ static bool need_f32(mt_graph *g, const char *op, const mt_node *x) {
     return false;
 }
 
+/* concat and index_select also move f16 values (the decoding caches kept in
+** half precision, mt_graph_params.kv_f16); f16 never wants a gradient. */
+static bool need_f32_or_f16(mt_graph *g, const char *op, const mt_node *x) {
+    if (x->val.dtype == MT_F32 || x->val.dtype == MT_F16) return true;
+    graph_fail(g, MT_ERR_INVALID, "%s: expected a float32 or float16 input, got %s", op,
+               mt_dtype_name(x->val.dtype));
+    return false;
+}
+
 static int64_t node_numel(const mt_node *n) { return mt_shape_numel(&n->val.shape); }
 
 static mt_attrs zero_attrs(void) {
@@ -244,11 +253,18 @@ static mt_status concat_forward(mt_graph *g, mt_node *y) {
     const mt_shape *s = &y->val.shape;
     int64_t outer = prod_dims(s, 0, ax), inner = prod_dims(s, ax + 1, s->ndim);
     int64_t total = s->dim[ax] * inner, off = 0;
+    size_t es = mt_dtype_size(y->val.dtype);
     for (int i = 0; i < y->n_src; i++) {
         const mt_node *x = y->src[i];
         int64_t cols = x->val.shape.dim[ax] * inner;
-        graph_ops(g)->copy2d(graph_device(g), outer, cols, node_f32(x), cols, node_f32(y) + off,
-                             total, false);
+        if (y->val.dtype == MT_F32) {
+            graph_ops(g)->copy2d(graph_device(g), outer, cols, node_f32(x), cols,
+                                 node_f32(y) + off, total, false);
+        } else {
+            graph_ops(g)->copy2d_bytes(graph_device(g), outer, (size_t)cols * es, x->val.data,
+                                       (size_t)cols * es, (char *)y->val.data + (size_t)off * es,
+                                       (size_t)total * es);
+        }
         off += cols;
     }
     return MT_OK;
@@ -300,7 +316,11 @@ mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis) {
     }
     mt_shape out = *s0;
     for (int i = 0; i < n; i++) {
-        if (!need_f32(g, "mt_concat", xs[i])) return NULL;
+        if (!need_f32_or_f16(g, "mt_concat", xs[i])) return NULL;
+        if (xs[i]->val.dtype != xs[0]->val.dtype) {
+            return graph_fail(g, MT_ERR_INVALID, "mt_concat: inputs of %s and %s",
+                              mt_dtype_name(xs[0]->val.dtype), mt_dtype_name(xs[i]->val.dtype));
+        }
         if (i == 0) continue;
         const mt_shape *si = &xs[i]->val.shape;
         bool ok = si->ndim == s0->ndim;
@@ -316,7 +336,7 @@ mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis) {
     if (n == 1) return xs[0];
     mt_attrs at = zero_attrs();
     at.i[0] = ax;
-    return graph_push(g, &op_concat, out, MT_F32, n, xs, &at);
+    return graph_push(g, &op_concat, out, xs[0]->val.dtype, n, xs, &at);
 }
 
 /* ------------------------------------------------------------------------
@@ -533,9 +553,16 @@ static mt_status index_select_forward(mt_graph *g, mt_node *y) {
     int64_t outer = y->attr.i[0], n = y->attr.i[1], inner = y->attr.i[2], k = node_numel(ids);
     mt_status rc = check_ids(g, "mt_index_select", ids, n);
     if (rc != MT_OK) return rc;
+    size_t es = mt_dtype_size(y->val.dtype);
     for (int64_t o = 0; o < outer; o++) {
-        graph_ops(g)->gather_rows(graph_device(g), k, node_i32(ids), inner,
-                                  node_f32(x) + o * n * inner, node_f32(y) + o * k * inner);
+        if (y->val.dtype == MT_F32) {
+            graph_ops(g)->gather_rows(graph_device(g), k, node_i32(ids), inner,
+                                      node_f32(x) + o * n * inner, node_f32(y) + o * k * inner);
+        } else {
+            graph_ops(g)->gather_bytes(graph_device(g), k, node_i32(ids), (size_t)inner * es,
+                                       (const char *)x->val.data + (size_t)(o * n * inner) * es,
+                                       (char *)y->val.data + (size_t)(o * k * inner) * es);
+        }
     }
     return MT_OK;
 }
@@ -557,7 +584,7 @@ static const mt_op_def op_index_select = {"index_select", index_select_forward,
 
 mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids) {
     if (x == NULL || ids == NULL) return NULL;
-    if (!need_f32(g, "mt_index_select", x)) return NULL;
+    if (!need_f32_or_f16(g, "mt_index_select", x)) return NULL;
     const mt_shape *s = &x->val.shape, *si = &ids->val.shape;
     int ax = norm_axis(axis, s->ndim);
     char s1[64], s2[64];
@@ -575,5 +602,41 @@ mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids) {
     at.i[1] = s->dim[ax];
     at.i[2] = prod_dims(s, ax + 1, s->ndim);
     mt_node *src[2] = {x, ids};
-    return graph_push(g, &op_index_select, out, MT_F32, 2, src, &at);
+    return graph_push(g, &op_index_select, out, x->val.dtype, 2, src, &at);
+}
+
+/* ------------------------------------------------------------------------
+** cast:  y = x as float16 (round to nearest even; beyond the f16 range:
+**   +-inf) or back as float32 (exact).  Inference only: the builder refuses
+**   an input that wants a gradient.  attr.i[0] = the target dtype.
+*/
+static mt_status cast_forward(mt_graph *g, mt_node *y) {
+    const mt_node *x = y->src[0];
+    if (y->val.dtype == MT_F16) {
+        graph_ops(g)->f32_to_f16(graph_device(g), node_numel(y), node_f32(x),
+                                 (uint16_t *)y->val.data);
+    } else {
+        graph_ops(g)->f16_to_f32(graph_device(g), node_numel(y), (const uint16_t *)x->val.data,
+                                 node_f32(y));
+    }
+    return MT_OK;
+}
+
+static const mt_op_def op_cast = {"cast", cast_forward, NULL};
+
+mt_node *mt_cast(mt_graph *g, mt_node *x, mt_dtype dtype) {
+    if (x == NULL) return NULL;
+    if (!need_f32_or_f16(g, "mt_cast", x)) return NULL;
+    if (dtype != MT_F32 && dtype != MT_F16) {
+        return graph_fail(g, MT_ERR_INVALID, "mt_cast: to %s (float32 and float16 only)",
+                          mt_dtype_name(dtype));
+    }
+    if (x->val.dtype == dtype) return x;
+    if (node_wants_grad(x)) {
+        return graph_fail(g, MT_ERR_INVALID, "mt_cast: inference only, the input wants a gradient");
+    }
+    mt_attrs at = zero_attrs();
+    at.i[0] = dtype;
+    mt_node *src[1] = {x};
+    return graph_push(g, &op_cast, x->val.shape, dtype, 1, src, &at);
 }

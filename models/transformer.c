@@ -378,6 +378,15 @@ static mt_node *swap_kt(mt_graph *g, mt_node *keys) {
     return mt_permute(g, keys, perm);
 }
 
+/* A state's context or frozen history as f32 (the composed ops' input):
+** graphs with kv_f16 keep them in f16 (mt_graph_params.kv_f16). */
+static mt_node *as_f32(mt_graph *g, mt_node *x) { return mt_cast(g, x, MT_F32); }
+
+/* The storage of a context or history the state keeps. */
+static mt_node *kv_store(mt_graph *g, mt_node *x) {
+    return mt_graph_kv_f16(g) ? mt_cast(g, x, MT_F16) : x;
+}
+
 /* How multi_head runs: composed ops, the fused op, or the fused op over
 ** keys transposed per head (mt_attn_rows_kt). */
 enum { ATT_COMPOSED = 0, ATT_FUSED, ATT_FUSED_KT };
@@ -449,8 +458,8 @@ static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, in
     gather_kv gk = {sent, NULL, NULL};
     bool fused = step && fused_step(t, k, tq, w != NULL);
     if (step && !fused) { /* the state's keys are transposed: [B, H, D/H, S] */
-        kh = swap_kt(t->g, kh);
-        vh = split_heads(t, vh);
+        kh = swap_kt(t->g, as_f32(t->g, kh));
+        vh = split_heads(t, as_f32(t->g, vh));
     }
     if (sent && !fused) mask = mt_index_select(t->g, mask, 0, sent);
     mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent ? &gk : NULL,
@@ -887,8 +896,12 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     if (in->hist_len > 0) { /* the frozen history, then kc/vc (no keep, no step mask there) */
         gather_kv gk = {in->hist_ids, kc, vc};
         mt_node *kh = in->hist[2 * i]; /* keys transposed: [N0, H, D/H, hist_len] */
-        if (!fused) kh = swap_kt(g, kh);
-        o = multi_head(t, prefix, y, n, 1, io->tq, kh, in->hist[2 * i + 1], NULL, &gk,
+        mt_node *vh = in->hist[2 * i + 1];
+        if (!fused) {
+            kh = swap_kt(g, as_f32(g, kh));
+            vh = as_f32(g, vh);
+        }
+        o = multi_head(t, prefix, y, n, 1, io->tq, kh, vh, NULL, &gk,
                        fused ? ATT_FUSED_KT : ATT_COMPOSED, NULL);
     } else {
         o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL,
@@ -1056,9 +1069,10 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
             }
             static const int to_kt[4] = {0, 2, 3, 1}; /* [B, S, H, dk] -> [B, H, dk, S] */
             int64_t s_len = dim_of(kh, 1), h = c->heads;
-            out->fixed[k] =
-                mt_permute(g, mt_reshape(g, kh, mt_shape4(enc->batch, s_len, h, t.d / h)), to_kt);
-            out->fixed[k + 1] = vh;
+            out->fixed[k] = kv_store(
+                g, mt_permute(g, mt_reshape(g, kh, mt_shape4(enc->batch, s_len, h, t.d / h)),
+                              to_kt));
+            out->fixed[k + 1] = kv_store(g, vh);
         }
     }
     for (int j = 0; j < enc->n; j++)
@@ -1185,11 +1199,12 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     return MT_OK;
 }
 
-/* A zero (or value) block shaped as x except for axis, of length len. */
+/* A zero (or value) block shaped as x except for axis, of length len, of
+** x's dtype. */
 static mt_node *fill_like(mt_graph *g, mt_node *x, int axis, int64_t len, float value) {
     mt_shape sh = mt_node_shape(x);
     sh.dim[axis] = len;
-    return mt_constant(g, sh, value);
+    return mt_cast(g, mt_constant(g, sh, value), mt_node_dtype(x));
 }
 
 /* x padded along axis to len with value. */
@@ -1265,12 +1280,20 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
                               bool freeze, mt_dec_state *out) {
     mt_dec_state st = *in;
     for (int r = 0; r < in->n_rows; r++) {
-        /* the history's keys (even slots) are transposed: [N, H, D/H, hist_len] */
+        /* the history's keys (even slots) are transposed: [N, H, D/H, hist_len],
+        ** and in f16 where the graph keeps such caches so (kv_store) */
         bool keys = r % 2 == 0;
         mt_node *all = in->rows[r];
         if (keys && all && freeze) all = swap_kt(g, all); /* a node of g */
+        if (all && freeze) {
+            mt_dtype want = in->hist_len > 0 && in->hist[r] ? mt_node_dtype(in->hist[r])
+                            : mt_graph_kv_f16(g)             ? MT_F16
+                                                             : MT_F32;
+            all = mt_cast(g, all, want);
+        }
         if (in->hist_len > 0 && in->hist[r]) {
             mt_node *h = mt_index_select(g, in->hist[r], 0, in->hist_ids);
+            if (!freeze) h = as_f32(g, h);
             if (keys && !freeze) h = swap_kt(g, h);
             mt_node *parts[2] = {h, all};
             all = all ? mt_concat(g, parts, 2, keys && freeze ? 3 : 2) : h;

@@ -15,6 +15,11 @@
 ** range at forward, an input that wants a gradient.  mt_attn_spans (packed
 ** sentences) against mt_attention of each sentence alone, and its refusals:
 ** a span past the rows, an empty span, one longer than max_len.
+** Half-precision histories (kh16, vh16: contexts and frozen histories with
+** transposed keys in f16): the kernels against the double evaluation of
+** the f16 values, the op on mt_cast inputs against the composed ops on the
+** same values widened back, and the refusal of keys and values of two
+** dtypes.
 */
 #include "harness.h"
 #include "test_util.h"
@@ -40,6 +45,12 @@ static float *frand(int64_t n) {
 
 static int irand(int n) { return (int)((test_rng_next() >> 33) % (uint64_t)n); }
 
+/* Element off of a history array (f16 when the job has kh16). */
+static double hist_at(const kcpu_attn_job *j, bool values, int64_t off) {
+    if (j->kh16) return mt_f16_to_f32((values ? j->vh16 : j->kh16)[off]);
+    return (values ? j->vh : j->kh)[off];
+}
+
 /* Double evaluation of row i, head h of job j into want[dk] (kcpu.h's
 ** definition). */
 static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) {
@@ -48,16 +59,13 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
     double *s = malloc(sizeof(double) * (size_t)tk), mx = -INFINITY, sum = 0.0;
     const float *q = j->q + i * j->ldq + h * dk;
     for (int64_t t = 0; t < tk; t++) {
-        const float *k = t < tn ? j->kh + r * j->sr + h * j->sh + t * j->st
-                                : j->kr + ((i * j->heads + h) * j->tr + t - tn) * dk;
-        int64_t kc = 1; /* stride of a key's elements */
-        if (j->ksc > 0 && t < tn) {
-            k = j->kh + r * j->ksr + h * j->ksh + t;
-            kc = j->ksc;
-        }
         double dot = 0.0;
-        for (int64_t c = 0; c < dk; c++)
-            dot += (double)q[c] * k[c * kc];
+        for (int64_t c = 0; c < dk; c++) {
+            double k = t >= tn     ? j->kr[((i * j->heads + h) * j->tr + t - tn) * dk + c]
+                       : j->ksc > 0 ? hist_at(j, false, r * j->ksr + h * j->ksh + c * j->ksc + t)
+                                    : hist_at(j, false, r * j->sr + h * j->sh + t * j->st + c);
+            dot += (double)q[c] * k;
+        }
         s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0);
         mx = s[t] > mx ? s[t] : mx;
     }
@@ -68,9 +76,8 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
     for (int64_t c = 0; c < dk; c++) {
         double a = 0.0;
         for (int64_t t = 0; t < tk; t++) {
-            const float *v = t < tn ? j->vh + r * j->sr + h * j->sh + t * j->st
-                                    : j->vr + ((i * j->heads + h) * j->tr + t - tn) * dk;
-            a += s[t] * v[c];
+            a += s[t] * (t < tn ? hist_at(j, true, r * j->sr + h * j->sh + t * j->st + c)
+                                : j->vr[((i * j->heads + h) * j->tr + t - tn) * dk + c]);
         }
         want[c] = a / sum;
     }
@@ -158,10 +165,29 @@ static void run_case(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use
     mt_free(mask);
 }
 
+/* Half of the jobs with transposed keys take their keys and values in f16
+** (kh16, vh16; kh and vh NULL): the arrays converted (round to nearest
+** even) into *k16, *v16, freed by the caller. */
+static void maybe_f16(kcpu_attn_job *j, bool f16, int64_t nk, int64_t nv, uint16_t **k16,
+                      uint16_t **v16) {
+    *k16 = *v16 = NULL;
+    if (!f16) return;
+    *k16 = mt_try_malloc(sizeof(uint16_t) * (size_t)(nk ? nk : 1));
+    *v16 = mt_try_malloc(sizeof(uint16_t) * (size_t)(nv ? nv : 1));
+    if (!*k16 || !*v16) exit(2);
+    for (int64_t t = 0; t < nk; t++)
+        (*k16)[t] = mt_f32_to_f16(j->kh[t]);
+    for (int64_t t = 0; t < nv; t++)
+        (*v16)[t] = mt_f32_to_f16(j->vh[t]);
+    j->kh16 = *k16;
+    j->vh16 = *v16;
+    j->kh = j->vh = NULL;
+}
+
 /* A cross-attention context with transposed keys [n0, heads, dk, th] and
 ** values [n0, th, heads dk]; rows in runs of one id (a sentence's
 ** hypotheses: 1 to 5 in a row, so runs of 1 to 4 and a split one). */
-static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask) {
+static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, bool f16) {
     int64_t n0 = 1 + irand(4), d = heads * dk, n = 0;
     int32_t ids[32];
     for (int64_t r = 0; r < n0; r++)
@@ -189,10 +215,15 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask) {
                        .ids = ids,
                        .mask = use_mask ? mask : NULL,
                        .ldo = d};
+    uint16_t *k16, *v16;
+    maybe_f16(&j, f16, n0 * heads * dk * th, n0 * th * d, &k16, &v16);
     char what[160];
-    snprintf(what, sizeof what, "keys transposed dk %lld heads %lld th %lld rows %lld mask %d",
-             (long long)dk, (long long)heads, (long long)th, (long long)n, use_mask);
+    snprintf(what, sizeof what,
+             "keys transposed dk %lld heads %lld th %lld rows %lld mask %d f16 %d", (long long)dk,
+             (long long)heads, (long long)th, (long long)n, use_mask, f16);
     check_job(&j, d, what);
+    mt_free(k16);
+    mt_free(v16);
     mt_free(q);
     mt_free(kt);
     mt_free(v);
@@ -202,7 +233,7 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask) {
 /* A frozen self-attention history with transposed keys [n0, heads, dk, th]
 ** and values [n0, heads, th, dk], rows picked by ids, then each row's tr
 ** recent keys and values (not transposed). */
-static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr) {
+static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool f16) {
     int64_t n = 1 + irand(6), n0 = 1 + irand(6), d = heads * dk;
     int32_t ids[8];
     for (int64_t i = 0; i < n; i++)
@@ -229,10 +260,15 @@ static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr) {
                        .kr = tr ? kr : NULL,
                        .vr = tr ? vr : NULL,
                        .ldo = d};
+    uint16_t *k16, *v16;
+    maybe_f16(&j, f16, n0 * heads * dk * th, n0 * heads * th * dk, &k16, &v16);
     char what[160];
-    snprintf(what, sizeof what, "history, keys transposed: dk %lld heads %lld th %lld tr %lld",
-             (long long)dk, (long long)heads, (long long)th, (long long)tr);
+    snprintf(what, sizeof what,
+             "history, keys transposed: dk %lld heads %lld th %lld tr %lld f16 %d", (long long)dk,
+             (long long)heads, (long long)th, (long long)tr, f16);
     check_job(&j, d, what);
+    mt_free(k16);
+    mt_free(v16);
     mt_free(q);
     mt_free(kt);
     mt_free(v);
@@ -297,8 +333,10 @@ static void test_shapes(void) {
     for (size_t a = 0; a < sizeof dks / sizeof dks[0]; a++) {
         run_spans(dks[a], 1 + irand(8), 1 + irand(8));
         for (size_t b = 1; b < sizeof ths / sizeof ths[0]; b++) {
-            run_kt(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), irand(2));
-            run_kt_hist(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), trs[irand(5)]);
+            for (int f16 = 0; f16 < 2; f16++) {
+                run_kt(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), irand(2), f16);
+                run_kt_hist(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), trs[irand(5)], f16);
+            }
         }
     }
 }
@@ -389,6 +427,10 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
     ** per head: [n0, h, dk, th] */
     float *kh3 = frand(n0 * h * th * dk), *vh3 = frand(n0 * h * th * dk);
     float *kt = frand(n0 * h * th * dk), *gotk = mt_try_malloc(sizeof(float) * (size_t)(n * d));
+    /* pass 4: keys (transposed) and values in f16; pass 5: the composed ops
+    ** on the same values widened back to f32 */
+    float *got16 = mt_try_malloc(sizeof(float) * (size_t)(n * d)),
+          *want16 = mt_try_malloc(sizeof(float) * (size_t)(n * d));
     for (int64_t r = 0; r < n0; r++)
         for (int64_t hh = 0; hh < h; hh++)
             for (int64_t t = 0; t < th; t++)
@@ -397,10 +439,10 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
                     vh3[(r * th + t) * d + hh * dk + c] = vh[((r * h + hh) * th + t) * dk + c];
                     kt[((r * h + hh) * dk + c) * th + t] = kh[((r * h + hh) * th + t) * dk + c];
                 }
-    for (int pass = 0; pass < 4; pass++) {
+    for (int pass = 0; pass < 6; pass++) {
         mt_graph *g = new_graph(false);
         mt_node *nq = mt_input(g, mt_shape3(n, 1, d), q);
-        mt_node *nkh = pass == 3   ? mt_input(g, mt_shape4(n0, h, dk, th), kt)
+        mt_node *nkh = pass == 3 || pass == 4 ? mt_input(g, mt_shape4(n0, h, dk, th), kt)
                        : pass == 2 ? mt_input(g, mt_shape3(n0, th, d), kh3)
                                    : mt_input(g, mt_shape4(n0, h, th, dk), kh);
         /* pass 3: values split when there are recent ones (a history), else not (a context) */
@@ -411,20 +453,25 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
         mt_node *nvr = tr ? mt_input(g, mt_shape4(n, h, tr, dk), vr) : NULL;
         mt_node *nm = use_mask ? mt_input(g, mt_shape4(n0, 1, 1, tk), mask) : NULL;
         float alpha = 1.0f / sqrtf((float)dk);
-        mt_node *y = pass == 3 ? mt_attn_rows_kt(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha)
-                     : pass    ? mt_attn_rows(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha)
-                               : composed(g, nq, nkh, nvh, nid, nkr, nvr, nm, h, alpha);
+        if (pass == 4) {
+            nkh = mt_cast(g, nkh, MT_F16);
+            nvh = mt_cast(g, nvh, MT_F16);
+        } else if (pass == 5) {
+            nkh = mt_cast(g, mt_cast(g, nkh, MT_F16), MT_F32);
+            nvh = mt_cast(g, mt_cast(g, nvh, MT_F16), MT_F32);
+        }
+        mt_node *y = pass == 3 || pass == 4
+                         ? mt_attn_rows_kt(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha)
+                     : pass == 5 || pass == 0
+                         ? composed(g, nq, nkh, nvh, nid, nkr, nvr, nm, h, alpha)
+                         : mt_attn_rows(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha);
         mt_status rc = mt_graph_forward(g);
         CHECK(rc == MT_OK && y != NULL, "attn_rows op pass %d: %s", pass, mt_errmsg());
         if (rc == MT_OK && y != NULL) {
             CHECK(mt_node_shape(y).ndim == 3 && mt_node_shape(y).dim[0] == n,
                   "attn_rows op: shape of q");
-            CHECK_STATUS(mt_node_get(y,
-                                     pass == 3   ? gotk
-                                     : pass == 2 ? got3
-                                     : pass      ? got
-                                                 : want,
-                                     n * d));
+            float *dst[6] = {want, got, got3, gotk, got16, want16};
+            CHECK_STATUS(mt_node_get(y, dst[pass], n * d));
         }
         mt_graph_free(g);
     }
@@ -442,6 +489,12 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
         bad += !(fabsf(gotk[t] - want[t]) <= 1e-5f * (1.0f + fabsf(want[t])));
     CHECK(bad == 0, "[%s] mt_attn_rows with keys transposed vs composed ops: %d differ", isa_tag,
           bad);
+    for (int64_t t = 0; t < n * d; t++)
+        bad += !(fabsf(got16[t] - want16[t]) <= 1e-5f * (1.0f + fabsf(want16[t])));
+    CHECK(bad == 0, "[%s] mt_attn_rows_kt on f16 keys and values vs composed ops: %d differ",
+          isa_tag, bad);
+    mt_free(got16);
+    mt_free(want16);
     mt_free(kt);
     mt_free(gotk);
     mt_free(kh3);
@@ -503,6 +556,20 @@ static void test_op_errors(void) {
                     g, mt_input(g, mt_shape3(2, 1, 8), z), mt_input(g, mt_shape4(2, 2, 5, 4), z),
                     mt_input(g, mt_shape3(2, 5, 8), z), NULL, NULL, NULL, NULL, 2, 1.0f),
                 MT_ERR_INVALID, "keys not transposed");
+    g = new_graph(false); /* keys in f16, values in f32 */
+    expect_fail(g,
+                mt_attn_rows_kt(g, mt_input(g, mt_shape3(2, 1, 8), z),
+                                mt_cast(g, mt_input(g, mt_shape4(2, 2, 4, 5), z), MT_F16),
+                                mt_input(g, mt_shape3(2, 5, 8), z), NULL, NULL, NULL, NULL, 2,
+                                1.0f),
+                MT_ERR_INVALID, "keys f16, values f32");
+    g = new_graph(false); /* f16 keys without the transposed layout */
+    expect_fail(g,
+                mt_attn_rows(g, mt_input(g, mt_shape3(2, 1, 8), z),
+                             mt_cast(g, mt_input(g, mt_shape4(2, 2, 5, 4), z), MT_F16),
+                             mt_cast(g, mt_input(g, mt_shape4(2, 2, 5, 4), z), MT_F16), NULL,
+                             NULL, NULL, NULL, 2, 1.0f),
+                MT_ERR_INVALID, "f16 keys and values to mt_attn_rows");
     g = new_graph(false); /* id 2 of 2 rows: found at forward */
     expect_fail(g,
                 mt_attn_rows(g, mt_input(g, mt_shape3(2, 1, 8), z),

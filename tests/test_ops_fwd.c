@@ -7,6 +7,11 @@
 ** dropout statistics), then the error contract of the builders: bad shapes
 ** give NULL and a sticky MT_ERR_INVALID from mt_graph_forward with a message
 ** naming the op; NULL inputs give NULL; bad labels/ids fail at forward.
+** f16 storage (the decoding caches of mt_graph_params.kv_f16): mt_cast to
+** f16 and back against mt_f32_to_f16 value by value (odd sizes, ties,
+** subnormals, beyond the range), concat and index_select of f16 values
+** against the f32 ops' results rounded, and the refusals (two dtypes in a
+** concat, ops that compute on f32 only, a cast wanting a gradient).
 ** Prints one OK / NOT OK line per test.
 */
 #include <math.h>
@@ -385,6 +390,108 @@ static void test_concat_slice_permute(void) {
             ref[i] = buf_c[i];
         expect(g, y, 24, 0, 0, "reshape -1");
         mt_graph_free(g);
+    }
+}
+
+/* The f16 value of x as a float (what mt_node_get gives for an f16 node). */
+static double f16_of(float x) { return mt_f16_to_f32(mt_f32_to_f16(x)); }
+
+static void test_f16_storage(void) {
+    TEST("f16 storage: cast, concat, index_select") {
+        mt_graph *g = new_graph(false);
+        randn(buf_a, 3 * 5 * 7);
+        buf_a[0] = 1.0f + 1.0f / 2048; /* a tie: rounds to even (1.0) */
+        buf_a[1] = 1.0f + 3.0f / 2048; /* a tie: rounds to even (1 + 2^-9) */
+        buf_a[2] = 3e-6f;              /* a subnormal f16 */
+        buf_a[3] = 65504.0f;           /* the largest f16 */
+        mt_node *a = mt_input(g, mt_shape3(3, 5, 7), buf_a);
+        mt_node *h = mt_cast(g, a, MT_F16);
+        CHECK(h && mt_node_dtype(h) == MT_F16, "mt_cast to f16: dtype");
+        for (int i = 0; i < 105; i++)
+            ref[i] = f16_of(buf_a[i]);
+        CHECK(ref[0] == 1.0 && ref[1] == 1.0 + 1.0 / 512 && ref[2] > 0 && ref[2] != 3e-6f,
+              "mt_f32_to_f16: ties to even, subnormals");
+        expect(g, h, 105, 0, 0, "cast to f16");
+        mt_node *back = mt_cast(g, h, MT_F32);
+        CHECK(back && mt_node_dtype(back) == MT_F32, "mt_cast back: dtype");
+        expect(g, back, 105, 0, 0, "cast back to f32 (exact)");
+        CHECK(mt_cast(g, a, MT_F32) == a, "a cast to the same dtype is the input");
+
+        /* concat along each axis (odd widths in bytes) and index_select
+        ** with repeats, against the f32 ops rounded */
+        randn(buf_b, 3 * 2 * 7);
+        mt_node *b = mt_input(g, mt_shape3(3, 2, 7), buf_b);
+        mt_node *parts[2] = {h, mt_cast(g, b, MT_F16)}, *fparts[2] = {a, b};
+        mt_node *y = mt_concat(g, parts, 2, 1), *fy = mt_concat(g, fparts, 2, 1);
+        CHECK(y && mt_node_dtype(y) == MT_F16 && shape_is(y, mt_shape3(3, 7, 7)),
+              "concat of f16: dtype and shape");
+        CHECK_STATUS(mt_graph_forward(g));
+        CHECK_STATUS(mt_node_get(fy, buf_c, 147));
+        for (int i = 0; i < 147; i++)
+            ref[i] = f16_of(buf_c[i]);
+        expect(g, y, 147, 0, 0, "concat of f16 along axis 1");
+        for (int ax = 0; ax < 3; ax += 2) {
+            mt_node *x2[2] = {h, h}, *f2[2] = {a, a};
+            y = mt_concat(g, x2, 2, ax);
+            fy = mt_concat(g, f2, 2, ax);
+            CHECK_STATUS(mt_graph_forward(g));
+            CHECK_STATUS(mt_node_get(fy, buf_c, 210));
+            for (int i = 0; i < 210; i++)
+                ref[i] = f16_of(buf_c[i]);
+            expect(g, y, 210, 0, 0, ax ? "concat of f16 along axis 2" : "concat of f16 axis 0");
+        }
+        int32_t ids[4] = {2, 0, 2, 1};
+        for (int ax = 0; ax < 3; ax++) {
+            mt_node *ni = mt_input_i32(g, mt_shape1(4), ids);
+            y = mt_index_select(g, h, ax, ni);
+            fy = mt_index_select(g, a, ax, ni);
+            CHECK(y && mt_node_dtype(y) == MT_F16, "index_select of f16: dtype");
+            CHECK_STATUS(mt_graph_forward(g));
+            int64_t n = mt_node_numel(fy);
+            CHECK_STATUS(mt_node_get(fy, buf_c, n));
+            for (int64_t i = 0; i < n; i++)
+                ref[i] = f16_of(buf_c[i]);
+            expect(g, y, n, 0, 0, "index_select of f16");
+        }
+        mt_graph_free(g);
+
+        /* beyond the range: +-inf */
+        g = new_graph(false);
+        float big[2] = {70000.0f, -1e9f};
+        y = mt_cast(g, mt_input(g, mt_shape1(2), big), MT_F16);
+        CHECK_STATUS(mt_graph_forward(g));
+        CHECK_STATUS(mt_node_get(y, buf_y, 2));
+        CHECK(isinf(buf_y[0]) && buf_y[0] > 0 && isinf(buf_y[1]) && buf_y[1] < 0,
+              "cast beyond the f16 range: %g %g", buf_y[0], buf_y[1]);
+        mt_graph_free(g);
+
+        /* refusals */
+        struct {
+            const char *op;
+            int what;
+        } bad[] = {{"mt_concat", 0}, {"mt_permute", 1}, {"mt_cast", 2}, {"mt_add", 3}};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            g = new_graph(false);
+            mt_node *x = mt_input(g, mt_shape2(2, 3), buf_a), *x16 = mt_cast(g, x, MT_F16);
+            const int perm[2] = {1, 0};
+            mt_node *two[2] = {x, x16};
+            y = bad[i].what == 0   ? mt_concat(g, two, 2, 0)
+                : bad[i].what == 1 ? mt_permute(g, x16, perm)
+                : bad[i].what == 2 ? mt_cast(g, x, MT_I32)
+                                   : mt_add(g, x16, x16);
+            CHECK(y == NULL && mt_graph_status(g) == MT_ERR_INVALID &&
+                      strstr(mt_errmsg(), bad[i].op) != NULL,
+                  "f16 refusal %zu: %s", i, mt_errmsg());
+            mt_graph_free(g);
+        }
+        mt_params *p = NULL;
+        CHECK_STATUS(mt_params_init(NULL, 1, &p));
+        g = new_graph(true);
+        mt_node *w = mt_param(g, p, "w", mt_shape1(4), (mt_init){.kind = MT_INIT_ONES});
+        CHECK(mt_cast(g, w, MT_F16) == NULL && strstr(mt_errmsg(), "mt_cast") != NULL,
+              "a cast of a parameter in training: %s", mt_errmsg());
+        mt_graph_free(g);
+        mt_params_free(p);
     }
 }
 
@@ -1021,6 +1128,7 @@ int main(void) {
     test_attention();
     test_gather_index();
     test_concat_slice_permute();
+    test_f16_storage();
     test_products();
     test_reductions();
     test_elementwise();

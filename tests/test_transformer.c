@@ -465,22 +465,30 @@ static void test_greedy_batched(const char *dir, const char *sv, const char *tv,
 ** app/scorer_model.c does; once in the middle B folds the history back
 ** into its rows.  Their log-probs must agree at every step (the weighted
 ** sum of the values adds two partial sums: rounding only).  A model
-** without growing caches (AAN) refuses to fold. */
-static void test_fold(const char *dir, const char *sv, const char *tv) {
+** without growing caches (AAN) refuses to fold.
+** kv16: B runs in a graph with kv_f16 (context and history kept in f16,
+** A stays f32): the same, within the rounding of keys and values to f16
+** (log-probs within 1e-2; both contexts and the history must be f16). */
+static void test_fold(const char *dir, const char *sv, const char *tv, bool kv16) {
     fixture fx;
     if (!fixture_open(&fx, dir, sv, tv)) {
         fixture_close(&fx);
         return;
     }
     enum { COUNT = 4, K = 3, STEPS = 40, FOLD = 5, UNFOLD_AT = 23 };
-    mt_graph *g = NULL;
+    mt_graph *g = NULL, *gb = NULL; /* chains A and B */
+    mt_graph_params pb = mt_graph_default_params();
+    pb.kv_f16 = kv16;
     CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    CHECK_STATUS(mt_graph_init(NULL, pb, &gb));
     mt_batch *b = make_batch(&fx, 2, COUNT, false);
-    mt_model_encoding enc;
+    mt_model_encoding enc, encb;
     mt_dec_state sa, sb;
-    if (g && b) {
+    if (g && gb && b) {
         CHECK_STATUS(mt_model_encode(fx.m, g, b, &enc));
         CHECK_STATUS(mt_model_start(fx.m, g, &enc, &sa));
+        CHECK_STATUS(mt_model_encode(fx.m, gb, b, &encb));
+        CHECK_STATUS(mt_model_start(fx.m, gb, &encb, &sb));
     }
     if (!mt_model_can_fold(fx.m)) {
         mt_dec_state junk;
@@ -489,7 +497,9 @@ static void test_fold(const char *dir, const char *sv, const char *tv) {
         fprintf(stderr, "%s: no growing caches, fold refused\n", dir);
         goto done;
     }
-    sb = sa;
+    CHECK(sb.n_fixed > 0 && mt_node_dtype(sb.fixed[0]) == (kv16 ? MT_F16 : MT_F32) &&
+              mt_node_dtype(sb.fixed[1]) == mt_node_dtype(sb.fixed[0]),
+          "%s: the context's keys and values as %s", dir, kv16 ? "float16" : "float32");
     int32_t v = mt_model_trg_vocab(fx.m);
     int32_t prev[COUNT * K], rows[COUNT * K], hmap[COUNT * K], hnew[COUNT * K];
     static float lpa[COUNT * K * 4096], lpb[COUNT * K * 4096];
@@ -497,18 +507,20 @@ static void test_fold(const char *dir, const char *sv, const char *tv) {
     mt_rng r;
     mt_rng_seed(&r, 11);
     double worst = 0;
-    int folds = 0, hist_steps = 0, bad_argmax = 0;
+    int folds = 0, hist_steps = 0, bad_argmax = 0, hist_f16 = 0;
     for (int t = 0; t < STEPS; t++) {
         mt_dec_state na, nb;
         mt_dec_step oa, ob;
         int beam = sa.beam;
         if (sb.hist_len > 0) {
-            sb.hist_ids = mt_input_i32(g, mt_shape1(COUNT * beam), hmap);
+            sb.hist_ids = mt_input_i32(gb, mt_shape1(COUNT * beam), hmap);
             hist_steps++;
+            hist_f16 += mt_node_dtype(sb.hist[0]) == MT_F16 && mt_node_dtype(sb.hist[1]) == MT_F16;
         }
         mt_status rc = mt_model_step(fx.m, g, &enc, &sa, prev, &na, &oa);
-        if (rc == MT_OK) rc = mt_model_step(fx.m, g, &enc, &sb, prev, &nb, &ob);
+        if (rc == MT_OK) rc = mt_model_step(fx.m, gb, &encb, &sb, prev, &nb, &ob);
         if (rc == MT_OK) rc = mt_graph_forward(g);
+        if (rc == MT_OK) rc = mt_graph_forward(gb);
         if (rc == MT_OK) rc = mt_node_get(oa.logprobs, lpa, (int64_t)COUNT * beam * v);
         if (rc == MT_OK) rc = mt_node_get(ob.logprobs, lpb, (int64_t)COUNT * beam * v);
         if (!CHECK(rc == MT_OK, "%s fold step %d: %s", dir, t, mt_errmsg())) break;
@@ -528,8 +540,8 @@ static void test_fold(const char *dir, const char *sv, const char *tv) {
         bool unfold = t == UNFOLD_AT, freeze = !unfold && t % FOLD == FOLD - 1;
         if (freeze || unfold) {
             mt_dec_state fo;
-            if (nb.hist_len > 0) nb.hist_ids = mt_input_i32(g, mt_shape1(COUNT * beam), hmap);
-            rc = mt_model_fold(fx.m, g, &nb, freeze, &fo);
+            if (nb.hist_len > 0) nb.hist_ids = mt_input_i32(gb, mt_shape1(COUNT * beam), hmap);
+            rc = mt_model_fold(fx.m, gb, &nb, freeze, &fo);
             if (!CHECK(rc == MT_OK, "%s fold at step %d: %s", dir, t, mt_errmsg())) break;
             nb = fo;
             for (int i = 0; i < COUNT * beam; i++)
@@ -543,7 +555,7 @@ static void test_fold(const char *dir, const char *sv, const char *tv) {
         }
         if (!CHECK_STATUS_OK(mt_model_select(fx.m, g, &na, rows, K, &sa))) break;
         sb = nb;
-        sb.row_ids = mt_input_i32(g, mt_shape1(COUNT * K), rows);
+        sb.row_ids = mt_input_i32(gb, mt_shape1(COUNT * K), rows);
         sb.beam = K;
         if (sb.hist_len > 0) {
             for (int i = 0; i < COUNT * K; i++)
@@ -552,25 +564,28 @@ static void test_fold(const char *dir, const char *sv, const char *tv) {
         }
     }
     fprintf(stderr,
-            "%s: frozen caches: %d folds, %d steps reading a history, log-probs within %.3g, "
+            "%s: frozen caches%s: %d folds, %d steps reading a history, log-probs within %.3g, "
             "%d argmax differ\n",
-            dir, folds, hist_steps, worst, bad_argmax);
+            dir, kv16 ? " in f16" : "", folds, hist_steps, worst, bad_argmax);
     CHECK(folds >= 5 && hist_steps >= 20, "the history was hardly used");
-    CHECK(worst <= 1e-4, "log-probs differ by %g with a frozen history", worst);
-    CHECK(bad_argmax == 0, "%d rows with another best token", bad_argmax);
+    CHECK(hist_f16 == (kv16 ? hist_steps : 0), "%s: %d of %d steps read an f16 history", dir,
+          hist_f16, hist_steps);
+    CHECK(worst <= (kv16 ? 1e-2 : 1e-4), "log-probs differ by %g with a frozen history", worst);
+    CHECK(kv16 || bad_argmax == 0, "%d rows with another best token", bad_argmax);
     { /* a pending selection cannot be folded, nor a history without ids */
         mt_dec_state junk, nohist = sb;
-        CHECK(mt_model_fold(fx.m, g, &sb, true, &junk) == MT_ERR_INVALID,
+        CHECK(mt_model_fold(fx.m, gb, &sb, true, &junk) == MT_ERR_INVALID,
               "fold of a state with pending row ids");
         nohist.row_ids = NULL;
         nohist.hist_ids = NULL;
         CHECK(nohist.hist_len == 0 ||
-                  mt_model_fold(fx.m, g, &nohist, true, &junk) == MT_ERR_INVALID,
+                  mt_model_fold(fx.m, gb, &nohist, true, &junk) == MT_ERR_INVALID,
               "fold of a history without ids");
     }
 done:
     mt_batch_free(b);
     mt_graph_free(g);
+    mt_graph_free(gb);
     fixture_close(&fx);
 }
 
@@ -1238,9 +1253,11 @@ int main(void) {
     test_greedy_batched("transformer-tiny", "vocab.spm", "vocab.spm", 0, 8);
     test_packed_encoding("transformer-tiny", "vocab.spm", "vocab.spm");
     test_packed_encoding("multi-transformer", "vocab.spm", "vocab.spm");
-    test_fold("transformer-tiny", "vocab.spm", "vocab.spm");
-    test_fold("multi-transformer", "vocab.spm", "vocab.spm");
-    test_fold("transformer-aan", "vocab.en.spm", "vocab.de.spm");
+    test_fold("transformer-tiny", "vocab.spm", "vocab.spm", false);
+    test_fold("transformer-tiny", "vocab.spm", "vocab.spm", true);
+    test_fold("multi-transformer", "vocab.spm", "vocab.spm", false);
+    test_fold("multi-transformer", "vocab.spm", "vocab.spm", true);
+    test_fold("transformer-aan", "vocab.en.spm", "vocab.de.spm", false);
     test_ragged_rows("transformer-tiny", "vocab.spm", "vocab.spm");
     test_ragged_rows("multi-transformer", "vocab.spm", "vocab.spm");
     test_ragged_rows("transformer-aan", "vocab.en.spm", "vocab.de.spm");

@@ -7,14 +7,27 @@
 
 #include <math.h>
 
-/* Key (or value, from base hist / recent) t of row i, head h: t < tn from
-** the strided history of id r, the rest from the row's recent positions. */
-static const float *kv_at(const kcpu_attn_job *j, const float *hist, const float *recent, int64_t i,
-                          int64_t r, int64_t h, int64_t tn, int64_t t) {
-    if (t < tn) {
-        return hist + r * j->sr + h * j->sh + t * j->st;
+/* Element off of a history array: f32 at b32, or f16 at b16 when given. */
+static float hist_el(const float *b32, const uint16_t *b16, int64_t off) {
+    float v;
+    if (b16 == NULL) return b32[off];
+    kcpu_f16_to_f32_ref(1, b16 + off, &v);
+    return v;
+}
+
+/* Element c of key (keys: kv = 0) or value (kv = 1) t of row i, head h:
+** t < tn from the strided history of id r (keys transposed when ksc > 0),
+** the rest from the row's recent positions. */
+static float kv_el(const kcpu_attn_job *j, int kv, int64_t i, int64_t r, int64_t h, int64_t tn,
+                   int64_t t, int64_t c) {
+    if (t >= tn) {
+        const float *recent = kv ? j->vr : j->kr;
+        return recent[((i * j->heads + h) * j->tr + (t - tn)) * j->dk + c];
     }
-    return recent + ((i * j->heads + h) * j->tr + (t - tn)) * j->dk;
+    if (kv == 0 && j->ksc > 0)
+        return hist_el(j->kh, j->kh16, r * j->ksr + h * j->ksh + c * j->ksc + t);
+    return hist_el(kv ? j->vh : j->kh, kv ? j->vh16 : j->kh16,
+                   r * j->sr + h * j->sh + t * j->st + c);
 }
 
 void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
@@ -26,16 +39,8 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
             float mx = -INFINITY;
             for (int64_t t = 0; t < tk; t++) {
                 float dot = 0.0f;
-                if (j->ksc > 0 && t < tn) { /* transposed keys */
-                    const float *k = j->kh + r * j->ksr + h * j->ksh + t;
-                    for (int64_t c = 0; c < j->dk; c++) {
-                        dot += q[c] * k[c * j->ksc];
-                    }
-                } else {
-                    const float *k = kv_at(j, j->kh, j->kr, i, r, h, tn, t);
-                    for (int64_t c = 0; c < j->dk; c++) {
-                        dot += q[c] * k[c];
-                    }
+                for (int64_t c = 0; c < j->dk; c++) {
+                    dot += q[c] * kv_el(j, 0, i, r, h, tn, t, c);
                 }
                 s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0f);
                 mx = s[t] > mx ? s[t] : mx;
@@ -49,7 +54,7 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
             for (int64_t c = 0; c < j->dk; c++) {
                 float acc = 0.0f;
                 for (int64_t t = 0; t < tk; t++) {
-                    acc += s[t] * kv_at(j, j->vh, j->vr, i, r, h, tn, t)[c];
+                    acc += s[t] * kv_el(j, 1, i, r, h, tn, t, c);
                 }
                 o[c] = acc * inv;
             }

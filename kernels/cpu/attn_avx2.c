@@ -8,6 +8,8 @@
 #include "kcpu.h"
 #include "kcpu_simd_avx2.h"
 
+#include <string.h>
+
 enum { NQ_MAX = 4 }; /* query chunks kept in registers: dk <= 32 */
 
 /* r[j] = the sum of the lanes of v[j]. */
@@ -31,6 +33,19 @@ ALWAYS_INLINE __m256 sum8(const __m256 *v) {
 /* Chunk c (8 floats; the last one masked by `last` unless `full`). */
 ALWAYS_INLINE __m256 chunk(const float *p, int c, int nq, __m256i last, int full) {
     return load8(p + 8 * c, last, c < nq - 1 || full);
+}
+
+/* 8 elements at element offset off of a history array: f32 (the lanes of
+** mk unless full), or f16 widened (h16; the first cnt unless full; no read
+** past them). */
+ALWAYS_INLINE __m256 hload(const int h16, const void *p, int64_t off, __m256i mk, int full,
+                           int64_t cnt) {
+    if (!h16) return load8((const float *)p + off, mk, full);
+    const uint16_t *x = (const uint16_t *)p + off;
+    if (full) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x));
+    uint16_t tmp[8] = {0};
+    if (cnt > 0) memcpy(tmp, x, sizeof(uint16_t) * (size_t)(cnt < 8 ? cnt : 8));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)tmp));
 }
 
 /* s[t] = alpha q . k[t], k[t] = kp + t st; whole vectors stored (s has 7
@@ -64,28 +79,30 @@ ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float 
     }
 }
 
-ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *vp, int64_t st,
-                         int64_t nv, __m256 acc[2][NQ_MAX]) {
+/* acc[c] += sum_t e[t] v[t], v[t] at element t st of vp (f16 when h16). */
+ALWAYS_INLINE void weigh(const int nq, const int h16, int64_t dk, const float *e, const void *vp,
+                         int64_t st, int64_t nv, __m256 acc[2][NQ_MAX]) {
     int full = dk % 8 == 0;
-    __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
+    int64_t cl = dk - 8 * (int64_t)(nq - 1);
+    __m256i last = tail_mask8(cl);
     int64_t t = 0;
     for (; t + 2 <= nv; t += 2) {
 #pragma GCC unroll 2
         for (int u = 0; u < 2; u++) {
             __m256 w = _mm256_set1_ps(e[t + u]);
-            const float *v = vp + (t + u) * st;
 #pragma GCC unroll 4
             for (int c = 0; c < nq; c++) {
-                acc[u][c] = _mm256_fmadd_ps(w, chunk(v, c, nq, last, full), acc[u][c]);
+                __m256 v = hload(h16, vp, (t + u) * st + 8 * c, last, c < nq - 1 || full, cl);
+                acc[u][c] = _mm256_fmadd_ps(w, v, acc[u][c]);
             }
         }
     }
     if (t < nv) {
         __m256 w = _mm256_set1_ps(e[t]);
-        const float *v = vp + t * st;
 #pragma GCC unroll 4
         for (int c = 0; c < nq; c++) {
-            acc[0][c] = _mm256_fmadd_ps(w, chunk(v, c, nq, last, full), acc[0][c]);
+            __m256 v = hload(h16, vp, t * st + 8 * c, last, c < nq - 1 || full, cl);
+            acc[0][c] = _mm256_fmadd_ps(w, v, acc[0][c]);
         }
     }
 }
@@ -119,12 +136,14 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
 ** at every head into scratch row (u heads + h) ld, kb blocks of 8 keys at a
 ** time (m kb chains, at most 8 of them with kb + 1 more registers): element
 ** c of the 8 keys is one vector of K^T times each row's broadcast q[c]. */
-ALWAYS_INLINE void kt_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
-                             int64_t ld) {
+ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcpu_attn_job *j,
+                             int64_t i0, int64_t ld) {
     const int64_t r = j->ids ? j->ids[i0] : i0, th = j->th, dk = j->dk;
     const __m256 va = _mm256_set1_ps(j->alpha);
     for (int64_t h = 0; h < j->heads; h++) {
-        const float *kt = j->kh + r * j->ksr + h * j->ksh, *q[4];
+        const void *kt = h16 ? (const void *)j->kh16 : (const void *)j->kh;
+        const int64_t k0 = r * j->ksr + h * j->ksh;
+        const float *q[4];
         float *s[4];
 #pragma GCC unroll 4
         for (int u = 0; u < m; u++) {
@@ -134,11 +153,13 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const kcpu_attn_job *j, 
         for (int64_t t0 = 0; t0 < th; t0 += 8 * kb) {
             __m256i mk[4];
             int full[4];
+            int64_t cnt[4];
             __m256 a[4][4];
 #pragma GCC unroll 4
             for (int b = 0; b < kb; b++) {
                 int64_t left = th - t0 - 8 * b;
-                mk[b] = tail_mask8(left > 0 ? left : 0);
+                cnt[b] = left > 0 ? left : 0;
+                mk[b] = tail_mask8(cnt[b]);
                 full[b] = left >= 8;
 #pragma GCC unroll 4
                 for (int u = 0; u < m; u++) {
@@ -146,11 +167,10 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const kcpu_attn_job *j, 
                 }
             }
             for (int64_t c = 0; c < dk; c++) {
-                const float *kc = kt + c * j->ksc + t0;
                 __m256 kv[4];
 #pragma GCC unroll 4
                 for (int b = 0; b < kb; b++) {
-                    kv[b] = load8(kc + 8 * b, mk[b], full[b]);
+                    kv[b] = hload(h16, kt, k0 + c * j->ksc + t0 + 8 * b, mk[b], full[b], cnt[b]);
                 }
 #pragma GCC unroll 4
                 for (int u = 0; u < m; u++) {
@@ -172,7 +192,7 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const kcpu_attn_job *j, 
     }
 }
 
-ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
+ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j) {
     const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 64;
     const int full = dk % 8 == 0;
     const __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
@@ -183,15 +203,17 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                 m++;
             }
             switch (m) {
-            case 1: kt_scores(1, 4, j, i0, ld); break;
-            case 2: kt_scores(2, 3, j, i0, ld); break;
-            case 3: kt_scores(3, 2, j, i0, ld); break;
-            default: kt_scores(4, 2, j, i0, ld); break;
+            case 1: kt_scores(1, 4, h16, j, i0, ld); break;
+            case 2: kt_scores(2, 3, h16, j, i0, ld); break;
+            case 3: kt_scores(3, 2, h16, j, i0, ld); break;
+            default: kt_scores(4, 2, h16, j, i0, ld); break;
             }
         }
         for (int64_t i = i0; i < i0 + m; i++) {
             int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
-            const float *kh = j->kh + r * j->sr, *vh = j->vh + r * j->sr;
+            const float *kh = h16 ? NULL : j->kh + r * j->sr;
+            const void *vh = h16 ? (const void *)(j->vh16 + r * j->sr)
+                                 : (const void *)(j->vh + r * j->sr);
             const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
             const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
             const float *q = j->q + i * j->ldq;
@@ -209,7 +231,8 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                 float *s = su + h * ld;
                 float inv = softmax_row(tk, s, j->mask ? j->mask + r * (j->th + tr) : NULL);
                 float *o = j->o + i * j->ldo + h * dk;
-                const float *vhh = vh + h * j->sh, *vrh = tr ? vr + h * tr * dk : NULL;
+                const int64_t vho = h * j->sh; /* head h of vh, in elements */
+                const float *vrh = tr ? vr + h * tr * dk : NULL;
                 __m256 vi = _mm256_set1_ps(inv);
                 if (nq <= NQ_MAX) {
                     __m256 acc[2][NQ_MAX];
@@ -220,9 +243,11 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                             acc[u][c] = _mm256_setzero_ps();
                         }
                     }
-                    weigh(nq, dk, s, vhh, j->st, tn, acc);
+                    const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vho)
+                                          : (const void *)((const float *)vh + vho);
+                    weigh(nq, h16, dk, s, vhh, j->st, tn, acc);
                     if (tr) {
-                        weigh(nq, dk, s + tn, vrh, dk, tr, acc);
+                        weigh(nq, 0, dk, s + tn, vrh, dk, tr, acc);
                     }
 #pragma GCC unroll 4
                     for (int c = 0; c < nq && c < NQ_MAX; c++) {
@@ -235,8 +260,9 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                         int fc = dk - c0 >= 8;
                         __m256 a = _mm256_setzero_ps();
                         for (int64_t t = 0; t < tk; t++) {
-                            const float *v = t < tn ? vhh + t * j->st : vrh + (t - tn) * dk;
-                            a = _mm256_fmadd_ps(_mm256_set1_ps(s[t]), load8(v + c0, mk, fc), a);
+                            __m256 v = t < tn ? hload(h16, vh, vho + t * j->st + c0, mk, fc, dk - c0)
+                                              : load8(vrh + (t - tn) * dk + c0, mk, fc);
+                            a = _mm256_fmadd_ps(_mm256_set1_ps(s[t]), v, a);
                         }
                         store8(o + c0, mk, fc, _mm256_mul_ps(a, vi));
                     }
@@ -247,12 +273,30 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
     }
 }
 
-void kcpu_attn_rows_avx2(const kcpu_attn_job *j) {
+static void attn_rows_f32(const kcpu_attn_job *j) {
     switch ((j->dk + 7) / 8) {
-    case 1: attn_rows(1, j); break;
-    case 2: attn_rows(2, j); break;
-    case 3: attn_rows(3, j); break;
-    case 4: attn_rows(4, j); break;
-    default: attn_rows((int)((j->dk + 7) / 8), j); break;
+    case 1: attn_rows(1, 0, j); break;
+    case 2: attn_rows(2, 0, j); break;
+    case 3: attn_rows(3, 0, j); break;
+    case 4: attn_rows(4, 0, j); break;
+    default: attn_rows((int)((j->dk + 7) / 8), 0, j); break;
+    }
+}
+
+static void attn_rows_f16(const kcpu_attn_job *j) {
+    switch ((j->dk + 7) / 8) {
+    case 1: attn_rows(1, 1, j); break;
+    case 2: attn_rows(2, 1, j); break;
+    case 3: attn_rows(3, 1, j); break;
+    case 4: attn_rows(4, 1, j); break;
+    default: attn_rows((int)((j->dk + 7) / 8), 1, j); break;
+    }
+}
+
+void kcpu_attn_rows_avx2(const kcpu_attn_job *j) {
+    if (j->kh16 && j->ksc > 0) {
+        attn_rows_f16(j);
+    } else {
+        attn_rows_f32(j);
     }
 }

@@ -42,6 +42,13 @@ ALWAYS_INLINE __m512 chunk(const float *p, int c, int nq, __mmask16 last) {
     return c == nq - 1 ? _mm512_maskz_loadu_ps(last, p + 16 * c) : _mm512_loadu_ps(p + 16 * c);
 }
 
+/* 16 elements (mk) at element offset off of a history array: f32, or f16
+** widened (h16). */
+ALWAYS_INLINE __m512 hload(const int h16, const void *p, int64_t off, __mmask16 mk) {
+    if (h16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, (const uint16_t *)p + off));
+    return _mm512_maskz_loadu_ps(mk, (const float *)p + off);
+}
+
 /* s[t] = alpha q . k[t] for the nk keys k[t] = kp + t st (nq = dk / 16
 ** rounded up; a constant <= NQ_MAX after inlining keeps q in registers).
 ** Whole vectors are stored: s has 15 floats of room past nk. */
@@ -73,29 +80,30 @@ ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float 
     }
 }
 
-/* acc[c] += sum_t e[t] v[t] over the nv value rows v[t] = vp + t st; four
-** positions per iteration in acc, acc + NQ_MAX, ... (separate chains). */
-ALWAYS_INLINE void weigh(const int nq, int64_t dk, const float *e, const float *vp, int64_t st,
-                         int64_t nv, __m512 acc[4][NQ_MAX]) {
+/* acc[c] += sum_t e[t] v[t] over the nv value rows v[t] at element t st of
+** vp (f16 when h16); four positions per iteration in acc, acc + NQ_MAX, ...
+** (separate chains). */
+ALWAYS_INLINE void weigh(const int nq, const int h16, int64_t dk, const float *e, const void *vp,
+                         int64_t st, int64_t nv, __m512 acc[4][NQ_MAX]) {
     __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
     int64_t t = 0;
     for (; t + 4 <= nv; t += 4) {
 #pragma GCC unroll 4
         for (int u = 0; u < 4; u++) {
             __m512 w = _mm512_set1_ps(e[t + u]);
-            const float *v = vp + (t + u) * st;
 #pragma GCC unroll 4
             for (int c = 0; c < nq; c++) {
-                acc[u][c] = _mm512_fmadd_ps(w, chunk(v, c, nq, last), acc[u][c]);
+                __m512 v = hload(h16, vp, (t + u) * st + 16 * c, c == nq - 1 ? last : 0xffff);
+                acc[u][c] = _mm512_fmadd_ps(w, v, acc[u][c]);
             }
         }
     }
     for (; t < nv; t++) {
         __m512 w = _mm512_set1_ps(e[t]);
-        const float *v = vp + t * st;
 #pragma GCC unroll 4
         for (int c = 0; c < nq; c++) {
-            acc[0][c] = _mm512_fmadd_ps(w, chunk(v, c, nq, last), acc[0][c]);
+            __m512 v = hload(h16, vp, t * st + 16 * c, c == nq - 1 ? last : 0xffff);
+            acc[0][c] = _mm512_fmadd_ps(w, v, acc[0][c]);
         }
     }
 }
@@ -125,13 +133,15 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
 /* Transposed keys (ksc > 0): the scores of rows i0 .. i0 + m - 1 (one id)
 ** at every head into scratch row (u heads + h) ld, kb blocks of 16 keys at
 ** a time (m kb independent chains); element c of the 16 keys is one vector
-** of K^T, multiplied by each row's broadcast q[c]. */
-ALWAYS_INLINE void kt_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
-                             int64_t ld) {
+** of K^T (f16 when h16), multiplied by each row's broadcast q[c]. */
+ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcpu_attn_job *j,
+                             int64_t i0, int64_t ld) {
     const int64_t r = j->ids ? j->ids[i0] : i0, th = j->th, dk = j->dk;
     const __m512 va = _mm512_set1_ps(j->alpha);
     for (int64_t h = 0; h < j->heads; h++) {
-        const float *kt = j->kh + r * j->ksr + h * j->ksh, *q[4];
+        const void *kt = h16 ? (const void *)j->kh16 : (const void *)j->kh;
+        const int64_t k0 = r * j->ksr + h * j->ksh;
+        const float *q[4];
         float *s[4];
 #pragma GCC unroll 4
         for (int u = 0; u < m; u++) {
@@ -151,11 +161,10 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const kcpu_attn_job *j, 
                 }
             }
             for (int64_t c = 0; c < dk; c++) {
-                const float *kc = kt + c * j->ksc + t0;
                 __m512 kv[4];
 #pragma GCC unroll 4
                 for (int b = 0; b < kb; b++) {
-                    kv[b] = _mm512_maskz_loadu_ps(mk[b], kc + 16 * b);
+                    kv[b] = hload(h16, kt, k0 + c * j->ksc + t0 + 16 * b, mk[b]);
                 }
 #pragma GCC unroll 4
                 for (int u = 0; u < m; u++) {
@@ -181,7 +190,7 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const kcpu_attn_job *j, 
 ** Per row (or run of rows with transposed keys): the scores of every head
 ** (scratch row u heads + h at (u heads + h) ld), then per row and head its
 ** softmax and weighted sum. */
-ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
+ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j) {
     const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 64;
     const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
     for (int64_t i0 = 0; i0 < j->n;) {
@@ -191,16 +200,18 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                 m++;
             }
             switch (m) {
-            case 1: kt_scores(1, 4, j, i0, ld); break;
-            case 2: kt_scores(2, 4, j, i0, ld); break;
-            case 3: kt_scores(3, 2, j, i0, ld); break;
-            default: kt_scores(4, 2, j, i0, ld); break;
+            case 1: kt_scores(1, 4, h16, j, i0, ld); break;
+            case 2: kt_scores(2, 4, h16, j, i0, ld); break;
+            case 3: kt_scores(3, 2, h16, j, i0, ld); break;
+            default: kt_scores(4, 2, h16, j, i0, ld); break;
             }
         }
         for (int64_t u = 0; u < m; u++) {
             int64_t i = i0 + u;
             int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
-            const float *kh = j->kh + r * j->sr, *vh = j->vh + r * j->sr;
+            const float *kh = h16 ? NULL : j->kh + r * j->sr;
+            const void *vh = h16 ? (const void *)(j->vh16 + r * j->sr)
+                                 : (const void *)(j->vh + r * j->sr);
             const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
             const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
             const float *q = j->q + i * j->ldq;
@@ -218,7 +229,8 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                 float *s = su + h * ld;
                 float inv = softmax_row(tk, s, j->mask ? j->mask + r * (j->th + tr) : NULL);
                 float *o = j->o + i * j->ldo + h * dk;
-                const float *vhh = vh + h * j->sh, *vrh = tr ? vr + h * tr * dk : NULL;
+                const int64_t vho = h * j->sh; /* head h of vh, in elements */
+                const float *vrh = tr ? vr + h * tr * dk : NULL;
                 if (nq <= NQ_MAX) {
                     __m512 acc[4][NQ_MAX];
 #pragma GCC unroll 4
@@ -228,9 +240,11 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                             acc[w][c] = _mm512_setzero_ps();
                         }
                     }
-                    weigh(nq, dk, s, vhh, j->st, tn, acc);
+                    const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vho)
+                                          : (const void *)((const float *)vh + vho);
+                    weigh(nq, h16, dk, s, vhh, j->st, tn, acc);
                     if (tr) {
-                        weigh(nq, dk, s + tn, vrh, dk, tr, acc);
+                        weigh(nq, 0, dk, s + tn, vrh, dk, tr, acc);
                     }
                     __m512 vi = _mm512_set1_ps(inv);
 #pragma GCC unroll 4
@@ -245,9 +259,9 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
                         __mmask16 mk = tail_mask(dk - c0);
                         __m512 a = _mm512_setzero_ps();
                         for (int64_t t = 0; t < tk; t++) {
-                            const float *v = t < tn ? vhh + t * j->st : vrh + (t - tn) * dk;
-                            a = _mm512_fmadd_ps(_mm512_set1_ps(s[t]),
-                                                _mm512_maskz_loadu_ps(mk, v + c0), a);
+                            __m512 v = t < tn ? hload(h16, vh, vho + t * j->st + c0, mk)
+                                              : _mm512_maskz_loadu_ps(mk, vrh + (t - tn) * dk + c0);
+                            a = _mm512_fmadd_ps(_mm512_set1_ps(s[t]), v, a);
                         }
                         _mm512_mask_storeu_ps(o + c0, mk, _mm512_mul_ps(a, _mm512_set1_ps(inv)));
                     }
@@ -258,12 +272,30 @@ ALWAYS_INLINE void attn_rows(const int nq, const kcpu_attn_job *j) {
     }
 }
 
-void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
+static void attn_rows_f32(const kcpu_attn_job *j) {
     switch ((j->dk + 15) / 16) {
-    case 1: attn_rows(1, j); break;
-    case 2: attn_rows(2, j); break;
-    case 3: attn_rows(3, j); break;
-    case 4: attn_rows(4, j); break;
-    default: attn_rows((int)((j->dk + 15) / 16), j); break;
+    case 1: attn_rows(1, 0, j); break;
+    case 2: attn_rows(2, 0, j); break;
+    case 3: attn_rows(3, 0, j); break;
+    case 4: attn_rows(4, 0, j); break;
+    default: attn_rows((int)((j->dk + 15) / 16), 0, j); break;
+    }
+}
+
+static void attn_rows_f16(const kcpu_attn_job *j) {
+    switch ((j->dk + 15) / 16) {
+    case 1: attn_rows(1, 1, j); break;
+    case 2: attn_rows(2, 1, j); break;
+    case 3: attn_rows(3, 1, j); break;
+    case 4: attn_rows(4, 1, j); break;
+    default: attn_rows((int)((j->dk + 15) / 16), 1, j); break;
+    }
+}
+
+void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
+    if (j->kh16 && j->ksc > 0) {
+        attn_rows_f16(j);
+    } else {
+        attn_rows_f32(j);
     }
 }

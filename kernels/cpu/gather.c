@@ -98,3 +98,18 @@ void kcpu_copy2d(int64_t rows, int64_t cols, const float *src, int64_t ss, float
         }
     }
 }
+
+void kcpu_copy2d_bytes(int64_t rows, size_t bytes, const void *src, size_t ss, void *dst,
+                       size_t sd) {
+    for (int64_t r = 0; r < rows && bytes > 0; r++) {
+        memmove((char *)dst + (size_t)r * sd, (const char *)src + (size_t)r * ss, bytes);
+    }
+}
+
+void kcpu_gather_bytes(int64_t n_ids, const int32_t *ids, size_t bytes, const void *table,
+                       void *out) {
+    for (int64_t i = 0; i < n_ids && bytes > 0; i++) {
+        memcpy((char *)out + (size_t)i * bytes, (const char *)table + (size_t)ids[i] * bytes,
+               bytes);
+    }
+}

@@ -183,6 +183,12 @@ void kcpu_permute(int ndim, const int64_t *shape, const int *perm, const float *
 ** accumulate adds instead of copying.  Used by concat and slice. */
 void kcpu_copy2d(int64_t rows, int64_t cols, const float *src, int64_t ss, float *dst,
                  int64_t sd, bool accumulate);
+/* The same moves for values of any element size (f16 caches): rows of
+** `bytes` bytes, strides in bytes; out[i] = table row ids[i]. */
+void kcpu_copy2d_bytes(int64_t rows, size_t bytes, const void *src, size_t ss, void *dst,
+                       size_t sd);
+void kcpu_gather_bytes(int64_t n_ids, const int32_t *ids, size_t bytes, const void *table,
+                       void *out);
 
 /* f16 <-> f32 arrays. */
 void kcpu_f16_to_f32(int64_t n, const uint16_t *x, float *y);
@@ -650,7 +656,13 @@ void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, cons
 ** together: each 16 keys' row of K^T is loaded once for all of them, and
 ** a score is a sum of broadcast products (no horizontal sums).  Dot
 ** products and sums run in another order than the unfused ops: results
-** agree with them to rounding. */
+** agree with them to rounding.
+** Half-precision history: with transposed keys (ksc > 0) and kh16 set, the
+** keys and values t < tn are IEEE binary16 at kh16 and vh16 (the same
+** strides, in elements; kh and vh unused), widened to f32 as they are read
+** (exactly: every binary16 is a float); kr, vr, q and o stay f32.  Half the
+** bytes of what a decoding step reads most (the context and the frozen
+** history, from L3 at long lengths and large batches). */
 typedef struct kcpu_attn_job {
     int64_t n, heads, dk, th, tr;
     float alpha;
@@ -665,6 +677,7 @@ typedef struct kcpu_attn_job {
     float *o;
     int64_t ldo;
     float *scratch;
+    const uint16_t *kh16, *vh16; /* f16 history (ksc > 0), or NULL */
 } kcpu_attn_job;
 
 void kcpu_attn_rows(const kcpu_attn_job *j);
