@@ -61,7 +61,10 @@
 ** how products with weight matrices are computed (engine/mt.h,
 ** mt_gemm_type): fp32, the integer GEMM with weights packed once per worker
 ** (int16: fixed scale 2^10; int8: scale 127 / max|W|, activations
-** quantized per call), or auto-tuned per shape.  Default float32.
+** quantized per call), or auto-tuned per shape.  Default float32.  With any
+** of the integer types the decoder also keeps the cross-attention context
+** and the frozen self-attention history in float16 (app/scorer_model.c,
+** mt_graph_params.kv_f16).
 **
 ** --prefix-file F: line i of F is a target prefix for input line i, forced
 ** and then completed (prefix-constrained decoding).
