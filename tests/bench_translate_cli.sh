@@ -58,6 +58,32 @@ else
     fail "bench translate --tables gemm: $(cat "$tmp/err")"
 fi
 
+# the measured peak: probed before each integer row, the largest so far used;
+# every row's limit lies between the first probe's and the largest probe's
+if "$mtpe" bench translate "${m[@]}" --tables gemm --shortlist "$d/lex.s2t" 50 50 >"$tmp/p" \
+    2>"$tmp/err"; then
+    awk '
+        /^int8 peak: [0-9.]+ GOP\/s, the largest of/ {
+            top = $3; probes = $8; first = $12; sub("[)];?", "", first); first += 0; seen = 1
+        }
+        ($1 == "int8" || $1 == "int8+sl") && NF == 11 { mop[++n] = $8; lim[n] = $9 }
+        END {
+            if (!seen) { print "no line with the largest probe"; exit 1 }
+            if (probes != 9 || !(top >= first && first > 0)) {
+                printf "probes %s, largest %s, first %s\n", probes, top, first; exit 1
+            }
+            for (i = 1; i <= n; i++) {
+                lo = first * 1e3 / mop[i]; hi = top * 1e3 / mop[i]
+                if (lim[i] < lo * 0.99 || lim[i] > hi * 1.01) {
+                    printf "row %d: limit %s outside [%g, %g]\n", i, lim[i], lo, hi; exit 1
+                }
+            }
+            if (n != 8) { printf "%d integer rows\n", n; exit 1 }
+        }' "$tmp/p" || fail "measured peak: $(cat "$tmp/p")"
+else
+    fail "bench translate --tables gemm (measured peak): $(cat "$tmp/err")"
+fi
+
 "$mtpe" bench translate "${m[@]}" --tables batching --maxi-batch-sort none >"$tmp/n" 2>&1 &&
     grep -q 'searches in input order' "$tmp/n" || fail "--maxi-batch-sort none: $(head -5 "$tmp/n")"
 "$mtpe" bench translate "${m[@]}" --maxi-batch-sort trg >"$tmp/n" 2>&1 && fail "--maxi-batch-sort trg: exit 0"
