@@ -125,7 +125,8 @@ typedef struct mt_device_ops {
                         void *out);
     /* C[m,n] (ldc) = dequant(quant(A) . packed) + bias; A [m,k] (lda). */
     void (*igemm)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
-                  const void *packed, const float *bias, float *c, int64_t ldc, void *scratch);
+                  const void *packed, const float *bias, bool relu, float *c, int64_t ldc,
+                  void *scratch); /* relu: max(., 0) after the bias */
     /* Appended: fused log-softmax + top-k of each row (kcpu_softmax_topk);
     ** idx and logp are host memory [rows * k]. */
     void (*softmax_topk)(mt_device *d, int64_t rows, int64_t cols, const float *x, int32_t k,

@@ -340,14 +340,10 @@ static void cpu_pack_select(mt_device *d, const void *packed, int64_t n_sel, con
 }
 
 static void cpu_igemm(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
-                      const void *packed, const float *bias, float *c, int64_t ldc,
+                      const void *packed, const float *bias, bool relu, float *c, int64_t ldc,
                       void *scratch) {
     (void)d;
-    if (bits == 8) {
-        kcpu_gemm_i8(m, a, lda, packed, bias, c, ldc, scratch);
-    } else {
-        kcpu_gemm_i16(m, a, lda, packed, bias, c, ldc, scratch);
-    }
+    kcpu_gemm_int_ex(bits, kcpu_igemm_active(), m, a, lda, packed, bias, relu, c, ldc, scratch);
 }
 
 static const mt_device_ops cpu_ops = {

@@ -354,6 +354,10 @@ mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b,
 ** J..., K, N], ids i32 [N] -> [N, J..., M, N], product i with b[ids[i]]. */
 mt_node *mt_bmm_gather(mt_graph *g, mt_node *a, mt_node *b, mt_node *ids, bool trans_a,
                        bool trans_b, float alpha);
+/* relu(x.W + b): on the integer path (mt_gemm_type) the relu is the
+** GEMM's epilogue, no second pass over the output; otherwise mt_relu of
+** mt_affine.  The same values either way. */
+mt_node *mt_affine_relu(mt_graph *g, mt_node *x, mt_node *w, mt_node *b);
 /* x.W + b with b broadcast over rows (Marian's affine). */
 mt_node *mt_affine(mt_graph *g, mt_node *x, mt_node *w, mt_node *b);
 

@@ -422,7 +422,9 @@ static const mt_op_def op_pack_sel = {"gemm_pack_select", pack_sel_forward, NULL
 
 /* ------------------------------------------------------------------------
 ** gemm_q:  C[rows, n] = A[rows, k] . op(B) (+ bias), by variant
-**   attrs i = {rows, k, n, tb, mode, slot, off16, b_idx | bias_idx << 4}
+**   attrs i = {rows, k, n, tb, mode, slot, off16, b_idx | bias_idx << 4 | relu << 8}
+**   relu (mt_affine_relu): max(., 0) after the bias, in the integer kernels'
+**   epilogue (an fp32 variant of the tuner: a pass over C after the product).
 **   mode: an mt_gemm_variant, or -1 = tuned (slot = the tuner entry).
 **   src: {A, P, [B f32: AUTO only], [bias]}.  aux: the activation scratch.
 */
@@ -433,15 +435,17 @@ static void run_variant(mt_graph *g, const mt_node *y, int v, int64_t rows, int6
     const float *a = node_f32(y->src[0]);
     const char *p = packed_of(y->src[1]);
     float *c = node_f32(y);
+    bool relu = (y->attr.i[7] >> 8) & 1;
     if (v == MT_GEMM_I8) {
-        ops->igemm(d, 8, rows, a, k, p, bias, c, n, y->aux);
+        ops->igemm(d, 8, rows, a, k, p, bias, relu, c, n, y->aux);
     } else if (v == MT_GEMM_I16) {
-        ops->igemm(d, 16, rows, a, k, p + y->attr.i[6], bias, c, n, y->aux);
+        ops->igemm(d, 16, rows, a, k, p + y->attr.i[6], bias, relu, c, n, y->aux);
     } else {
         const mt_node *b = y->src[y->attr.i[7] & 15];
         if (bias) ops->copy2d(d, rows, n, bias, 0, c, n, false);
         ops->gemm_f32_impl(d, v, false, tb, rows, n, k, 1.0f, a, k, node_f32(b), tb ? k : n,
                            bias ? 1.0f : 0.0f, c, n);
+        if (relu) ops->unary_fwd(d, MT_UN_RELU, rows * n, 0.0f, c, c);
     }
 }
 
@@ -449,7 +453,7 @@ static mt_status gemm_q_forward(mt_graph *g, mt_node *y) {
     int64_t rows = y->attr.i[0], k = y->attr.i[1], n = y->attr.i[2];
     bool tb = y->attr.i[3] != 0;
     int mode = (int)y->attr.i[4];
-    int bias_idx = (int)(y->attr.i[7] >> 4);
+    int bias_idx = (int)((y->attr.i[7] >> 4) & 15);
     const float *bias = bias_idx ? node_f32(y->src[bias_idx]) : NULL;
     if (mode >= 0) {
         run_variant(g, y, mode, rows, k, n, tb, bias);
@@ -475,11 +479,23 @@ static const mt_op_def op_gemm_q = {"gemm_q", gemm_q_forward, NULL};
 /* ------------------------------------------------------------------ router */
 
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
-                             mt_node *cols, bool *taken);
+                             mt_node *cols, bool relu, bool *taken);
 
 mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
                             bool *taken) {
-    return gemm_const_b(g, a, b, bias, trans_b, NULL, taken);
+    return gemm_const_b(g, a, b, bias, trans_b, NULL, false, taken);
+}
+
+mt_node *mt_affine_relu(mt_graph *g, mt_node *x, mt_node *w, mt_node *b) {
+    if (x == NULL || w == NULL || b == NULL) return NULL;
+    const mt_shape *sw = &w->val.shape, *sb = &b->val.shape;
+    bool taken = false;
+    if (sw->ndim == 2 && b->val.dtype == MT_F32 && mt_node_numel(b) == sw->dim[1] &&
+        sb->dim[sb->ndim - 1] == sw->dim[1]) { /* b [n] or [1, n], as mt_affine fuses */
+        mt_node *q = gemm_const_b(g, x, w, b, false, NULL, true, &taken);
+        if (taken) return q;
+    }
+    return mt_relu(g, mt_affine(g, x, w, b));
 }
 
 mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
@@ -496,7 +512,7 @@ mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_no
                           mt_shape_str(&cols->val.shape, s2, sizeof s2));
     }
     bool taken = false;
-    mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, &taken);
+    mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, false, &taken);
     if (taken) return q;
     q = mt_matmul(g, a, mt_index_select(g, b, trans_b ? 0 : 1, cols), false, trans_b);
     return bias ? mt_add(g, q, bias) : q;
@@ -505,7 +521,7 @@ mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_no
 /* graph_gemm_const_b; cols (i32 [n'], or NULL): only those columns of op(B),
 ** from the packed B (fixed int8/int16 only: the tuner times whole products). */
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
-                             mt_node *cols, bool *taken) {
+                             mt_node *cols, bool relu, bool *taken) {
     *taken = false;
     if (a == NULL || b == NULL) return NULL;
     const mt_device_ops *ops = graph_ops(g);
@@ -597,7 +613,7 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
     at.i[4] = mode;
     at.i[5] = slot;
     at.i[6] = off16;
-    at.i[7] = b_idx | bias_idx << 4;
+    at.i[7] = b_idx | bias_idx << 4 | (int64_t)relu << 8;
     mt_shape out = *sa;
     out.dim[out.ndim - 1] = n;
     mt_node *y = graph_push(g, &op_gemm_q, out, MT_F32, n_src, src, &at);

@@ -182,6 +182,14 @@ static mt_node *dense(tf *t, mt_node *x, const char *prefix, const char *suffix,
     return mt_affine(t->g, x, w, b);
 }
 
+/* relu(dense): mt_affine_relu (fused on the integer path). */
+static mt_node *dense_relu(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
+                           int64_t out) {
+    mt_node *w = par(t, mt_shape2(in, out), mt_init_glorot_uniform(), "%s_W%s", prefix, suffix);
+    mt_node *b = par(t, mt_shape2(1, out), mt_init_zeros(), "%s_b%s", prefix, suffix);
+    return mt_affine_relu(t->g, x, w, b);
+}
+
 static mt_node *preprocess(tf *t, const char *ops, const char *prefix, mt_node *x) {
     for (const char *op = ops; *op; op++) {
         if (*op == 'd') {
@@ -474,8 +482,12 @@ static mt_node *ffn_block(tf *t, const char *prefix, mt_node *x, int64_t dim_ffn
     int64_t in = t->d;
     for (int i = 1; i < depth; i++) {
         snprintf(sfx, sizeof sfx, "%d", i);
-        y = dense(t, y, prefix, sfx, in, dim_ffn);
-        y = drop(t, activate(t, t->c->ffn_activation, y), t->c->transformer_dropout_ffn);
+        if (!strcmp(t->c->ffn_activation, "relu")) { /* the integer GEMM's epilogue */
+            y = dense_relu(t, y, prefix, sfx, in, dim_ffn);
+        } else {
+            y = activate(t, t->c->ffn_activation, dense(t, y, prefix, sfx, in, dim_ffn));
+        }
+        y = drop(t, y, t->c->transformer_dropout_ffn);
         in = dim_ffn;
     }
     snprintf(sfx, sizeof sfx, "%d", depth);

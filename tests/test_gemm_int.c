@@ -796,6 +796,60 @@ static void test_empty_k(void) {
     }
 }
 
+/* The relu epilogue (kcpu_gemm_int_ex): every variant's output equals the
+** same variant's plain output with negatives (and -0) set to +0, bit for
+** bit; the column padding of C stays; both signs occur. */
+static void test_relu(void) {
+    static const int64_t ms[] = {1, 5, 7, 13}, ks[] = {3, 64, 100}, ns[] = {5, 17, 100};
+    int bad = 0, neg = 0, pos = 0;
+    for (size_t mi = 0; mi < 4; mi++)
+        for (size_t ki = 0; ki < 3; ki++)
+            for (size_t ni = 0; ni < 3; ni++) {
+                problem p;
+                problem_alloc(&p, ms[mi], ks[ki], ns[ni]);
+                for (int64_t i = 0; i < p.m * p.lda; i++)
+                    p.a[i] = test_urand(-2.0f, 2.0f);
+                for (int64_t i = 0; i < p.k * p.n; i++)
+                    p.b[i] = test_urand(-0.5f, 0.5f);
+                for (int64_t j = 0; j < p.n; j++)
+                    p.bias[j] = test_urand(-1.0f, 1.0f);
+                int64_t ldc = p.n + 3;
+                float *c0 = xalloc(sizeof(float) * (size_t)(p.m * ldc));
+                float *c1 = xalloc(sizeof(float) * (size_t)(p.m * ldc));
+                for (int bits = 8; bits <= 16; bits += 8) {
+                    void *pk = pack(bits, &p);
+                    size_t sb = bits == 8 ? kcpu_gemm_i8_scratch_bytes(p.m, p.k)
+                                          : kcpu_gemm_i16_scratch_bytes(p.m, p.k);
+                    char *scratch = xalloc(sb + 64);
+                    for (size_t v = 0; v < 3; v++) {
+                        if (!kcpu_igemm_available(all_impls[v])) continue;
+                        for (int64_t i = 0; i < p.m * ldc; i++)
+                            c0[i] = c1[i] = -7.0f;
+                        kcpu_gemm_int_ex(bits, all_impls[v], p.m, p.a, p.lda, pk, p.bias, false,
+                                         c0, ldc, scratch);
+                        kcpu_gemm_int_ex(bits, all_impls[v], p.m, p.a, p.lda, pk, p.bias, true,
+                                         c1, ldc, scratch);
+                        for (int64_t i = 0; i < p.m; i++)
+                            for (int64_t j = 0; j < ldc; j++) {
+                                float x = c0[i * ldc + j], want = j >= p.n ? -7.0f
+                                                                  : x > 0.0f ? x
+                                                                             : 0.0f;
+                                bad += memcmp(&c1[i * ldc + j], &want, sizeof want) != 0;
+                                neg += j < p.n && x < 0.0f;
+                                pos += j < p.n && x > 0.0f;
+                            }
+                    }
+                    mt_aligned_free(scratch);
+                    mt_aligned_free(pk);
+                }
+                mt_aligned_free(c0);
+                mt_aligned_free(c1);
+                problem_free(&p);
+            }
+    CHECK(bad == 0, "relu epilogue: %d outputs differ from max(plain output, 0)", bad);
+    CHECK(neg > 100 && pos > 100, "relu epilogue: %d negative, %d positive outputs", neg, pos);
+}
+
 int main(void) {
     test_rng_seed(0x2545f4914f6cdd1dull); /* the seed the expected values were drawn with */
     test_quantizers();
@@ -805,5 +859,6 @@ int main(void) {
     test_shapes();
     test_empty_k();
     test_select();
+    test_relu();
     TEST_MAIN_END();
 }

@@ -206,6 +206,39 @@ static void test_ops(int bits) {
     CHECK(max_err > 0.0, "int%d: no quantization error at all (path not taken?)", bits);
     printf("int%d ops: max |C - fp64| %.3g, at most %.3f of the bound\n", bits, max_err, worst);
 
+    /* mt_affine_relu: the relu in the epilogue, the same values as mt_relu of
+    ** mt_affine in the same graph; and in a float32 graph, relu(affine) */
+    for (int fused = 0; fused < 2; fused++) {
+        test_fill_rand(a, 5 * k, -3.0f, 3.0f);
+        mt_graph_clear(g);
+        mt_node *x = mt_input(g, mt_shape2(5, k), a);
+        mt_node *W = mt_param(g, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
+        mt_node *b = mt_param(g, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+        mt_node *y1 = mt_affine_relu(g, x, W, b), *y0 = mt_relu(g, mt_affine(g, x, W, b));
+        CHECK_STATUS(mt_graph_forward(g));
+        if (y0 == NULL || y1 == NULL) break;
+        CHECK(!strcmp(mt_node_op_name(y1), "gemm_q"), "int%d: affine_relu op %s", bits,
+              mt_node_op_name(y1));
+        CHECK_STATUS(mt_node_get(y0, want, 5 * n));
+        CHECK_STATUS(mt_node_get(y1, got, 5 * n));
+        int zeros = 0;
+        for (int64_t i = 0; i < 5 * n; i++)
+            zeros += want[i] == 0.0f;
+        CHECK(memcmp(got, want, sizeof(float) * 5 * n) == 0 && zeros > 0 && zeros < 5 * n,
+              "int%d: mt_affine_relu differs from mt_relu(mt_affine) (%d zeros)", bits, zeros);
+        (void)fused;
+    }
+    {
+        mt_graph *gf = new_graph(MT_GEMM_FLOAT32, true, false);
+        mt_node *x = mt_input(gf, mt_shape2(3, k), a);
+        mt_node *W = mt_param(gf, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
+        mt_node *b = mt_param(gf, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+        mt_node *y = mt_affine_relu(gf, x, W, b);
+        CHECK(y && !strcmp(mt_node_op_name(y), "relu"), "float32 graph: affine_relu op %s",
+              y ? mt_node_op_name(y) : "NULL");
+        mt_graph_free(gf);
+    }
+
     /* float32 graphs (and training graphs) keep the fp32 ops */
     mt_graph *gf = new_graph(MT_GEMM_FLOAT32, true, false);
     mt_graph *gtr = new_graph(gt, true, true);

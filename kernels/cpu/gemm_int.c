@@ -297,7 +297,8 @@ static void ref_store(kcpu_igemm_job *j, int64_t i, int64_t col, uint32_t acc, f
     int32_t v = (int32_t)acc; /* modulo 2^32, as the SIMD adds */
     if (j->c) {
         float r = (float)v * unq;
-        j->c[i * j->ldc + col] = j->bias ? r + j->bias[col] : r;
+        r = j->bias ? r + j->bias[col] : r;
+        j->c[i * j->ldc + col] = j->relu && !(r > 0.0f) ? 0.0f : r;
     } else {
         j->acc[i * j->ldacc + col] = v;
     }
@@ -378,8 +379,8 @@ const char *kcpu_igemm_name(kcpu_igemm_impl impl) {
 
 /* Fills the job from the packed header and runs the variant; returns qa. */
 static float run(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
-                 const void *packed_b, const float *bias, float *c, int64_t ldc, int32_t *acc,
-                 int64_t ldacc, void *scratch) {
+                 const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
+                 int32_t *acc, int64_t ldacc, void *scratch) {
     const pack_hdr *h = packed_b;
     uintptr_t s = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
     kcpu_igemm_job j = {
@@ -401,6 +402,7 @@ static float run(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int6
         .acc = acc,
         .ldacc = ldacc,
         .qa = bits == 8 ? 1.0f : KCPU_I16_MULT,
+        .relu = relu,
     };
     if (m <= 0) {
         return j.qa;
@@ -435,32 +437,38 @@ static float run(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int6
 
 void kcpu_gemm_i8(int64_t m, const float *a, int64_t lda, const void *packed_b, const float *bias,
                   float *c, int64_t ldc, void *scratch) {
-    run(8, kcpu_igemm_active(), m, a, lda, packed_b, bias, c, ldc, NULL, 0, scratch);
+    run(8, kcpu_igemm_active(), m, a, lda, packed_b, bias, false, c, ldc, NULL, 0, scratch);
 }
 
 void kcpu_gemm_i16(int64_t m, const float *a, int64_t lda, const void *packed_b, const float *bias,
                    float *c, int64_t ldc, void *scratch) {
-    run(16, kcpu_igemm_active(), m, a, lda, packed_b, bias, c, ldc, NULL, 0, scratch);
+    run(16, kcpu_igemm_active(), m, a, lda, packed_b, bias, false, c, ldc, NULL, 0, scratch);
 }
 
 void kcpu_gemm_i8_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                        const void *packed_b, const float *bias, float *c, int64_t ldc,
                        void *scratch) {
-    run(8, impl, m, a, lda, packed_b, bias, c, ldc, NULL, 0, scratch);
+    run(8, impl, m, a, lda, packed_b, bias, false, c, ldc, NULL, 0, scratch);
 }
 
 void kcpu_gemm_i16_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                         const void *packed_b, const float *bias, float *c, int64_t ldc,
                         void *scratch) {
-    run(16, impl, m, a, lda, packed_b, bias, c, ldc, NULL, 0, scratch);
+    run(16, impl, m, a, lda, packed_b, bias, false, c, ldc, NULL, 0, scratch);
 }
 
 float kcpu_gemm_i8_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                        const void *packed_b, int32_t *acc, int64_t ldacc, void *scratch) {
-    return run(8, impl, m, a, lda, packed_b, NULL, NULL, 0, acc, ldacc, scratch);
+    return run(8, impl, m, a, lda, packed_b, NULL, false, NULL, 0, acc, ldacc, scratch);
 }
 
 float kcpu_gemm_i16_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                         const void *packed_b, int32_t *acc, int64_t ldacc, void *scratch) {
-    return run(16, impl, m, a, lda, packed_b, NULL, NULL, 0, acc, ldacc, scratch);
+    return run(16, impl, m, a, lda, packed_b, NULL, false, NULL, 0, acc, ldacc, scratch);
+}
+
+void kcpu_gemm_int_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                      const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
+                      void *scratch) {
+    run(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, NULL, 0, scratch);
 }

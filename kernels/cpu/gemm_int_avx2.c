@@ -120,6 +120,7 @@ typedef struct out_ctx {
     int32_t *acc;
     int64_t ldacc;
     float unq;
+    bool relu;
 } out_ctx;
 
 ALWAYS_INLINE __m256i bcast32(const uint8_t *p) {
@@ -145,6 +146,9 @@ ALWAYS_INLINE void store8(const out_ctx *o, int64_t row, int64_t col, __m256i ac
         __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(o->unq));
         if (o->bias) {
             r = _mm256_add_ps(r, bias);
+        }
+        if (o->relu) { /* NaN -> 0, as the reference's !(r > 0) */
+            r = _mm256_and_ps(r, _mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_GT_OQ));
         }
         float *dst = o->c + row * o->ldc + col;
         if (left >= 8) {
@@ -290,7 +294,8 @@ static void gemm(int bits, kcpu_igemm_job *j) {
                  .ldc = j->ldc,
                  .acc = j->acc,
                  .ldacc = j->ldacc,
-                 .unq = kcpu_igemm_unquant(j->qa, j->qb)};
+                 .unq = kcpu_igemm_unquant(j->qa, j->qb),
+                 .relu = j->relu};
     int64_t ng = j->kp / (bits == 8 ? 4 : 2), sa = j->sa, abs_off = j->m * sa;
     int64_t panel_bytes = j->kp * KCPU_IGEMM_NC * (bits / 8);
     /* blocks per panel (4-row ones over 4 quarters, 2- and 1-row ones over 2

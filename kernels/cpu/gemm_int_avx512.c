@@ -124,6 +124,7 @@ typedef struct out_ctx {
     int32_t *acc;
     int64_t ldacc;
     float unq;
+    bool relu;
 } out_ctx;
 
 ALWAYS_INLINE __m512i vdot(const int bits, __m512i acc, __m512i a, __m512i b) {
@@ -222,6 +223,10 @@ ALWAYS_INLINE void block(const int bits, const int mr, int64_t ng, const uint8_t
                 if (o->bias) {
                     r = _mm512_add_ps(r, bias);
                 }
+                if (o->relu) { /* NaN -> 0, as the reference's !(r > 0) */
+                    r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                            r);
+                }
                 _mm512_mask_storeu_ps(o->c + (i0 + i) * o->ldc + col, mk, r);
             }
         } else if (mk) {
@@ -276,7 +281,8 @@ static void gemm(int bits, kcpu_igemm_job *j) {
                  .ldc = j->ldc,
                  .acc = j->acc,
                  .ldacc = j->ldacc,
-                 .unq = kcpu_igemm_unquant(j->qa, j->qb)};
+                 .unq = kcpu_igemm_unquant(j->qa, j->qb),
+                 .relu = j->relu};
     int64_t ng = j->kp / (bits == 8 ? 4 : 2);
     int64_t panel_bytes = j->kp * KCPU_IGEMM_NC * (bits / 8);
     for (int64_t j0 = 0; j0 < j->np; j0 += KCPU_IGEMM_NC) {

@@ -480,6 +480,12 @@ void kcpu_gemm_i8_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t 
 void kcpu_gemm_i16_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                         const void *packed_b, const float *bias, float *c, int64_t ldc,
                         void *scratch);
+/* Any of them (bits 8 or 16) with the activation fused into the output:
+** relu stores max(A.B (+ bias), 0) (a feed-forward layer's first product:
+** no second pass over its output). */
+void kcpu_gemm_int_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                      const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
+                      void *scratch);
 /* The raw int32 accumulators acc[m, n] (row stride ldacc) instead of C;
 ** returns qa (int8: 127/max|A|; int16: 2^10).  For tests. */
 float kcpu_gemm_i8_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
@@ -515,6 +521,7 @@ typedef struct kcpu_igemm_job {
     int32_t *acc;           /* int32 output when c == NULL     */
     int64_t ldacc;
     float qa;               /* out: the activation multiplier  */
+    bool relu;              /* float output: max(., 0) after the bias */
 } kcpu_igemm_job;
 void kcpu_igemm_i8_avx2(kcpu_igemm_job *job);
 void kcpu_igemm_i16_avx2(kcpu_igemm_job *job);
