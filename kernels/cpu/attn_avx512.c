@@ -170,9 +170,11 @@ ALWAYS_INLINE void softmax_heads16(int nh, int64_t tk, float *s, int64_t ld, con
 ** at every head into scratch row (u heads + h) ld, kb blocks of 16 keys at
 ** a time (m kb independent chains); element c of the 16 keys is one vector
 ** of K^T (f16 when h16), multiplied by each row's broadcast q[c]. */
-ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcpu_attn_job *j,
-                             int64_t i0, int64_t ld) {
-    const int64_t r = j->ids ? j->ids[i0] : i0, th = j->th, dk = j->dk;
+ALWAYS_INLINE void kt_scores(const int m, const int kb, const int cs, const int h16,
+                             const kcpu_attn_job *j, int64_t i0, int64_t ld) {
+    /* the job's fields in locals: the stores to the scratch could alias
+    ** them, and the compiler reloaded ksc from the job in the inner loop */
+    const int64_t r = j->ids ? j->ids[i0] : i0, th = j->th, dk = j->dk, ksc = j->ksc;
     const __m512 va = _mm512_set1_ps(j->alpha);
     for (int64_t h = 0; h < j->heads; h++) {
         const void *kt = h16 ? (const void *)j->kh16 : (const void *)j->kh;
@@ -184,30 +186,53 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcp
             q[u] = j->q + (i0 + u) * j->ldq + h * dk;
             s[u] = j->scratch + (u * j->heads + h) * ld;
         }
+        const int64_t half = cs == 2 ? dk / 2 : dk; /* elements c and c + half */
         for (int64_t t0 = 0; t0 < th; t0 += 16 * kb) {
             __mmask16 mk[4];
-            __m512 a[4][4];
+            __m512 a[2][4][4];
 #pragma GCC unroll 4
             for (int b = 0; b < kb; b++) {
                 int64_t left = th - t0 - 16 * b;
                 mk[b] = left > 0 ? tail_mask(left) : 0;
+#pragma GCC unroll 2
+                for (int z = 0; z < cs; z++) {
 #pragma GCC unroll 4
-                for (int u = 0; u < m; u++) {
-                    a[u][b] = _mm512_setzero_ps();
+                    for (int u = 0; u < m; u++) {
+                        a[z][u][b] = _mm512_setzero_ps();
+                    }
                 }
             }
-            for (int64_t c = 0; c < dk; c++) {
+            for (int64_t c = 0; c < half; c++) {
+#pragma GCC unroll 2
+                for (int z = 0; z < cs; z++) {
+                    const int64_t cz = c + z * half;
+                    __m512 kv[4];
+#pragma GCC unroll 4
+                    for (int b = 0; b < kb; b++) {
+                        kv[b] = hload(h16, kt, k0 + cz * ksc + t0 + 16 * b, mk[b]);
+                    }
+#pragma GCC unroll 4
+                    for (int u = 0; u < m; u++) {
+                        __m512 qc = _mm512_set1_ps(q[u][cz]);
+#pragma GCC unroll 4
+                        for (int b = 0; b < kb; b++) {
+                            a[z][u][b] = _mm512_fmadd_ps(qc, kv[b], a[z][u][b]);
+                        }
+                    }
+                }
+            }
+            for (int64_t c = cs * half; cs == 2 && c < dk; c++) { /* odd dk: the last one */
                 __m512 kv[4];
 #pragma GCC unroll 4
                 for (int b = 0; b < kb; b++) {
-                    kv[b] = hload(h16, kt, k0 + c * j->ksc + t0 + 16 * b, mk[b]);
+                    kv[b] = hload(h16, kt, k0 + c * ksc + t0 + 16 * b, mk[b]);
                 }
 #pragma GCC unroll 4
                 for (int u = 0; u < m; u++) {
                     __m512 qc = _mm512_set1_ps(q[u][c]);
 #pragma GCC unroll 4
                     for (int b = 0; b < kb; b++) {
-                        a[u][b] = _mm512_fmadd_ps(qc, kv[b], a[u][b]);
+                        a[1][u][b] = _mm512_fmadd_ps(qc, kv[b], a[1][u][b]);
                     }
                 }
             }
@@ -215,7 +240,8 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcp
             for (int u = 0; u < m; u++) {
 #pragma GCC unroll 4
                 for (int b = 0; b < kb; b++) {
-                    _mm512_storeu_ps(s[u] + t0 + 16 * b, _mm512_mul_ps(a[u][b], va));
+                    __m512 sum = cs == 2 ? _mm512_add_ps(a[0][u][b], a[1][u][b]) : a[0][u][b];
+                    _mm512_storeu_ps(s[u] + t0 + 16 * b, _mm512_mul_ps(sum, va));
                 }
             }
         }
@@ -235,11 +261,25 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
             while (m < 4 && i0 + m < j->n && j->ids && j->ids[i0 + m] == j->ids[i0]) {
                 m++;
             }
-            switch (m) {
-            case 1: kt_scores(1, 4, h16, j, i0, ld); break;
-            case 2: kt_scores(2, 4, h16, j, i0, ld); break;
-            case 3: kt_scores(3, 2, h16, j, i0, ld); break;
-            default: kt_scores(4, 2, h16, j, i0, ld); break;
+            /* blocks of 16 keys per pass: no more than th has (a context of
+            ** a dozen positions is one block), at most what the registers
+            ** hold; cs = 2 where m kb chains would be too few */
+            int64_t nb = (j->th + 15) / 16;
+            switch (m * 8 + (nb < 4 ? nb : 4)) {
+            case 8 + 1: kt_scores(1, 1, 2, h16, j, i0, ld); break;
+            case 8 + 2: kt_scores(1, 2, 2, h16, j, i0, ld); break;
+            case 8 + 3: kt_scores(1, 3, 2, h16, j, i0, ld); break;
+            case 8 + 4: kt_scores(1, 4, 1, h16, j, i0, ld); break;
+            case 16 + 1: kt_scores(2, 1, 2, h16, j, i0, ld); break;
+            case 16 + 2: kt_scores(2, 2, 1, h16, j, i0, ld); break;
+            case 16 + 3: kt_scores(2, 3, 1, h16, j, i0, ld); break;
+            case 16 + 4: kt_scores(2, 4, 1, h16, j, i0, ld); break;
+            case 24 + 1: kt_scores(3, 1, 2, h16, j, i0, ld); break;
+            case 24 + 2: kt_scores(3, 2, 1, h16, j, i0, ld); break;
+            case 24 + 3:
+            case 24 + 4: kt_scores(3, 3, 1, h16, j, i0, ld); break;
+            case 32 + 1: kt_scores(4, 1, 2, h16, j, i0, ld); break;
+            default: kt_scores(4, 2, 1, h16, j, i0, ld); break;
             }
         }
         for (int64_t u = 0; u < m; u++) {
@@ -265,10 +305,17 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
             float inv8[8];
             for (int64_t h = 0; h < h_n; h++) {
                 float *s = su + h * ld;
-                if (h % 8 == 0 && tk <= 16) {
-                    softmax_heads16(h_n - h < 8 ? (int)(h_n - h) : 8, tk, s, ld, mrow, inv8);
+                if (h % 8 == 0) { /* the softmaxes of 8 heads, then their weighted sums */
+                    int nh = h_n - h < 8 ? (int)(h_n - h) : 8;
+                    if (tk <= 16) {
+                        softmax_heads16(nh, tk, s, ld, mrow, inv8);
+                    } else {
+                        for (int g8 = 0; g8 < nh; g8++) {
+                            inv8[g8] = softmax_row(tk, s + g8 * ld, mrow);
+                        }
+                    }
                 }
-                float inv = tk <= 16 ? inv8[h % 8] : softmax_row(tk, s, mrow);
+                float inv = inv8[h % 8];
                 float *o = j->o + i * j->ldo + h * dk;
                 const int64_t vho = h * j->sh; /* head h of vh, in elements */
                 const float *vrh = tr ? vr + h * tr * dk : NULL;
