@@ -273,30 +273,21 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
     }
 }
 
-static void attn_rows_f32(const kcpu_attn_job *j) {
+/* nq a constant for each instantiation (h16: the history in f16). */
+ALWAYS_INLINE void attn_rows_nq(const int h16, const kcpu_attn_job *j) {
     switch ((j->dk + 7) / 8) {
-    case 1: attn_rows(1, 0, j); break;
-    case 2: attn_rows(2, 0, j); break;
-    case 3: attn_rows(3, 0, j); break;
-    case 4: attn_rows(4, 0, j); break;
-    default: attn_rows((int)((j->dk + 7) / 8), 0, j); break;
-    }
-}
-
-static void attn_rows_f16(const kcpu_attn_job *j) {
-    switch ((j->dk + 7) / 8) {
-    case 1: attn_rows(1, 1, j); break;
-    case 2: attn_rows(2, 1, j); break;
-    case 3: attn_rows(3, 1, j); break;
-    case 4: attn_rows(4, 1, j); break;
-    default: attn_rows((int)((j->dk + 7) / 8), 1, j); break;
+    case 1: attn_rows(1, h16, j); break;
+    case 2: attn_rows(2, h16, j); break;
+    case 3: attn_rows(3, h16, j); break;
+    case 4: attn_rows(4, h16, j); break;
+    default: attn_rows((int)((j->dk + 7) / 8), h16, j); break;
     }
 }
 
 void kcpu_attn_rows_avx2(const kcpu_attn_job *j) {
     if (j->kh16 && j->ksc > 0) {
-        attn_rows_f16(j);
+        attn_rows_nq(1, j);
     } else {
-        attn_rows_f32(j);
+        attn_rows_nq(0, j);
     }
 }

@@ -166,6 +166,26 @@ ALWAYS_INLINE void softmax_heads16(int nh, int64_t tk, float *s, int64_t ld, con
     }
 }
 
+/* Element c of kb blocks of 16 keys (row c of K^T at element off, f16 when
+** h16) times each of the m rows' q[c], into a[u][b]. */
+ALWAYS_INLINE void kt_elem(const int m, const int kb, const int h16, const void *kt, int64_t off,
+                           const __mmask16 *mk, const float *const *q, int64_t c,
+                           __m512 a[4][4]) {
+    __m512 kv[4];
+#pragma GCC unroll 4
+    for (int b = 0; b < kb; b++) {
+        kv[b] = hload(h16, kt, off + 16 * b, mk[b]);
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < m; u++) {
+        __m512 qc = _mm512_set1_ps(q[u][c]);
+#pragma GCC unroll 4
+        for (int b = 0; b < kb; b++) {
+            a[u][b] = _mm512_fmadd_ps(qc, kv[b], a[u][b]);
+        }
+    }
+}
+
 /* Transposed keys (ksc > 0): the scores of rows i0 .. i0 + m - 1 (one id)
 ** at every head into scratch row (u heads + h) ld, kb blocks of 16 keys at
 ** a time (m kb independent chains); element c of the 16 keys is one vector
@@ -205,36 +225,12 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int cs, const int 
             for (int64_t c = 0; c < half; c++) {
 #pragma GCC unroll 2
                 for (int z = 0; z < cs; z++) {
-                    const int64_t cz = c + z * half;
-                    __m512 kv[4];
-#pragma GCC unroll 4
-                    for (int b = 0; b < kb; b++) {
-                        kv[b] = hload(h16, kt, k0 + cz * ksc + t0 + 16 * b, mk[b]);
-                    }
-#pragma GCC unroll 4
-                    for (int u = 0; u < m; u++) {
-                        __m512 qc = _mm512_set1_ps(q[u][cz]);
-#pragma GCC unroll 4
-                        for (int b = 0; b < kb; b++) {
-                            a[z][u][b] = _mm512_fmadd_ps(qc, kv[b], a[z][u][b]);
-                        }
-                    }
+                    kt_elem(m, kb, h16, kt, k0 + (c + z * half) * ksc + t0, mk, q, c + z * half,
+                            a[z]);
                 }
             }
             for (int64_t c = cs * half; cs == 2 && c < dk; c++) { /* odd dk: the last one */
-                __m512 kv[4];
-#pragma GCC unroll 4
-                for (int b = 0; b < kb; b++) {
-                    kv[b] = hload(h16, kt, k0 + c * ksc + t0 + 16 * b, mk[b]);
-                }
-#pragma GCC unroll 4
-                for (int u = 0; u < m; u++) {
-                    __m512 qc = _mm512_set1_ps(q[u][c]);
-#pragma GCC unroll 4
-                    for (int b = 0; b < kb; b++) {
-                        a[1][u][b] = _mm512_fmadd_ps(qc, kv[b], a[1][u][b]);
-                    }
-                }
+                kt_elem(m, kb, h16, kt, k0 + c * ksc + t0, mk, q, c, a[1]);
             }
 #pragma GCC unroll 4
             for (int u = 0; u < m; u++) {
@@ -470,30 +466,21 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
     }
 }
 
-static void attn_rows_f32(const kcpu_attn_job *j) {
+/* nq a constant for each instantiation (h16: the history in f16). */
+ALWAYS_INLINE void attn_rows_nq(const int h16, const kcpu_attn_job *j) {
     switch ((j->dk + 15) / 16) {
-    case 1: attn_rows(1, 0, j); break;
-    case 2: attn_rows(2, 0, j); break;
-    case 3: attn_rows(3, 0, j); break;
-    case 4: attn_rows(4, 0, j); break;
-    default: attn_rows((int)((j->dk + 15) / 16), 0, j); break;
-    }
-}
-
-static void attn_rows_f16(const kcpu_attn_job *j) {
-    switch ((j->dk + 15) / 16) {
-    case 1: attn_rows(1, 1, j); break;
-    case 2: attn_rows(2, 1, j); break;
-    case 3: attn_rows(3, 1, j); break;
-    case 4: attn_rows(4, 1, j); break;
-    default: attn_rows((int)((j->dk + 15) / 16), 1, j); break;
+    case 1: attn_rows(1, h16, j); break;
+    case 2: attn_rows(2, h16, j); break;
+    case 3: attn_rows(3, h16, j); break;
+    case 4: attn_rows(4, h16, j); break;
+    default: attn_rows((int)((j->dk + 15) / 16), h16, j); break;
     }
 }
 
 void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
     if (j->kh16 && j->ksc > 0) {
-        attn_rows_f16(j);
+        attn_rows_nq(1, j);
     } else {
-        attn_rows_f32(j);
+        attn_rows_nq(0, j);
     }
 }
