@@ -244,107 +244,6 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int cs, const int 
     }
 }
 
-/* acc[u][c] += sum_t e[u][t] v[t] for the m rows of a run (one id: the
-** same values v[t] at element t st of vp, f16 when h16): each value vector
-** is loaded (and widened) once for the m rows.  m <= 2: two positions per
-** iteration, the second into acc[m + u] (independent chains). */
-ALWAYS_INLINE void weigh_run(const int m, const int nq, const int h16, int64_t dk,
-                             const float *const *e, const void *vp, int64_t st, int64_t nv,
-                             __m512 acc[4][NQ_MAX]) {
-    __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
-    const int pairs = m <= 2;
-    int64_t t = 0;
-    for (; pairs && t + 2 <= nv; t += 2) {
-#pragma GCC unroll 2
-        for (int p = 0; p < 2; p++) {
-            __m512 v[NQ_MAX];
-#pragma GCC unroll 4
-            for (int c = 0; c < NQ_MAX; c++) {
-                v[c] = c < nq ? hload(h16, vp, (t + p) * st + 16 * c, c == nq - 1 ? last : 0xffff)
-                              : _mm512_setzero_ps();
-            }
-#pragma GCC unroll 2
-            for (int u = 0; u < m && u < 2; u++) {
-                __m512 w = _mm512_set1_ps(e[u][t + p]);
-#pragma GCC unroll 4
-                for (int c = 0; c < nq; c++) {
-                    acc[p * m + u][c] = _mm512_fmadd_ps(w, v[c], acc[p * m + u][c]);
-                }
-            }
-        }
-    }
-    for (; t < nv; t++) {
-        __m512 v[NQ_MAX];
-#pragma GCC unroll 4
-        for (int c = 0; c < NQ_MAX; c++) {
-            v[c] = c < nq ? hload(h16, vp, t * st + 16 * c, c == nq - 1 ? last : 0xffff)
-                          : _mm512_setzero_ps();
-        }
-#pragma GCC unroll 4
-        for (int u = 0; u < m; u++) {
-            __m512 w = _mm512_set1_ps(e[u][t]);
-#pragma GCC unroll 4
-            for (int c = 0; c < nq; c++) {
-                acc[u][c] = _mm512_fmadd_ps(w, v[c], acc[u][c]);
-            }
-        }
-    }
-}
-
-/* A run of m rows with one id, transposed keys, no recent positions (a
-** sentence's hypotheses over its context), scores in the scratch: per 8
-** heads the softmaxes of every row, then per head the rows' weighted sums
-** together (weigh_run). */
-ALWAYS_INLINE void run_rows(const int nq, const int h16, const int m, const kcpu_attn_job *j,
-                            int64_t i0, int64_t ld) {
-    const int64_t dk = j->dk, h_n = j->heads, r = j->ids ? j->ids[i0] : i0, tk = j->th;
-    const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
-    const void *vh = h16 ? (const void *)(j->vh16 + r * j->sr) : (const void *)(j->vh + r * j->sr);
-    const float *mrow = j->mask ? j->mask + r * j->th : NULL;
-    for (int64_t h0 = 0; h0 < h_n; h0 += 8) {
-        int nh = h_n - h0 < 8 ? (int)(h_n - h0) : 8;
-        float inv[4][8];
-#pragma GCC unroll 4
-        for (int u = 0; u < m; u++) {
-            float *s = j->scratch + (u * h_n + h0) * ld;
-            if (tk <= 16) {
-                softmax_heads16(nh, tk, s, ld, mrow, inv[u]);
-            } else {
-                for (int g8 = 0; g8 < nh; g8++) {
-                    inv[u][g8] = softmax_row(tk, s + g8 * ld, mrow);
-                }
-            }
-        }
-        for (int g8 = 0; g8 < nh; g8++) {
-            int64_t h = h0 + g8, vo = h * j->sh;
-            const float *e[4];
-            __m512 acc[4][NQ_MAX];
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; u++) {
-                e[u] = j->scratch + (u * h_n + h) * ld;
-#pragma GCC unroll 4
-                for (int c = 0; c < NQ_MAX; c++) {
-                    acc[u][c] = _mm512_setzero_ps();
-                }
-            }
-            const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vo)
-                                  : (const void *)((const float *)vh + vo);
-            weigh_run(m, nq, h16, dk, e, vhh, j->st, tk, acc);
-#pragma GCC unroll 4
-            for (int u = 0; u < m; u++) {
-                __m512 vi = _mm512_set1_ps(inv[u][g8]);
-                float *o = j->o + (i0 + u) * j->ldo + h * dk;
-#pragma GCC unroll 4
-                for (int c = 0; c < nq; c++) {
-                    __m512 a = m <= 2 ? _mm512_add_ps(acc[u][c], acc[m + u][c]) : acc[u][c];
-                    _mm512_mask_storeu_ps(o + 16 * c, c == nq - 1 ? last : 0xffff,
-                                          _mm512_mul_ps(a, vi));
-                }
-            }
-        }
-    }
-}
-
 /* Rows of one dk class: nq = dk / 16 rounded up (constant when inlined).
 ** Per row (or run of rows with transposed keys): the scores of every head
 ** (scratch row u heads + h at (u heads + h) ld), then per row and head its
@@ -377,15 +276,6 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
             case 24 + 4: kt_scores(3, 3, 1, h16, j, i0, ld); break;
             case 32 + 1: kt_scores(4, 1, 2, h16, j, i0, ld); break;
             default: kt_scores(4, 2, 1, h16, j, i0, ld); break;
-            }
-            if (tr == 0 && m > 1 && nq <= NQ_MAX) { /* weighted sums of the run together */
-                switch (m) {
-                case 2: run_rows(nq, h16, 2, j, i0, ld); break;
-                case 3: run_rows(nq, h16, 3, j, i0, ld); break;
-                default: run_rows(nq, h16, 4, j, i0, ld); break;
-                }
-                i0 += m;
-                continue;
             }
         }
         for (int64_t u = 0; u < m; u++) {
