@@ -104,6 +104,14 @@ void gemm_tuner_free(struct gemm_tuner *t);
 ** (the caller builds the fp32 op); or NULL with *taken true on error. */
 mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
                             bool *taken);
+/* x . W + b as one product with the bias in it (mt_affine, mt_affine_relu):
+** x of 2 or more dims, W 2-D [K, N], b f32 [N] or [1, N]. */
+static inline bool affine_fusable(const mt_node *x, const mt_node *w, const mt_node *b) {
+    const mt_shape *sx = &x->val.shape, *sw = &w->val.shape, *sb = &b->val.shape;
+    return sx->ndim >= 2 && sw->ndim == 2 && b->val.dtype == MT_F32 &&
+           ((sb->ndim == 1 && sb->dim[0] == sw->dim[1]) ||
+            (sb->ndim == 2 && sb->dim[0] == 1 && sb->dim[1] == sw->dim[1]));
+}
 static inline float *node_f32(const mt_node *n) { return (float *)n->val.data; }
 static inline float *node_grad_f32(const mt_node *n) { return (float *)n->grad.data; }
 static inline const int32_t *node_i32(const mt_node *n) { return (const int32_t *)n->val.data; }

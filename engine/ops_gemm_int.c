@@ -488,10 +488,8 @@ mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, 
 
 mt_node *mt_affine_relu(mt_graph *g, mt_node *x, mt_node *w, mt_node *b) {
     if (x == NULL || w == NULL || b == NULL) return NULL;
-    const mt_shape *sw = &w->val.shape, *sb = &b->val.shape;
     bool taken = false;
-    if (sw->ndim == 2 && b->val.dtype == MT_F32 && mt_node_numel(b) == sw->dim[1] &&
-        sb->dim[sb->ndim - 1] == sw->dim[1]) { /* b [n] or [1, n], as mt_affine fuses */
+    if (affine_fusable(x, w, b)) {
         mt_node *q = gemm_const_b(g, x, w, b, false, NULL, true, &taken);
         if (taken) return q;
     }

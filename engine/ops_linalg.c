@@ -396,11 +396,8 @@ static const mt_op_def op_affine = {"affine", affine_forward, affine_backward};
 mt_node *mt_affine(mt_graph *g, mt_node *x, mt_node *w, mt_node *b) {
     if (x == NULL || w == NULL) return NULL;
     if (b == NULL) return mt_matmul(g, x, w, false, false);
-    const mt_shape *sx = &x->val.shape, *sw = &w->val.shape, *sb = &b->val.shape;
-    bool fused = sx->ndim >= 2 && sw->ndim == 2 && b->val.dtype == MT_F32 &&
-                 ((sb->ndim == 1 && sb->dim[0] == sw->dim[1]) ||
-                  (sb->ndim == 2 && sb->dim[0] == 1 && sb->dim[1] == sw->dim[1]));
-    if (!fused) return mt_add(g, mt_matmul(g, x, w, false, false), b);
+    const mt_shape *sx = &x->val.shape, *sw = &w->val.shape;
+    if (!affine_fusable(x, w, b)) return mt_add(g, mt_matmul(g, x, w, false, false), b);
     bool taken = false; /* integer / tuned path for a constant W (ops_gemm_int.c) */
     mt_node *q = graph_gemm_const_b(g, x, w, b, false, &taken);
     if (taken) return q;

@@ -27,7 +27,8 @@ static bool need_f32(mt_graph *g, const char *op, const mt_node *x) {
 }
 
 /* concat and index_select also move f16 values (the decoding caches kept in
-** half precision, mt_graph_params.kv_f16); f16 never wants a gradient. */
+** half precision, mt_graph_params.kv_f16), and mt_cast converts them; f16
+** never wants a gradient. */
 static bool need_f32_or_f16(mt_graph *g, const char *op, const mt_node *x) {
     if (x->val.dtype == MT_F32 || x->val.dtype == MT_F16) return true;
     graph_fail(g, MT_ERR_INVALID, "%s: expected a float32 or float16 input, got %s", op,
@@ -253,18 +254,13 @@ static mt_status concat_forward(mt_graph *g, mt_node *y) {
     const mt_shape *s = &y->val.shape;
     int64_t outer = prod_dims(s, 0, ax), inner = prod_dims(s, ax + 1, s->ndim);
     int64_t total = s->dim[ax] * inner, off = 0;
-    size_t es = mt_dtype_size(y->val.dtype);
+    size_t es = mt_dtype_size(y->val.dtype); /* f32 or f16 */
     for (int i = 0; i < y->n_src; i++) {
         const mt_node *x = y->src[i];
         int64_t cols = x->val.shape.dim[ax] * inner;
-        if (y->val.dtype == MT_F32) {
-            graph_ops(g)->copy2d(graph_device(g), outer, cols, node_f32(x), cols,
-                                 node_f32(y) + off, total, false);
-        } else {
-            graph_ops(g)->copy2d_bytes(graph_device(g), outer, (size_t)cols * es, x->val.data,
-                                       (size_t)cols * es, (char *)y->val.data + (size_t)off * es,
-                                       (size_t)total * es);
-        }
+        graph_ops(g)->copy2d_bytes(graph_device(g), outer, (size_t)cols * es, x->val.data,
+                                   (size_t)cols * es, (char *)y->val.data + (size_t)off * es,
+                                   (size_t)total * es);
         off += cols;
     }
     return MT_OK;
@@ -553,16 +549,11 @@ static mt_status index_select_forward(mt_graph *g, mt_node *y) {
     int64_t outer = y->attr.i[0], n = y->attr.i[1], inner = y->attr.i[2], k = node_numel(ids);
     mt_status rc = check_ids(g, "mt_index_select", ids, n);
     if (rc != MT_OK) return rc;
-    size_t es = mt_dtype_size(y->val.dtype);
+    size_t es = mt_dtype_size(y->val.dtype); /* f32 or f16 */
     for (int64_t o = 0; o < outer; o++) {
-        if (y->val.dtype == MT_F32) {
-            graph_ops(g)->gather_rows(graph_device(g), k, node_i32(ids), inner,
-                                      node_f32(x) + o * n * inner, node_f32(y) + o * k * inner);
-        } else {
-            graph_ops(g)->gather_bytes(graph_device(g), k, node_i32(ids), (size_t)inner * es,
-                                       (const char *)x->val.data + (size_t)(o * n * inner) * es,
-                                       (char *)y->val.data + (size_t)(o * k * inner) * es);
-        }
+        graph_ops(g)->gather_bytes(graph_device(g), k, node_i32(ids), (size_t)inner * es,
+                                   (const char *)x->val.data + (size_t)(o * n * inner) * es,
+                                   (char *)y->val.data + (size_t)(o * k * inner) * es);
     }
     return MT_OK;
 }

@@ -174,20 +174,18 @@ static mt_node *norm(tf *t, mt_node *x, const char *prefix, const char *suffix) 
     return mt_layer_norm(t->g, x, s, b, LN_EPS);
 }
 
-/* Marian's denseInline without activation: x prefix_W<suffix> + prefix_b<suffix>. */
-static mt_node *dense(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
-                      int64_t out) {
+/* Marian's denseInline: x prefix_W<suffix> + prefix_b<suffix>, without
+** activation or (relu) with it, mt_affine_relu (fused on the integer path). */
+static mt_node *dense_act(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
+                          int64_t out, bool relu) {
     mt_node *w = par(t, mt_shape2(in, out), mt_init_glorot_uniform(), "%s_W%s", prefix, suffix);
     mt_node *b = par(t, mt_shape2(1, out), mt_init_zeros(), "%s_b%s", prefix, suffix);
-    return mt_affine(t->g, x, w, b);
+    return relu ? mt_affine_relu(t->g, x, w, b) : mt_affine(t->g, x, w, b);
 }
 
-/* relu(dense): mt_affine_relu (fused on the integer path). */
-static mt_node *dense_relu(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
-                           int64_t out) {
-    mt_node *w = par(t, mt_shape2(in, out), mt_init_glorot_uniform(), "%s_W%s", prefix, suffix);
-    mt_node *b = par(t, mt_shape2(1, out), mt_init_zeros(), "%s_b%s", prefix, suffix);
-    return mt_affine_relu(t->g, x, w, b);
+static mt_node *dense(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
+                      int64_t out) {
+    return dense_act(t, x, prefix, suffix, in, out, false);
 }
 
 static mt_node *preprocess(tf *t, const char *ops, const char *prefix, mt_node *x) {
@@ -483,7 +481,7 @@ static mt_node *ffn_block(tf *t, const char *prefix, mt_node *x, int64_t dim_ffn
     for (int i = 1; i < depth; i++) {
         snprintf(sfx, sizeof sfx, "%d", i);
         if (!strcmp(t->c->ffn_activation, "relu")) { /* the integer GEMM's epilogue */
-            y = dense_relu(t, y, prefix, sfx, in, dim_ffn);
+            y = dense_act(t, y, prefix, sfx, in, dim_ffn, true);
         } else {
             y = activate(t, t->c->ffn_activation, dense(t, y, prefix, sfx, in, dim_ffn));
         }

@@ -8,18 +8,7 @@
 
 void kcpu_gather_rows(int64_t n_ids, const int32_t *ids, int64_t dim, const float *table,
                       float *out) {
-    if (dim <= 0) {
-        return;
-    }
-    if (dim == 1) { /* a column selection (shortlisted bias): no call per element */
-        for (int64_t i = 0; i < n_ids; i++) {
-            out[i] = table[ids[i]];
-        }
-        return;
-    }
-    for (int64_t i = 0; i < n_ids; i++) {
-        memcpy(out + i * dim, table + (int64_t)ids[i] * dim, (size_t)dim * sizeof *out);
-    }
+    if (dim > 0) kcpu_gather_bytes(n_ids, ids, (size_t)dim * sizeof *out, table, out);
 }
 
 void kcpu_scatter_add_rows(int64_t n_ids, const int32_t *ids, int64_t dim, const float *dout,
@@ -86,15 +75,16 @@ void kcpu_copy2d(int64_t rows, int64_t cols, const float *src, int64_t ss, float
     if (cols <= 0) {
         return;
     }
+    if (!accumulate) {
+        kcpu_copy2d_bytes(rows, (size_t)cols * sizeof *dst, src, (size_t)ss * sizeof *src, dst,
+                          (size_t)sd * sizeof *dst);
+        return;
+    }
     for (int64_t r = 0; r < rows; r++) {
         const float *s = src + r * ss;
         float *d = dst + r * sd;
-        if (accumulate) {
-            for (int64_t j = 0; j < cols; j++) {
-                d[j] += s[j];
-            }
-        } else {
-            memmove(d, s, (size_t)cols * sizeof *d);
+        for (int64_t j = 0; j < cols; j++) {
+            d[j] += s[j];
         }
     }
 }
@@ -108,6 +98,12 @@ void kcpu_copy2d_bytes(int64_t rows, size_t bytes, const void *src, size_t ss, v
 
 void kcpu_gather_bytes(int64_t n_ids, const int32_t *ids, size_t bytes, const void *table,
                        void *out) {
+    if (bytes == sizeof(uint32_t)) { /* a column selection (shortlisted bias): no call per row */
+        for (int64_t i = 0; i < n_ids; i++) {
+            memcpy((uint32_t *)out + i, (const uint32_t *)table + ids[i], sizeof(uint32_t));
+        }
+        return;
+    }
     for (int64_t i = 0; i < n_ids && bytes > 0; i++) {
         memcpy((char *)out + (size_t)i * bytes, (const char *)table + (size_t)ids[i] * bytes,
                bytes);

@@ -92,25 +92,17 @@ ALWAYS_INLINE void quant_row_u8(int64_t k, const float *x, float q, uint8_t *y, 
     }
 }
 
-/* One row: clamp(x * q) in float, round half even, +128 (int8: unsigned
-** bytes) or as int16; zero padding up to the row stride `sa` bytes. */
-ALWAYS_INLINE void quant_row(const int bits, int64_t k, const float *x, float q, void *y,
-                             int64_t sa) {
+/* One int16 row: clamp(x * q) in float, rounded half even; zero padding up
+** to the row stride `sa` bytes.  (int8 rows: quant_row_u8.) */
+ALWAYS_INLINE void quant_row_i16(int64_t k, const float *x, float q, int16_t *y, int64_t sa) {
     const __m512 vq = _mm512_set1_ps(q);
-    const __m512 lo = _mm512_set1_ps(bits == 8 ? -127.0f : -32768.0f);
-    const __m512 hi = _mm512_set1_ps(bits == 8 ? 127.0f : 32767.0f);
-    const __m512i shift = _mm512_set1_epi32(128);
+    const __m512 lo = _mm512_set1_ps(-32768.0f), hi = _mm512_set1_ps(32767.0f);
     memset(y, 0, (size_t)sa);
     for (int64_t p = 0; p < k; p += 16) {
         __mmask16 mk = tail_mask(k - p);
         __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, x + p), vq);
         v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-        __m512i iv = _mm512_cvtps_epi32(v);
-        if (bits == 8) {
-            _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)y + p, mk, _mm512_add_epi32(iv, shift));
-        } else {
-            _mm512_mask_cvtepi32_storeu_epi16((int16_t *)y + p, mk, iv);
-        }
+        _mm512_mask_cvtepi32_storeu_epi16(y + p, mk, _mm512_cvtps_epi32(v));
     }
 }
 
@@ -312,7 +304,8 @@ void kcpu_igemm_i8_vnni(kcpu_igemm_job *j) {
 void kcpu_igemm_i16_vnni(kcpu_igemm_job *j) {
     j->qa = KCPU_I16_MULT;
     for (int64_t i = 0; i < j->m; i++) {
-        quant_row(16, j->k, j->a + i * j->lda, j->qa, (uint8_t *)j->scratch + i * j->sa, j->sa);
+        quant_row_i16(j->k, j->a + i * j->lda, j->qa,
+                      (int16_t *)((uint8_t *)j->scratch + i * j->sa), j->sa);
     }
     gemm(16, j);
 }
