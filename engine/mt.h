@@ -345,7 +345,9 @@ mt_node *mt_matmul(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans
 ** packed B (packed once) without quantizing them again; then the result
 ** equals the same columns of the whole integer product exactly.  bias: NULL
 ** or the n' biases of those columns ([n'] or [1, n']), added in the
-** product's epilogue on the integer path. */
+** product's epilogue on the integer path.  cols NULL: every column (the
+** whole product, bias [N] or [1, N] in the epilogue on the integer path;
+** mt_add of mt_matmul otherwise). */
 mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
                         mt_node *bias);
 /* Batched: a [B..., M, K], b [B..., K, N] (same leading dims), scaled. */

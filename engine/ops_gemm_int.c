@@ -498,21 +498,27 @@ mt_node *mt_affine_relu(mt_graph *g, mt_node *x, mt_node *w, mt_node *b) {
 
 mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
                         mt_node *bias) {
-    if (a == NULL || b == NULL || cols == NULL) return NULL;
-    if (bias != NULL && (bias->val.dtype != MT_F32 || cols->val.shape.ndim != 1 ||
-                         mt_node_numel(bias) != cols->val.shape.dim[0] ||
-                         bias->val.shape.dim[bias->val.shape.ndim - 1] != mt_node_numel(bias))) {
-        char s1[64], s2[64];
-        return graph_fail(g, MT_ERR_INVALID,
-                          "mt_matmul_cols: bias %s %s for columns %s: need float32 [n'] or [1, n']",
-                          mt_dtype_name(bias->val.dtype),
-                          mt_shape_str(&bias->val.shape, s1, sizeof s1),
-                          mt_shape_str(&cols->val.shape, s2, sizeof s2));
+    if (a == NULL || b == NULL) return NULL;
+    if (bias != NULL) {
+        const mt_shape *sb = &b->val.shape;
+        int64_t n = cols ? (cols->val.shape.ndim == 1 ? cols->val.shape.dim[0] : -1)
+                    : sb->ndim == 2 ? sb->dim[trans_b ? 0 : 1]
+                                    : -1;
+        if (bias->val.dtype != MT_F32 || n < 0 || mt_node_numel(bias) != n ||
+            bias->val.shape.dim[bias->val.shape.ndim - 1] != n) {
+            char s1[64], s2[64];
+            return graph_fail(g, MT_ERR_INVALID,
+                              "mt_matmul_cols: bias %s %s for %s %s: need float32 [n'] or [1, n']",
+                              mt_dtype_name(bias->val.dtype),
+                              mt_shape_str(&bias->val.shape, s1, sizeof s1),
+                              cols ? "columns" : "a product of",
+                              mt_shape_str(cols ? &cols->val.shape : sb, s2, sizeof s2));
+        }
     }
     bool taken = false;
     mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, false, &taken);
     if (taken) return q;
-    q = mt_matmul(g, a, mt_index_select(g, b, trans_b ? 0 : 1, cols), false, trans_b);
+    q = mt_matmul(g, a, cols ? mt_index_select(g, b, trans_b ? 0 : 1, cols) : b, false, trans_b);
     return bias ? mt_add(g, q, bias) : q;
 }
 

@@ -536,13 +536,10 @@ static mt_node *output_layer(tf *t, mt_node *x, mt_node *shortlist) {
     mt_node *b = NULL;
     if (!c->output_omit_bias)
         b = par(t, mt_shape2(1, v), mt_init_zeros(), "decoder_ff_logit_out_b");
-    mt_node *y;
-    if (shortlist) { /* integer GEMM: the columns of the packed weights, bias in its epilogue */
-        return mt_matmul_cols(t->g, x, w, !legacy, shortlist,
-                              b ? mt_index_select(t->g, b, 1, shortlist) : NULL);
-    }
-    y = mt_matmul(t->g, x, w, false, !legacy);
-    return b ? mt_add(t->g, y, b) : y;
+    /* integer GEMM: the (shortlisted) columns of the packed weights, the bias
+    ** in its epilogue; float32: mt_add of mt_matmul */
+    return mt_matmul_cols(t->g, x, w, !legacy, shortlist,
+                          b && shortlist ? mt_index_select(t->g, b, 1, shortlist) : b);
 }
 
 /* ------------------------------------------------------------ helpers */

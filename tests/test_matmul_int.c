@@ -1063,15 +1063,17 @@ static void test_score(void) {
 ** products differently); an id out of range is an error.  With the
 ** columns' biases the result is the product plus the bias, bit for bit (the
 ** integer path adds it in the epilogue, float32 by an add); a bias of
-** another length is refused. */
+** another length is refused.  Without columns (NULL) it is the whole
+** product plus the bias, bit for bit, and on the integer path one GEMM node
+** (the output layer without a shortlist). */
 static void test_cols(void) {
     const int64_t k = 40, n = 150, rows = 6;
     static const mt_gemm_type types[] = {MT_GEMM_INT8, MT_GEMM_INT16, MT_GEMM_FLOAT32};
     float *w = malloc(sizeof(float) * k * n), *a = malloc(sizeof(float) * rows * k);
     float *full = malloc(sizeof(float) * rows * n), *part = malloc(sizeof(float) * rows * n);
-    float *partb = malloc(sizeof(float) * rows * n), bias[70];
+    float *partb = malloc(sizeof(float) * rows * n), bias[150];
     test_fill_rand(w, k * n, -0.8f, 0.8f);
-    test_fill_rand(bias, 70, -3.0f, 3.0f);
+    test_fill_rand(bias, 150, -3.0f, 3.0f);
     test_fill_rand(a, rows * k, -2.0f, 2.0f);
     int32_t sels[3][70];
     for (int q = 0; q < 3; q++)
@@ -1095,10 +1097,27 @@ static void test_cols(void) {
                 mt_node *c = mt_input_i32(g, mt_shape1(ns), ids);
                 mt_node *ys = mt_matmul_cols(g, x, wb, tb, c, NULL);
                 mt_node *yb = mt_matmul_cols(g, x, wb, tb, c, mt_input(g, mt_shape2(1, ns), bias));
+                mt_node *ya = mt_matmul_cols(g, x, wb, tb, NULL, mt_input(g, mt_shape1(n), bias));
                 CHECK_STATUS(mt_graph_forward(g));
                 CHECK_STATUS(mt_node_get(y, full, rows * n));
                 CHECK_STATUS(mt_node_get(ys, part, rows * ns));
                 CHECK_STATUS(mt_node_get(yb, partb, rows * ns));
+                int bada = 0;
+                if (ya) {
+                    float *whole = malloc(sizeof(float) * rows * n);
+                    CHECK_STATUS(mt_node_get(ya, whole, rows * n));
+                    for (int64_t i = 0; i < rows * n; i++) {
+                        float want = full[i] + bias[i % n];
+                        bada += memcmp(&whole[i], &want, sizeof(float)) != 0;
+                    }
+                    free(whole);
+                }
+                CHECK(ya && bada == 0, "%s tb %d round %zu: whole product + bias: %d differ",
+                      mt_gemm_type_name(types[ti]), tb, r, bada);
+                CHECK(ya && !strcmp(mt_node_op_name(ya),
+                                    types[ti] == MT_GEMM_FLOAT32 ? "add" : "gemm_q"),
+                      "%s: whole product + bias is op %s", mt_gemm_type_name(types[ti]),
+                      ya ? mt_node_op_name(ya) : "(none)");
                 int badb = 0;
                 for (int64_t i = 0; i < rows * ns; i++) {
                     float want = part[i] + bias[i % ns];
@@ -1135,6 +1154,14 @@ static void test_cols(void) {
                            mt_input(g, mt_shape2(1, 3), bias));
             CHECK(mt_graph_status(g) == MT_ERR_INVALID && strstr(mt_errmsg(), "bias") != NULL,
                   "%s: 3 biases for 2 columns: %s", mt_gemm_type_name(types[ti]), mt_errmsg());
+            mt_graph_clear(g);
+            x = mt_input(g, mt_shape2(rows, k), a);
+            wb = mt_param(g, p, "w", tb ? mt_shape2(n, k) : mt_shape2(k, n),
+                          mt_init_values(w, k * n));
+            mt_matmul_cols(g, x, wb, tb, NULL, mt_input(g, mt_shape2(1, n - 1), bias));
+            CHECK(mt_graph_status(g) == MT_ERR_INVALID && strstr(mt_errmsg(), "bias") != NULL,
+                  "%s: %d biases for %d columns: %s", mt_gemm_type_name(types[ti]), (int)n - 1,
+                  (int)n, mt_errmsg());
             mt_graph_free(g);
             mt_params_free(p);
         }
