@@ -44,11 +44,15 @@
 **   per decoder row         dec_depth (4 D^2 self-attention, or the average-
 **                             attention FFN and gate; 2 D^2 context query
 **                             and output; decoder FFN) + D C for the output
-**                             layer, C = V or the mean shortlist size
+**                             layer, C = V or the size of the step's
+**                             shortlist
 **   FFN = D F + (depth - 2) F^2 + F D
-** with positions = source tokens + EOS, and rows = beam x (target tokens +
-** EOS) of the run's own output (finished hypotheses and padded rows make
-** the true count differ a little).
+** with positions = source tokens + EOS, and rows = the hypotheses the
+** search scored (the scorer's counters over the timed run: rows, and rows
+** times C of each step).  Beam search scores more rows than beam x (output
+** tokens + EOS): a sentence's hypotheses that end after its best one (or at
+** the length limit) are scored too; the rows/out column is the ratio.
+** Padding is not counted (a sentence's finished hypotheses leave the rows).
 **
 ** Threads: each thread has its own app_translate_worker (made before the
 ** clock starts, and warmed by one mini-batch) and single-threaded BLAS;
@@ -285,8 +289,6 @@ typedef struct bt_ctx {
     app_tr_result *r;
     int64_t src_tokens, src_positions;
     app_shortlist *sl;
-    app_shortlist_gen *slgen;
-    int32_t *sl_buf, *sl_src;
     bt_macs macs;
     double peak_gops, usd_per_hour;
     const char *peak_src; /* where peak_gops comes from */
@@ -307,7 +309,19 @@ typedef struct bt_row {
 typedef struct bt_meas {
     double wall;
     int64_t trg_tokens;
+    int64_t rows, row_cols; /* the last run's scored rows and rows x columns */
 } bt_meas;
+
+/* Scored rows and rows x output columns of the workers so far. */
+static void bt_counts(app_translate_worker **workers, int threads, int64_t *rows,
+                      int64_t *row_cols) {
+    *rows = *row_cols = 0;
+    for (int k = 0; k < threads; k++) {
+        app_model_scorer_stats st = app_translate_worker_stats(workers[k]);
+        *rows += st.rows;
+        *row_cols += st.row_cols;
+    }
+}
 
 /* Times one configuration: its own translator and workers, warmed by one
 ** mini-batch per thread, then the median of --repeat runs. */
@@ -332,9 +346,15 @@ static mt_status bt_row_run(bt_ctx *c, const bt_row *row, bt_meas *out) {
     int warm_n = row->batch * row->threads < c->n ? row->batch * row->threads : c->n;
     if (rc == MT_OK)
         rc = bt_once(workers, row->threads, c->s, c->r, warm_n, row->batch, &wall, &warm_trg);
-    for (int k = 0; k < c->repeat && rc == MT_OK; k++)
+    int64_t rows0 = 0, cols0 = 0;
+    for (int k = 0; k < c->repeat && rc == MT_OK; k++) {
+        bt_counts(workers, row->threads, &rows0, &cols0);
         rc = bt_once(workers, row->threads, c->s, c->r, c->n, per_search, &walls[k], &trg);
+    }
     if (rc == MT_OK) {
+        bt_counts(workers, row->threads, &out->rows, &out->row_cols);
+        out->rows -= rows0;
+        out->row_cols -= cols0;
         qsort(walls, (size_t)c->repeat, sizeof walls[0], app_cmp_double);
         out->wall = walls[c->repeat / 2] > 0 ? walls[c->repeat / 2] : 1e-9;
         out->trg_tokens = trg;
@@ -376,24 +396,6 @@ static mt_status bt_table_batching(bt_ctx *c) {
     return MT_OK;
 }
 
-/* Mean shortlist size per sentence for searches of `batch` sentences in
-** input order (as the threads take them). */
-static double bt_mean_shortlist(bt_ctx *c, int batch) {
-    double sum = 0;
-    for (int start = 0; start < c->n; start += batch) {
-        int cnt = c->n - start < batch ? c->n - start : batch;
-        int64_t q = 0;
-        for (int i = start; i < start + cnt; i++) {
-            if (c->s[i].skipped) continue;
-            memcpy(c->sl_src + q, c->s[i].ids[0], sizeof(int32_t) * (size_t)c->s[i].len[0]);
-            q += c->s[i].len[0];
-        }
-        int32_t k = app_shortlist_gen_run(c->slgen, c->sl_src, q, c->sl_buf);
-        sum += (double)k * cnt;
-    }
-    return sum / c->n;
-}
-
 static mt_status bt_table_gemm(bt_ctx *c) {
     int32_t v = mt_model_trg_vocab(c->am.models[0]);
     int64_t max_m, max_m_tb, max_batched;
@@ -409,8 +411,9 @@ static mt_status bt_table_gemm(bt_ctx *c) {
         printf("   int8 limit = %.1f GOP/s (one core, %s) / integer ops per source token;\n"
                "   ops = 2 x multiply-adds of the products with weight matrices: per source "
                "position\n   (tokens + EOS) %.3g, per decoder row %.3g + %.0f x C (C = V = %d, "
-               "or the mean shortlist\n   size), rows = beam x (output tokens + EOS) of the "
-               "run (see bench_translate.c)\n",
+               "or the step's shortlist\n   size; cols: the mean C per row), rows = the "
+               "hypotheses the search scored\n   (rows/out: their number over beam x (output "
+               "tokens + EOS); see bench_translate.c)\n",
                c->peak_gops, c->peak_src,
                2 * c->macs.enc_pos, 2 * c->macs.dec_row, 2 * c->macs.out_per_col, (int)v);
     } else {
@@ -419,8 +422,8 @@ static mt_status bt_table_gemm(bt_ctx *c) {
     printf("   src tok/USD: at $%.4g per core-hour (--usd-per-hour; an assumption, not a "
            "quote)\n\n",
            c->usd_per_hour);
-    printf("gemm     beam batch   src tok/s   trg tok/s   wall s   cols  MOP/tok  limit tok/s"
-           "  %%limit  M src tok/USD\n");
+    printf("gemm     beam batch   src tok/s   trg tok/s   wall s   cols rows/out  MOP/tok  limit "
+           "tok/s  %%limit  M src tok/USD\n");
     static const int beams[] = {1, 4}, batches[] = {1, 32};
     for (int gi = 0; gi < 3; gi++) {
         if (gi == 2 && c->sl == NULL) {
@@ -444,13 +447,16 @@ static mt_status bt_table_gemm(bt_ctx *c) {
                 mt_status rc = bt_row_run(c, &row, &m);
                 if (rc != MT_OK) return rc;
                 double src_s = (double)c->src_tokens / m.wall;
-                double cols = row.shortlist ? bt_mean_shortlist(c, row.batch) : (double)v;
-                printf("%-8s %4d %5d %11.1f %11.1f %8.3f %6.0f", name, row.beam, row.batch, src_s,
-                       (double)m.trg_tokens / m.wall, m.wall, cols);
+                double rows = (double)m.rows;
+                double cols = rows > 0 ? (double)m.row_cols / rows : (double)v;
+                double out_rows = (double)row.beam * (double)(m.trg_tokens + c->n);
+                printf("%-8s %4d %5d %11.1f %11.1f %8.3f %6.0f %8.3f", name, row.beam, row.batch,
+                       src_s, (double)m.trg_tokens / m.wall, m.wall, cols,
+                       out_rows > 0 ? rows / out_rows : 0.0);
                 if (c->macs.known && c->src_tokens > 0) {
-                    double rows = (double)row.beam * (double)(m.trg_tokens + c->n);
                     double ops = 2 * (c->macs.enc_pos * (double)c->src_positions +
-                                      (c->macs.dec_row + c->macs.out_per_col * cols) * rows);
+                                      c->macs.dec_row * rows +
+                                      c->macs.out_per_col * (double)m.row_cols);
                     double per_tok = ops / (double)c->src_tokens;
                     double limit = c->peak_gops * 1e9 / per_tok;
                     printf(" %8.2f %12.1f %6.1f%%", per_tok * 1e-6, limit, 100 * src_s / limit);
@@ -505,20 +511,8 @@ static mt_status bt_load_shortlist(bt_ctx *c, const app_opts *o, const char *mod
             return MT_OK;
         }
     }
-    const mt_model *m0 = c->am.models[0];
-    int32_t vs = mt_model_src_vocab(m0, 0), vt = mt_model_trg_vocab(m0);
-    mt_status rc = app_shortlist_load(path_out, c->am.vocabs[0], c->am.vocabs[c->am.n_streams - 1],
-                                      first, best, threshold, check, &c->sl);
-    if (rc == MT_OK)
-        rc = app_shortlist_gen_init(c->sl, vs, vt, app_models_shared_vocab(&c->am), &c->slgen);
-    if (rc != MT_OK) return rc;
-    c->sl_buf = mt_try_malloc(sizeof(int32_t) * (size_t)(vt > 0 ? vt : 1));
-    int64_t total = 0;
-    for (int i = 0; i < c->n; i++)
-        total += c->s[i].len[0];
-    c->sl_src = mt_try_malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1));
-    if (!c->sl_buf || !c->sl_src) return mt_seterr(MT_ERR_NOMEM, "bench translate: out of memory");
-    return MT_OK;
+    return app_shortlist_load(path_out, c->am.vocabs[0], c->am.vocabs[c->am.n_streams - 1], first,
+                              best, threshold, check, &c->sl);
 }
 
 /* Longest source first; ties in input order (the sort is stable by index). */
@@ -696,10 +690,7 @@ done:
             app_tr_sentence_clear(&c.s[i]);
     mt_free(c.s);
     mt_free(c.r);
-    app_shortlist_gen_free(c.slgen);
     app_shortlist_free(c.sl);
-    mt_free(c.sl_buf);
-    mt_free(c.sl_src);
     if (c.lines)
         for (int i = 0; i < c.n; i++)
             mt_free(c.lines[i]);

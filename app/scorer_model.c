@@ -484,6 +484,7 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     s->n_rows = n;
     s->stats.steps++;
     s->stats.rows += n;
+    s->stats.row_cols += (int64_t)n * cols;
     if (s->st.hist_len > 0) {
         int32_t *t = s->hmap;
         s->hmap = s->hnew;

@@ -72,6 +72,8 @@ mt_scorer app_model_scorer_get(app_model_scorer *s);
 typedef struct app_model_scorer_stats {
     int64_t steps;       /* step calls                                     */
     int64_t rows;        /* rows computed (the live hypotheses)            */
+    int64_t row_cols;    /* sum of rows x output columns of each step (the
+                            shortlist's or the vocabulary's)               */
     int64_t purges;      /* times finished sentences were dropped          */
     int64_t adds;        /* times sentences joined a search (top-up)       */
     int64_t folds;       /* times the caches were frozen (mt_model_fold)   */

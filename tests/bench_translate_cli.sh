@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # bench_translate_cli.sh: `mtpe bench translate` on the transformer-tiny
 # fixture with a few lines: both tables have all their rows, the cost
-# columns follow from the printed figures (limit = peak / ops per token,
-# fraction = speed / limit, tokens per USD = speed x 3600 / price), the
+# columns follow from the printed figures (ops per token = the printed ops
+# per source position, per scored row and per column, over the input's
+# printed tokens and sentences, the rows from rows/out and the output's
+# tokens; limit = peak / ops per token, fraction = speed / limit, tokens
+# per USD = speed x 3600 / price), beam 1 scores no more rows than output
+# tokens + EOS and beam 4 more than one per output token, the
 # shortlist rows use a shortlist smaller than the vocabulary, and the
 # int8 + shortlist / float32 ratio is the ratio of the printed speeds.
 #   bash bench_translate_cli.sh <path-to-mtpe> <source-dir>
@@ -26,11 +30,28 @@ if "$mtpe" bench translate "${m[@]}" --tables gemm --shortlist "$d/lex.s2t" 50 5
     --peak-gops 500 --usd-per-hour 0.2 >"$tmp/g" 2>"$tmp/err"; then
     grep -q '^== batching' "$tmp/g" && fail "--tables gemm also ran the batching table"
     awk '
-        ($1 == "float32" || $1 == "int8" || $1 == "int8+sl") && NF == 11 && $2 ~ /^[0-9]+$/ {
+        /^input: .* sentences per run, [0-9]+ source tokens/ {
+            for (i = 1; i < NF; i++) {
+                if ($(i + 1) == "sentences") sents = $i + 0
+                if ($(i + 1) == "source") stoks = $i + 0
+            }
+        }
+        /^   \(tokens \+ EOS\) .* per decoder row .* x C/ {
+            per_pos = $4; sub(",", "", per_pos); per_pos += 0; per_row = $8 + 0; per_col = $10 + 0
+        }
+        ($1 == "float32" || $1 == "int8" || $1 == "int8+sl") && NF == 12 && $2 ~ /^[0-9]+$/ {
             n++
-            # gemm beam batch src trg wall cols MOP/tok limit %limit Msrc/USD
-            speed = $4; cols = $7; mop = $8; limit = $9; pct = $10; usd = $11
+            # gemm beam batch src trg wall cols rows/out MOP/tok limit %limit Msrc/USD
+            speed = $4; cols = $7; ro = $8; mop = $9; limit = $10; pct = $11; usd = $12
             sub("%", "", pct); pct += 0  # a number again: sub() leaves a string, compared as text
+            if ($2 == 1 && !(ro > 0.5 && ro <= 1.0)) { printf "%s beam 1: rows/out %s\n", $1, ro; bad++ }
+            if ($2 == 4 && !(ro * 4 > 1.0 && ro < 4.0)) { printf "%s beam 4: rows/out %s\n", $1, ro; bad++ }
+            trg = $5 / speed * stoks
+            rows = ro * $2 * (trg + sents)
+            wmop = 1e-6 * (per_pos * (stoks + sents) + (per_row + per_col * cols) * rows) / stoks
+            if (!(stoks > 0 && per_pos > 0) || mop < wmop * 0.98 || mop > wmop * 1.02) {
+                printf "%s %s %s: MOP/tok %s, want %g\n", $1, $2, $3, mop, wmop; bad++
+            }
             if ($1 == "int8+sl" && !(cols > 0 && cols < 4000)) { printf "shortlist cols %s\n", cols; bad++ }
             if ($1 != "int8+sl" && cols != 4000) { printf "%s cols %s, want V = 4000\n", $1, cols; bad++ }
             want = 500e9 / (mop * 1e6)
@@ -66,7 +87,7 @@ if "$mtpe" bench translate "${m[@]}" --tables gemm --shortlist "$d/lex.s2t" 50 5
         /^int8 peak: [0-9.]+ GOP\/s, the largest of/ {
             top = $3; probes = $8; first = $12; sub("[)];?", "", first); first += 0; seen = 1
         }
-        ($1 == "int8" || $1 == "int8+sl") && NF == 11 { mop[++n] = $8; lim[n] = $9 }
+        ($1 == "int8" || $1 == "int8+sl") && NF == 12 { mop[++n] = $9; lim[n] = $10 }
         END {
             if (!seen) { print "no line with the largest probe"; exit 1 }
             if (probes != 9 || !(top >= first && first > 0)) {
