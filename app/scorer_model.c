@@ -19,8 +19,10 @@
 **            concatenated into a new history, so that a step copies (with
 **            the beam's reordering) only the positions since the last fold
 **            instead of the whole cache, and reads the history in place.
-**            Not with top-up: a sentence joining folds the history back
-**            into the rows for the rest of that search.
+**            With top-up too: rows at their own positions read the
+**            history from their first slot on, sentences joining get rows
+**            of padding there, and a fold drops the leading slots that
+**            are padding for every row.
 ** So the memory in use is one step (caches of the current length) and the
 ** encoding, whatever the output length.
 **
@@ -254,9 +256,10 @@ static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void 
     return rc;
 }
 
-/* The caches of the state's rows frozen into a new history (freeze), or the
-** history put back into the rows (!freeze), on the other history graph. */
-static mt_status fold(app_model_scorer *s, bool freeze) {
+/* The caches of the state's rows frozen into a new history on the other
+** history graph, without the first `drop` positions (padding for every
+** row: top-up). */
+static mt_status fold(app_model_scorer *s, int32_t drop) {
     mt_graph *g = s->hist[1 - s->hcur];
     mt_graph_clear(g);
     mt_dec_state imp, out;
@@ -266,18 +269,20 @@ static mt_status fold(app_model_scorer *s, bool freeze) {
         imp.hist_ids = mt_input_i32(g, mt_shape1(n), s->hmap);
         rc = mt_graph_status(g);
     }
-    if (rc == MT_OK) rc = mt_model_fold(s->m, g, &imp, freeze, &out);
+    imp.row_off = drop;
+    if (rc == MT_OK) rc = mt_model_fold(s->m, g, &imp, true, &out);
     if (rc == MT_OK) keep_state(g, &out);
     if (rc == MT_OK) rc = mt_graph_forward(g);
     if (rc != MT_OK) return rc;
     memcpy(s->st.rows, out.rows, sizeof out.rows);
     memcpy(s->st.hist, out.hist, sizeof out.hist);
     s->st.hist_len = out.hist_len;
+    s->st.pos = out.pos;
     for (int32_t r = 0; r < n; r++)
         s->hmap[r] = r;
     s->hcur = 1 - s->hcur;
-    s->stats.folds += freeze;
-    s->stats.unfolds += !freeze;
+    s->stats.folds++;
+    s->stats.topup_folds += s->topup;
     return MT_OK;
 }
 
@@ -290,8 +295,7 @@ static mt_status op_add(void *user, void *state, const int32_t *sentences, int32
     if (n < 1) return MT_OK;
     int32_t at = s->n_live + s->n_pend;
     mt_dec_state add;
-    mt_status rc = s->st.hist_len > 0 ? fold(s, false) : MT_OK;
-    if (rc == MT_OK) rc = encode_start(s, s->enc_add, sentences, n, at, &add);
+    mt_status rc = encode_start(s, s->enc_add, sentences, n, at, &add);
     if (rc != MT_OK) return rc;
     mt_graph *g = s->enc[1 - s->ecur];
     mt_graph_clear(g);
@@ -335,7 +339,8 @@ static mt_status purge(app_model_scorer *s, int32_t n) {
 static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_t k,
                            int32_t *top_cols, float *logprobs, float *align) {
     const int32_t n = in->n_hyps, n_tot = s->n_live + s->n_pend;
-    mt_status rc = reserve(s, n_tot, n);
+    /* (the rows of the state and those appended for pending sentences) */
+    mt_status rc = reserve(s, n_tot, n > s->n_rows + s->n_pend ? n : s->n_rows + s->n_pend);
     if (rc != MT_OK) return rc;
     /* sentences of this step (increasing) */
     int32_t n_new = 0;
@@ -418,6 +423,8 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
         rc = mt_graph_status(g);
     }
     if (rc == MT_OK && cur.hist_len > 0) { /* the history row of each new row */
+        for (int32_t j = 0; j < s->n_pend; j++) /* appended rows: any (all padding there) */
+            s->hmap[s->n_rows + j] = 0;
         for (int32_t r = 0; r < n; r++)
             s->hnew[r] = s->hmap[s->sel_rows[r]];
         cur.hist_ids = mt_input_i32(g, mt_shape1(n), s->hnew);
@@ -425,8 +432,8 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     }
     if (rc == MT_OK && s->topup) {
         /* rows at their own positions; cached positions that are padding
-        ** for every row go */
-        int32_t drop = cur.pos;
+        ** for every row go (with a frozen history at the next fold) */
+        int32_t drop = cur.hist_len > 0 ? 0 : cur.pos;
         for (int32_t r = 0; r < n; r++) {
             if (s->qpos[r] > cur.pos)
                 return mt_seterr(MT_ERR_INVALID, "translate: row at position %d of %d",
@@ -490,7 +497,12 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
         s->hmap = s->hnew;
         s->hnew = t;
     }
-    if (s->can_fold && !s->topup && s->st.pos - s->st.hist_len >= FOLD_EVERY) return fold(s, true);
+    if (s->can_fold && s->st.pos - s->st.hist_len >= FOLD_EVERY) {
+        int32_t drop = s->st.pos - 1; /* leading positions no row has */
+        for (int32_t r = 0; s->topup && r < n; r++)
+            if (s->st.pos - (s->qpos[r] + 1) < drop) drop = s->st.pos - (s->qpos[r] + 1);
+        return fold(s, s->topup ? drop : 0);
+    }
     return MT_OK;
 }
 

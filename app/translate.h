@@ -77,7 +77,7 @@ typedef struct app_model_scorer_stats {
     int64_t purges;      /* times finished sentences were dropped          */
     int64_t adds;        /* times sentences joined a search (top-up)       */
     int64_t folds;       /* times the caches were frozen (mt_model_fold)   */
-    int64_t unfolds;     /* ... and put back into the rows (top-up)        */
+    int64_t topup_folds; /* ... of them with rows at different positions   */
     size_t graph_bytes;  /* workspace of the scorer's graphs: ...           */
     size_t enc_bytes;    /* ... of the two encoder graphs                   */
     size_t step_bytes;   /* ... of the two step graphs                      */

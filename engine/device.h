@@ -26,6 +26,7 @@ typedef struct mt_dev_attn {
     int64_t ldo;
     float *scratch;
     const uint16_t *kh16, *vh16;
+    const int32_t *starts;
 } mt_dev_attn;
 
 typedef struct mt_device_ops {

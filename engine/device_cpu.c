@@ -145,7 +145,8 @@ static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
                        .ldo = a->ldo,
                        .scratch = a->scratch,
                        .kh16 = a->kh16,
-                       .vh16 = a->vh16};
+                       .vh16 = a->vh16,
+                       .starts = a->starts};
     kcpu_attn_rows(&j);
 }
 

@@ -460,6 +460,13 @@ mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node 
 ** both be f16 (mt_cast; widened as they are read). */
 mt_node *mt_attn_rows_kt(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
                          mt_node *kr, mt_node *vr, mt_node *mask, int heads, float alpha);
+/* mt_attn_rows_kt for rows at their own positions (top-up batching): row i
+** attends only to keys starts[i] .. Th + Tr - 1 (starts i32 [N], each in
+** [0, Th + Tr); checked at forward); the earlier ones are left out as if
+** masked, without their softmax and weighted-sum work. */
+mt_node *mt_attn_rows_kt_starts(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
+                                mt_node *kr, mt_node *vr, mt_node *mask, mt_node *starts,
+                                int heads, float alpha);
 bool mt_attn_rows_supported(const mt_graph *g);
 
 /* ------------------------------------------------------------ optimizer */

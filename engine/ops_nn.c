@@ -482,8 +482,8 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 **   heads not split), then the row's own kr, vr.  attn_rows_kt (ATTN_KT):
 **   keys transposed, kh [N0, H, dk, Th] (scored by broadcast products),
 **   values [N0, H, Th, dk] or [N0, Th, H dk].  src: q, kh, vh, then ids,
-**   (kr, vr), mask as present (attr.i[0] bits ATTN_IDS, ATTN_RECENT,
-**   ATTN_MASK).
+**   (kr, vr), mask, starts as present (attr.i[0] bits ATTN_IDS, ATTN_RECENT,
+**   ATTN_MASK, ATTN_STARTS).
 ** attn_spans: row i of q [T, D] over rows start[i] .. start[i] + len[i] of
 **   k, v [T0, D] (src: q, k, v, start, len; attr.i[0] = ATTN_SPANS,
 **   attr.i[2] = the largest len).
@@ -493,7 +493,7 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 ** Inference only: no backward (the builders refuse inputs that want a
 ** gradient); training composes mt_bmm / mt_softmax instead.
 */
-enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4, ATTN_SPANS = 8, ATTN_KT = 16 };
+enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4, ATTN_SPANS = 8, ATTN_KT = 16, ATTN_STARTS = 32 };
 
 /* The n spans start[i] .. start[i] + len[i] (host copies in chunks): each
 ** inside [0, rows), 1 <= len[i] <= max_len.  (Row ids: check_ids.) */
@@ -556,6 +556,7 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
             vr = y->src[at++];
         }
         const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
+        const mt_node *starts = flags & ATTN_STARTS ? y->src[at++] : NULL;
         const mt_shape *sk = &kh->val.shape;
         bool kt = flags & ATTN_KT, vsplit = vh->val.shape.ndim == 4;
         j.th = kt ? sk->dim[3] : sk->dim[sk->ndim == 4 ? 2 : 1];
@@ -572,8 +573,10 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         j.kr = kr ? node_f32(kr) : NULL;
         j.vr = vr ? node_f32(vr) : NULL;
         j.mask = mask ? node_f32(mask) : NULL;
-        rc = ids ? check_ids(g, kt ? "mt_attn_rows_kt" : "mt_attn_rows", "id", ids, sk->dim[0])
-                 : MT_OK;
+        j.starts = starts ? node_i32(starts) : NULL;
+        const char *op = kt ? "mt_attn_rows_kt" : "mt_attn_rows";
+        rc = ids ? check_ids(g, op, "id", ids, sk->dim[0]) : MT_OK;
+        if (rc == MT_OK && starts) rc = check_ids(g, op, "start", starts, j.th + j.tr);
     }
     if (rc != MT_OK) return rc;
     graph_ops(g)->attn_rows(graph_device(g), &j);
@@ -629,7 +632,7 @@ static mt_node *attn_push(mt_graph *g, mt_node *const *src, int n_src, int flags
 /* Both builders of attn_rows (kt: keys transposed, mt_attn_rows_kt). */
 static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q, mt_node *kh,
                                 mt_node *vh, mt_node *ids, mt_node *kr, mt_node *vr, mt_node *mask,
-                                int heads, float alpha) {
+                                mt_node *starts, int heads, float alpha) {
     if (q == NULL || kh == NULL || vh == NULL) return NULL;
     mt_node *src[MT_MAX_SRC] = {q, kh, vh};
     int n_src = 3, flags = kt ? ATTN_KT : 0;
@@ -637,6 +640,7 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
     if (ids) is_int |= 1u << n_src, src[n_src++] = ids, flags |= ATTN_IDS;
     if (kr || vr) src[n_src++] = kr, src[n_src++] = vr, flags |= ATTN_RECENT;
     if (mask) src[n_src++] = mask, flags |= ATTN_MASK;
+    if (starts) is_int |= 1u << n_src, src[n_src++] = starts, flags |= ATTN_STARTS;
     /* keys and values of mt_attn_rows_kt: both f32 or both f16 */
     if (!attn_inputs_ok(g, op, src, n_src, is_int, kt ? 3u << 1 : 0)) return NULL;
     if (kh->val.dtype != vh->val.dtype)
@@ -664,12 +668,14 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
         mt_shape want = mt_shape4(sk->dim[0], 1, 1, th + tr);
         ok = mt_shape_eq(&mask->val.shape, &want);
     }
+    if (ok && starts) ok = starts->val.shape.ndim == 1 && starts->val.shape.dim[0] == n;
     if (!ok || th + tr < 1) {
         char s1[64], s2[64], s3[64], s4[64];
         return graph_fail(g, MT_ERR_INVALID,
                           "%s: need q [N, 1, D], keys %s, values [N0, %d, Th, D/%d] or [N0, Th, "
                           "D]%s, ids i32 [N] (or N0 = N), kr and vr [N, %d, Tr, D/%d], mask [N0, "
-                          "1, 1, Th + Tr], Th + Tr >= 1; got q %s, keys %s, values %s, recent %s",
+                          "1, 1, Th + Tr], starts i32 [N], Th + Tr >= 1; got q %s, keys %s, "
+                          "values %s, recent %s",
                           op, kt ? "[N0, H, D/H, Th]" : "as the values", heads, heads,
                           kt ? "" : " (the same)", heads, heads, mt_shape_str(sq, s1, sizeof s1),
                           mt_shape_str(sk, s2, sizeof s2), mt_shape_str(sv, s3, sizeof s3),
@@ -680,12 +686,21 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
 
 mt_node *mt_attn_rows(mt_graph *g, mt_node *q, mt_node *kh, mt_node *vh, mt_node *ids, mt_node *kr,
                       mt_node *vr, mt_node *mask, int heads, float alpha) {
-    return attn_rows_build(g, "mt_attn_rows", false, q, kh, vh, ids, kr, vr, mask, heads, alpha);
+    return attn_rows_build(g, "mt_attn_rows", false, q, kh, vh, ids, kr, vr, mask, NULL, heads,
+                           alpha);
 }
 
 mt_node *mt_attn_rows_kt(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
                          mt_node *kr, mt_node *vr, mt_node *mask, int heads, float alpha) {
-    return attn_rows_build(g, "mt_attn_rows_kt", true, q, kt, vh, ids, kr, vr, mask, heads, alpha);
+    return attn_rows_build(g, "mt_attn_rows_kt", true, q, kt, vh, ids, kr, vr, mask, NULL, heads,
+                           alpha);
+}
+
+mt_node *mt_attn_rows_kt_starts(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
+                                mt_node *kr, mt_node *vr, mt_node *mask, mt_node *starts,
+                                int heads, float alpha) {
+    return attn_rows_build(g, "mt_attn_rows_kt", true, q, kt, vh, ids, kr, vr, mask, starts, heads,
+                           alpha);
 }
 
 mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *start,

@@ -235,9 +235,13 @@ typedef struct mt_dec_state {
     ** Row r of the state reads row hist_ids[r] of the history (i32
     ** [batch * beam] node of the step's graph, after this step's selection;
     ** set by the caller like row_ids, required when hist_len > 0; not
-    ** copied by mt_dec_state_import).  Not with rows at their own positions
-    ** (row_pos, row_off), mt_model_append, mt_model_trim or a reorder of
-    ** the rows: fold the history back into the rows first. */
+    ** copied by mt_dec_state_import).  Rows at their own positions
+    ** (row_pos) read it from their first slot on (pos - row_pos[r], which
+    ** may lie in the history: the fused attention starts there, the
+    ** composed ops mask the slots before); rows appended by mt_model_append
+    ** name any history row (their slots there are all before their first).
+    ** Not with a step's row_off (the fold drops leading slots instead),
+    ** mt_model_trim or mt_model_reorder of the rows. */
     int32_t hist_len;
     mt_node *hist[MT_DEC_STATE_SLOTS];
     mt_node *hist_ids;
@@ -305,7 +309,9 @@ mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned part
 **   MT_DEC_FIXED  the per-sentence nodes; contexts of different lengths are
 **                 padded to the longer one (keys/values zero, masked);
 **   MT_DEC_ROWS   in->beam rows per added sentence, with pos cached
-**                 positions of padding (set their row_pos to 0).
+**                 positions of padding (set their row_pos to 0; with a
+**                 frozen history only the positions since it are added,
+**                 and the caller gives the new rows history ids).
 ** out->batch = in->batch + add->batch.  As with mt_model_reorder, the two
 ** parts may be built on different graphs and combined.  Results of the old
 ** and the new rows equal what they would be without the padding (masked
@@ -325,7 +331,9 @@ bool mt_model_can_fold(const mt_model *m);
 ** hist_ids), rows) along the positions, made the frozen history (freeze:
 ** rows become NULL, hist_len = pos, hist_ids is then the identity) or put
 ** back into the rows (!freeze: no history left).  in has no pending
-** row_ids, row_off or row_pos.  The result's caches are nodes of g (computed
+** row_ids or row_pos; with freeze, in->row_off > 0 drops the first row_off
+** positions (padding for every row, as the top-up step's trim: out->pos =
+** hist_len = in->pos - row_off).  The result's caches are nodes of g (computed
 ** there, also when nothing is concatenated), so in may view the graphs of
 ** the previous step and fold.  MT_ERR_UNSUPPORTED for a model without
 ** growing caches. */

@@ -367,6 +367,7 @@ static mt_node *attention_gather(tf *t, mt_node *q, mt_node *kh, mt_node *vh, mt
 ** each row's sentence. */
 typedef struct gather_kv {
     mt_node *ids, *kr, *vr;
+    mt_node *starts; /* fused op: each row's first key (NULL: 0)          */
 } gather_kv;
 
 /* A decoding step's attention of one position per row with no weights
@@ -410,9 +411,10 @@ static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int
     if (how != ATT_COMPOSED) {
         float alpha = (float)(1.0 / sqrt((double)(d / t->c->heads)));
         mt_node *ids = gk ? gk->ids : NULL, *kr = gk ? gk->kr : NULL, *vr = gk ? gk->vr : NULL;
-        mt_node *o = how == ATT_FUSED_KT
-                         ? mt_attn_rows_kt(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha)
-                         : mt_attn_rows(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha);
+        mt_node *st = gk ? gk->starts : NULL;
+        mt_node *o = how == ATT_FUSED_KT ? mt_attn_rows_kt_starts(g, q, kh, vh, ids, kr, vr, mask,
+                                                                  st, t->c->heads, alpha)
+                     : mt_attn_rows(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha);
         return t->c->no_projection ? o : dense(t, o, prefix, "o", d, d);
     }
     if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
@@ -461,7 +463,7 @@ static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, in
     char pw[200];
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
-    gather_kv gk = {sent, NULL, NULL};
+    gather_kv gk = {sent, NULL, NULL, NULL};
     bool fused = step && fused_step(t, k, tq, w != NULL);
     if (step && !fused) { /* the state's keys are transposed: [B, H, D/H, S] */
         kh = swap_kt(t->g, as_f32(t->g, kh));
@@ -834,6 +836,8 @@ typedef struct dec_io {
     bool no_align;  /* decoding: the caller wants no alignment           */
     /* decoding with rows at different positions (mt_dec_state.row_pos): */
     mt_node *step_mask; /* [N, 1, 1, pos + 1] additive: padding slots masked */
+    mt_node *starts;    /* i32 [N] the first slot of each row (pos - row_pos):
+                           the fused attention over a frozen history       */
     mt_node *keep;      /* [N, 1, 1] 1 for rows past their first position, 0
                            at it (NULL: no row is at its first position)   */
     mt_node *qpos;      /* AAN: [N, 1, 1] each row's position, and ...      */
@@ -895,20 +899,23 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
         mt_node *vcur = split_heads(t, vx);
         mt_node *vfirst = mt_mul(g, split_heads(t, vy), mt_add_scalar(g, mt_neg(g, keep), 1.0f));
         vcur = mt_add(g, mt_mul(g, vcur, keep), vfirst);
-        va = append_cache(t, io, 2 * i + 1, vcur);
+        va = io->pos > in->hist_len ? append_cache(t, io, 2 * i + 1, vcur) : vcur;
     }
     int64_t n = io->b * io->k;
     mt_node *o;
     bool fused = fused_step(t, 1, io->tq, false);
-    if (in->hist_len > 0) { /* the frozen history, then kc/vc (no keep, no step mask there) */
-        gather_kv gk = {in->hist_ids, kc, vc};
+    if (in->hist_len > 0) { /* the frozen history, then ka/va */
+        gather_kv gk = {in->hist_ids, ka, va, NULL};
         mt_node *kh = in->hist[2 * i]; /* keys transposed: [N0, H, D/H, hist_len] */
         mt_node *vh = in->hist[2 * i + 1];
         if (!fused) {
             kh = swap_kt(g, as_f32(g, kh));
             vh = as_f32(g, vh);
         }
-        o = multi_head(t, prefix, y, n, 1, io->tq, kh, vh, NULL, &gk,
+        /* rows at their own positions: the fused op starts each row at its
+        ** first slot, the composed ops mask the earlier ones (query rows) */
+        gk.starts = fused ? io->starts : NULL;
+        o = multi_head(t, prefix, y, n, 1, io->tq, kh, vh, fused ? NULL : io->step_mask, &gk,
                        fused ? ATT_FUSED_KT : ATT_COMPOSED, NULL);
     } else {
         o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL,
@@ -1114,6 +1121,19 @@ static mt_node *step_mask(tf *t, const int32_t *q, int64_t n, int64_t pos) {
     return m;
 }
 
+/* The first slot of each row of a step with rows at their own positions:
+** row r sees the last q[r] + 1 of the pos + 1 slots (as step_mask). */
+static mt_node *row_starts(tf *t, const int32_t *q, int64_t n, int64_t pos) {
+    int32_t stack[2048];
+    int32_t *buf = n <= 2048 ? stack : tmp_alloc(t, (size_t)n * sizeof(int32_t));
+    if (buf == NULL) return NULL;
+    for (int64_t r = 0; r < n; r++)
+        buf[r] = (int32_t)(pos - q[r]);
+    mt_node *v = mt_input_i32(t->g, mt_shape1(n), buf);
+    if (buf != stack) mt_free(buf);
+    return v;
+}
+
 mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *g,
                               const mt_model_encoding *enc, const mt_dec_state *in,
                               const int32_t *prev, mt_dec_state *next, mt_dec_step *out) {
@@ -1138,11 +1158,11 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     if (in->row_ids && mt_node_shape(in->row_ids).dim[0] != n)
         return mt_seterr(MT_ERR_INVALID, "transformer: %lld row ids for %lld rows",
                          (long long)mt_node_shape(in->row_ids).dim[0], (long long)n);
-    if (in->hist_len > 0 && (is_aan(c) || q || in->row_off || in->hist_len > in->pos ||
+    if (in->hist_len > 0 && (is_aan(c) || in->row_off || in->hist_len > in->pos ||
                              in->hist_ids == NULL || mt_node_shape(in->hist_ids).dim[0] != n))
         return mt_seterr(MT_ERR_INVALID,
                          "transformer: a frozen history of %d positions of %d needs ids for "
-                         "its %lld rows, all at one position",
+                         "its %lld rows (and no positions dropped by the step)",
                          (int)in->hist_len, (int)in->pos, (long long)n);
     if (in->row_sent && (in->beam != 1 || mt_node_shape(in->row_sent).dim[0] != n))
         return mt_seterr(MT_ERR_INVALID,
@@ -1179,6 +1199,7 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
             io.qpos1 = row_values(&t, q, n, 1.0f, false);
         } else {
             io.step_mask = step_mask(&t, q, n, in->pos);
+            if (in->hist_len > 0) io.starts = row_starts(&t, q, n, in->pos);
         }
     } else {
         pe = positions(&t, in->pos, 1);
@@ -1308,10 +1329,14 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
                    all == in->rows[r]) { /* a node of g in any case: in may view another graph */
             all = mt_scale(g, all, 1.0f);
         }
+        if (all && freeze && in->row_off > 0) /* leading slots no row needs */
+            all = mt_slice(g, all, keys ? 3 : 2, in->row_off, in->pos - in->row_off);
         st.rows[r] = freeze ? NULL : all;
         st.hist[r] = freeze ? all : NULL;
     }
-    st.hist_len = freeze ? in->pos : 0;
+    st.pos = in->pos - (freeze ? in->row_off : 0);
+    st.row_off = 0;
+    st.hist_len = freeze ? st.pos : 0;
     st.hist_ids = NULL;
     (void)c;
     mt_status rc = mt_graph_status(g);

@@ -15,6 +15,12 @@
 ** range at forward, an input that wants a gradient.  mt_attn_spans (packed
 ** sentences) against mt_attention of each sentence alone, and its refusals:
 ** a span past the rows, an empty span, one longer than max_len.
+** Rows at their own positions (starts: top-up batching over a frozen
+** history): each row's keys from starts[i] on, in every ISA against the
+** double evaluation over those keys only (a start at 0, in the history, at
+** the first recent position and at the last key), and the graph op
+** mt_attn_rows_kt_starts against the composed ops with the earlier keys
+** masked, and its refusal of a start past the keys.
 ** Half-precision histories (kh16, vh16: contexts and frozen histories with
 ** transposed keys in f16): the kernels against the double evaluation of
 ** the f16 values, the op on mt_cast inputs against the composed ops on the
@@ -55,10 +61,10 @@ static double hist_at(const kcpu_attn_job *j, bool values, int64_t off) {
 ** definition). */
 static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) {
     int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + j->tr;
-    int64_t dk = j->dk;
+    int64_t dk = j->dk, t0 = j->starts ? j->starts[i] : 0;
     double *s = malloc(sizeof(double) * (size_t)tk), mx = -INFINITY, sum = 0.0;
     const float *q = j->q + i * j->ldq + h * dk;
-    for (int64_t t = 0; t < tk; t++) {
+    for (int64_t t = t0; t < tk; t++) {
         double dot = 0.0;
         for (int64_t c = 0; c < dk; c++) {
             double k = t >= tn     ? j->kr[((i * j->heads + h) * j->tr + t - tn) * dk + c]
@@ -69,13 +75,13 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
         s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0);
         mx = s[t] > mx ? s[t] : mx;
     }
-    for (int64_t t = 0; t < tk; t++) {
+    for (int64_t t = t0; t < tk; t++) {
         s[t] = exp(s[t] - mx);
         sum += s[t];
     }
     for (int64_t c = 0; c < dk; c++) {
         double a = 0.0;
-        for (int64_t t = 0; t < tk; t++) {
+        for (int64_t t = t0; t < tk; t++) {
             a += s[t] * (t < tn ? hist_at(j, true, r * j->sr + h * j->sh + t * j->st + c)
                                 : j->vr[((i * j->heads + h) * j->tr + t - tn) * dk + c]);
         }
@@ -233,11 +239,20 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, bool f1
 /* A frozen self-attention history with transposed keys [n0, heads, dk, th]
 ** and values [n0, heads, th, dk], rows picked by ids, then each row's tr
 ** recent keys and values (not transposed). */
-static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool f16) {
+static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool f16,
+                        bool use_starts) {
     int64_t n = 1 + irand(6), n0 = 1 + irand(6), d = heads * dk;
-    int32_t ids[8];
-    for (int64_t i = 0; i < n; i++)
+    int32_t ids[8], starts[8];
+    for (int64_t i = 0; i < n; i++) {
         ids[i] = (int32_t)irand((int)n0);
+        int pick = irand(5); /* 0, inside the history, the first recent, the last, any */
+        int64_t s0 = pick == 0 ? 0
+                     : pick == 1 ? irand((int)(th > 0 ? th : 1))
+                     : pick == 2 ? th
+                     : pick == 3 ? th + tr - 1
+                                 : irand((int)(th + tr));
+        starts[i] = (int32_t)(s0 < th + tr ? s0 : th + tr - 1);
+    }
     float *q = frand(n * d), *kt = frand(n0 * heads * dk * th), *v = frand(n0 * heads * th * dk);
     float *kr = frand(n * heads * tr * dk), *vr = frand(n * heads * tr * dk);
     kcpu_attn_job j = {.n = n,
@@ -259,13 +274,14 @@ static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool 
                        .ids = ids,
                        .kr = tr ? kr : NULL,
                        .vr = tr ? vr : NULL,
-                       .ldo = d};
+                       .ldo = d,
+                       .starts = use_starts ? starts : NULL};
     uint16_t *k16, *v16;
     maybe_f16(&j, f16, n0 * heads * dk * th, n0 * heads * th * dk, &k16, &v16);
     char what[160];
     snprintf(what, sizeof what,
-             "history, keys transposed: dk %lld heads %lld th %lld tr %lld f16 %d", (long long)dk,
-             (long long)heads, (long long)th, (long long)tr, f16);
+             "history, keys transposed: dk %lld heads %lld th %lld tr %lld f16 %d starts %d",
+             (long long)dk, (long long)heads, (long long)th, (long long)tr, f16, use_starts);
     check_job(&j, d, what);
     mt_free(k16);
     mt_free(v16);
@@ -335,7 +351,9 @@ static void test_shapes(void) {
         for (size_t b = 1; b < sizeof ths / sizeof ths[0]; b++) {
             for (int f16 = 0; f16 < 2; f16++) {
                 run_kt(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), irand(2), f16);
-                run_kt_hist(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), trs[irand(5)], f16);
+                for (int st = 0; st < 2; st++)
+                    run_kt_hist(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), trs[irand(5)],
+                                f16, st);
             }
         }
     }
@@ -510,6 +528,74 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
     mt_free(want);
 }
 
+/* mt_attn_rows_kt_starts (rows at their own positions) vs the composed ops
+** with the keys before each row's start masked; a start past the keys
+** fails at forward. */
+static void op_starts_case(int64_t n, int64_t h, int64_t dk, int64_t th, int64_t tr, bool f16) {
+    int64_t d = h * dk, tk = th + tr;
+    float *q = frand(n * d), *kh = frand(n * h * th * dk), *vh = frand(n * h * th * dk);
+    float *kt = frand(n * h * th * dk), *kr = frand(n * h * tr * dk), *vr = frand(n * h * tr * dk);
+    float *mask = frand(n * tk), *got = frand(n * d), *want = frand(n * d);
+    int32_t starts[16];
+    for (int64_t i = 0; i < n; i++) {
+        starts[i] = (int32_t)irand((int)tk);
+        for (int64_t t = 0; t < tk; t++)
+            mask[i * tk + t] = t < starts[i] ? -1e9f : 0.0f;
+    }
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t hh = 0; hh < h; hh++)
+            for (int64_t t = 0; t < th; t++)
+                for (int64_t c = 0; c < dk; c++)
+                    kt[((r * h + hh) * dk + c) * th + t] = kh[((r * h + hh) * th + t) * dk + c];
+    float alpha = 1.0f / sqrtf((float)dk);
+    for (int pass = 0; pass < 3; pass++) {
+        mt_graph *g = new_graph(false);
+        mt_node *nq = mt_input(g, mt_shape3(n, 1, d), q);
+        mt_node *nkr = tr ? mt_input(g, mt_shape4(n, h, tr, dk), kr) : NULL;
+        mt_node *nvr = tr ? mt_input(g, mt_shape4(n, h, tr, dk), vr) : NULL;
+        mt_node *nvh = mt_input(g, mt_shape4(n, h, th, dk), vh), *y;
+        if (f16) nvh = mt_cast(g, nvh, MT_F16);
+        if (pass == 0) { /* the composed ops over the same (rounded) values */
+            mt_node *nkh = mt_input(g, mt_shape4(n, h, th, dk), kh);
+            if (f16) {
+                nkh = mt_cast(g, mt_cast(g, nkh, MT_F16), MT_F32);
+                nvh = mt_cast(g, nvh, MT_F32);
+            }
+            y = composed(g, nq, nkh, nvh, NULL, nkr, nvr,
+                         mt_input(g, mt_shape4(n, 1, 1, tk), mask), h, alpha);
+        } else {
+            mt_node *nkt = mt_input(g, mt_shape4(n, h, dk, th), kt);
+            if (f16) nkt = mt_cast(g, nkt, MT_F16);
+            int32_t bad_st[16];
+            memcpy(bad_st, starts, sizeof bad_st);
+            bad_st[n - 1] = (int32_t)tk;
+            y = mt_attn_rows_kt_starts(g, nq, nkt, nvh, NULL, nkr, nvr, NULL,
+                                       mt_input_i32(g, mt_shape1(n), pass == 1 ? starts : bad_st),
+                                       (int)h, alpha);
+        }
+        mt_status rc = mt_graph_forward(g);
+        if (pass == 2) {
+            CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "start") != NULL,
+                  "[%s] a start of %lld of %lld keys: %s", isa_tag, (long long)tk, (long long)tk,
+                  rc == MT_OK ? "accepted" : mt_errmsg());
+        } else if (CHECK(rc == MT_OK && y != NULL, "starts op pass %d: %s", pass, mt_errmsg())) {
+            CHECK_STATUS(mt_node_get(y, pass == 0 ? want : got, n * d));
+        }
+        mt_graph_free(g);
+    }
+    int bad = 0;
+    for (int64_t t = 0; t < n * d; t++)
+        bad += !(fabsf(got[t] - want[t]) <= 1e-5f * (1.0f + fabsf(want[t])));
+    CHECK(bad == 0,
+          "[%s] mt_attn_rows_kt_starts vs composed ops with a mask: n %lld heads %lld dk %lld th "
+          "%lld tr %lld f16 %d: %d differ",
+          isa_tag, (long long)n, (long long)h, (long long)dk, (long long)th, (long long)tr, f16,
+          bad);
+    float *bufs[] = {q, kh, vh, kt, kr, vr, mask, got, want};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        mt_free(bufs[i]);
+}
+
 static void test_op(void) {
     for (int rep = 0; rep < 24; rep++) {
         bool use_ids = rep % 2, use_mask = (rep / 2) % 2;
@@ -517,6 +603,9 @@ static void test_op(void) {
         op_case(n, n0, 1 + irand(8), 8 * (1 + irand(8)), 1 + irand(40), rep % 3 ? irand(5) : 0,
                 use_ids, use_mask);
     }
+    for (int rep = 0; rep < 12; rep++)
+        op_starts_case(1 + irand(9), 1 + irand(8), 8 * (1 + irand(8)), 1 + irand(40),
+                       rep % 3 ? 1 + irand(5) : 0, rep % 2);
 }
 
 static void expect_fail(mt_graph *g, mt_node *y, mt_status want, const char *what) {

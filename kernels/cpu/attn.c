@@ -34,10 +34,11 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
     float *s = j->scratch;
     for (int64_t i = 0; i < j->n; i++) {
         int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + j->tr;
+        int64_t t0 = j->starts ? j->starts[i] : 0;
         for (int64_t h = 0; h < j->heads; h++) {
             const float *q = j->q + i * j->ldq + h * j->dk;
             float mx = -INFINITY;
-            for (int64_t t = 0; t < tk; t++) {
+            for (int64_t t = t0; t < tk; t++) {
                 float dot = 0.0f;
                 for (int64_t c = 0; c < j->dk; c++) {
                     dot += q[c] * kv_el(j, 0, i, r, h, tn, t, c);
@@ -46,14 +47,14 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
                 mx = s[t] > mx ? s[t] : mx;
             }
             float sum = 0.0f;
-            for (int64_t t = 0; t < tk; t++) {
+            for (int64_t t = t0; t < tk; t++) {
                 s[t] = expf(s[t] - mx);
                 sum += s[t];
             }
             float inv = 1.0f / sum, *o = j->o + i * j->ldo + h * j->dk;
             for (int64_t c = 0; c < j->dk; c++) {
                 float acc = 0.0f;
-                for (int64_t t = 0; t < tk; t++) {
+                for (int64_t t = t0; t < tk; t++) {
                     acc += s[t] * kv_el(j, 1, i, r, h, tn, t, c);
                 }
                 o[c] = acc * inv;

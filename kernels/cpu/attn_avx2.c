@@ -79,9 +79,12 @@ ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float 
     }
 }
 
-/* acc[c] += sum_t e[t] v[t], v[t] at element t st of vp (f16 when h16). */
+/* acc[c] += sum_t e[t] v[t], v[t] at element (t0 + t) st of vp (f16 when
+** h16). */
 ALWAYS_INLINE void weigh(const int nq, const int h16, int64_t dk, const float *e, const void *vp,
-                         int64_t st, int64_t nv, __m256 acc[2][NQ_MAX]) {
+                         int64_t st, int64_t nv, __m256 acc[2][NQ_MAX], int64_t t0) {
+    vp = h16 ? (const void *)((const uint16_t *)vp + t0 * st)
+             : (const void *)((const float *)vp + t0 * st);
     int full = dk % 8 == 0;
     int64_t cl = dk - 8 * (int64_t)(nq - 1);
     __m256i last = tail_mask8(cl);
@@ -211,6 +214,8 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
         }
         for (int64_t i = i0; i < i0 + m; i++) {
             int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
+            /* keys from s0 on: the history's from hs, the recent ones' from rs */
+            const int64_t s0 = j->starts ? j->starts[i] : 0, hs = s0 < tn ? s0 : tn, rs = s0 - hs;
             const float *kh = h16 ? NULL : j->kh + r * j->sr;
             const void *vh = h16 ? (const void *)(j->vh16 + r * j->sr)
                                  : (const void *)(j->vh + r * j->sr);
@@ -229,7 +234,8 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
             }
             for (int64_t h = 0; h < h_n; h++) {
                 float *s = su + h * ld;
-                float inv = softmax_row(tk, s, j->mask ? j->mask + r * (j->th + tr) : NULL);
+                float inv = softmax_row(tk - s0, s + s0,
+                                        j->mask ? j->mask + r * (j->th + tr) + s0 : NULL);
                 float *o = j->o + i * j->ldo + h * dk;
                 const int64_t vho = h * j->sh; /* head h of vh, in elements */
                 const float *vrh = tr ? vr + h * tr * dk : NULL;
@@ -245,9 +251,9 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
                     }
                     const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vho)
                                           : (const void *)((const float *)vh + vho);
-                    weigh(nq, h16, dk, s, vhh, j->st, tn, acc);
+                    weigh(nq, h16, dk, s + hs, vhh, j->st, tn - hs, acc, hs);
                     if (tr) {
-                        weigh(nq, 0, dk, s + tn, vrh, dk, tr, acc);
+                        weigh(nq, 0, dk, s + tn + rs, vrh, dk, tr - rs, acc, rs);
                     }
 #pragma GCC unroll 4
                     for (int c = 0; c < nq && c < NQ_MAX; c++) {
@@ -259,7 +265,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
                         __m256i mk = tail_mask8(dk - c0);
                         int fc = dk - c0 >= 8;
                         __m256 a = _mm256_setzero_ps();
-                        for (int64_t t = 0; t < tk; t++) {
+                        for (int64_t t = s0; t < tk; t++) {
                             __m256 v = t < tn ? hload(h16, vh, vho + t * j->st + c0, mk, fc, dk - c0)
                                               : load8(vrh + (t - tn) * dk + c0, mk, fc);
                             a = _mm256_fmadd_ps(_mm256_set1_ps(s[t]), v, a);

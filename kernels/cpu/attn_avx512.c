@@ -80,12 +80,14 @@ ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float 
     }
 }
 
-/* acc[c] += sum_t e[t] v[t] over the nv value rows v[t] at element t st of
-** vp (f16 when h16); four positions per iteration in acc, acc + NQ_MAX, ...
-** (separate chains). */
+/* acc[c] += sum_t e[t] v[t] over the nv value rows v[t] at element (t0 + t)
+** st of vp (f16 when h16); four positions per iteration in acc, acc +
+** NQ_MAX, ... (separate chains). */
 ALWAYS_INLINE void weigh(const int nq, const int h16, int64_t dk, const float *e, const void *vp,
-                         int64_t st, int64_t nv, __m512 acc[4][NQ_MAX]) {
+                         int64_t st, int64_t nv, __m512 acc[4][NQ_MAX], int64_t t0) {
     __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
+    vp = h16 ? (const void *)((const uint16_t *)vp + t0 * st)
+             : (const void *)((const float *)vp + t0 * st);
     int64_t t = 0;
     for (; t + 4 <= nv; t += 4) {
 #pragma GCC unroll 4
@@ -281,6 +283,8 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
         for (int64_t u = 0; u < m; u++) {
             int64_t i = i0 + u;
             int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
+            /* keys from s0 on: the history's from hs, the recent ones' from rs */
+            const int64_t s0 = j->starts ? j->starts[i] : 0, hs = s0 < tn ? s0 : tn, rs = s0 - hs;
             const float *kh = h16 ? NULL : j->kh + r * j->sr;
             const void *vh = h16 ? (const void *)(j->vh16 + r * j->sr)
                                  : (const void *)(j->vh + r * j->sr);
@@ -297,17 +301,17 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
                     scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
                 }
             }
-            const float *mrow = j->mask ? j->mask + r * (j->th + tr) : NULL;
+            const float *mrow = j->mask ? j->mask + r * (j->th + tr) + s0 : NULL;
             float inv8[8];
             for (int64_t h = 0; h < h_n; h++) {
                 float *s = su + h * ld;
                 if (h % 8 == 0) { /* the softmaxes of 8 heads, then their weighted sums */
                     int nh = h_n - h < 8 ? (int)(h_n - h) : 8;
-                    if (tk <= 16) {
-                        softmax_heads16(nh, tk, s, ld, mrow, inv8);
+                    if (tk - s0 <= 16) {
+                        softmax_heads16(nh, tk - s0, s + s0, ld, mrow, inv8);
                     } else {
                         for (int g8 = 0; g8 < nh; g8++) {
-                            inv8[g8] = softmax_row(tk, s + g8 * ld, mrow);
+                            inv8[g8] = softmax_row(tk - s0, s + s0 + g8 * ld, mrow);
                         }
                     }
                 }
@@ -326,9 +330,9 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
                     }
                     const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vho)
                                           : (const void *)((const float *)vh + vho);
-                    weigh(nq, h16, dk, s, vhh, j->st, tn, acc);
+                    weigh(nq, h16, dk, s + hs, vhh, j->st, tn - hs, acc, hs);
                     if (tr) {
-                        weigh(nq, 0, dk, s + tn, vrh, dk, tr, acc);
+                        weigh(nq, 0, dk, s + tn + rs, vrh, dk, tr - rs, acc, rs);
                     }
                     __m512 vi = _mm512_set1_ps(inv);
 #pragma GCC unroll 4
@@ -342,7 +346,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
                     for (int64_t c0 = 0; c0 < dk; c0 += 16) {
                         __mmask16 mk = tail_mask(dk - c0);
                         __m512 a = _mm512_setzero_ps();
-                        for (int64_t t = 0; t < tk; t++) {
+                        for (int64_t t = s0; t < tk; t++) {
                             __m512 v = t < tn ? hload(h16, vh, vho + t * j->st + c0, mk)
                                               : _mm512_maskz_loadu_ps(mk, vrh + (t - tn) * dk + c0);
                             a = _mm512_fmadd_ps(_mm512_set1_ps(s[t]), v, a);

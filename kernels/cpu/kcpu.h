@@ -669,7 +669,11 @@ void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, cons
 ** strides, in elements; kh and vh unused), widened to f32 as they are read
 ** (exactly: every binary16 is a float); kr, vr, q and o stay f32.  Half the
 ** bytes of what a decoding step reads most (the context and the frozen
-** history, from L3 at long lengths and large batches). */
+** history, from L3 at long lengths and large batches).
+** starts: rows at their own positions (top-up batching) attend only to keys
+** starts[i] .. tn + tr - 1, the earlier ones are another row's or padding:
+** the softmax and the weighted sum skip them (as a mask of -inf would, but
+** without their work); the scores of a run are still computed for all. */
 typedef struct kcpu_attn_job {
     int64_t n, heads, dk, th, tr;
     float alpha;
@@ -685,6 +689,8 @@ typedef struct kcpu_attn_job {
     int64_t ldo;
     float *scratch;
     const uint16_t *kh16, *vh16; /* f16 history (ksc > 0), or NULL */
+    const int32_t *starts;       /* or NULL: row i's keys t < starts[i] are left
+                                    out (0 <= starts[i] < tn + tr)          */
 } kcpu_attn_job;
 
 void kcpu_attn_rows(const kcpu_attn_job *j);
