@@ -325,6 +325,15 @@ static mt_status purge(app_model_scorer *s, int32_t n) {
     imp.batch = s->n_live + s->n_pend;
     if (rc == MT_OK)
         rc = mt_model_reorder(s->m, g, &imp, s->sel_sent, n, NULL, 0, MT_DEC_FIXED, &red);
+    if (rc == MT_OK && s->topup) { /* contexts no longer than the longest live source */
+        int32_t len[MT_MAX_STREAMS] = {0};
+        for (int32_t b = 0; b < n; b++)
+            for (int k = 0; k < s->n_src && k < MT_MAX_STREAMS; k++) {
+                int32_t l = s->seqs[(size_t)s->new_live[b] * (size_t)s->n_src + (size_t)k].len;
+                len[k] = l > len[k] ? l : len[k];
+            }
+        rc = mt_model_fit_contexts(s->m, g, &red, len, &red);
+    }
     if (rc == MT_OK) keep_state(g, &red);
     if (rc == MT_OK) rc = mt_graph_forward(g);
     if (rc != MT_OK) return rc;

@@ -338,8 +338,8 @@ mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis) {
 /* ------------------------------------------------------------------------
 ** slice:  y = x[..., start : start + len, ...] along axis
 **   dx[..., start : start + len, ...] += dy
-** x viewed as [outer, n * inner]; the slice is a strided 2-D block copy.
-** attr.i = {axis, start}.
+** x viewed as [outer, n * inner]; the slice is a strided 2-D block copy
+** (f32, or f16 values as they are: need_f32_or_f16).  attr.i = {axis, start}.
 */
 static mt_status slice_forward(mt_graph *g, mt_node *y) {
     const mt_node *x = y->src[0];
@@ -347,8 +347,10 @@ static mt_status slice_forward(mt_graph *g, mt_node *y) {
     const mt_shape *s = &x->val.shape;
     int64_t outer = prod_dims(s, 0, ax), inner = prod_dims(s, ax + 1, s->ndim);
     int64_t cols = y->val.shape.dim[ax] * inner;
-    graph_ops(g)->copy2d(graph_device(g), outer, cols, node_f32(x) + y->attr.i[1] * inner,
-                         s->dim[ax] * inner, node_f32(y), cols, false);
+    size_t es = mt_dtype_size(y->val.dtype);
+    graph_ops(g)->copy2d_bytes(graph_device(g), outer, (size_t)cols * es,
+                               (const char *)x->val.data + (size_t)(y->attr.i[1] * inner) * es,
+                               (size_t)(s->dim[ax] * inner) * es, y->val.data, (size_t)cols * es);
     return MT_OK;
 }
 
@@ -368,7 +370,7 @@ static const mt_op_def op_slice = {"slice", slice_forward, slice_backward};
 
 mt_node *mt_slice(mt_graph *g, mt_node *x, int axis, int64_t start, int64_t len) {
     if (x == NULL) return NULL;
-    if (!need_f32(g, "mt_slice", x)) return NULL;
+    if (!need_f32_or_f16(g, "mt_slice", x)) return NULL;
     const mt_shape *s = &x->val.shape;
     int ax = norm_axis(axis, s->ndim);
     char s1[64];
@@ -384,7 +386,7 @@ mt_node *mt_slice(mt_graph *g, mt_node *x, int axis, int64_t start, int64_t len)
     at.i[0] = ax;
     at.i[1] = start;
     mt_node *src[1] = {x};
-    return graph_push(g, &op_slice, out, MT_F32, 1, src, &at);
+    return graph_push(g, &op_slice, out, x->val.dtype, 1, src, &at);
 }
 
 /* ------------------------------------------------------------------------

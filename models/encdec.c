@@ -50,6 +50,8 @@ typedef struct arch {
                         const mt_dec_state *add, unsigned parts, mt_dec_state *out);
     mt_status (*trim)(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, int32_t n,
                       mt_dec_state *out);
+    mt_status (*fit_contexts)(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                              const int32_t *len, mt_dec_state *out);
     bool (*can_fold)(const mt_model_config *c);
     mt_status (*fold)(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, bool freeze,
                       mt_dec_state *out);
@@ -58,7 +60,7 @@ typedef struct arch {
 #define TRANSFORMER_FNS                                                                            \
     mt_transformer_touch_params, mt_transformer_encode, mt_transformer_start, mt_transformer_step, \
         mt_transformer_decode_all, mt_transformer_append, mt_transformer_trim,                     \
-        mt_transformer_can_fold, mt_transformer_fold
+        mt_transformer_fit_contexts, mt_transformer_can_fold, mt_transformer_fold
 static const arch archs[] = {
     {"transformer", 1, TRANSFORMER_FNS},
     {"multi-transformer", 2, TRANSFORMER_FNS},
@@ -792,6 +794,15 @@ mt_status mt_model_trim(mt_model *m, mt_graph *g, const mt_dec_state *in, int32_
                              "model trim: row %lld has %d of the %d positions, %d cannot go",
                              (long long)r, (int)in->row_pos[r], (int)in->pos, (int)n);
     return m->arch->trim(&m->cfg, g, in, n, out);
+}
+
+mt_status mt_model_fit_contexts(mt_model *m, mt_graph *g, const mt_dec_state *in,
+                                const int32_t *len, mt_dec_state *out) {
+    for (int j = 0; j < in->n_ctx; j++)
+        if (len[j] < 1)
+            return mt_seterr(MT_ERR_INVALID, "model fit: %d positions of context %d", (int)len[j],
+                             j);
+    return m->arch->fit_contexts(&m->cfg, g, in, len, out);
 }
 
 bool mt_model_can_fold(const mt_model *m) { return m->arch->can_fold(&m->cfg); }

@@ -323,6 +323,14 @@ mt_status mt_model_append(mt_model *m, mt_graph *g, const mt_dec_state *in, cons
                           unsigned parts, mt_dec_state *out);
 mt_status mt_model_trim(mt_model *m, mt_graph *g, const mt_dec_state *in, int32_t n,
                         mt_dec_state *out);
+/* The per-sentence contexts of in (MT_DEC_FIXED: the projected keys and
+** values and the mask of each source) cut to len[j] positions for context
+** j, where they are longer: the rest must be padding for every sentence
+** (a top-up search's contexts are padded to the longest source that ever
+** joined; once its sentence is gone the positions past the longest live
+** source are work for nothing).  out: as in, with those nodes of g. */
+mt_status mt_model_fit_contexts(mt_model *m, mt_graph *g, const mt_dec_state *in,
+                                const int32_t *len, mt_dec_state *out);
 
 /* Whether the model's state has caches that grow with every position
 ** (transformer self-attention), which mt_model_fold can freeze. */
@@ -365,6 +373,9 @@ mt_status mt_transformer_trim(const mt_model_config *c, mt_graph *g, const mt_de
                               int32_t n, mt_dec_state *out);
 /* mt_model_can_fold and mt_model_fold. */
 bool mt_transformer_can_fold(const mt_model_config *c);
+mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g,
+                                      const mt_dec_state *in, const int32_t *len,
+                                      mt_dec_state *out);
 mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
                               bool freeze, mt_dec_state *out);
 /* Teacher forcing: logits [B, T, V] for the targets of b, and the alignment

@@ -1302,6 +1302,28 @@ mt_status mt_transformer_trim(const mt_model_config *c, mt_graph *g, const mt_de
     return rc;
 }
 
+mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g,
+                                      const mt_dec_state *in, const int32_t *len,
+                                      mt_dec_state *out) {
+    mt_dec_state st = *in;
+    int nc = in->n_ctx;
+    for (int j = 0; j < nc; j++) {
+        int ms = mask_slot(c, nc, j);
+        if (in->fixed[ms] == NULL || mt_node_shape(in->fixed[ms]).dim[3] <= len[j]) continue;
+        st.fixed[ms] = mt_slice(g, in->fixed[ms], 3, 0, len[j]);
+        for (int i = 0; i < c->dec_depth; i++) {
+            for (int kv = 0; kv < 2; kv++) {
+                int slot = 2 * (i * nc + j) + kv;
+                /* keys [B, H, D/H, S], values [B, S, D] */
+                st.fixed[slot] = mt_slice(g, in->fixed[slot], kv == 0 ? 3 : 1, 0, len[j]);
+            }
+        }
+    }
+    mt_status rc = mt_graph_status(g);
+    if (rc == MT_OK) *out = st;
+    return rc;
+}
+
 bool mt_transformer_can_fold(const mt_model_config *c) { return !is_aan(c); }
 
 mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,

@@ -397,7 +397,7 @@ static void test_concat_slice_permute(void) {
 static double f16_of(float x) { return mt_f16_to_f32(mt_f32_to_f16(x)); }
 
 static void test_f16_storage(void) {
-    TEST("f16 storage: cast, concat, index_select") {
+    TEST("f16 storage: cast, concat, index_select, slice") {
         mt_graph *g = new_graph(false);
         randn(buf_a, 3 * 5 * 7);
         buf_a[0] = 1.0f + 1.0f / 2048; /* a tie: rounds to even (1.0) */
@@ -452,6 +452,19 @@ static void test_f16_storage(void) {
             for (int64_t i = 0; i < n; i++)
                 ref[i] = f16_of(buf_c[i]);
             expect(g, y, n, 0, 0, "index_select of f16");
+        }
+        /* slice along each axis (an odd start and length) */
+        for (int ax = 0; ax < 3; ax++) {
+            int64_t len = mt_node_shape(h).dim[ax] - 1;
+            y = mt_slice(g, h, ax, 1, len);
+            fy = mt_slice(g, a, ax, 1, len);
+            CHECK(y && mt_node_dtype(y) == MT_F16, "slice of f16: dtype");
+            CHECK_STATUS(mt_graph_forward(g));
+            int64_t n = mt_node_numel(fy);
+            CHECK_STATUS(mt_node_get(fy, buf_c, n));
+            for (int64_t i = 0; i < n; i++)
+                ref[i] = f16_of(buf_c[i]);
+            expect(g, y, n, 0, 0, "slice of f16");
         }
         mt_graph_free(g);
 

@@ -700,6 +700,16 @@ static inline int64_t kcpu_attn_scratch_floats(int64_t heads, int64_t keys) {
     return 4 * heads * (keys + 64);
 }
 void kcpu_attn_rows_ref(const kcpu_attn_job *j);
+/* Internal (attn_avx2.c, attn_avx512.c): the first history key that rows
+** i0 .. i0 + m - 1 (a run scored together) need, at most th: the scores
+** before it are not computed. */
+static inline int64_t kcpu_attn_run_start(const kcpu_attn_job *j, int64_t i0, int64_t m) {
+    if (j->starts == NULL) return 0;
+    int64_t lo = j->th;
+    for (int64_t u = 0; u < m; u++)
+        lo = j->starts[i0 + u] < lo ? j->starts[i0 + u] : lo;
+    return lo;
+}
 void kcpu_attn_rows_avx512(const kcpu_attn_job *j);
 void kcpu_attn_rows_avx2(const kcpu_attn_job *j);
 
