@@ -64,7 +64,9 @@
 ** quantized per call), or auto-tuned per shape.  Default float32.  With any
 ** of the integer types the decoder also keeps the cross-attention context
 ** and the frozen self-attention history in float16 (app/scorer_model.c,
-** mt_graph_params.kv_f16).
+** mt_graph_params.kv_f16); --kv-cache float32|float16 (also "kv-cache:")
+** decides that instead of auto (to compare int8 products with marian-
+** decoder's without the f16 rounding, or f16 caches with float32).
 **
 ** --prefix-file F: line i of F is a target prefix for input line i, forced
 ** and then completed (prefix-constrained decoding).
@@ -136,6 +138,8 @@ static const app_opt tr_opts[] = {
     {"max-active", 0, APP_OPT_INT, "0", NULL, "sentences decoding at once (0: all)"},
     {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL,
      "weight products: float32, int16, int8 or auto (tuned per shape)"},
+    {"kv-cache", 0, APP_OPT_STRING, "auto", NULL,
+     "decoder caches: auto (float16 with an integer --gemm-type), float32 or float16"},
     {"top-up", 0, APP_OPT_FLAG, NULL, NULL,
      "one search per maxi-batch, --mini-batch sentences at a time (mtpe extension)"},
     {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"},
@@ -877,6 +881,10 @@ static mt_status load_everything(tr_ctx *c) {
                          gt);
     if (!app_opts_flag(o, "quiet") && p.gemm_type != MT_GEMM_FLOAT32)
         mt_log(MT_LOG_INFO, "weight products: %s (--gemm-type)", mt_gemm_type_name(p.gemm_type));
+    mt_status krc = app_kv_cache_parse(app_opts_str(o, "kv-cache"), &p.kv_cache);
+    if (krc != MT_OK) return krc;
+    if (!app_opts_flag(o, "quiet") && app_kv_cache_f16(p.kv_cache, p.gemm_type))
+        mt_log(MT_LOG_INFO, "decoder caches: float16 (--kv-cache)");
     if (p.max_length < 0) p.max_length = 0;
     return app_translator_init(&c->am, c->sl, &p, &c->tr);
 }

@@ -119,15 +119,29 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
 ** activations, far more than f16 rounding) the context and frozen history
 ** are kept in f16 (kv_f16): half the attention's memory traffic; float32
 ** decoding keeps them in f32 and stays bit for bit with Marian's. */
-static mt_status new_graph(mt_gemm_type gemm_type, mt_graph **g) {
+static mt_status new_graph(mt_gemm_type gemm_type, bool kv_f16, mt_graph **g) {
     mt_graph_params gp = mt_graph_default_params();
     gp.workspace_bytes = 1 << 20;
     gp.training = false;
     gp.memoize = true;
     gp.release_values = true;
     gp.gemm_type = gemm_type;
-    gp.kv_f16 = gemm_type != MT_GEMM_FLOAT32;
+    gp.kv_f16 = kv_f16;
     return mt_graph_init(NULL, gp, g);
+}
+
+mt_status app_kv_cache_parse(const char *s, app_kv_cache *out) {
+    static const char *const names[] = {"auto", "float32", "float16"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) {
+            *out = (app_kv_cache)i;
+            return MT_OK;
+        }
+    return mt_seterr(MT_ERR_INVALID, "--kv-cache: '%s' is not auto, float32 or float16", s);
+}
+
+bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt) {
+    return kv == APP_KV_FLOAT16 || (kv == APP_KV_AUTO && gt != MT_GEMM_FLOAT32);
 }
 
 /* The state's nodes outlive the graph's forward (the next graph imports them). */
@@ -140,19 +154,20 @@ static void keep_state(mt_graph *g, const mt_dec_state *st) {
         mt_graph_keep(g, st->fixed[r]);
 }
 
-mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_model_scorer **out) {
+mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, bool kv_f16,
+                                app_model_scorer **out) {
     *out = NULL;
     app_model_scorer *s = mt_try_calloc(1, sizeof *s);
     if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
     s->m = m;
     mt_status rc = MT_OK;
     for (int i = 0; i < 2 && rc == MT_OK; i++) {
-        rc = new_graph(gemm_type, &s->enc[i]);
-        if (rc == MT_OK) rc = new_graph(gemm_type, &s->step[i]);
-        if (rc == MT_OK) rc = new_graph(gemm_type, &s->hist[i]);
+        rc = new_graph(gemm_type, kv_f16, &s->enc[i]);
+        if (rc == MT_OK) rc = new_graph(gemm_type, kv_f16, &s->step[i]);
+        if (rc == MT_OK) rc = new_graph(gemm_type, kv_f16, &s->hist[i]);
     }
     s->can_fold = mt_model_can_fold(m);
-    if (rc == MT_OK) rc = new_graph(gemm_type, &s->enc_add);
+    if (rc == MT_OK) rc = new_graph(gemm_type, kv_f16, &s->enc_add);
     if (rc != MT_OK) {
         app_model_scorer_free(s);
         return rc;
@@ -501,6 +516,15 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     s->stats.steps++;
     s->stats.rows += n;
     s->stats.row_cols += (int64_t)n * cols;
+    s->stats.cache_bytes = 0;
+    for (int r = 0; r < MT_DEC_STATE_SLOTS; r++) {
+        const mt_node *kept[2] = {r < s->st.n_fixed ? s->st.fixed[r] : NULL,
+                                  r < s->st.n_rows ? s->st.hist[r] : NULL};
+        for (int q = 0; q < 2; q++)
+            if (kept[q])
+                s->stats.cache_bytes +=
+                    (size_t)mt_node_numel(kept[q]) * mt_dtype_size(mt_node_dtype(kept[q]));
+    }
     if (s->st.hist_len > 0) {
         int32_t *t = s->hmap;
         s->hmap = s->hnew;

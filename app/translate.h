@@ -58,9 +58,20 @@
 
 typedef struct app_model_scorer app_model_scorer;
 
+/* Precision of the decoder's cross-attention context and frozen
+** self-attention history (--kv-cache): auto = float16 with an integer gemm
+** type, float32 with float32 (mt_graph_params.kv_f16). */
+typedef enum app_kv_cache { APP_KV_AUTO = 0, APP_KV_FLOAT32, APP_KV_FLOAT16 } app_kv_cache;
+/* "auto", "float32" or "float16" -> *out; MT_ERR_INVALID otherwise. */
+mt_status app_kv_cache_parse(const char *s, app_kv_cache *out);
+/* Whether caches of kind kv are kept in f16 with gemm type gt. */
+bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt);
+
 /* A scorer for model m (not owned; shared read-only with other threads);
-** its graphs multiply by weight matrices as gemm_type says (engine/mt.h). */
-mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_model_scorer **out);
+** its graphs multiply by weight matrices as gemm_type says (engine/mt.h)
+** and keep the decoder's caches in f16 when kv_f16. */
+mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, bool kv_f16,
+                                app_model_scorer **out);
 void app_model_scorer_free(app_model_scorer *s); /* NULL is a no-op */
 /* The sentences the next search may decode: sentence i, source stream k is
 ** seqs[i * n_src + k] (model order, EOS last).  The arrays must stay valid
@@ -82,6 +93,9 @@ typedef struct app_model_scorer_stats {
     size_t enc_bytes;    /* ... of the two encoder graphs                   */
     size_t step_bytes;   /* ... of the two step graphs                      */
     size_t hist_bytes;   /* ... of the two graphs of the frozen caches      */
+    size_t cache_bytes;  /* the contexts' (keys, values, masks) and the
+                            frozen history's values after the last step
+                            (--kv-cache: keys and values f16 or f32)      */
 } app_model_scorer_stats;
 app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s);
 
@@ -104,6 +118,7 @@ typedef struct app_translate_params {
     bool pieces;             /* --no-spm-decode: text = pieces joined by spaces   */
     int32_t max_active;      /* mt_beam_params.max_active (0: all at once)        */
     mt_gemm_type gemm_type;  /* --gemm-type (default float32)                     */
+    app_kv_cache kv_cache;   /* --kv-cache (default auto)                         */
     bool length_per_sentence; /* length limit: the factor times each sentence's
                                  own source length instead of the longest of
                                  the batch (Marian's); always so with top-up  */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gemm_type_cli.sh: --gemm-type float32|int16|int8|auto in `mtpe translate`
 # (command line and config files) and `mtpe score`, on the transformer-tiny
-# fixture of tests/data/marian; and the default model with its shipped
+# fixture of tests/data/marian; --kv-cache float32|float16 (option and
+# config key; a bad value refused); and the default model with its shipped
 # shortlist, when installed.
 #   bash gemm_type_cli.sh <path-to-mtpe> <source-dir>
 #
@@ -114,6 +115,23 @@ for g in int16 int8 auto; do
 done
 "$mtpe" score "${sc[@]}" --gemm-type int4 >/dev/null 2>"$tmp/err" && fail "score --gemm-type int4: exit 0"
 grep -q -- "--gemm-type: 'int4'" "$tmp/err" || fail "score --gemm-type int4: message: $(cat "$tmp/err")"
+
+# ------------------------------------------------------- --kv-cache
+# float32 caches with int8 products, float16 ones with float32 products
+# (a config key too), and a bad value refused with the option's name
+for kv in int8:float32 float32:float16; do
+    g=${kv%:*} c=${kv#*:}
+    "$mtpe" translate "${tiny[@]}" --gemm-type "$g" --kv-cache "$c" >"$tmp/kv.$g" 2>"$tmp/err" ||
+        fail "--gemm-type $g --kv-cache $c: $(head -3 "$tmp/err")"
+    [ "$(wc -l <"$tmp/kv.$g")" = "$n_in" ] || fail "--kv-cache $c: $(wc -l <"$tmp/kv.$g") lines"
+    echo "--gemm-type $g --kv-cache $c: $(equal_lines "$tmp/kv.$g" "$tmp/$g.out") of $n_in lines equal to the default caches"
+done
+printf 'gemm-type: int8\nkv-cache: float32\n' >"$tmp/kv.yml"
+"$mtpe" translate "${tiny[@]}" -c "$tmp/kv.yml" >"$tmp/kvcfg.out" 2>"$tmp/err" ||
+    fail "kv-cache in a config: $(cat "$tmp/err")"
+cmp -s "$tmp/kvcfg.out" "$tmp/kv.int8" || fail "kv-cache: float32 in a config differs from --kv-cache float32"
+"$mtpe" translate "${tiny[@]}" --kv-cache half >/dev/null 2>"$tmp/err" && fail "--kv-cache half: exit 0"
+grep -q -- "--kv-cache: 'half'" "$tmp/err" || fail "--kv-cache half: message: $(cat "$tmp/err")"
 
 # ------------------------- the default model with its shipped shortlist
 def=$src/assets/models/en-de

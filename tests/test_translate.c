@@ -177,6 +177,65 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
     fixture_close(&fx);
 }
 
+/* ------------------------------------------------------- --kv-cache */
+
+/* The precision of the decoder caches: auto is f16 with an integer gemm
+** type only; with int8 products, float32 caches (the projected contexts
+** and the frozen history, read by every step) take twice the bytes of
+** float16 ones after a search's last step; float16 caches with
+** float32 products give the same best translations as float32 caches on
+** most lines (f16 rounding of the keys and values only). */
+static void test_kv_cache(void) {
+    app_kv_cache kv;
+    CHECK(app_kv_cache_parse("float16", &kv) == MT_OK && kv == APP_KV_FLOAT16, "parse float16");
+    CHECK(app_kv_cache_parse("f16", &kv) == MT_ERR_INVALID && strstr(mt_errmsg(), "f16"),
+          "parse f16: %s", mt_errmsg());
+    CHECK(app_kv_cache_f16(APP_KV_AUTO, MT_GEMM_INT8) && !app_kv_cache_f16(APP_KV_AUTO,
+                                                                           MT_GEMM_FLOAT32) &&
+              app_kv_cache_f16(APP_KV_FLOAT16, MT_GEMM_FLOAT32) &&
+              !app_kv_cache_f16(APP_KV_FLOAT32, MT_GEMM_INT16),
+          "kv cache precision by gemm type");
+    size_t bytes[2] = {0, 0};
+    char *best[2][60];
+    memset(best, 0, sizeof best);
+    for (int k = 0; k < 4; k++) {
+        app_translate_params p = app_translate_default_params();
+        p.beam_size = 4;
+        p.gemm_type = k < 2 ? MT_GEMM_INT8 : MT_GEMM_FLOAT32;
+        p.kv_cache = k % 2 ? APP_KV_FLOAT32 : APP_KV_FLOAT16;
+        fixture fx;
+        if (fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
+            app_tr_input in[60];
+            app_tr_result r[60];
+            memset(in, 0, sizeof in);
+            for (int i = 0; i < 60; i++)
+                in[i].src[0] = fx.input.s[i];
+            if (CHECK_OK(app_translate(fx.w, in, 60, r, NULL, NULL))) {
+                if (k < 2) bytes[k] = app_translate_worker_stats(fx.w).cache_bytes;
+                for (int i = 0; i < 60; i++) {
+                    if (k >= 2 && r[i].n_hyps > 0) best[k - 2][i] = strdup(r[i].hyps[0].text);
+                    app_tr_result_clear(&r[i]);
+                }
+            }
+        }
+        fixture_close(&fx);
+    }
+    fprintf(stderr, "kv cache: int8, %zu bytes of float16 caches, %zu of float32 after the last "
+                    "step\n", bytes[0], bytes[1]);
+    /* (the masks of the contexts stay float32 either way) */
+    CHECK(bytes[0] > 0 && bytes[1] <= 2 * bytes[0] && bytes[1] >= 2 * bytes[0] - bytes[0] / 20,
+          "caches: %zu bytes in float16, %zu in float32", bytes[0], bytes[1]);
+    int same = 0;
+    for (int i = 0; i < 60; i++) {
+        same += best[0][i] && best[1][i] && !strcmp(best[0][i], best[1][i]);
+        free(best[0][i]);
+        free(best[1][i]);
+    }
+    fprintf(stderr, "kv cache: float32 products, %d of 60 best translations equal with float16 "
+                    "caches\n", same);
+    CHECK(same >= 54, "float16 caches changed %d of 60 float32 translations", 60 - same);
+}
+
 /* ------------------------------------------------------------ n-best */
 
 /* Fields of a Marian n-best line: id, text, F0, norm. */
@@ -515,7 +574,7 @@ static void test_bounded_memory(void) {
         seqs[i] = (mt_batch_seq){ids[i], (int32_t)len[i]};
         src_len[i] = (int32_t)len[i];
     }
-    if (CHECK_OK(app_model_scorer_init(am.models[0], MT_GEMM_FLOAT32, &ms)) && CHECK_OK(mt_beam_init(&beam))) {
+    if (CHECK_OK(app_model_scorer_init(am.models[0], MT_GEMM_FLOAT32, false, &ms)) && CHECK_OK(mt_beam_init(&beam))) {
         app_model_scorer_set_batch(ms, seqs, 3, 1);
         spy sp = {app_model_scorer_get(ms), false, 0, 0};
         mt_scorer sc = {&spy_ops, &sp};
@@ -624,6 +683,7 @@ int main(void) {
     test_topup("transformer-tiny", "vocab.spm", "vocab.spm");
     test_topup("transformer-aan", "vocab.en.spm", "vocab.de.spm");
     test_topup("transformer-tiny-r2l", "vocab.spm", "vocab.spm");
+    test_kv_cache();
     test_cancel();
     test_ensemble();
     test_bounded_memory();
