@@ -19,10 +19,9 @@
 **            concatenated into a new history, so that a step copies (with
 **            the beam's reordering) only the positions since the last fold
 **            instead of the whole cache, and reads the history in place.
-**            With top-up too: rows at their own positions read the
-**            history from their first slot on, sentences joining get rows
-**            of padding there, and a fold drops the leading slots that
-**            are padding for every row.
+**            With top-up too: a fold packs each row's positions from the
+**            left (hlen: how many each row has there), rows read their own
+**            length of it, and sentences joining have none there.
 ** So the memory in use is one step (caches of the current length) and the
 ** encoding, whatever the output length.
 **
@@ -69,11 +68,14 @@ struct app_model_scorer {
                         part of the state has them, the rows not yet     */
     int32_t *qpos;   /* [state rows] tokens consumed by each (top-up)     */
     int32_t *hmap;   /* [state rows] row of the frozen history of each    */
+    int32_t *hlen;   /* [state rows] its positions there (packed from the
+                        left; 0: a row newer than the history)           */
     bool topup;      /* sentences were added: rows may be at different
                         positions (mt_dec_state.row_pos)                 */
     /* scratch (grown, never shrunk) */
     int32_t cap_sent, cap_rows;
-    int32_t *new_live, *sel_sent, *sel_rows, *prev_tok, *row_sent, *hnew;
+    int32_t *new_live, *sel_sent, *sel_rows, *prev_tok, *row_sent, *hnew, *hlen_new, *vpos;
+    int32_t *ctx_len; /* [n_src * rows] each row's source lengths          */
     mt_batch_seq *bseqs;
     int32_t cap_seqs;
     float *align_buf;
@@ -100,9 +102,11 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
         s->cap_sent = n_sent;
     }
     if (n_rows > s->cap_rows) {
-        int32_t **bufs[] = {&s->sel_rows, &s->prev_tok, &s->row_sent, &s->qpos, &s->hmap, &s->hnew};
+        int32_t **bufs[] = {&s->sel_rows, &s->prev_tok, &s->row_sent, &s->qpos,
+                            &s->hmap,     &s->hnew,     &s->hlen,     &s->hlen_new, &s->vpos};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0] && rc == MT_OK; i++)
             rc = grow_i32(bufs[i], n_rows);
+        if (rc == MT_OK) rc = grow_i32(&s->ctx_len, n_rows * MT_MAX_STREAMS);
         if (rc != MT_OK) return rc;
         s->cap_rows = n_rows;
     }
@@ -184,8 +188,9 @@ void app_model_scorer_free(app_model_scorer *s) {
         mt_graph_free(s->hist[i]);
     }
     mt_graph_free(s->enc_add);
-    int32_t *bufs[] = {s->live,     s->new_live, s->sel_sent, s->sel_rows, s->prev_tok,
-                       s->row_sent, s->qpos,     s->hmap,     s->hnew};
+    int32_t *bufs[] = {s->live, s->new_live, s->sel_sent, s->sel_rows, s->prev_tok, s->row_sent,
+                       s->qpos, s->hmap,     s->hnew,     s->hlen,     s->hlen_new, s->vpos,
+                       s->ctx_len};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         mt_free(bufs[i]);
     mt_free(s->bseqs);
@@ -272,9 +277,8 @@ static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void 
 }
 
 /* The caches of the state's rows frozen into a new history on the other
-** history graph, without the first `drop` positions (padding for every
-** row: top-up). */
-static mt_status fold(app_model_scorer *s, int32_t drop) {
+** history graph (with top-up each row's positions packed from the left). */
+static mt_status fold(app_model_scorer *s) {
     mt_graph *g = s->hist[1 - s->hcur];
     mt_graph_clear(g);
     mt_dec_state imp, out;
@@ -284,7 +288,12 @@ static mt_status fold(app_model_scorer *s, int32_t drop) {
         imp.hist_ids = mt_input_i32(g, mt_shape1(n), s->hmap);
         rc = mt_graph_status(g);
     }
-    imp.row_off = drop;
+    if (s->topup) { /* each row's positions in all, this step's included */
+        for (int32_t r = 0; r < n; r++)
+            s->vpos[r] = s->qpos[r] + 1;
+        imp.row_pos = s->vpos;
+        imp.hist_lens = imp.hist_len > 0 ? s->hlen : NULL;
+    }
     if (rc == MT_OK) rc = mt_model_fold(s->m, g, &imp, true, &out);
     if (rc == MT_OK) keep_state(g, &out);
     if (rc == MT_OK) rc = mt_graph_forward(g);
@@ -293,8 +302,10 @@ static mt_status fold(app_model_scorer *s, int32_t drop) {
     memcpy(s->st.hist, out.hist, sizeof out.hist);
     s->st.hist_len = out.hist_len;
     s->st.pos = out.pos;
-    for (int32_t r = 0; r < n; r++)
+    for (int32_t r = 0; r < n; r++) {
         s->hmap[r] = r;
+        s->hlen[r] = s->topup ? s->vpos[r] : out.hist_len;
+    }
     s->hcur = 1 - s->hcur;
     s->stats.folds++;
     s->stats.topup_folds += s->topup;
@@ -447,11 +458,16 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
         rc = mt_graph_status(g);
     }
     if (rc == MT_OK && cur.hist_len > 0) { /* the history row of each new row */
-        for (int32_t j = 0; j < s->n_pend; j++) /* appended rows: any (all padding there) */
+        for (int32_t j = 0; j < s->n_pend; j++) { /* appended rows: none there */
             s->hmap[s->n_rows + j] = 0;
-        for (int32_t r = 0; r < n; r++)
+            s->hlen[s->n_rows + j] = 0;
+        }
+        for (int32_t r = 0; r < n; r++) {
             s->hnew[r] = s->hmap[s->sel_rows[r]];
+            s->hlen_new[r] = s->hlen[s->sel_rows[r]];
+        }
         cur.hist_ids = mt_input_i32(g, mt_shape1(n), s->hnew);
+        if (s->topup) cur.hist_lens = s->hlen_new;
         rc = mt_graph_status(g);
     }
     if (rc == MT_OK && s->topup) {
@@ -468,6 +484,12 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
         cur.row_off = drop;
         cur.row_pos = s->qpos;
     }
+    /* each row's source lengths: the fused cross-attention reads no padding */
+    for (int c = 0; c < s->n_src && c < MT_MAX_STREAMS; c++)
+        for (int32_t r = 0; r < n; r++)
+            s->ctx_len[(size_t)c * (size_t)n + (size_t)r] =
+                s->seqs[(size_t)in->hyp_sentence[r] * (size_t)s->n_src + (size_t)c].len;
+    cur.ctx_lens = s->ctx_len;
     if (rc == MT_OK && in->shortlist)
         cur.shortlist = mt_input_i32(g, mt_shape1(in->n_shortlist), in->shortlist);
     cur.logits_only = in->argmax_only || k > 0; /* beam 1: the argmax of the logits */
@@ -516,26 +538,27 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     s->stats.steps++;
     s->stats.rows += n;
     s->stats.row_cols += (int64_t)n * cols;
-    s->stats.cache_bytes = 0;
+    /* (the per-sentence nodes end with the n_ctx masks of the contexts) */
+    s->stats.cache_values = s->stats.cache_bytes = 0;
     for (int r = 0; r < MT_DEC_STATE_SLOTS; r++) {
-        const mt_node *kept[2] = {r < s->st.n_fixed ? s->st.fixed[r] : NULL,
+        const mt_node *kept[2] = {r < s->st.n_fixed - s->st.n_ctx ? s->st.fixed[r] : NULL,
                                   r < s->st.n_rows ? s->st.hist[r] : NULL};
-        for (int q = 0; q < 2; q++)
-            if (kept[q])
-                s->stats.cache_bytes +=
-                    (size_t)mt_node_numel(kept[q]) * mt_dtype_size(mt_node_dtype(kept[q]));
+        for (int q = 0; q < 2; q++) {
+            if (kept[q] == NULL) continue;
+            size_t v = (size_t)mt_node_numel(kept[q]);
+            s->stats.cache_values += v;
+            s->stats.cache_bytes += v * mt_dtype_size(mt_node_dtype(kept[q]));
+        }
     }
     if (s->st.hist_len > 0) {
         int32_t *t = s->hmap;
         s->hmap = s->hnew;
         s->hnew = t;
+        t = s->hlen;
+        s->hlen = s->hlen_new;
+        s->hlen_new = t;
     }
-    if (s->can_fold && s->st.pos - s->st.hist_len >= FOLD_EVERY) {
-        int32_t drop = s->st.pos - 1; /* leading positions no row has */
-        for (int32_t r = 0; s->topup && r < n; r++)
-            if (s->st.pos - (s->qpos[r] + 1) < drop) drop = s->st.pos - (s->qpos[r] + 1);
-        return fold(s, s->topup ? drop : 0);
-    }
+    if (s->can_fold && s->st.pos - s->st.hist_len >= FOLD_EVERY) return fold(s);
     return MT_OK;
 }
 

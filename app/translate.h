@@ -93,9 +93,9 @@ typedef struct app_model_scorer_stats {
     size_t enc_bytes;    /* ... of the two encoder graphs                   */
     size_t step_bytes;   /* ... of the two step graphs                      */
     size_t hist_bytes;   /* ... of the two graphs of the frozen caches      */
-    size_t cache_bytes;  /* the contexts' (keys, values, masks) and the
-                            frozen history's values after the last step
-                            (--kv-cache: keys and values f16 or f32)      */
+    size_t cache_values; /* the keys and values of the contexts and of the
+                            frozen history after the last step ...        */
+    size_t cache_bytes;  /* ... and their bytes (--kv-cache: 2 or 4 each) */
 } app_model_scorer_stats;
 app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s);
 

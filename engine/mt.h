@@ -421,6 +421,15 @@ mt_node *mt_cast(mt_graph *g, mt_node *x, mt_dtype dtype);
 ** T - off), cur, 2): beam reordering, dropping positions that are padding
 ** for every row, and appending this step's keys or values at once. */
 mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off, mt_node *cur);
+/* Rows of variable length packed from the left (decoding caches of rows at
+** their own positions, top-up batching): along axis (> 0) of b [N, ...,
+** Lb, ...], row r of the result [N, ..., out_len, ...] is the first len[r]
+** positions of row ids[r] of a [Na, ..., La, ...] (a may be NULL: len all
+** 0), then positions start[r] .. Lb - 1 of row r of b, then zeros.  ids,
+** len, start i32 [N] (checked at forward: len[r] <= La, start[r] <= Lb,
+** the row's total <= out_len).  f32 or f16 (a and b alike); inference only. */
+mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
+                      mt_node *start, int axis, int64_t out_len);
 /* Reductions over one axis (negative counts from the end), keeping it as 1. */
 mt_node *mt_sum(mt_graph *g, mt_node *x, int axis);
 mt_node *mt_mean(mt_graph *g, mt_node *x, int axis);
@@ -460,13 +469,13 @@ mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node 
 ** both be f16 (mt_cast; widened as they are read). */
 mt_node *mt_attn_rows_kt(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
                          mt_node *kr, mt_node *vr, mt_node *mask, int heads, float alpha);
-/* mt_attn_rows_kt for rows at their own positions (top-up batching): row i
-** attends only to keys starts[i] .. Th + Tr - 1 (starts i32 [N], each in
-** [0, Th + Tr); checked at forward); the earlier ones are left out as if
-** masked, without their softmax and weighted-sum work. */
-mt_node *mt_attn_rows_kt_starts(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
-                                mt_node *kr, mt_node *vr, mt_node *mask, mt_node *starts,
-                                int heads, float alpha);
+/* mt_attn_rows_kt for rows at their own positions (top-up batching), no
+** mask: spans i32 [2, N]; row i reads the first spans[0][i] <= Th positions
+** of its history row, then its Tr recent ones, and of those keys only
+** spans[1][i] .. spans[0][i] + Tr - 1 (the earlier ones are padding: left
+** out as if masked, without their work).  Checked at forward. */
+mt_node *mt_attn_rows_kt_spans(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
+                               mt_node *kr, mt_node *vr, mt_node *spans, int heads, float alpha);
 bool mt_attn_rows_supported(const mt_graph *g);
 
 /* ------------------------------------------------------------ optimizer */

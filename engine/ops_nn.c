@@ -520,6 +520,31 @@ static mt_status check_spans(mt_graph *g, const mt_node *start, const mt_node *l
     return MT_OK;
 }
 
+/* Rows at their own positions: spans [2, N] (host copies in chunks), row i
+** reads len[i] <= th history positions and starts at key start[i] <
+** len[i] + tr. */
+static mt_status check_spans_rows(mt_graph *g, const mt_node *spans, int64_t n, int64_t th,
+                                  int64_t tr) {
+    int32_t ln[CHUNK], st[CHUNK];
+    for (int64_t off = 0; off < n; off += CHUNK) {
+        int64_t k = n - off < CHUNK ? n - off : CHUNK;
+        mt_status rc = graph_ops(g)->copy(graph_device(g), ln, node_i32(spans) + off,
+                                          (size_t)k * sizeof(int32_t), 1);
+        if (rc == MT_OK)
+            rc = graph_ops(g)->copy(graph_device(g), st, node_i32(spans) + n + off,
+                                    (size_t)k * sizeof(int32_t), 1);
+        if (rc != MT_OK) return rc;
+        for (int64_t t = 0; t < k; t++)
+            if (ln[t] < 0 || ln[t] > th || st[t] < 0 || st[t] >= ln[t] + tr)
+                return mt_seterr(MT_ERR_INVALID,
+                                 "mt_attn_rows_kt: row %lld: %d history positions of %lld, first "
+                                 "key %d (need < %lld)",
+                                 (long long)(off + t), (int)ln[t], (long long)th, (int)st[t],
+                                 (long long)(ln[t] + tr));
+    }
+    return MT_OK;
+}
+
 static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
     int flags = (int)y->attr.i[0], at = 3;
     const mt_node *q = y->src[0], *kh = y->src[1], *vh = y->src[2];
@@ -556,7 +581,7 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
             vr = y->src[at++];
         }
         const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
-        const mt_node *starts = flags & ATTN_STARTS ? y->src[at++] : NULL;
+        const mt_node *spans = flags & ATTN_STARTS ? y->src[at++] : NULL;
         const mt_shape *sk = &kh->val.shape;
         bool kt = flags & ATTN_KT, vsplit = vh->val.shape.ndim == 4;
         j.th = kt ? sk->dim[3] : sk->dim[sk->ndim == 4 ? 2 : 1];
@@ -573,10 +598,13 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         j.kr = kr ? node_f32(kr) : NULL;
         j.vr = vr ? node_f32(vr) : NULL;
         j.mask = mask ? node_f32(mask) : NULL;
-        j.starts = starts ? node_i32(starts) : NULL;
         const char *op = kt ? "mt_attn_rows_kt" : "mt_attn_rows";
         rc = ids ? check_ids(g, op, "id", ids, sk->dim[0]) : MT_OK;
-        if (rc == MT_OK && starts) rc = check_ids(g, op, "start", starts, j.th + j.tr);
+        if (rc == MT_OK && spans) { /* [2, N]: history lengths, then first keys */
+            j.lens = node_i32(spans);
+            j.starts = node_i32(spans) + n;
+            rc = check_spans_rows(g, spans, n, j.th, j.tr);
+        }
     }
     if (rc != MT_OK) return rc;
     graph_ops(g)->attn_rows(graph_device(g), &j);
@@ -668,13 +696,15 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
         mt_shape want = mt_shape4(sk->dim[0], 1, 1, th + tr);
         ok = mt_shape_eq(&mask->val.shape, &want);
     }
-    if (ok && starts) ok = starts->val.shape.ndim == 1 && starts->val.shape.dim[0] == n;
+    if (ok && starts)
+        ok = !mask && starts->val.shape.ndim == 2 && starts->val.shape.dim[0] == 2 &&
+             starts->val.shape.dim[1] == n;
     if (!ok || th + tr < 1) {
         char s1[64], s2[64], s3[64], s4[64];
         return graph_fail(g, MT_ERR_INVALID,
                           "%s: need q [N, 1, D], keys %s, values [N0, %d, Th, D/%d] or [N0, Th, "
                           "D]%s, ids i32 [N] (or N0 = N), kr and vr [N, %d, Tr, D/%d], mask [N0, "
-                          "1, 1, Th + Tr], starts i32 [N], Th + Tr >= 1; got q %s, keys %s, "
+                          "1, 1, Th + Tr] (or spans i32 [2, N]), Th + Tr >= 1; got q %s, keys %s, "
                           "values %s, recent %s",
                           op, kt ? "[N0, H, D/H, Th]" : "as the values", heads, heads,
                           kt ? "" : " (the same)", heads, heads, mt_shape_str(sq, s1, sizeof s1),
@@ -696,10 +726,9 @@ mt_node *mt_attn_rows_kt(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_n
                            alpha);
 }
 
-mt_node *mt_attn_rows_kt_starts(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
-                                mt_node *kr, mt_node *vr, mt_node *mask, mt_node *starts,
-                                int heads, float alpha) {
-    return attn_rows_build(g, "mt_attn_rows_kt", true, q, kt, vh, ids, kr, vr, mask, starts, heads,
+mt_node *mt_attn_rows_kt_spans(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
+                               mt_node *kr, mt_node *vr, mt_node *spans, int heads, float alpha) {
+    return attn_rows_build(g, "mt_attn_rows_kt", true, q, kt, vh, ids, kr, vr, NULL, spans, heads,
                            alpha);
 }
 

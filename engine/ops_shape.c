@@ -539,6 +539,98 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
 }
 
 /* ------------------------------------------------------------------------
+** pack_rows:  a [Na, A, La, B] (or none), b [N, A, Lb, B] (axis 1 of the
+**   views), ids, len, start i32 [N] -> y [N, A, L, B]:
+**   y[r, :, 0:len[r]] = a[ids[r], :, 0:len[r]]
+**   y[r, :, len[r]:len[r] + Lb - start[r]] = b[r, :, start[r]:Lb]
+**   the rest 0.  f32 or f16 values as they are; inference only.
+** attr.i = {A, La, Lb, B, L, Na}; src: b, ids, len, start, then a if any.
+** The host copies the ids and lengths in chunks and checks them.
+*/
+static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
+    const mt_node *b = y->src[0], *ids = y->src[1], *len = y->src[2], *start = y->src[3];
+    const mt_node *a = y->n_src > 4 ? y->src[4] : NULL;
+    int64_t na = y->attr.i[5], aa = y->attr.i[0], la = y->attr.i[1], lb = y->attr.i[2];
+    int64_t bb = y->attr.i[3], l = y->attr.i[4], n = b->val.shape.dim[0];
+    size_t es = mt_dtype_size(y->val.dtype), pos = (size_t)bb * es; /* bytes per position */
+    const mt_device_ops *ops = graph_ops(g);
+    mt_device *d = graph_device(g);
+    mt_status rc = ops->memset0(d, y->val.data, (size_t)node_numel(y) * es);
+    int32_t bi[CHUNK], bl[CHUNK], bs[CHUNK];
+    for (int64_t off = 0; off < n && rc == MT_OK; off += CHUNK) {
+        int64_t k = n - off < CHUNK ? n - off : CHUNK;
+        size_t bytes = (size_t)k * sizeof(int32_t);
+        rc = ops->copy(d, bi, node_i32(ids) + off, bytes, 1);
+        if (rc == MT_OK) rc = ops->copy(d, bl, node_i32(len) + off, bytes, 1);
+        if (rc == MT_OK) rc = ops->copy(d, bs, node_i32(start) + off, bytes, 1);
+        for (int64_t t = 0; t < k && rc == MT_OK; t++) {
+            int64_t r = off + t, nb = lb - bs[t];
+            if (bl[t] < 0 || bl[t] > la || (bl[t] > 0 && (bi[t] < 0 || bi[t] >= na)) ||
+                bs[t] < 0 || bs[t] > lb || bl[t] + nb > l)
+                return mt_seterr(MT_ERR_INVALID,
+                                 "mt_pack_rows: row %lld takes %d positions of row %d of %lld "
+                                 "(of %lld) and %lld from %d (of %lld): more than %lld",
+                                 (long long)r, (int)bl[t], (int)bi[t], (long long)na, (long long)la,
+                                 (long long)nb, (int)bs[t], (long long)lb, (long long)l);
+            char *yr = (char *)y->val.data + (size_t)(r * aa * l) * pos;
+            if (bl[t] > 0)
+                ops->copy2d_bytes(d, aa, (size_t)bl[t] * pos,
+                                  (const char *)a->val.data + (size_t)(bi[t] * aa * la) * pos,
+                                  (size_t)la * pos, yr, (size_t)l * pos);
+            if (nb > 0)
+                ops->copy2d_bytes(d, aa, (size_t)nb * pos,
+                                  (const char *)b->val.data + (size_t)(r * aa * lb + bs[t]) * pos,
+                                  (size_t)lb * pos, yr + (size_t)bl[t] * pos, (size_t)l * pos);
+        }
+    }
+    return rc;
+}
+
+static const mt_op_def op_pack_rows = {"pack_rows", pack_rows_forward, NULL};
+
+mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
+                      mt_node *start, int axis, int64_t out_len) {
+    if (b == NULL || ids == NULL || len == NULL || start == NULL) return NULL;
+    mt_node *src[5] = {b, ids, len, start, a};
+    for (int i = 0; i < (a ? 5 : 4); i++) {
+        if (node_wants_grad(src[i]))
+            return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows: inference only");
+        if (i == 0 || i == 4) {
+            if (!need_f32_or_f16(g, "mt_pack_rows", src[i])) return NULL;
+        } else if (src[i]->val.dtype != MT_I32 || src[i]->val.shape.ndim != 1 ||
+                   src[i]->val.shape.dim[0] != b->val.shape.dim[0]) {
+            return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows: ids, lengths and starts must be "
+                                                 "int32 [N], one per row of b");
+        }
+    }
+    const mt_shape *sb = &b->val.shape;
+    int ax = norm_axis(axis, sb->ndim);
+    char s1[64], s2[64];
+    bool ok = ax > 0 && out_len >= 0;
+    if (ok && a) {
+        const mt_shape *sa = &a->val.shape;
+        ok = a->val.dtype == b->val.dtype && sa->ndim == sb->ndim;
+        for (int i = 1; ok && i < sb->ndim; i++)
+            ok = i == ax || sa->dim[i] == sb->dim[i];
+    }
+    if (!ok)
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_pack_rows: history %s and rows %s (axis %d, length %lld) do not fit",
+                          a ? mt_shape_str(&a->val.shape, s1, sizeof s1) : "none",
+                          mt_shape_str(sb, s2, sizeof s2), axis, (long long)out_len);
+    mt_shape out = *sb;
+    out.dim[ax] = out_len;
+    mt_attrs at = zero_attrs();
+    at.i[0] = prod_dims(sb, 1, ax);
+    at.i[1] = a ? a->val.shape.dim[ax] : 0;
+    at.i[2] = sb->dim[ax];
+    at.i[3] = prod_dims(sb, ax + 1, sb->ndim);
+    at.i[4] = out_len;
+    at.i[5] = a ? a->val.shape.dim[0] : 0;
+    return graph_push(g, &op_pack_rows, out, b->val.dtype, a ? 5 : 4, src, &at);
+}
+
+/* ------------------------------------------------------------------------
 ** index_select:  x viewed as [outer, N, inner], ids i32 [K] -> [outer, K, inner]
 **   y[o, j, :] = x[o, ids[j], :]
 **   dx[o, ids[j], :] += dy[o, j, :]

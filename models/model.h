@@ -236,15 +236,24 @@ typedef struct mt_dec_state {
     ** [batch * beam] node of the step's graph, after this step's selection;
     ** set by the caller like row_ids, required when hist_len > 0; not
     ** copied by mt_dec_state_import).  Rows at their own positions
-    ** (row_pos) read it from their first slot on (pos - row_pos[r], which
-    ** may lie in the history: the fused attention starts there, the
-    ** composed ops mask the slots before); rows appended by mt_model_append
-    ** name any history row (their slots there are all before their first).
-    ** Not with a step's row_off (the fold drops leading slots instead),
-    ** mt_model_trim or mt_model_reorder of the rows. */
+    ** (row_pos) read their own length of it (hist_lens); rows appended by
+    ** mt_model_append name any history row with length 0.  Not with a
+    ** step's row_off, mt_model_trim or mt_model_reorder of the rows. */
     int32_t hist_len;
     mt_node *hist[MT_DEC_STATE_SLOTS];
     mt_node *hist_ids;
+    /* With row_pos and a history: [batch * beam] the positions of row r in
+    ** the history (packed from the left by mt_model_fold: its first
+    ** hist_lens[r] <= hist_len; 0 for a row newer than the fold, whose
+    ** positions since are its last row_pos[r]).  Set by the caller; not
+    ** copied by mt_dec_state_import. */
+    const int32_t *hist_lens;
+    /* Optional, set by the caller for a step: [n_ctx * batch * beam] the
+    ** source length of row r's sentence in context j at [j batch beam + r]
+    ** (<= the context's padded length): the fused cross-attention reads
+    ** that many positions instead of masking the rest.  Not copied by
+    ** mt_dec_state_import. */
+    const int32_t *ctx_lens;
     /* Rows not grouped K per sentence (a beam search's live hypotheses as
     ** they are, without padding every sentence to the widest beam): beam 1,
     ** batch = the number of rows, and row r reads sentence row_sent[r] of
@@ -339,9 +348,11 @@ bool mt_model_can_fold(const mt_model *m);
 ** hist_ids), rows) along the positions, made the frozen history (freeze:
 ** rows become NULL, hist_len = pos, hist_ids is then the identity) or put
 ** back into the rows (!freeze: no history left).  in has no pending
-** row_ids or row_pos; with freeze, in->row_off > 0 drops the first row_off
-** positions (padding for every row, as the top-up step's trim: out->pos =
-** hist_len = in->pos - row_off).  The result's caches are nodes of g (computed
+** row_ids or row_off.  With freeze and in->row_pos (rows at their own
+** positions, each with row_pos[r] positions in all, and hist_lens of them
+** in the history when there is one), each row's positions are packed from
+** the left (mt_pack_rows): out->pos = hist_len = the largest row_pos[r],
+** and the caller's hist_lens become row_pos.  The result's caches are nodes of g (computed
 ** there, also when nothing is concatenated), so in may view the graphs of
 ** the previous step and fold.  MT_ERR_UNSUPPORTED for a model without
 ** growing caches. */

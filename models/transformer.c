@@ -367,7 +367,8 @@ static mt_node *attention_gather(tf *t, mt_node *q, mt_node *kh, mt_node *vh, mt
 ** each row's sentence. */
 typedef struct gather_kv {
     mt_node *ids, *kr, *vr;
-    mt_node *starts; /* fused op: each row's first key (NULL: 0)          */
+    mt_node *spans; /* fused op: i32 [2, N] each row's history length and
+                       first key (mt_attn_rows_kt_spans; NULL: all)      */
 } gather_kv;
 
 /* A decoding step's attention of one position per row with no weights
@@ -411,10 +412,12 @@ static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int
     if (how != ATT_COMPOSED) {
         float alpha = (float)(1.0 / sqrt((double)(d / t->c->heads)));
         mt_node *ids = gk ? gk->ids : NULL, *kr = gk ? gk->kr : NULL, *vr = gk ? gk->vr : NULL;
-        mt_node *st = gk ? gk->starts : NULL;
-        mt_node *o = how == ATT_FUSED_KT ? mt_attn_rows_kt_starts(g, q, kh, vh, ids, kr, vr, mask,
-                                                                  st, t->c->heads, alpha)
-                     : mt_attn_rows(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha);
+        mt_node *o = how != ATT_FUSED_KT
+                         ? mt_attn_rows(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha)
+                     : gk && gk->spans
+                         ? mt_attn_rows_kt_spans(g, q, kh, vh, ids, kr, vr, gk->spans, t->c->heads,
+                                                 alpha)
+                         : mt_attn_rows_kt(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha);
         return t->c->no_projection ? o : dense(t, o, prefix, "o", d, d);
     }
     if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
@@ -458,19 +461,22 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
 ** row i [N, 1, D] attends over sentence sent[i] of kh, vh and its mask [B,
 ** 1, 1, S]. */
 static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, int64_t k, int64_t tq,
-                            mt_node *kh, mt_node *vh, mt_node *mask, mt_node *sent, bool step,
-                            mt_node **w) {
+                            mt_node *kh, mt_node *vh, mt_node *mask, mt_node *sent, mt_node *spans,
+                            bool step, mt_node **w) {
     char pw[200];
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
-    gather_kv gk = {sent, NULL, NULL, NULL};
     bool fused = step && fused_step(t, k, tq, w != NULL);
+    /* the fused op reads each row's own source length instead of masking
+    ** the padding (spans: mt_dec_state.ctx_lens) */
+    gather_kv gk = {sent, NULL, NULL, fused ? spans : NULL};
+    if (gk.spans) mask = NULL;
     if (step && !fused) { /* the state's keys are transposed: [B, H, D/H, S] */
         kh = swap_kt(t->g, as_f32(t->g, kh));
         vh = split_heads(t, as_f32(t->g, vh));
     }
     if (sent && !fused) mask = mt_index_select(t->g, mask, 0, sent);
-    mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent ? &gk : NULL,
+    mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent || gk.spans ? &gk : NULL,
                             fused ? ATT_FUSED_KT : ATT_COMPOSED, w);
     return postprocess(t, t->c->postprocess, pw, o, x);
 }
@@ -836,8 +842,13 @@ typedef struct dec_io {
     bool no_align;  /* decoding: the caller wants no alignment           */
     /* decoding with rows at different positions (mt_dec_state.row_pos): */
     mt_node *step_mask; /* [N, 1, 1, pos + 1] additive: padding slots masked */
-    mt_node *starts;    /* i32 [N] the first slot of each row (pos - row_pos):
-                           the fused attention over a frozen history       */
+    /* ... over a frozen history (mt_dec_state.hist_lens): */
+    mt_node *spans;     /* i32 [2, N] history length and first key per row
+                           (the fused attention)                          */
+    mt_node *hist_mask; /* [N, 1, 1, hist_len + pos - hist_len + 1] the
+                           same as a mask (the composed ops)              */
+    mt_node *ctx_spans[4]; /* i32 [2, N] per context: each row's source
+                              length and 0 (mt_dec_state.ctx_lens)        */
     mt_node *keep;      /* [N, 1, 1] 1 for rows past their first position, 0
                            at it (NULL: no row is at its first position)   */
     mt_node *qpos;      /* AAN: [N, 1, 1] each row's position, and ...      */
@@ -912,10 +923,11 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
             kh = swap_kt(g, as_f32(g, kh));
             vh = as_f32(g, vh);
         }
-        /* rows at their own positions: the fused op starts each row at its
-        ** first slot, the composed ops mask the earlier ones (query rows) */
-        gk.starts = fused ? io->starts : NULL;
-        o = multi_head(t, prefix, y, n, 1, io->tq, kh, vh, fused ? NULL : io->step_mask, &gk,
+        /* rows at their own positions: the fused op reads each row's own
+        ** history length and starts at its first key, the composed ops
+        ** mask the other slots (query rows) */
+        gk.spans = fused ? io->spans : NULL;
+        o = multi_head(t, prefix, y, n, 1, io->tq, kh, vh, fused ? NULL : io->hist_mask, &gk,
                        fused ? ATT_FUSED_KT : ATT_COMPOSED, NULL);
     } else {
         o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL,
@@ -972,7 +984,8 @@ static mt_node *decoder_stack(tf *t, const mt_model_encoding *enc, mt_node *x, d
             }
             mt_node **w = j == 0 && i == al && !io->no_align ? &io->align : NULL;
             mt_node *sent = io->pos < 0 ? NULL : io->in->row_sent;
-            x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, lm, sent, io->pos >= 0, w);
+            x = cross_block(t, name, x, io->b, io->k, io->tq, kh, vh, lm, sent, io->ctx_spans[j],
+                            io->pos >= 0, w);
         }
         snprintf(name, sizeof name, "decoder_l%d_ffn", ln);
         int dim_ffn = c->dec_dim_ffn ? c->dec_dim_ffn : c->dim_ffn;
@@ -1121,17 +1134,44 @@ static mt_node *step_mask(tf *t, const int32_t *q, int64_t n, int64_t pos) {
     return m;
 }
 
-/* The first slot of each row of a step with rows at their own positions:
-** row r sees the last q[r] + 1 of the pos + 1 slots (as step_mask). */
-static mt_node *row_starts(tf *t, const int32_t *q, int64_t n, int64_t pos) {
-    int32_t stack[2048];
-    int32_t *buf = n <= 2048 ? stack : tmp_alloc(t, (size_t)n * sizeof(int32_t));
-    if (buf == NULL) return NULL;
-    for (int64_t r = 0; r < n; r++)
-        buf[r] = (int32_t)(pos - q[r]);
-    mt_node *v = mt_input_i32(t->g, mt_shape1(n), buf);
-    if (buf != stack) mt_free(buf);
-    return v;
+/* Rows at their own positions over a frozen history of hl positions (left
+** aligned: row r has its first hlen[r] there) and tr = pos - hl + 1 recent
+** slots: a row with a history has all the recent ones, a newer row its
+** last q[r] + 1.  The fused op's spans [2, N] (history length, first key)
+** and the composed ops' mask [N, 1, 1, hl + tr].  Checks each row's
+** positions: q[r] = hlen[r] + pos - hl with a history, else <= pos - hl. */
+static void hist_spans(tf *t, const int32_t *q, const int32_t *hlen, int64_t n, int64_t pos,
+                       int64_t hl, dec_io *io) {
+    int64_t tr = pos - hl + 1, w = hl + tr;
+    bool fused = fused_step(t, 1, 1, false); /* (the mask only for the composed ops) */
+    int32_t stack[4096];
+    int32_t *sp = n <= 2048 ? stack : tmp_alloc(t, (size_t)(2 * n) * sizeof(int32_t));
+    float *m = fused ? NULL : tmp_alloc(t, (size_t)(n * w) * sizeof(float));
+    if (sp == NULL || (!fused && m == NULL)) {
+        if (sp != stack) mt_free(sp);
+        mt_free(m);
+        return;
+    }
+    for (int64_t r = 0; r < n; r++) {
+        int64_t first = hlen[r] > 0 ? 0 : tr - 1 - q[r]; /* first recent slot */
+        if (hlen[r] < 0 || hlen[r] > hl || first < 0 || (hlen[r] > 0 && q[r] != hlen[r] + tr - 1)) {
+            fail(t, MT_ERR_INVALID,
+                    "transformer: row %lld at position %d with %d of %lld history positions and "
+                    "%lld since",
+                    (long long)r, (int)q[r], (int)hlen[r], (long long)hl, (long long)(tr - 1));
+            break;
+        }
+        sp[r] = hlen[r];
+        sp[n + r] = (int32_t)first; /* 0 for a row with a history */
+        for (int64_t j = 0; m && j < w; j++)
+            m[r * w + j] = j < hlen[r] || j >= hl + first ? 0.0f : MASK_NEG;
+    }
+    if (fused)
+        io->spans = mt_input_i32(t->g, mt_shape2(2, n), sp);
+    else
+        io->hist_mask = mt_input(t->g, mt_shape4(n, 1, 1, w), m);
+    if (sp != stack) mt_free(sp);
+    mt_free(m);
 }
 
 mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *g,
@@ -1159,10 +1199,12 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
         return mt_seterr(MT_ERR_INVALID, "transformer: %lld row ids for %lld rows",
                          (long long)mt_node_shape(in->row_ids).dim[0], (long long)n);
     if (in->hist_len > 0 && (is_aan(c) || in->row_off || in->hist_len > in->pos ||
-                             in->hist_ids == NULL || mt_node_shape(in->hist_ids).dim[0] != n))
+                             in->hist_ids == NULL || mt_node_shape(in->hist_ids).dim[0] != n ||
+                             (q && in->hist_lens == NULL)))
         return mt_seterr(MT_ERR_INVALID,
                          "transformer: a frozen history of %d positions of %d needs ids for "
-                         "its %lld rows (and no positions dropped by the step)",
+                         "its %lld rows (and their lengths with rows at their own positions, "
+                         "no positions dropped by the step)",
                          (int)in->hist_len, (int)in->pos, (long long)n);
     if (in->row_sent && (in->beam != 1 || mt_node_shape(in->row_sent).dim[0] != n))
         return mt_seterr(MT_ERR_INVALID,
@@ -1198,14 +1240,25 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
             io.qpos = row_values(&t, q, n, 0.0f, false);
             io.qpos1 = row_values(&t, q, n, 1.0f, false);
         } else {
-            io.step_mask = step_mask(&t, q, n, in->pos);
-            if (in->hist_len > 0) io.starts = row_starts(&t, q, n, in->pos);
+            if (in->hist_len > 0)
+                hist_spans(&t, q, in->hist_lens, n, in->pos, in->hist_len, &io);
+            else
+                io.step_mask = step_mask(&t, q, n, in->pos);
         }
     } else {
         pe = positions(&t, in->pos, 1);
     }
     x = mt_add(g, mt_scale(g, x, sqrtf((float)d)), pe);
     (void)enc; /* the state holds the contexts' keys, values and masks */
+    for (int j = 0; in->ctx_lens && j < in->n_ctx && j < 4; j++) {
+        int32_t stack[4096];
+        int32_t *sp = n <= 2048 ? stack : tmp_alloc(&t, (size_t)(2 * n) * sizeof(int32_t));
+        if (sp == NULL) break;
+        memcpy(sp, in->ctx_lens + (size_t)j * (size_t)n, sizeof(int32_t) * (size_t)n);
+        memset(sp + n, 0, sizeof(int32_t) * (size_t)n);
+        io.ctx_spans[j] = mt_input_i32(g, mt_shape2(2, n), sp);
+        if (sp != stack) mt_free(sp);
+    }
     x = decoder_stack(&t, NULL, x, &io);
     mt_node *logits = output_layer(&t, mt_reshape(g, x, mt_shape2(n, d)), in->shortlist);
     out->logprobs = in->logits_only ? logits : mt_log_softmax(g, logits);
@@ -1217,6 +1270,8 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     st.row_ids = NULL;
     st.row_off = 0;
     st.hist_ids = NULL;
+    st.hist_lens = NULL;
+    st.ctx_lens = NULL;
     st.row_sent = NULL;
     mt_status rc = tf_finish(&t);
     if (rc != MT_OK) {
@@ -1326,8 +1381,62 @@ mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g,
 
 bool mt_transformer_can_fold(const mt_model_config *c) { return !is_aan(c); }
 
+/* mt_transformer_fold of rows at their own positions: each row's history
+** positions (hist_lens) and its positions since (the last ones of the
+** rows' caches) packed from the left, in the history's dtype. */
+static mt_status fold_rows(mt_graph *g, const mt_dec_state *in, mt_dec_state *out) {
+    mt_dec_state st = *in;
+    int64_t n = (int64_t)in->batch * in->beam, t = in->pos - in->hist_len, top = 0;
+    int32_t *buf = mt_try_malloc(sizeof(int32_t) * (size_t)(2 * n + 1));
+    if (buf == NULL) return mt_seterr(MT_ERR_NOMEM, "transformer fold: out of memory");
+    int32_t *hl = buf, *first = buf + n;
+    for (int64_t r = 0; r < n; r++) {
+        hl[r] = in->hist_len > 0 ? in->hist_lens[r] : 0;
+        int64_t since = in->row_pos[r] - hl[r]; /* the row's positions since the history */
+        if (hl[r] < 0 || hl[r] > in->hist_len || since < 0 || since > t ||
+            (hl[r] > 0 && since != t)) {
+            mt_free(buf);
+            return mt_seterr(MT_ERR_INVALID,
+                             "transformer fold: row %lld has %d positions, %d of them of a "
+                             "history of %d, and %lld since",
+                             (long long)r, (int)in->row_pos[r], (int)hl[r], (int)in->hist_len,
+                             (long long)t);
+        }
+        first[r] = (int32_t)(t - since);
+        top = in->row_pos[r] > top ? in->row_pos[r] : top;
+    }
+    mt_node *nhl = mt_input_i32(g, mt_shape1(n), hl), *nfirst = mt_input_i32(g, mt_shape1(n), first);
+    mt_node *ids = in->hist_len > 0 ? in->hist_ids : nfirst; /* (no history: lengths 0) */
+    mt_free(buf);
+    for (int r = 0; r < in->n_rows; r++) {
+        bool keys = r % 2 == 0; /* keys transposed: [N, H, D/H, positions] */
+        mt_node *h = in->hist_len > 0 ? in->hist[r] : NULL, *rec = in->rows[r];
+        if (rec == NULL && h == NULL) continue;
+        mt_dtype want = h ? mt_node_dtype(h) : mt_graph_kv_f16(g) ? MT_F16 : MT_F32;
+        if (rec == NULL) { /* no positions since: an empty block */
+            mt_shape sh = mt_node_shape(h);
+            sh.dim[0] = n;
+            sh.dim[keys ? 3 : 2] = 0;
+            rec = mt_cast(g, mt_constant(g, sh, 0.0f), want);
+        } else {
+            if (keys) rec = swap_kt(g, rec);
+            rec = mt_cast(g, rec, want);
+        }
+        st.hist[r] = mt_pack_rows(g, h, ids, nhl, rec, nfirst, keys ? 3 : 2, top);
+        st.rows[r] = NULL;
+    }
+    st.pos = st.hist_len = (int32_t)top;
+    st.hist_ids = NULL;
+    st.hist_lens = NULL;
+    st.row_pos = NULL;
+    mt_status rc = mt_graph_status(g);
+    if (rc == MT_OK) *out = st;
+    return rc;
+}
+
 mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
                               bool freeze, mt_dec_state *out) {
+    if (freeze && in->row_pos) return fold_rows(g, in, out);
     mt_dec_state st = *in;
     for (int r = 0; r < in->n_rows; r++) {
         /* the history's keys (even slots) are transposed: [N, H, D/H, hist_len],
@@ -1351,14 +1460,10 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
                    all == in->rows[r]) { /* a node of g in any case: in may view another graph */
             all = mt_scale(g, all, 1.0f);
         }
-        if (all && freeze && in->row_off > 0) /* leading slots no row needs */
-            all = mt_slice(g, all, keys ? 3 : 2, in->row_off, in->pos - in->row_off);
         st.rows[r] = freeze ? NULL : all;
         st.hist[r] = freeze ? all : NULL;
     }
-    st.pos = in->pos - (freeze ? in->row_off : 0);
-    st.row_off = 0;
-    st.hist_len = freeze ? st.pos : 0;
+    st.hist_len = freeze ? in->pos : 0;
     st.hist_ids = NULL;
     (void)c;
     mt_status rc = mt_graph_status(g);

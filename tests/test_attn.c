@@ -15,12 +15,13 @@
 ** range at forward, an input that wants a gradient.  mt_attn_spans (packed
 ** sentences) against mt_attention of each sentence alone, and its refusals:
 ** a span past the rows, an empty span, one longer than max_len.
-** Rows at their own positions (starts: top-up batching over a frozen
-** history): each row's keys from starts[i] on, in every ISA against the
-** double evaluation over those keys only (a start at 0, in the history, at
-** the first recent position and at the last key), and the graph op
-** mt_attn_rows_kt_starts against the composed ops with the earlier keys
-** masked, and its refusal of a start past the keys.
+** Rows at their own positions (lens, starts: top-up batching over a frozen
+** history packed from the left): each row's own history length and its
+** keys from starts[i] on, in every ISA against the double evaluation over
+** those keys only (a start at 0, in the history, at the first recent
+** position and at the last key), and the graph op mt_attn_rows_kt_spans
+** against the composed ops with the other keys masked, and its refusal of a
+** start past the keys.
 ** Half-precision histories (kh16, vh16: contexts and frozen histories with
 ** transposed keys in f16): the kernels against the double evaluation of
 ** the f16 values, the op on mt_cast inputs against the composed ops on the
@@ -242,16 +243,22 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, bool f1
 static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool f16,
                         bool use_starts) {
     int64_t n = 1 + irand(6), n0 = 1 + irand(6), d = heads * dk;
-    int32_t ids[8], starts[8];
+    int32_t ids[8], starts[8], lens[8];
     for (int64_t i = 0; i < n; i++) {
         ids[i] = (int32_t)irand((int)n0);
-        int pick = irand(5); /* 0, inside the history, the first recent, the last, any */
+        /* a history length of its own (th, less, or none when there are
+        ** recent keys), then a first key at 0, inside the history, at the
+        ** first recent one, the last one, or anywhere */
+        int64_t tn = irand(3) == 0 ? th : irand((int)th + 1);
+        if (tn == 0 && tr == 0) tn = th;
+        int pick = irand(5);
         int64_t s0 = pick == 0 ? 0
-                     : pick == 1 ? irand((int)(th > 0 ? th : 1))
-                     : pick == 2 ? th
-                     : pick == 3 ? th + tr - 1
-                                 : irand((int)(th + tr));
-        starts[i] = (int32_t)(s0 < th + tr ? s0 : th + tr - 1);
+                     : pick == 1 ? irand((int)(tn > 0 ? tn : 1))
+                     : pick == 2 ? tn
+                     : pick == 3 ? tn + tr - 1
+                                 : irand((int)(tn + tr));
+        lens[i] = (int32_t)tn;
+        starts[i] = (int32_t)(s0 < tn + tr ? s0 : tn + tr - 1);
     }
     float *q = frand(n * d), *kt = frand(n0 * heads * dk * th), *v = frand(n0 * heads * th * dk);
     float *kr = frand(n * heads * tr * dk), *vr = frand(n * heads * tr * dk);
@@ -275,6 +282,7 @@ static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool 
                        .kr = tr ? kr : NULL,
                        .vr = tr ? vr : NULL,
                        .ldo = d,
+                       .lens = use_starts ? lens : NULL,
                        .starts = use_starts ? starts : NULL};
     uint16_t *k16, *v16;
     maybe_f16(&j, f16, n0 * heads * dk * th, n0 * heads * th * dk, &k16, &v16);
@@ -528,19 +536,25 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
     mt_free(want);
 }
 
-/* mt_attn_rows_kt_starts (rows at their own positions) vs the composed ops
-** with the keys before each row's start masked; a start past the keys
-** fails at forward. */
+/* mt_attn_rows_kt_spans (rows at their own positions) vs the composed ops
+** with the keys past each row's history length and before its start
+** masked; a start past the keys fails at forward. */
 static void op_starts_case(int64_t n, int64_t h, int64_t dk, int64_t th, int64_t tr, bool f16) {
     int64_t d = h * dk, tk = th + tr;
     float *q = frand(n * d), *kh = frand(n * h * th * dk), *vh = frand(n * h * th * dk);
     float *kt = frand(n * h * th * dk), *kr = frand(n * h * tr * dk), *vr = frand(n * h * tr * dk);
     float *mask = frand(n * tk), *got = frand(n * d), *want = frand(n * d);
-    int32_t starts[16];
+    int32_t spans[32]; /* [2, n]: history lengths, first keys (of the row's own) */
     for (int64_t i = 0; i < n; i++) {
-        starts[i] = (int32_t)irand((int)tk);
-        for (int64_t t = 0; t < tk; t++)
-            mask[i * tk + t] = t < starts[i] ? -1e9f : 0.0f;
+        int64_t tn = tr > 0 ? irand((int)th + 1) : th, s0 = irand((int)(tn + tr));
+        spans[i] = (int32_t)tn;
+        spans[n + i] = (int32_t)s0;
+        /* the composed ops see all th + tr slots: the row's keys are its
+        ** first tn history slots and the recent ones, from its key s0 on */
+        for (int64_t t = 0; t < tk; t++) {
+            int64_t own = t < tn ? t : t >= th ? tn + t - th : -1;
+            mask[i * tk + t] = own >= s0 ? 0.0f : -1e9f;
+        }
     }
     for (int64_t r = 0; r < n; r++)
         for (int64_t hh = 0; hh < h; hh++)
@@ -566,17 +580,17 @@ static void op_starts_case(int64_t n, int64_t h, int64_t dk, int64_t th, int64_t
         } else {
             mt_node *nkt = mt_input(g, mt_shape4(n, h, dk, th), kt);
             if (f16) nkt = mt_cast(g, nkt, MT_F16);
-            int32_t bad_st[16];
-            memcpy(bad_st, starts, sizeof bad_st);
-            bad_st[n - 1] = (int32_t)tk;
-            y = mt_attn_rows_kt_starts(g, nq, nkt, nvh, NULL, nkr, nvr, NULL,
-                                       mt_input_i32(g, mt_shape1(n), pass == 1 ? starts : bad_st),
-                                       (int)h, alpha);
+            int32_t bad[32];
+            memcpy(bad, spans, sizeof bad);
+            bad[2 * n - 1] = bad[n - 1] + (int32_t)tr; /* one past the row's keys */
+            y = mt_attn_rows_kt_spans(g, nq, nkt, nvh, NULL, nkr, nvr,
+                                      mt_input_i32(g, mt_shape2(2, n), pass == 1 ? spans : bad),
+                                      (int)h, alpha);
         }
         mt_status rc = mt_graph_forward(g);
         if (pass == 2) {
-            CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "start") != NULL,
-                  "[%s] a start of %lld of %lld keys: %s", isa_tag, (long long)tk, (long long)tk,
+            CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "first key") != NULL,
+                  "[%s] a first key past a row's keys: %s", isa_tag,
                   rc == MT_OK ? "accepted" : mt_errmsg());
         } else if (CHECK(rc == MT_OK && y != NULL, "starts op pass %d: %s", pass, mt_errmsg())) {
             CHECK_STATUS(mt_node_get(y, pass == 0 ? want : got, n * d));
@@ -587,7 +601,7 @@ static void op_starts_case(int64_t n, int64_t h, int64_t dk, int64_t th, int64_t
     for (int64_t t = 0; t < n * d; t++)
         bad += !(fabsf(got[t] - want[t]) <= 1e-5f * (1.0f + fabsf(want[t])));
     CHECK(bad == 0,
-          "[%s] mt_attn_rows_kt_starts vs composed ops with a mask: n %lld heads %lld dk %lld th "
+          "[%s] mt_attn_rows_kt_spans vs composed ops with a mask: n %lld heads %lld dk %lld th "
           "%lld tr %lld f16 %d: %d differ",
           isa_tag, (long long)n, (long long)h, (long long)dk, (long long)th, (long long)tr, f16,
           bad);

@@ -140,8 +140,8 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
 ** time (m kb chains, at most 8 of them with kb + 1 more registers): element
 ** c of the 8 keys is one vector of K^T times each row's broadcast q[c]. */
 ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcpu_attn_job *j,
-                             int64_t i0, int64_t ld, int64_t lo) {
-    const int64_t r = j->ids ? j->ids[i0] : i0, th = j->th, dk = j->dk;
+                             int64_t i0, int64_t ld, int64_t lo, int64_t th) {
+    const int64_t r = j->ids ? j->ids[i0] : i0, dk = j->dk;
     const __m256 va = _mm256_set1_ps(j->alpha);
     for (int64_t h = 0; h < j->heads; h++) {
         const void *kt = h16 ? (const void *)j->kh16 : (const void *)j->kh;
@@ -200,17 +200,17 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
     const int full = dk % 8 == 0;
     const __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
     for (int64_t i0 = 0; i0 < j->n;) {
-        int64_t m = 1, lo = 0;
+        int64_t m = 1, lo = 0, hi = 0;
         if (j->ksc > 0) { /* a run of rows with one id scores together */
             while (m < 4 && i0 + m < j->n && j->ids && j->ids[i0 + m] == j->ids[i0]) {
                 m++;
             }
-            lo = kcpu_attn_run_start(j, i0, m);
+            kcpu_attn_run_keys(j, i0, m, &lo, &hi);
             switch (m) {
-            case 1: kt_scores(1, 4, h16, j, i0, ld, lo); break;
-            case 2: kt_scores(2, 3, h16, j, i0, ld, lo); break;
-            case 3: kt_scores(3, 2, h16, j, i0, ld, lo); break;
-            default: kt_scores(4, 2, h16, j, i0, ld, lo); break;
+            case 1: kt_scores(1, 4, h16, j, i0, ld, lo, hi); break;
+            case 2: kt_scores(2, 3, h16, j, i0, ld, lo, hi); break;
+            case 3: kt_scores(3, 2, h16, j, i0, ld, lo, hi); break;
+            default: kt_scores(4, 2, h16, j, i0, ld, lo, hi); break;
             }
         }
         for (int64_t i = i0; i < i0 + m; i++) {

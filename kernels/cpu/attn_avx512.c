@@ -193,10 +193,11 @@ ALWAYS_INLINE void kt_elem(const int m, const int kb, const int h16, const void 
 ** a time (m kb independent chains); element c of the 16 keys is one vector
 ** of K^T (f16 when h16), multiplied by each row's broadcast q[c]. */
 ALWAYS_INLINE void kt_scores(const int m, const int kb, const int cs, const int h16,
-                             const kcpu_attn_job *j, int64_t i0, int64_t ld, int64_t lo) {
+                             const kcpu_attn_job *j, int64_t i0, int64_t ld, int64_t lo,
+                             int64_t th) {
     /* the job's fields in locals: the stores to the scratch could alias
     ** them, and the compiler reloaded ksc from the job in the inner loop */
-    const int64_t r = j->ids ? j->ids[i0] : i0, th = j->th, dk = j->dk, ksc = j->ksc;
+    const int64_t r = j->ids ? j->ids[i0] : i0, dk = j->dk, ksc = j->ksc;
     const __m512 va = _mm512_set1_ps(j->alpha);
     for (int64_t h = 0; h < j->heads; h++) {
         const void *kt = h16 ? (const void *)j->kh16 : (const void *)j->kh;
@@ -254,32 +255,32 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
     const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 64;
     const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
     for (int64_t i0 = 0; i0 < j->n;) {
-        int64_t m = 1, lo = 0;
+        int64_t m = 1, lo = 0, hi = 0;
         if (j->ksc > 0) {
             while (m < 4 && i0 + m < j->n && j->ids && j->ids[i0 + m] == j->ids[i0]) {
                 m++;
             }
-            lo = kcpu_attn_run_start(j, i0, m);
+            kcpu_attn_run_keys(j, i0, m, &lo, &hi);
             /* blocks of 16 keys per pass: no more than th has (a context of
             ** a dozen positions is one block), at most what the registers
             ** hold; cs = 2 where m kb chains would be too few */
-            int64_t nb = (j->th - lo + 15) / 16;
+            int64_t nb = (hi - lo + 15) / 16;
             nb = nb < 1 ? 1 : nb;
             switch (m * 8 + (nb < 4 ? nb : 4)) {
-            case 8 + 1: kt_scores(1, 1, 2, h16, j, i0, ld, lo); break;
-            case 8 + 2: kt_scores(1, 2, 2, h16, j, i0, ld, lo); break;
-            case 8 + 3: kt_scores(1, 3, 2, h16, j, i0, ld, lo); break;
-            case 8 + 4: kt_scores(1, 4, 1, h16, j, i0, ld, lo); break;
-            case 16 + 1: kt_scores(2, 1, 2, h16, j, i0, ld, lo); break;
-            case 16 + 2: kt_scores(2, 2, 1, h16, j, i0, ld, lo); break;
-            case 16 + 3: kt_scores(2, 3, 1, h16, j, i0, ld, lo); break;
-            case 16 + 4: kt_scores(2, 4, 1, h16, j, i0, ld, lo); break;
-            case 24 + 1: kt_scores(3, 1, 2, h16, j, i0, ld, lo); break;
-            case 24 + 2: kt_scores(3, 2, 1, h16, j, i0, ld, lo); break;
+            case 8 + 1: kt_scores(1, 1, 2, h16, j, i0, ld, lo, hi); break;
+            case 8 + 2: kt_scores(1, 2, 2, h16, j, i0, ld, lo, hi); break;
+            case 8 + 3: kt_scores(1, 3, 2, h16, j, i0, ld, lo, hi); break;
+            case 8 + 4: kt_scores(1, 4, 1, h16, j, i0, ld, lo, hi); break;
+            case 16 + 1: kt_scores(2, 1, 2, h16, j, i0, ld, lo, hi); break;
+            case 16 + 2: kt_scores(2, 2, 1, h16, j, i0, ld, lo, hi); break;
+            case 16 + 3: kt_scores(2, 3, 1, h16, j, i0, ld, lo, hi); break;
+            case 16 + 4: kt_scores(2, 4, 1, h16, j, i0, ld, lo, hi); break;
+            case 24 + 1: kt_scores(3, 1, 2, h16, j, i0, ld, lo, hi); break;
+            case 24 + 2: kt_scores(3, 2, 1, h16, j, i0, ld, lo, hi); break;
             case 24 + 3:
-            case 24 + 4: kt_scores(3, 3, 1, h16, j, i0, ld, lo); break;
-            case 32 + 1: kt_scores(4, 1, 2, h16, j, i0, ld, lo); break;
-            default: kt_scores(4, 2, 1, h16, j, i0, ld, lo); break;
+            case 24 + 4: kt_scores(3, 3, 1, h16, j, i0, ld, lo, hi); break;
+            case 32 + 1: kt_scores(4, 1, 2, h16, j, i0, ld, lo, hi); break;
+            default: kt_scores(4, 2, 1, h16, j, i0, ld, lo, hi); break;
             }
         }
         for (int64_t u = 0; u < m; u++) {

@@ -638,7 +638,7 @@ void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, cons
 ** tn = lens ? lens[i] : th:
 **   keys    K[t] = kh + r sr + h sh + t st   (t < tn, dk floats each), then
 **           kr + ((i heads + h) tr + t - tn) dk   (tn <= t < tn + tr)
-**           or, with ksc > 0 (keys transposed, lens NULL), element c of K[t]
+**           or, with ksc > 0 (keys transposed), element c of K[t]
 **           (t < th) at kh + r ksr + h ksh + c ksc + t
 **   values  V[t] likewise from vh, vr (always by sr, sh, st)
 **   s[t] = alpha q[i, h dk .. h dk + dk) . K[t] + (mask ? mask[r (th + tr) + t] : 0)
@@ -700,15 +700,17 @@ static inline int64_t kcpu_attn_scratch_floats(int64_t heads, int64_t keys) {
     return 4 * heads * (keys + 64);
 }
 void kcpu_attn_rows_ref(const kcpu_attn_job *j);
-/* Internal (attn_avx2.c, attn_avx512.c): the first history key that rows
-** i0 .. i0 + m - 1 (a run scored together) need, at most th: the scores
-** before it are not computed. */
-static inline int64_t kcpu_attn_run_start(const kcpu_attn_job *j, int64_t i0, int64_t m) {
-    if (j->starts == NULL) return 0;
-    int64_t lo = j->th;
-    for (int64_t u = 0; u < m; u++)
-        lo = j->starts[i0 + u] < lo ? j->starts[i0 + u] : lo;
-    return lo;
+/* Internal (attn_avx2.c, attn_avx512.c): the history keys [*lo, *hi) that
+** rows i0 .. i0 + m - 1 (a run scored together) need (starts, lens): the
+** scores outside are not computed. */
+static inline void kcpu_attn_run_keys(const kcpu_attn_job *j, int64_t i0, int64_t m, int64_t *lo,
+                                      int64_t *hi) {
+    *lo = j->starts ? j->th : 0;
+    *hi = j->lens ? 0 : j->th;
+    for (int64_t u = 0; u < m; u++) {
+        if (j->starts && j->starts[i0 + u] < *lo) *lo = j->starts[i0 + u];
+        if (j->lens && j->lens[i0 + u] > *hi) *hi = j->lens[i0 + u];
+    }
 }
 void kcpu_attn_rows_avx512(const kcpu_attn_job *j);
 void kcpu_attn_rows_avx2(const kcpu_attn_job *j);
