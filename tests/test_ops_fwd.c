@@ -508,6 +508,82 @@ static void test_f16_storage(void) {
     }
 }
 
+/* mt_pack_rows: rows of variable length packed from the left (top-up
+** folds), f32 and f16, with and without the first input, on the middle
+** and the last axis, against the definition; a row longer than the result
+** fails at forward. */
+static void test_pack_rows(void) {
+    TEST("pack_rows: per-row lengths packed from the left") {
+        /* a [3, 2, 5, 3] (3 rows, A = 2, La = 5, B = 3), b [4, 2, 4, 3] */
+        float a[90], b[96];
+        for (int i = 0; i < 90; i++)
+            a[i] = (float)(i + 1);
+        for (int i = 0; i < 96; i++)
+            b[i] = (float)(-i - 1);
+        int32_t ids[4] = {2, 0, 2, 1}, len[4] = {5, 0, 3, 1}, st[4] = {0, 2, 4, 1};
+        const int64_t out_len = 9; /* row 0: 5 + 4 */
+        for (int f16 = 0; f16 < 2; f16++) {
+            for (int with_a = 0; with_a < 2; with_a++) {
+                mt_graph *g = new_graph(false);
+                mt_node *na = mt_input(g, mt_shape4(3, 2, 5, 3), a);
+                mt_node *nb = mt_input(g, mt_shape4(4, 2, 4, 3), b);
+                if (f16) {
+                    na = mt_cast(g, na, MT_F16);
+                    nb = mt_cast(g, nb, MT_F16);
+                }
+                int32_t zero[4] = {0, 0, 0, 0};
+                mt_node *y = mt_pack_rows(g, with_a ? na : NULL, mt_input_i32(g, mt_shape1(4), ids),
+                                          mt_input_i32(g, mt_shape1(4), with_a ? len : zero), nb,
+                                          mt_input_i32(g, mt_shape1(4), st), 2, out_len);
+                CHECK(y && mt_node_dtype(y) == (f16 ? MT_F16 : MT_F32) &&
+                          shape_is(y, mt_shape4(4, 2, out_len, 3)),
+                      "pack_rows: dtype and shape");
+                if (f16) y = mt_cast(g, y, MT_F32);
+                for (int r = 0; r < 4; r++)
+                    for (int aa = 0; aa < 2; aa++)
+                        for (int p = 0; p < out_len; p++)
+                            for (int c = 0; c < 3; c++) {
+                                int l = with_a ? len[r] : 0, nbr = 4 - st[r];
+                                double v = 0.0;
+                                if (p < l)
+                                    v = a[((ids[r] * 2 + aa) * 5 + p) * 3 + c];
+                                else if (p < l + nbr)
+                                    v = b[((r * 2 + aa) * 4 + st[r] + p - l) * 3 + c];
+                                ref[((r * 2 + aa) * out_len + p) * 3 + c] = v;
+                            }
+                expect(g, y, 4 * 2 * out_len * 3, 0, 0,
+                       with_a ? "pack_rows of a and b" : "pack_rows of b alone");
+                mt_graph_free(g);
+            }
+        }
+        /* the last axis: keys transposed [N, H, dk, positions] */
+        mt_graph *g = new_graph(false);
+        mt_node *y = mt_pack_rows(g, mt_input(g, mt_shape3(3, 2, 15), a),
+                                  mt_input_i32(g, mt_shape1(4), ids),
+                                  mt_input_i32(g, mt_shape1(4), len),
+                                  mt_input(g, mt_shape3(4, 2, 12), b),
+                                  mt_input_i32(g, mt_shape1(4), st), -1, 17);
+        for (int r = 0; r < 4; r++)
+            for (int aa = 0; aa < 2; aa++)
+                for (int p = 0; p < 17; p++)
+                    ref[(r * 2 + aa) * 17 + p] =
+                        p < len[r]               ? a[(ids[r] * 2 + aa) * 15 + p]
+                        : p < len[r] + 12 - st[r] ? b[(r * 2 + aa) * 12 + st[r] + p - len[r]]
+                                                  : 0.0;
+        expect(g, y, 4 * 2 * 17, 0, 0, "pack_rows along the last axis");
+        mt_graph_free(g);
+        /* row 0 takes 5 + 4 positions: more than 8 */
+        g = new_graph(false);
+        y = mt_pack_rows(g, mt_input(g, mt_shape4(3, 2, 5, 3), a), mt_input_i32(g, mt_shape1(4), ids),
+                         mt_input_i32(g, mt_shape1(4), len), mt_input(g, mt_shape4(4, 2, 4, 3), b),
+                         mt_input_i32(g, mt_shape1(4), st), 2, 8);
+        CHECK(y != NULL && mt_graph_forward(g) == MT_ERR_INVALID &&
+                  strstr(mt_errmsg(), "mt_pack_rows") != NULL,
+              "pack_rows: a row longer than the result: %s", mt_errmsg());
+        mt_graph_free(g);
+    }
+}
+
 static void test_products(void) {
     TEST("matmul / bmm / affine with transposes") {
         mt_graph *g = new_graph(false);
@@ -1142,6 +1218,7 @@ int main(void) {
     test_gather_index();
     test_concat_slice_permute();
     test_f16_storage();
+    test_pack_rows();
     test_products();
     test_reductions();
     test_elementwise();
