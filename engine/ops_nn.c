@@ -495,6 +495,14 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 */
 enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4, ATTN_SPANS = 8, ATTN_KT = 16, ATTN_STARTS = 32 };
 
+/* k ints at a and at b (device) to ha and hb on the host. */
+static mt_status host_pair(mt_graph *g, const int32_t *a, const int32_t *b, int64_t k, int32_t *ha,
+                           int32_t *hb) {
+    mt_status rc = graph_ops(g)->copy(graph_device(g), ha, a, (size_t)k * sizeof(int32_t), 1);
+    if (rc == MT_OK) rc = graph_ops(g)->copy(graph_device(g), hb, b, (size_t)k * sizeof(int32_t), 1);
+    return rc;
+}
+
 /* The n spans start[i] .. start[i] + len[i] (host copies in chunks): each
 ** inside [0, rows), 1 <= len[i] <= max_len.  (Row ids: check_ids.) */
 static mt_status check_spans(mt_graph *g, const mt_node *start, const mt_node *len, int64_t n,
@@ -502,11 +510,7 @@ static mt_status check_spans(mt_graph *g, const mt_node *start, const mt_node *l
     int32_t st[CHUNK], ln[CHUNK];
     for (int64_t off = 0; off < n; off += CHUNK) {
         int64_t k = n - off < CHUNK ? n - off : CHUNK;
-        mt_status rc = graph_ops(g)->copy(graph_device(g), st, node_i32(start) + off,
-                                          (size_t)k * sizeof(int32_t), 1);
-        if (rc == MT_OK)
-            rc = graph_ops(g)->copy(graph_device(g), ln, node_i32(len) + off,
-                                    (size_t)k * sizeof(int32_t), 1);
+        mt_status rc = host_pair(g, node_i32(start) + off, node_i32(len) + off, k, st, ln);
         if (rc != MT_OK) return rc;
         for (int64_t t = 0; t < k; t++) {
             if (st[t] < 0 || ln[t] < 1 || ln[t] > max_len || st[t] + (int64_t)ln[t] > rows)
@@ -528,11 +532,7 @@ static mt_status check_spans_rows(mt_graph *g, const mt_node *spans, int64_t n, 
     int32_t ln[CHUNK], st[CHUNK];
     for (int64_t off = 0; off < n; off += CHUNK) {
         int64_t k = n - off < CHUNK ? n - off : CHUNK;
-        mt_status rc = graph_ops(g)->copy(graph_device(g), ln, node_i32(spans) + off,
-                                          (size_t)k * sizeof(int32_t), 1);
-        if (rc == MT_OK)
-            rc = graph_ops(g)->copy(graph_device(g), st, node_i32(spans) + n + off,
-                                    (size_t)k * sizeof(int32_t), 1);
+        mt_status rc = host_pair(g, node_i32(spans) + off, node_i32(spans) + n + off, k, ln, st);
         if (rc != MT_OK) return rc;
         for (int64_t t = 0; t < k; t++)
             if (ln[t] < 0 || ln[t] > th || st[t] < 0 || st[t] >= ln[t] + tr)

@@ -440,31 +440,24 @@ static void test_f16_storage(void) {
                 ref[i] = f16_of(buf_c[i]);
             expect(g, y, 210, 0, 0, ax ? "concat of f16 along axis 2" : "concat of f16 axis 0");
         }
+        /* index_select with repeats and slice (an odd start and length)
+        ** along each axis */
         int32_t ids[4] = {2, 0, 2, 1};
-        for (int ax = 0; ax < 3; ax++) {
-            mt_node *ni = mt_input_i32(g, mt_shape1(4), ids);
-            y = mt_index_select(g, h, ax, ni);
-            fy = mt_index_select(g, a, ax, ni);
-            CHECK(y && mt_node_dtype(y) == MT_F16, "index_select of f16: dtype");
-            CHECK_STATUS(mt_graph_forward(g));
-            int64_t n = mt_node_numel(fy);
-            CHECK_STATUS(mt_node_get(fy, buf_c, n));
-            for (int64_t i = 0; i < n; i++)
-                ref[i] = f16_of(buf_c[i]);
-            expect(g, y, n, 0, 0, "index_select of f16");
-        }
-        /* slice along each axis (an odd start and length) */
-        for (int ax = 0; ax < 3; ax++) {
-            int64_t len = mt_node_shape(h).dim[ax] - 1;
-            y = mt_slice(g, h, ax, 1, len);
-            fy = mt_slice(g, a, ax, 1, len);
-            CHECK(y && mt_node_dtype(y) == MT_F16, "slice of f16: dtype");
-            CHECK_STATUS(mt_graph_forward(g));
-            int64_t n = mt_node_numel(fy);
-            CHECK_STATUS(mt_node_get(fy, buf_c, n));
-            for (int64_t i = 0; i < n; i++)
-                ref[i] = f16_of(buf_c[i]);
-            expect(g, y, n, 0, 0, "slice of f16");
+        for (int op = 0; op < 2; op++) {
+            for (int ax = 0; ax < 3; ax++) {
+                mt_node *ni = mt_input_i32(g, mt_shape1(4), ids);
+                int64_t len = mt_node_shape(h).dim[ax] - 1;
+                y = op ? mt_slice(g, h, ax, 1, len) : mt_index_select(g, h, ax, ni);
+                fy = op ? mt_slice(g, a, ax, 1, len) : mt_index_select(g, a, ax, ni);
+                const char *what = op ? "slice of f16" : "index_select of f16";
+                CHECK(y && mt_node_dtype(y) == MT_F16, "%s: dtype", what);
+                CHECK_STATUS(mt_graph_forward(g));
+                int64_t n = mt_node_numel(fy);
+                CHECK_STATUS(mt_node_get(fy, buf_c, n));
+                for (int64_t i = 0; i < n; i++)
+                    ref[i] = f16_of(buf_c[i]);
+                expect(g, y, n, 0, 0, what);
+            }
         }
         mt_graph_free(g);
 
