@@ -414,8 +414,8 @@ static mt_status bt_table_gemm(bt_ctx *c) {
                "or the step's shortlist\n   size; cols: the mean C per row), rows = the "
                "hypotheses the search scored\n   (rows/out: their number over beam x (output "
                "tokens + EOS); see bench_translate.c)\n",
-               c->peak_gops, c->peak_src,
-               2 * c->macs.enc_pos, 2 * c->macs.dec_row, 2 * c->macs.out_per_col, (int)v);
+               c->peak_gops, c->peak_src, 2 * c->macs.enc_pos, 2 * c->macs.dec_row,
+               2 * c->macs.out_per_col, (int)v);
     } else {
         printf("   int8 limit: not computed (only transformer models are counted)\n");
     }
@@ -454,9 +454,9 @@ static mt_status bt_table_gemm(bt_ctx *c) {
                        src_s, (double)m.trg_tokens / m.wall, m.wall, cols,
                        out_rows > 0 ? rows / out_rows : 0.0);
                 if (c->macs.known && c->src_tokens > 0) {
-                    double ops = 2 * (c->macs.enc_pos * (double)c->src_positions +
-                                      c->macs.dec_row * rows +
-                                      c->macs.out_per_col * (double)m.row_cols);
+                    double ops =
+                        2 * (c->macs.enc_pos * (double)c->src_positions + c->macs.dec_row * rows +
+                             c->macs.out_per_col * (double)m.row_cols);
                     double per_tok = ops / (double)c->src_tokens;
                     double limit = c->peak_gops * 1e9 / per_tok;
                     printf(" %8.2f %12.1f %6.1f%%", per_tok * 1e-6, limit, 100 * src_s / limit);

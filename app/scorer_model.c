@@ -102,8 +102,8 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
         s->cap_sent = n_sent;
     }
     if (n_rows > s->cap_rows) {
-        int32_t **bufs[] = {&s->sel_rows, &s->prev_tok, &s->row_sent, &s->qpos,
-                            &s->hmap,     &s->hnew,     &s->hlen,     &s->hlen_new, &s->vpos};
+        int32_t **bufs[] = {&s->sel_rows, &s->prev_tok, &s->row_sent, &s->qpos, &s->hmap,
+                            &s->hnew,     &s->hlen,     &s->hlen_new, &s->vpos};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0] && rc == MT_OK; i++)
             rc = grow_i32(bufs[i], n_rows);
         if (rc == MT_OK) rc = grow_i32(&s->ctx_len, n_rows * MT_MAX_STREAMS);
@@ -188,9 +188,9 @@ void app_model_scorer_free(app_model_scorer *s) {
         mt_graph_free(s->hist[i]);
     }
     mt_graph_free(s->enc_add);
-    int32_t *bufs[] = {s->live, s->new_live, s->sel_sent, s->sel_rows, s->prev_tok, s->row_sent,
-                       s->qpos, s->hmap,     s->hnew,     s->hlen,     s->hlen_new, s->vpos,
-                       s->ctx_len};
+    int32_t *bufs[] = {s->live,     s->new_live, s->sel_sent, s->sel_rows, s->prev_tok,
+                       s->row_sent, s->qpos,     s->hmap,     s->hnew,     s->hlen,
+                       s->hlen_new, s->vpos,     s->ctx_len};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         mt_free(bufs[i]);
     mt_free(s->bseqs);

@@ -501,7 +501,7 @@ mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_no
     if (a == NULL || b == NULL) return NULL;
     if (bias != NULL) {
         const mt_shape *sb = &b->val.shape;
-        int64_t n = cols ? (cols->val.shape.ndim == 1 ? cols->val.shape.dim[0] : -1)
+        int64_t n = cols            ? (cols->val.shape.ndim == 1 ? cols->val.shape.dim[0] : -1)
                     : sb->ndim == 2 ? sb->dim[trans_b ? 0 : 1]
                                     : -1;
         if (bias->val.dtype != MT_F32 || n < 0 || mt_node_numel(bias) != n ||

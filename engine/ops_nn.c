@@ -483,7 +483,7 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 **   keys transposed, kh [N0, H, dk, Th] (scored by broadcast products),
 **   values [N0, H, Th, dk] or [N0, Th, H dk].  src: q, kh, vh, then ids,
 **   (kr, vr), mask, starts as present (attr.i[0] bits ATTN_IDS, ATTN_RECENT,
-**   ATTN_MASK, ATTN_STARTS).
+**   ATTN_MASK, ATTN_ROW_SPANS).
 ** attn_spans: row i of q [T, D] over rows start[i] .. start[i] + len[i] of
 **   k, v [T0, D] (src: q, k, v, start, len; attr.i[0] = ATTN_SPANS,
 **   attr.i[2] = the largest len).
@@ -493,13 +493,21 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 ** Inference only: no backward (the builders refuse inputs that want a
 ** gradient); training composes mt_bmm / mt_softmax instead.
 */
-enum { ATTN_IDS = 1, ATTN_RECENT = 2, ATTN_MASK = 4, ATTN_SPANS = 8, ATTN_KT = 16, ATTN_STARTS = 32 };
+enum {
+    ATTN_IDS = 1,
+    ATTN_RECENT = 2,
+    ATTN_MASK = 4,
+    ATTN_SPANS = 8,
+    ATTN_KT = 16,
+    ATTN_ROW_SPANS = 32
+};
 
 /* k ints at a and at b (device) to ha and hb on the host. */
 static mt_status host_pair(mt_graph *g, const int32_t *a, const int32_t *b, int64_t k, int32_t *ha,
                            int32_t *hb) {
     mt_status rc = graph_ops(g)->copy(graph_device(g), ha, a, (size_t)k * sizeof(int32_t), 1);
-    if (rc == MT_OK) rc = graph_ops(g)->copy(graph_device(g), hb, b, (size_t)k * sizeof(int32_t), 1);
+    if (rc == MT_OK)
+        rc = graph_ops(g)->copy(graph_device(g), hb, b, (size_t)k * sizeof(int32_t), 1);
     return rc;
 }
 
@@ -581,7 +589,7 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
             vr = y->src[at++];
         }
         const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
-        const mt_node *spans = flags & ATTN_STARTS ? y->src[at++] : NULL;
+        const mt_node *spans = flags & ATTN_ROW_SPANS ? y->src[at++] : NULL;
         const mt_shape *sk = &kh->val.shape;
         bool kt = flags & ATTN_KT, vsplit = vh->val.shape.ndim == 4;
         j.th = kt ? sk->dim[3] : sk->dim[sk->ndim == 4 ? 2 : 1];
@@ -668,7 +676,7 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
     if (ids) is_int |= 1u << n_src, src[n_src++] = ids, flags |= ATTN_IDS;
     if (kr || vr) src[n_src++] = kr, src[n_src++] = vr, flags |= ATTN_RECENT;
     if (mask) src[n_src++] = mask, flags |= ATTN_MASK;
-    if (starts) is_int |= 1u << n_src, src[n_src++] = starts, flags |= ATTN_STARTS;
+    if (starts) is_int |= 1u << n_src, src[n_src++] = starts, flags |= ATTN_ROW_SPANS;
     /* keys and values of mt_attn_rows_kt: both f32 or both f16 */
     if (!attn_inputs_ok(g, op, src, n_src, is_int, kt ? 3u << 1 : 0)) return NULL;
     if (kh->val.dtype != vh->val.dtype)

@@ -565,8 +565,8 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
         if (rc == MT_OK) rc = ops->copy(d, bs, node_i32(start) + off, bytes, 1);
         for (int64_t t = 0; t < k && rc == MT_OK; t++) {
             int64_t r = off + t, nb = lb - bs[t];
-            if (bl[t] < 0 || bl[t] > la || (bl[t] > 0 && (bi[t] < 0 || bi[t] >= na)) ||
-                bs[t] < 0 || bs[t] > lb || bl[t] + nb > l)
+            if (bl[t] < 0 || bl[t] > la || (bl[t] > 0 && (bi[t] < 0 || bi[t] >= na)) || bs[t] < 0 ||
+                bs[t] > lb || bl[t] + nb > l)
                 return mt_seterr(MT_ERR_INVALID,
                                  "mt_pack_rows: row %lld takes %d positions of row %d of %lld "
                                  "(of %lld) and %lld from %d (of %lld): more than %lld",
@@ -599,8 +599,9 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
             if (!need_f32_or_f16(g, "mt_pack_rows", src[i])) return NULL;
         } else if (src[i]->val.dtype != MT_I32 || src[i]->val.shape.ndim != 1 ||
                    src[i]->val.shape.dim[0] != b->val.shape.dim[0]) {
-            return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows: ids, lengths and starts must be "
-                                                 "int32 [N], one per row of b");
+            return graph_fail(g, MT_ERR_INVALID,
+                              "mt_pack_rows: ids, lengths and starts must be "
+                              "int32 [N], one per row of b");
         }
     }
     const mt_shape *sb = &b->val.shape;

@@ -384,9 +384,8 @@ mt_status mt_transformer_trim(const mt_model_config *c, mt_graph *g, const mt_de
                               int32_t n, mt_dec_state *out);
 /* mt_model_can_fold and mt_model_fold. */
 bool mt_transformer_can_fold(const mt_model_config *c);
-mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g,
-                                      const mt_dec_state *in, const int32_t *len,
-                                      mt_dec_state *out);
+mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                                      const int32_t *len, mt_dec_state *out);
 mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
                               bool freeze, mt_dec_state *out);
 /* Teacher forcing: logits [B, T, V] for the targets of b, and the alignment

@@ -412,12 +412,11 @@ static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int
     if (how != ATT_COMPOSED) {
         float alpha = (float)(1.0 / sqrt((double)(d / t->c->heads)));
         mt_node *ids = gk ? gk->ids : NULL, *kr = gk ? gk->kr : NULL, *vr = gk ? gk->vr : NULL;
-        mt_node *o = how != ATT_FUSED_KT
-                         ? mt_attn_rows(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha)
-                     : gk && gk->spans
-                         ? mt_attn_rows_kt_spans(g, q, kh, vh, ids, kr, vr, gk->spans, t->c->heads,
-                                                 alpha)
-                         : mt_attn_rows_kt(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha);
+        mt_node *o =
+            how != ATT_FUSED_KT ? mt_attn_rows(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha)
+            : gk && gk->spans
+                ? mt_attn_rows_kt_spans(g, q, kh, vh, ids, kr, vr, gk->spans, t->c->heads, alpha)
+                : mt_attn_rows_kt(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha);
         return t->c->no_projection ? o : dense(t, o, prefix, "o", d, d);
     }
     if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
@@ -843,12 +842,13 @@ typedef struct dec_io {
     /* decoding with rows at different positions (mt_dec_state.row_pos): */
     mt_node *step_mask; /* [N, 1, 1, pos + 1] additive: padding slots masked */
     /* ... over a frozen history (mt_dec_state.hist_lens): */
-    mt_node *spans;     /* i32 [2, N] history length and first key per row
-                           (the fused attention)                          */
-    mt_node *hist_mask; /* [N, 1, 1, hist_len + pos - hist_len + 1] the
-                           same as a mask (the composed ops)              */
-    mt_node *ctx_spans[4]; /* i32 [2, N] per context: each row's source
-                              length and 0 (mt_dec_state.ctx_lens)        */
+    /* the fused attention's i32 [2, N] history length and first key per row,
+    ** or the composed ops' mask [N, 1, 1, hist_len + (pos - hist_len) + 1] */
+    mt_node *spans;
+    mt_node *hist_mask;
+    /* i32 [2, N] per context: each row's source length, then zeros
+    ** (mt_dec_state.ctx_lens) */
+    mt_node *ctx_spans[MT_MAX_STREAMS];
     mt_node *keep;      /* [N, 1, 1] 1 for rows past their first position, 0
                            at it (NULL: no row is at its first position)   */
     mt_node *qpos;      /* AAN: [N, 1, 1] each row's position, and ...      */
@@ -1156,9 +1156,9 @@ static void hist_spans(tf *t, const int32_t *q, const int32_t *hlen, int64_t n, 
         int64_t first = hlen[r] > 0 ? 0 : tr - 1 - q[r]; /* first recent slot */
         if (hlen[r] < 0 || hlen[r] > hl || first < 0 || (hlen[r] > 0 && q[r] != hlen[r] + tr - 1)) {
             fail(t, MT_ERR_INVALID,
-                    "transformer: row %lld at position %d with %d of %lld history positions and "
-                    "%lld since",
-                    (long long)r, (int)q[r], (int)hlen[r], (long long)hl, (long long)(tr - 1));
+                 "transformer: row %lld at position %d with %d of %lld history positions and "
+                 "%lld since",
+                 (long long)r, (int)q[r], (int)hlen[r], (long long)hl, (long long)(tr - 1));
             break;
         }
         sp[r] = hlen[r];
@@ -1198,9 +1198,9 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     if (in->row_ids && mt_node_shape(in->row_ids).dim[0] != n)
         return mt_seterr(MT_ERR_INVALID, "transformer: %lld row ids for %lld rows",
                          (long long)mt_node_shape(in->row_ids).dim[0], (long long)n);
-    if (in->hist_len > 0 && (is_aan(c) || in->row_off || in->hist_len > in->pos ||
-                             in->hist_ids == NULL || mt_node_shape(in->hist_ids).dim[0] != n ||
-                             (q && in->hist_lens == NULL)))
+    if (in->hist_len > 0 &&
+        (is_aan(c) || in->row_off || in->hist_len > in->pos || in->hist_ids == NULL ||
+         mt_node_shape(in->hist_ids).dim[0] != n || (q && in->hist_lens == NULL)))
         return mt_seterr(MT_ERR_INVALID,
                          "transformer: a frozen history of %d positions of %d needs ids for "
                          "its %lld rows (and their lengths with rows at their own positions, "
@@ -1250,7 +1250,7 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     }
     x = mt_add(g, mt_scale(g, x, sqrtf((float)d)), pe);
     (void)enc; /* the state holds the contexts' keys, values and masks */
-    for (int j = 0; in->ctx_lens && j < in->n_ctx && j < 4; j++) {
+    for (int j = 0; in->ctx_lens && j < in->n_ctx && j < MT_MAX_STREAMS; j++) {
         int32_t stack[4096];
         int32_t *sp = n <= 2048 ? stack : tmp_alloc(&t, (size_t)(2 * n) * sizeof(int32_t));
         if (sp == NULL) break;
@@ -1357,9 +1357,8 @@ mt_status mt_transformer_trim(const mt_model_config *c, mt_graph *g, const mt_de
     return rc;
 }
 
-mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g,
-                                      const mt_dec_state *in, const int32_t *len,
-                                      mt_dec_state *out) {
+mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                                      const int32_t *len, mt_dec_state *out) {
     mt_dec_state st = *in;
     int nc = in->n_ctx;
     for (int j = 0; j < nc; j++) {
@@ -1405,7 +1404,8 @@ static mt_status fold_rows(mt_graph *g, const mt_dec_state *in, mt_dec_state *ou
         first[r] = (int32_t)(t - since);
         top = in->row_pos[r] > top ? in->row_pos[r] : top;
     }
-    mt_node *nhl = mt_input_i32(g, mt_shape1(n), hl), *nfirst = mt_input_i32(g, mt_shape1(n), first);
+    mt_node *nhl = mt_input_i32(g, mt_shape1(n), hl),
+            *nfirst = mt_input_i32(g, mt_shape1(n), first);
     mt_node *ids = in->hist_len > 0 ? in->hist_ids : nfirst; /* (no history: lengths 0) */
     mt_free(buf);
     for (int r = 0; r < in->n_rows; r++) {

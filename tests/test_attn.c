@@ -252,7 +252,7 @@ static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool 
         int64_t tn = irand(3) == 0 ? th : irand((int)th + 1);
         if (tn == 0 && tr == 0) tn = th;
         int pick = irand(5);
-        int64_t s0 = pick == 0 ? 0
+        int64_t s0 = pick == 0   ? 0
                      : pick == 1 ? irand((int)(tn > 0 ? tn : 1))
                      : pick == 2 ? tn
                      : pick == 3 ? tn + tr - 1
@@ -575,8 +575,8 @@ static void op_starts_case(int64_t n, int64_t h, int64_t dk, int64_t th, int64_t
                 nkh = mt_cast(g, mt_cast(g, nkh, MT_F16), MT_F32);
                 nvh = mt_cast(g, nvh, MT_F32);
             }
-            y = composed(g, nq, nkh, nvh, NULL, nkr, nvr,
-                         mt_input(g, mt_shape4(n, 1, 1, tk), mask), h, alpha);
+            y = composed(g, nq, nkh, nvh, NULL, nkr, nvr, mt_input(g, mt_shape4(n, 1, 1, tk), mask),
+                         h, alpha);
         } else {
             mt_node *nkt = mt_input(g, mt_shape4(n, h, dk, th), kt);
             if (f16) nkt = mt_cast(g, nkt, MT_F16);

@@ -551,25 +551,25 @@ static void test_pack_rows(void) {
         }
         /* the last axis: keys transposed [N, H, dk, positions] */
         mt_graph *g = new_graph(false);
-        mt_node *y = mt_pack_rows(g, mt_input(g, mt_shape3(3, 2, 15), a),
-                                  mt_input_i32(g, mt_shape1(4), ids),
-                                  mt_input_i32(g, mt_shape1(4), len),
-                                  mt_input(g, mt_shape3(4, 2, 12), b),
-                                  mt_input_i32(g, mt_shape1(4), st), -1, 17);
+        mt_node *y =
+            mt_pack_rows(g, mt_input(g, mt_shape3(3, 2, 15), a), mt_input_i32(g, mt_shape1(4), ids),
+                         mt_input_i32(g, mt_shape1(4), len), mt_input(g, mt_shape3(4, 2, 12), b),
+                         mt_input_i32(g, mt_shape1(4), st), -1, 17);
         for (int r = 0; r < 4; r++)
             for (int aa = 0; aa < 2; aa++)
                 for (int p = 0; p < 17; p++)
-                    ref[(r * 2 + aa) * 17 + p] =
-                        p < len[r]               ? a[(ids[r] * 2 + aa) * 15 + p]
-                        : p < len[r] + 12 - st[r] ? b[(r * 2 + aa) * 12 + st[r] + p - len[r]]
-                                                  : 0.0;
+                    ref[(r * 2 + aa) * 17 + p] = p < len[r] ? a[(ids[r] * 2 + aa) * 15 + p]
+                                                 : p < len[r] + 12 - st[r]
+                                                     ? b[(r * 2 + aa) * 12 + st[r] + p - len[r]]
+                                                     : 0.0;
         expect(g, y, 4 * 2 * 17, 0, 0, "pack_rows along the last axis");
         mt_graph_free(g);
         /* row 0 takes 5 + 4 positions: more than 8 */
         g = new_graph(false);
-        y = mt_pack_rows(g, mt_input(g, mt_shape4(3, 2, 5, 3), a), mt_input_i32(g, mt_shape1(4), ids),
-                         mt_input_i32(g, mt_shape1(4), len), mt_input(g, mt_shape4(4, 2, 4, 3), b),
-                         mt_input_i32(g, mt_shape1(4), st), 2, 8);
+        y = mt_pack_rows(g, mt_input(g, mt_shape4(3, 2, 5, 3), a),
+                         mt_input_i32(g, mt_shape1(4), ids), mt_input_i32(g, mt_shape1(4), len),
+                         mt_input(g, mt_shape4(4, 2, 4, 3), b), mt_input_i32(g, mt_shape1(4), st),
+                         2, 8);
         CHECK(y != NULL && mt_graph_forward(g) == MT_ERR_INVALID &&
                   strstr(mt_errmsg(), "mt_pack_rows") != NULL,
               "pack_rows: a row longer than the result: %s", mt_errmsg());

@@ -156,7 +156,8 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
             app_tr_result_clear(&got[i]);
         }
         fprintf(stderr,
-                "%s top-up window %d: %lld additions, %lld folds of rows at different positions, %d of 60 "
+                "%s top-up window %d: %lld additions, %lld folds of rows at different positions, "
+                "%d of 60 "
                 "best equal, %d of %d n-best hypotheses found, path scores within %.2g\n",
                 dir, windows[k], (long long)adds, (long long)tfolds, same_best, same_hyps, n_hyps,
                 worst);
@@ -190,8 +191,8 @@ static void test_kv_cache(void) {
     CHECK(app_kv_cache_parse("float16", &kv) == MT_OK && kv == APP_KV_FLOAT16, "parse float16");
     CHECK(app_kv_cache_parse("f16", &kv) == MT_ERR_INVALID && strstr(mt_errmsg(), "f16"),
           "parse f16: %s", mt_errmsg());
-    CHECK(app_kv_cache_f16(APP_KV_AUTO, MT_GEMM_INT8) && !app_kv_cache_f16(APP_KV_AUTO,
-                                                                           MT_GEMM_FLOAT32) &&
+    CHECK(app_kv_cache_f16(APP_KV_AUTO, MT_GEMM_INT8) &&
+              !app_kv_cache_f16(APP_KV_AUTO, MT_GEMM_FLOAT32) &&
               app_kv_cache_f16(APP_KV_FLOAT16, MT_GEMM_FLOAT32) &&
               !app_kv_cache_f16(APP_KV_FLOAT32, MT_GEMM_INT16),
           "kv cache precision by gemm type");
@@ -223,8 +224,10 @@ static void test_kv_cache(void) {
         }
         fixture_close(&fx);
     }
-    fprintf(stderr, "kv cache: int8, %zu values in %zu bytes as float16, %zu in %zu as float32 "
-                    "after the last step\n", values[0], bytes[0], values[1], bytes[1]);
+    fprintf(stderr,
+            "kv cache: int8, %zu values in %zu bytes as float16, %zu in %zu as float32 "
+            "after the last step\n",
+            values[0], bytes[0], values[1], bytes[1]);
     CHECK(values[0] > 0 && bytes[0] == 2 * values[0] && values[1] > 0 && bytes[1] == 4 * values[1],
           "caches: %zu values in %zu bytes (float16), %zu in %zu (float32)", values[0], bytes[0],
           values[1], bytes[1]);
@@ -234,8 +237,10 @@ static void test_kv_cache(void) {
         free(best[0][i]);
         free(best[1][i]);
     }
-    fprintf(stderr, "kv cache: float32 products, %d of 60 best translations equal with float16 "
-                    "caches\n", same);
+    fprintf(stderr,
+            "kv cache: float32 products, %d of 60 best translations equal with float16 "
+            "caches\n",
+            same);
     CHECK(same >= 54, "float16 caches changed %d of 60 float32 translations", 60 - same);
 }
 
@@ -577,7 +582,8 @@ static void test_bounded_memory(void) {
         seqs[i] = (mt_batch_seq){ids[i], (int32_t)len[i]};
         src_len[i] = (int32_t)len[i];
     }
-    if (CHECK_OK(app_model_scorer_init(am.models[0], MT_GEMM_FLOAT32, false, &ms)) && CHECK_OK(mt_beam_init(&beam))) {
+    if (CHECK_OK(app_model_scorer_init(am.models[0], MT_GEMM_FLOAT32, false, &ms)) &&
+        CHECK_OK(mt_beam_init(&beam))) {
         app_model_scorer_set_batch(ms, seqs, 3, 1);
         spy sp = {app_model_scorer_get(ms), false, 0, 0};
         mt_scorer sc = {&spy_ops, &sp};

@@ -235,8 +235,8 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
             }
             for (int64_t h = 0; h < h_n; h++) {
                 float *s = su + h * ld;
-                float inv = softmax_row(tk - s0, s + s0,
-                                        j->mask ? j->mask + r * (j->th + tr) + s0 : NULL);
+                float inv =
+                    softmax_row(tk - s0, s + s0, j->mask ? j->mask + r * (j->th + tr) + s0 : NULL);
                 float *o = j->o + i * j->ldo + h * dk;
                 const int64_t vho = h * j->sh; /* head h of vh, in elements */
                 const float *vrh = tr ? vr + h * tr * dk : NULL;
