@@ -482,7 +482,8 @@ mt_node *mt_attention(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node *
 **   heads not split), then the row's own kr, vr.  attn_rows_kt (ATTN_KT):
 **   keys transposed, kh [N0, H, dk, Th] (scored by broadcast products),
 **   values [N0, H, Th, dk] or [N0, Th, H dk].  src: q, kh, vh, then ids,
-**   (kr, vr), mask, starts as present (attr.i[0] bits ATTN_IDS, ATTN_RECENT,
+**   (kr, vr), mask, spans [2, N] (each row's history length and first
+**   key: mt_attn_rows_kt_spans) as present (attr.i[0] bits ATTN_IDS, ATTN_RECENT,
 **   ATTN_MASK, ATTN_ROW_SPANS).
 ** attn_spans: row i of q [T, D] over rows start[i] .. start[i] + len[i] of
 **   k, v [T0, D] (src: q, k, v, start, len; attr.i[0] = ATTN_SPANS,
@@ -668,7 +669,7 @@ static mt_node *attn_push(mt_graph *g, mt_node *const *src, int n_src, int flags
 /* Both builders of attn_rows (kt: keys transposed, mt_attn_rows_kt). */
 static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q, mt_node *kh,
                                 mt_node *vh, mt_node *ids, mt_node *kr, mt_node *vr, mt_node *mask,
-                                mt_node *starts, int heads, float alpha) {
+                                mt_node *spans, int heads, float alpha) {
     if (q == NULL || kh == NULL || vh == NULL) return NULL;
     mt_node *src[MT_MAX_SRC] = {q, kh, vh};
     int n_src = 3, flags = kt ? ATTN_KT : 0;
@@ -676,7 +677,7 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
     if (ids) is_int |= 1u << n_src, src[n_src++] = ids, flags |= ATTN_IDS;
     if (kr || vr) src[n_src++] = kr, src[n_src++] = vr, flags |= ATTN_RECENT;
     if (mask) src[n_src++] = mask, flags |= ATTN_MASK;
-    if (starts) is_int |= 1u << n_src, src[n_src++] = starts, flags |= ATTN_ROW_SPANS;
+    if (spans) is_int |= 1u << n_src, src[n_src++] = spans, flags |= ATTN_ROW_SPANS;
     /* keys and values of mt_attn_rows_kt: both f32 or both f16 */
     if (!attn_inputs_ok(g, op, src, n_src, is_int, kt ? 3u << 1 : 0)) return NULL;
     if (kh->val.dtype != vh->val.dtype)
@@ -704,9 +705,9 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
         mt_shape want = mt_shape4(sk->dim[0], 1, 1, th + tr);
         ok = mt_shape_eq(&mask->val.shape, &want);
     }
-    if (ok && starts)
-        ok = !mask && starts->val.shape.ndim == 2 && starts->val.shape.dim[0] == 2 &&
-             starts->val.shape.dim[1] == n;
+    if (ok && spans)
+        ok = !mask && spans->val.shape.ndim == 2 && spans->val.shape.dim[0] == 2 &&
+             spans->val.shape.dim[1] == n;
     if (!ok || th + tr < 1) {
         char s1[64], s2[64], s3[64], s4[64];
         return graph_fail(g, MT_ERR_INVALID,
