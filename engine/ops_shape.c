@@ -544,24 +544,25 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
 **   y[r, :, 0:len[r]] = a[ids[r], :, 0:len[r]]
 **   y[r, :, len[r]:len[r] + Lb - start[r]] = b[r, :, start[r]:Lb]
 **   the rest 0.  f32 or f16 values as they are; inference only.
-** attr.i = {A, La, Lb, B, L, Na}; src: b, ids, len, start, then a if any.
+** attr.i = {A, La, Lb, B, L, Na}; src: b, start, then a, ids, len if a.
 ** The host copies the ids and lengths in chunks and checks them.
 */
 static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
-    const mt_node *b = y->src[0], *ids = y->src[1], *len = y->src[2], *start = y->src[3];
-    const mt_node *a = y->n_src > 4 ? y->src[4] : NULL;
+    const mt_node *b = y->src[0], *start = y->src[1];
+    const mt_node *a = y->n_src > 2 ? y->src[2] : NULL, *ids = a ? y->src[3] : NULL;
+    const mt_node *len = a ? y->src[4] : NULL;
     int64_t na = y->attr.i[5], aa = y->attr.i[0], la = y->attr.i[1], lb = y->attr.i[2];
     int64_t bb = y->attr.i[3], l = y->attr.i[4], n = b->val.shape.dim[0];
     size_t es = mt_dtype_size(y->val.dtype), pos = (size_t)bb * es; /* bytes per position */
     const mt_device_ops *ops = graph_ops(g);
     mt_device *d = graph_device(g);
     mt_status rc = ops->memset0(d, y->val.data, (size_t)node_numel(y) * es);
-    int32_t bi[CHUNK], bl[CHUNK], bs[CHUNK];
+    int32_t bi[CHUNK] = {0}, bl[CHUNK] = {0}, bs[CHUNK]; /* (no a: no history rows) */
     for (int64_t off = 0; off < n && rc == MT_OK; off += CHUNK) {
         int64_t k = n - off < CHUNK ? n - off : CHUNK;
         size_t bytes = (size_t)k * sizeof(int32_t);
-        rc = ops->copy(d, bi, node_i32(ids) + off, bytes, 1);
-        if (rc == MT_OK) rc = ops->copy(d, bl, node_i32(len) + off, bytes, 1);
+        if (a) rc = ops->copy(d, bi, node_i32(ids) + off, bytes, 1);
+        if (a && rc == MT_OK) rc = ops->copy(d, bl, node_i32(len) + off, bytes, 1);
         if (rc == MT_OK) rc = ops->copy(d, bs, node_i32(start) + off, bytes, 1);
         for (int64_t t = 0; t < k && rc == MT_OK; t++) {
             int64_t r = off + t, nb = lb - bs[t];
@@ -590,12 +591,12 @@ static const mt_op_def op_pack_rows = {"pack_rows", pack_rows_forward, NULL};
 
 mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
                       mt_node *start, int axis, int64_t out_len) {
-    if (b == NULL || ids == NULL || len == NULL || start == NULL) return NULL;
-    mt_node *src[5] = {b, ids, len, start, a};
-    for (int i = 0; i < (a ? 5 : 4); i++) {
+    if (b == NULL || start == NULL || (a && (ids == NULL || len == NULL))) return NULL;
+    mt_node *src[5] = {b, start, a, ids, len};
+    for (int i = 0; i < (a ? 5 : 2); i++) {
         if (node_wants_grad(src[i]))
             return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows: inference only");
-        if (i == 0 || i == 4) {
+        if (i == 0 || i == 2) {
             if (!need_f32_or_f16(g, "mt_pack_rows", src[i])) return NULL;
         } else if (src[i]->val.dtype != MT_I32 || src[i]->val.shape.ndim != 1 ||
                    src[i]->val.shape.dim[0] != b->val.shape.dim[0]) {
@@ -628,7 +629,7 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
     at.i[3] = prod_dims(sb, ax + 1, sb->ndim);
     at.i[4] = out_len;
     at.i[5] = a ? a->val.shape.dim[0] : 0;
-    return graph_push(g, &op_pack_rows, out, b->val.dtype, a ? 5 : 4, src, &at);
+    return graph_push(g, &op_pack_rows, out, b->val.dtype, a ? 5 : 2, src, &at);
 }
 
 /* ------------------------------------------------------------------------

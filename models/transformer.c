@@ -1404,9 +1404,8 @@ static mt_status fold_rows(mt_graph *g, const mt_dec_state *in, mt_dec_state *ou
         first[r] = (int32_t)(t - since);
         top = in->row_pos[r] > top ? in->row_pos[r] : top;
     }
-    mt_node *nhl = mt_input_i32(g, mt_shape1(n), hl),
-            *nfirst = mt_input_i32(g, mt_shape1(n), first);
-    mt_node *ids = in->hist_len > 0 ? in->hist_ids : nfirst; /* (no history: lengths 0) */
+    mt_node *nfirst = mt_input_i32(g, mt_shape1(n), first);
+    mt_node *nhl = in->hist_len > 0 ? mt_input_i32(g, mt_shape1(n), hl) : NULL;
     mt_free(buf);
     for (int r = 0; r < in->n_rows; r++) {
         bool keys = r % 2 == 0; /* keys transposed: [N, H, D/H, positions] */
@@ -1422,7 +1421,7 @@ static mt_status fold_rows(mt_graph *g, const mt_dec_state *in, mt_dec_state *ou
             if (keys) rec = swap_kt(g, rec);
             rec = mt_cast(g, rec, want);
         }
-        st.hist[r] = mt_pack_rows(g, h, ids, nhl, rec, nfirst, keys ? 3 : 2, top);
+        st.hist[r] = mt_pack_rows(g, h, in->hist_ids, nhl, rec, nfirst, keys ? 3 : 2, top);
         st.rows[r] = NULL;
     }
     st.pos = st.hist_len = (int32_t)top;
