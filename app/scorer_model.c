@@ -538,18 +538,6 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     s->stats.steps++;
     s->stats.rows += n;
     s->stats.row_cols += (int64_t)n * cols;
-    /* (the per-sentence nodes end with the n_ctx masks of the contexts) */
-    s->stats.cache_values = s->stats.cache_bytes = 0;
-    for (int r = 0; r < MT_DEC_STATE_SLOTS; r++) {
-        const mt_node *kept[2] = {r < s->st.n_fixed - s->st.n_ctx ? s->st.fixed[r] : NULL,
-                                  r < s->st.n_rows ? s->st.hist[r] : NULL};
-        for (int q = 0; q < 2; q++) {
-            if (kept[q] == NULL) continue;
-            size_t v = (size_t)mt_node_numel(kept[q]);
-            s->stats.cache_values += v;
-            s->stats.cache_bytes += v * mt_dtype_size(mt_node_dtype(kept[q]));
-        }
-    }
     if (s->st.hist_len > 0) {
         int32_t *t = s->hmap;
         s->hmap = s->hnew;
@@ -574,9 +562,27 @@ static mt_status op_step_topk(void *user, void *state, const mt_scorer_step *in,
     return step_rows(state, in, k, cols, logprobs, align);
 }
 
+/* The keys and values of the contexts and of the frozen history that the
+** state holds (the per-sentence nodes end with the n_ctx masks of the
+** contexts, which are not counted): their number and bytes. */
+static void cache_size(app_model_scorer *s) {
+    s->stats.cache_values = s->stats.cache_bytes = 0;
+    for (int r = 0; r < MT_DEC_STATE_SLOTS; r++) {
+        const mt_node *kept[2] = {r < s->st.n_fixed - s->st.n_ctx ? s->st.fixed[r] : NULL,
+                                  r < s->st.n_rows ? s->st.hist[r] : NULL};
+        for (int q = 0; q < 2; q++) {
+            if (kept[q] == NULL) continue;
+            size_t v = (size_t)mt_node_numel(kept[q]);
+            s->stats.cache_values += v;
+            s->stats.cache_bytes += v * mt_dtype_size(mt_node_dtype(kept[q]));
+        }
+    }
+}
+
 static void op_finish(void *user, void *state) {
     app_model_scorer *s = user;
     (void)state;
+    cache_size(s); /* after the search's last step */
     memset(&s->st, 0, sizeof s->st);
     s->n_live = s->n_pend = 0;
     s->topup = false;

@@ -94,7 +94,7 @@ typedef struct app_model_scorer_stats {
     size_t step_bytes;   /* ... of the two step graphs                      */
     size_t hist_bytes;   /* ... of the two graphs of the frozen caches      */
     size_t cache_values; /* the keys and values of the contexts and of the
-                            frozen history after the last step ...        */
+                            frozen history at the end of the last search  */
     size_t cache_bytes;  /* ... and their bytes (--kv-cache: 2 or 4 each) */
 } app_model_scorer_stats;
 app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s);
