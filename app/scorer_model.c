@@ -136,7 +136,7 @@ static mt_status new_graph(mt_gemm_type gemm_type, bool kv_f16, mt_graph **g) {
 
 mt_status app_kv_cache_parse(const char *s, app_kv_cache *out) {
     static const char *const names[] = {"auto", "float32", "float16"};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (!strcmp(s, names[i])) {
             *out = (app_kv_cache)i;
             return MT_OK;
