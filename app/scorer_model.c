@@ -369,10 +369,22 @@ static mt_status purge(app_model_scorer *s, int32_t n) {
     return MT_OK;
 }
 
-/* One step; k > 0: each row's k best (fused log-softmax + top-k of the
-** logits) into top_cols/logprobs [n_hyps * k], else whole rows. */
-static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_t k,
-                           int32_t *top_cols, float *logprobs, float *align) {
+/* What a step gives back: with am_cols each row's argmax (skip: the
+** suppressed columns, mt_scorer_ops.step_argmax); with k > 0 each row's k
+** best (fused log-softmax + top-k of the logits) into top_cols/logprobs
+** [n_hyps * k]; else whole rows into logprobs. */
+typedef struct step_out {
+    int32_t k;
+    int32_t *top_cols;
+    float *logprobs;
+    const float *skip;
+    int32_t *am_cols;
+} step_out;
+
+/* One step (want: step_out). */
+static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const step_out *want,
+                           float *align) {
+    const int32_t k = want->k;
     const int32_t n = in->n_hyps, n_tot = s->n_live + s->n_pend;
     /* (the rows of the state and those appended for pending sentences) */
     mt_status rc = reserve(s, n_tot, n > s->n_rows + s->n_pend ? n : s->n_rows + s->n_pend);
@@ -492,7 +504,8 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     cur.ctx_lens = s->ctx_len;
     if (rc == MT_OK && in->shortlist)
         cur.shortlist = mt_input_i32(g, mt_shape1(in->n_shortlist), in->shortlist);
-    cur.logits_only = in->argmax_only || k > 0; /* beam 1: the argmax of the logits */
+    cur.logits_only =
+        in->argmax_only || k > 0 || want->am_cols; /* beam 1: the argmax of the logits */
     cur.no_align = align == NULL;
     if (rc == MT_OK) rc = mt_model_step(s->m, g, NULL, &cur, s->prev_tok, &next, &out);
     if (rc != MT_OK) return rc;
@@ -502,10 +515,12 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
     mt_graph_keep(g, al);
     rc = mt_graph_forward(g);
     int32_t cols = in->shortlist ? in->n_shortlist : mt_model_trg_vocab(s->m);
-    if (rc == MT_OK && k > 0)
-        rc = mt_node_logsoftmax_topk(lp, k, top_cols, logprobs);
+    if (rc == MT_OK && want->am_cols)
+        rc = mt_node_argmax(lp, want->skip, want->am_cols);
+    else if (rc == MT_OK && k > 0)
+        rc = mt_node_logsoftmax_topk(lp, k, want->top_cols, want->logprobs);
     else if (rc == MT_OK)
-        rc = mt_node_get(lp, logprobs, (int64_t)n * cols);
+        rc = mt_node_get(lp, want->logprobs, (int64_t)n * cols);
     if (rc == MT_OK && align) {
         if (al == NULL) return mt_seterr(MT_ERR_UNSUPPORTED, "translate: no alignment layer");
         int64_t sl = mt_node_shape(al).dim[1];
@@ -553,13 +568,19 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, int32_
 static mt_status op_step(void *user, void *state, const mt_scorer_step *in, float *logprobs,
                          float *align) {
     (void)user;
-    return step_rows(state, in, 0, NULL, logprobs, align);
+    return step_rows(state, in, &(step_out){.logprobs = logprobs}, align);
 }
 
 static mt_status op_step_topk(void *user, void *state, const mt_scorer_step *in, int32_t k,
                               int32_t *cols, float *logprobs, float *align) {
     (void)user;
-    return step_rows(state, in, k, cols, logprobs, align);
+    return step_rows(state, in, &(step_out){.k = k, .top_cols = cols, .logprobs = logprobs}, align);
+}
+
+static mt_status op_step_argmax(void *user, void *state, const mt_scorer_step *in,
+                                const float *skip, int32_t *cols, float *align) {
+    (void)user;
+    return step_rows(state, in, &(step_out){.skip = skip, .am_cols = cols}, align);
 }
 
 /* The keys and values of the contexts and of the frozen history that the
@@ -596,6 +617,7 @@ static const mt_scorer_ops model_scorer_ops = {
     .step = op_step,
     .finish = op_finish,
     .step_topk = op_step_topk,
+    .step_argmax = op_step_argmax,
 };
 
 mt_scorer app_model_scorer_get(app_model_scorer *s) { return (mt_scorer){&model_scorer_ops, s}; }

@@ -67,6 +67,7 @@ typedef struct plan {
     int32_t n, k, m, v, cols, w, window, rows, t_max, r_per;
     bool align, word_scores, argmax_only, ensemble, can_add;
     bool topk;  /* the scorer gives each row's kk best (step_topk)    */
+    bool amax;  /* argmax_only and the scorer gives argmaxes (step_argmax) */
     int32_t kk; /* beam + suppressed columns + 1                      */
     /* per sentence */
     int32_t *lim;      /* [n] step limit                                    */
@@ -98,6 +99,8 @@ typedef struct plan {
     float *tk_lp;                  /* [rows * kk] (topk)                  */
     cand *heap;                    /* [k]                                 */
     int32_t *supp_cols;            /* [n_suppress + 1]                    */
+    float *skip;                   /* [cols] 0, -inf at supp_cols (amax)  */
+    int32_t *am_col;               /* [rows] each row's argmax (amax)     */
     int32_t n_supp_cols;
     int32_t *admit; /* [window]                             */
     void **states;  /* [m]                                  */
@@ -194,6 +197,8 @@ static void layout(plan *pl, carver *c, int32_t n_supp, size_t tok_total, size_t
     pl->tk_lp = pl->topk ? carve(c, mul_sat(rows, (size_t)pl->kk), sizeof(float)) : NULL;
     pl->heap = carve(c, k, sizeof *pl->heap);
     pl->supp_cols = carve(c, (size_t)n_supp + 1, sizeof(int32_t));
+    pl->skip = pl->amax ? carve(c, cols, sizeof(float)) : NULL;
+    pl->am_col = pl->amax ? carve(c, rows, sizeof(int32_t)) : NULL;
     pl->admit = carve(c, (size_t)pl->window, sizeof(int32_t));
     pl->states = carve(c, m, sizeof(void *));
 }
@@ -343,6 +348,7 @@ static mt_status prepare(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
     pl->argmax_only = p->beam_size == 1 && n_scorers == 1 && !p->greedy_scores && !p->n_best &&
                       !p->word_scores && !p->early_stop;
     pl->topk = n_scorers == 1 && !pl->argmax_only && scorers[0].ops->step_topk != NULL;
+    pl->amax = pl->argmax_only && scorers[0].ops->step_argmax != NULL;
     pl->kk = p->beam_size + (p->n_suppress > 0 ? p->n_suppress : 0) + 1;
     pl->r_per = p->n_best ? p->beam_size : 1;
     int32_t width = 1, n_live = 0;
@@ -622,6 +628,12 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
         int32_t c = col_of(in, p->suppress[i]);
         if (c >= 0) pl.supp_cols[pl.n_supp_cols++] = c;
     }
+    if (pl.amax) {
+        for (int32_t c = 0; c < cols; c++)
+            pl.skip[c] = 0.0f;
+        for (int32_t i = 0; i < pl.n_supp_cols; i++)
+            pl.skip[pl.supp_cols[i]] = -INFINITY;
+    }
     /* results and the queue of non-empty sentences */
     int32_t n_queue = 0;
     for (int32_t s = 0; s < n; s++) {
@@ -707,12 +719,17 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
             .align_stride = pl.w,
             .beam_size = k,
         };
-        bool lists = pl.topk; /* rows' top-k lists, unless a prefix token is forced */
-        for (int32_t r = 0; lists && in->prefix_len && r < n_rows; r++)
-            lists = pl.slots[pl.r_slot[cur][r]].t >= in->prefix_len[pl.r_sent[cur][r]];
+        /* rows' top-k lists or argmaxes, unless a prefix token is forced */
+        bool free_step = pl.topk || pl.amax;
+        for (int32_t r = 0; free_step && in->prefix_len && r < n_rows; r++)
+            free_step = pl.slots[pl.r_slot[cur][r]].t >= in->prefix_len[pl.r_sent[cur][r]];
+        const bool lists = free_step && pl.topk, amax = free_step && pl.amax;
         for (int i = 0; i < m; i++) {
             float *al = i == 0 && pl.align ? pl.align_buf : NULL;
-            if (lists) {
+            if (amax) {
+                rc = scorers[0].ops->step_argmax(scorers[0].user, pl.states[0], &st, pl.skip,
+                                                 pl.am_col, al);
+            } else if (lists) {
                 rc = scorers[0].ops->step_topk(scorers[0].user, pl.states[0], &st, pl.kk,
                                                pl.tk_col, pl.tk_lp, al);
             } else {
@@ -762,6 +779,9 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
                 cnt = 1;
             } else if (lists) {
                 cnt = select_lists(&pl, pl.r_path[cur], w0, r0, r1, so->cap, pl.heap);
+            } else if (amax) { /* beam 1: one row */
+                cnt = pl.am_col[r0] >= 0 && pl.am_col[r0] < cols;
+                if (cnt) pl.heap[0] = (cand){NAN, r0, pl.am_col[r0], NAN};
             } else {
                 for (int32_t r = r0; r < r1; r++)
                     for (int32_t i = 0; i < pl.n_supp_cols; i++)

@@ -118,6 +118,12 @@ static void cpu_softmax_topk(mt_device *d, int64_t rows, int64_t cols, const flo
     kcpu_softmax_topk(rows, cols, x, NULL, k, idx, logp, NULL);
 }
 
+static void cpu_argmax_rows(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                            const float *bias, int32_t *idx, float *val) {
+    (void)d;
+    kcpu_argmax_rows(rows, cols, x, bias, idx, val);
+}
+
 static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
     (void)d;
     kcpu_attn_job j = {.n = a->n,
@@ -369,6 +375,7 @@ static const mt_device_ops cpu_ops = {
     .softmax_topk = cpu_softmax_topk,
     .attn_rows = cpu_attn_rows,
     .attn_scratch_bytes = cpu_attn_scratch_bytes,
+    .argmax_rows = cpu_argmax_rows,
     .log_softmax_bwd = cpu_log_softmax_bwd,
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,

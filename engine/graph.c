@@ -1215,21 +1215,48 @@ mt_status mt_node_get(const mt_node *n, float *host, int64_t numel) {
     return copy_as_f32(&n->val, host, numel, "mt_node_get");
 }
 
-mt_status mt_node_logsoftmax_topk(const mt_node *n, int32_t k, int32_t *idx, float *logp) {
+/* The checks of the fused output-layer reductions: a computed 2-D f32
+** node on the host. */
+static mt_status check_rows_node(const mt_node *n, const char *what) {
     if (n == NULL || !n->computed || n->released)
-        return mt_seterr(MT_ERR_INVALID, "mt_node_logsoftmax_topk: node %s",
+        return mt_seterr(MT_ERR_INVALID, "%s: node %s", what,
                          n == NULL      ? "is NULL"
                          : !n->computed ? "not computed (run forward)"
                                         : "released after its last use");
     const mt_tensor *v = &n->val;
-    if (v->dtype != MT_F32 || v->shape.ndim != 2 || k < 1 || v->shape.dim[1] < 1)
-        return mt_seterr(MT_ERR_INVALID, "mt_node_logsoftmax_topk: %s node of %d dimensions, k %d",
-                         mt_dtype_name(v->dtype), v->shape.ndim, (int)k);
+    if (v->dtype != MT_F32 || v->shape.ndim != 2 || v->shape.dim[1] < 1)
+        return mt_seterr(MT_ERR_INVALID, "%s: %s node of %d dimensions", what,
+                         mt_dtype_name(v->dtype), v->shape.ndim);
+    return MT_OK;
+}
+
+mt_status mt_node_logsoftmax_topk(const mt_node *n, int32_t k, int32_t *idx, float *logp) {
+    mt_status rc = check_rows_node(n, "mt_node_logsoftmax_topk");
+    if (rc != MT_OK) return rc;
+    if (k < 1) return mt_seterr(MT_ERR_INVALID, "mt_node_logsoftmax_topk: k %d", (int)k);
+    const mt_tensor *v = &n->val;
     mt_device *d = v->dev;
     if (d->kind != 0 || d->ops->softmax_topk == NULL)
         return mt_seterr(MT_ERR_UNSUPPORTED, "mt_node_logsoftmax_topk: not on device %s",
                          d->ops->name);
     d->ops->softmax_topk(d, v->shape.dim[0], v->shape.dim[1], node_f32(n), k, idx, logp);
+    return MT_OK;
+}
+
+mt_status mt_node_argmax(const mt_node *n, const float *bias, int32_t *idx) {
+    mt_status rc = check_rows_node(n, "mt_node_argmax");
+    if (rc != MT_OK) return rc;
+    mt_device *d = n->val.dev;
+    if (d->kind != 0 || d->ops->argmax_rows == NULL)
+        return mt_seterr(MT_ERR_UNSUPPORTED, "mt_node_argmax: not on device %s", d->ops->name);
+    int64_t rows = n->val.shape.dim[0];
+    float val[256];
+    for (int64_t r0 = 0; r0 < rows; r0 += 256) {
+        int64_t m = rows - r0 < 256 ? rows - r0 : 256, cols = n->val.shape.dim[1];
+        d->ops->argmax_rows(d, m, cols, node_f32(n) + r0 * cols, bias, idx + r0, val);
+        for (int64_t r = 0; r < m; r++)
+            if (!(val[r] > -INFINITY)) idx[r0 + r] = -1;
+    }
     return MT_OK;
 }
 

@@ -317,6 +317,13 @@ const mt_tensor *mt_node_value(const mt_node *n); /* device tensor view */
 ** MT_ERR_UNSUPPORTED on a device without it (callers then take the
 ** log-softmax of whole rows). */
 mt_status mt_node_logsoftmax_topk(const mt_node *n, int32_t k, int32_t *idx, float *logp);
+/* Beam 1 without scores (WNMT 2018 sec. 2.3): for each row of the computed
+** 2-D f32 node, idx[r] = the first column of the largest value + bias[c]
+** (bias: host [cols], 0 or -INFINITY for a column left out, or NULL), -1
+** when no value exceeds -inf (NaN never wins).  idx: host [rows].  One pass
+** on the device (kcpu_argmax_rows), without copying the rows out.
+** MT_ERR_UNSUPPORTED on a device without it. */
+mt_status mt_node_argmax(const mt_node *n, const float *bias, int32_t *idx);
 const char *mt_node_op_name(const mt_node *n);
 
 /* ------------------------------------------------------- graph leaves */
@@ -827,6 +834,13 @@ typedef struct mt_scorer_ops {
     ** prefix token in the step; k covers the suppressed columns too. */
     mt_status (*step_topk)(void *user, void *state, const mt_scorer_step *in, int32_t k,
                            int32_t *cols, float *logprobs, float *align);
+    /* Appended, optional (NULL: step).  step_argmax is step when
+    ** argmax_only giving only each row's argmax: cols [n_hyps] the first
+    ** column of the largest score + skip[c] (skip [V or n_shortlist]: 0, or
+    ** -INFINITY for a suppressed column), -1 when none exceeds -inf.  The
+    ** search uses it when no prefix token is forced in the step. */
+    mt_status (*step_argmax)(void *user, void *state, const mt_scorer_step *in, const float *skip,
+                             int32_t *cols, float *align);
 } mt_scorer_ops;
 
 typedef struct mt_scorer {

@@ -95,7 +95,7 @@ typedef struct toy {
     int64_t rows_of[MAXS];
     /* counters */
     int call; /* step calls in this search */
-    int64_t calls, rows, argmax_calls, full_calls, topk_calls;
+    int64_t calls, rows, argmax_calls, full_calls, topk_calls, amax_calls;
     int starts, finishes, adds, errors;
     uint64_t allocs_at_start;
     int state_token; /* what start hands out as state */
@@ -253,10 +253,34 @@ static mt_status toy_step_topk(void *user, void *state, const mt_scorer_step *in
     return MT_OK;
 }
 
-static const mt_scorer_ops toy_ops = {toy_vocab, toy_start, toy_add, toy_step, toy_finish, NULL};
-static const mt_scorer_ops toy_ops_noadd = {toy_vocab, toy_start, NULL, toy_step, toy_finish, NULL};
-static const mt_scorer_ops toy_ops_topk = {toy_vocab,  toy_start,  toy_add,
-                                           toy_step,   toy_finish, toy_step_topk};
+/* step_argmax by the plain method: the whole rows of toy_step plus skip,
+** then each row's first largest value above -inf. */
+static mt_status toy_step_argmax(void *user, void *state, const mt_scorer_step *in,
+                                 const float *skip, int32_t *cols_out, float *align) {
+    static float rows[MAXROWS * MAXV];
+    toy *t = user;
+    mt_status rc = toy_step(user, state, in, rows, align);
+    if (rc != MT_OK) return rc;
+    t->amax_calls++;
+    if (!in->argmax_only) t->errors++;
+    int32_t cols = in->shortlist ? in->n_shortlist : t->c->v;
+    for (int32_t i = 0; i < in->n_hyps; i++) {
+        int32_t best = -1;
+        for (int32_t c = 0; c < cols; c++) {
+            float x = rows[i * cols + c] + skip[c];
+            if (x > -INFINITY && (best < 0 || x > rows[i * cols + best] + skip[best])) best = c;
+        }
+        cols_out[i] = best;
+    }
+    return MT_OK;
+}
+
+static const mt_scorer_ops toy_ops = {toy_vocab,  toy_start, toy_add, toy_step,
+                                      toy_finish, NULL,      NULL};
+static const mt_scorer_ops toy_ops_noadd = {toy_vocab,  toy_start, NULL, toy_step,
+                                            toy_finish, NULL,      NULL};
+static const mt_scorer_ops toy_ops_topk = {toy_vocab,  toy_start,     toy_add,        toy_step,
+                                           toy_finish, toy_step_topk, toy_step_argmax};
 static const mt_scorer_ops *run1_ops = &toy_ops; /* what run1 searches with */
 
 /* ------------------------------------------------------------ oracles */
@@ -589,6 +613,29 @@ static void test_greedy(mt_beam *b) {
             CHECK(t.argmax_calls == 0, "argmax_only set although scores wanted");
         else
             CHECK(t.argmax_calls > 0 && t.full_calls == 0, "argmax_only not set for beam 1");
+    }
+    /* the argmaxes from the scorer (step_argmax): the same tokens, also
+    ** where the suppressed UNK is every row's favourite */
+    static chain cu;
+    chain_random(&cu, 7, 3, 78, 2.0f, -1.0f, 4.0f);
+    for (int which = 0; which < 2; which++) {
+        const chain *ch = which ? &cu : &c;
+        p.greedy_scores = false;
+        toy_init(&t, ch, src_len, 1);
+        run1_ops = &toy_ops_topk;
+        mt_status rc = run1(b, &p, &t, src_len, 3, NULL, NULL, &res);
+        run1_ops = &toy_ops;
+        CHECK_STATUS(rc);
+        CHECK(t.errors == 0 && t.amax_calls > 0 && t.topk_calls == 0,
+              "step_argmax: %d violations, %lld argmax calls", t.errors, (long long)t.amax_calls);
+        for (int s = 0; s < 3; s++) {
+            rhyp gr = ref_greedy(ch, s, &g);
+            const mt_beam_hyp *h = &res[s].hyps[0];
+            bool ok = h->n_tokens == (gr.eos ? gr.len - 1 : gr.len) && h->eos == gr.eos;
+            for (int32_t i = 0; ok && i < h->n_tokens; i++)
+                ok = h->tokens[i] == gr.tok[i] && gr.tok[i] != 1;
+            CHECK(ok, "beam 1 (step_argmax) differs from greedy, chain %d sentence %d", which, s);
+        }
     }
     /* n-best or word scores need scores: no argmax_only */
     p.greedy_scores = false;

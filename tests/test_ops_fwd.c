@@ -132,6 +132,50 @@ static void test_softmax(void) {
     }
 }
 
+/* mt_node_argmax against a scalar scan: first maximum, skipped columns,
+** NaN never wins, a row with nothing above -inf gives -1; more rows than
+** its chunk of 256. */
+static void test_node_argmax(void) {
+    TEST("mt_node_argmax [260,31] with skips, ties, NaN and -inf rows") {
+        enum { R = 260, C = 31 };
+        mt_graph *g = new_graph(false);
+        randn(buf_a, R * C);
+        float skip[C];
+        for (int c = 0; c < C; c++)
+            skip[c] = c % 5 == 3 ? -INFINITY : 0.0f;
+        for (int r = 0; r < R; r++) {
+            float *x = buf_a + r * C;
+            if (r % 7 == 1) x[30] = x[12] = 50.0f; /* tie: the first */
+            if (r % 7 == 2) x[8] = 60.0f;          /* skipped favourite */
+            if (r % 7 == 3) x[4] = NAN;            /* never wins */
+            if (r % 7 == 4)                        /* nothing left */
+                for (int c = 0; c < C; c++)
+                    x[c] = c % 5 == 3 ? 1.0f : -INFINITY;
+        }
+        mt_node *x = mt_input(g, mt_shape2(R, C), buf_a);
+        mt_node *y = mt_scale(g, x, 1.0f); /* a computed node */
+        CHECK_STATUS(mt_graph_forward(g));
+        int32_t got[R], got0[R];
+        CHECK_STATUS(mt_node_argmax(y, skip, got));
+        CHECK_STATUS(mt_node_argmax(y, NULL, got0));
+        int bad = 0;
+        for (int r = 0; r < R; r++) {
+            const float *xr = buf_a + r * C;
+            int32_t want = -1, want0 = -1;
+            for (int c = 0; c < C; c++) {
+                float v = xr[c] + skip[c];
+                if (v > -INFINITY && (want < 0 || v > xr[want] + skip[want])) want = c;
+                if (xr[c] > -INFINITY && (want0 < 0 || xr[c] > xr[want0])) want0 = c;
+            }
+            bad += got[r] != want || got0[r] != want0;
+        }
+        CHECK(bad == 0, "argmax: %d rows differ from the scan", bad);
+        CHECK(got[1] == 12 && got[4] == -1 && got0[4] >= 0, "ties or empty rows");
+        CHECK(mt_node_argmax(x, NULL, got) == MT_OK, "argmax of an input node");
+        mt_graph_free(g);
+    }
+}
+
 static void test_layer_norm(void) {
     TEST("layer_norm [3,17] (population variance, eps inside sqrt)") {
         mt_graph *g = new_graph(false);
@@ -1206,6 +1250,7 @@ static void test_bad_ids(void) {
 int main(void) {
     mt_rng_seed(&rng, 2024);
     test_softmax();
+    test_node_argmax();
     test_layer_norm();
     test_cross_entropy();
     test_attention();

@@ -556,7 +556,7 @@ static void spy_finish(void *u, void *state) {
     spy *s = u;
     s->inner.ops->finish(s->inner.user, state);
 }
-static const mt_scorer_ops spy_ops = {spy_vocab, spy_start, NULL, spy_step, spy_finish, NULL};
+static const mt_scorer_ops spy_ops = {spy_vocab, spy_start, NULL, spy_step, spy_finish, NULL, NULL};
 
 static void test_bounded_memory(void) {
     app_models am;
