@@ -582,7 +582,7 @@ static int bench_attn(int repeat) {
     for (int b = 0; b < 7; b++) {
         buf[b] = mt_try_aligned_alloc((size_t)kv * sizeof(float));
     }
-    size_t scr = sizeof(float) * (size_t)kcpu_attn_scratch_floats(h, tmax + tr);
+    size_t scr = sizeof(float) * (size_t)kcpu_attn_scratch_floats(h, dk, tmax + tr);
     float *scratch = mt_try_aligned_alloc(scr), *s = mt_try_aligned_alloc(scr);
     int32_t *ids_self = mt_try_aligned_alloc(sizeof(int32_t) * (size_t)n);
     int32_t *ids_cross = mt_try_aligned_alloc(sizeof(int32_t) * (size_t)n);

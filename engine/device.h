@@ -136,7 +136,7 @@ typedef struct mt_device_ops {
     ** the fields of kcpu_attn_job).  NULL: not supported. */
     void (*attn_rows)(mt_device *d, const mt_dev_attn *job);
     /* Scratch bytes of attn_rows for rows of up to `keys` keys. */
-    size_t (*attn_scratch_bytes)(mt_device *d, int64_t heads, int64_t keys);
+    size_t (*attn_scratch_bytes)(mt_device *d, int64_t heads, int64_t dk, int64_t keys);
     /* Appended: idx[r] = the first column of the largest x[r,c] + bias[c]
     ** (bias [cols] or NULL), val[r] that value (kcpu_argmax_rows); idx and
     ** val are host memory [rows].  NULL: not supported. */

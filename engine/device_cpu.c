@@ -156,9 +156,9 @@ static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
     kcpu_attn_rows(&j);
 }
 
-static size_t cpu_attn_scratch_bytes(mt_device *d, int64_t heads, int64_t keys) {
+static size_t cpu_attn_scratch_bytes(mt_device *d, int64_t heads, int64_t dk, int64_t keys) {
     (void)d;
-    return sizeof(float) * (size_t)kcpu_attn_scratch_floats(heads, keys);
+    return sizeof(float) * (size_t)kcpu_attn_scratch_floats(heads, dk, keys);
 }
 
 static void cpu_log_softmax_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,

@@ -661,7 +661,8 @@ static mt_node *attn_push(mt_graph *g, mt_node *const *src, int n_src, int flags
     at.f[0] = alpha;
     mt_node *y = graph_push(g, &op_attn_rows, src[0]->val.shape, MT_F32, n_src, src, &at);
     if (y == NULL) return NULL;
-    if (!reserve_aux(g, y, graph_ops(g)->attn_scratch_bytes(graph_device(g), heads, keys)))
+    int64_t dk = last_dim(src[0]) / heads;
+    if (!reserve_aux(g, y, graph_ops(g)->attn_scratch_bytes(graph_device(g), heads, dk, keys)))
         return NULL;
     return y;
 }

@@ -95,7 +95,7 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
 ** after each output row and the scratch past heads (th + tr + 16) floats
 ** must keep their sentinels. */
 static void check_job(kcpu_attn_job *j, int64_t d, const char *what) {
-    int64_t ns = kcpu_attn_scratch_floats(j->heads, j->th + j->tr) + 64, dk = j->dk;
+    int64_t ns = kcpu_attn_scratch_floats(j->heads, j->dk, j->th + j->tr) + 64, dk = j->dk;
     float *o = mt_try_malloc(sizeof(float) * (size_t)(j->n * j->ldo));
     float *scratch = mt_try_malloc(sizeof(float) * (size_t)ns);
     for (int64_t t = 0; t < j->n * j->ldo; t++)

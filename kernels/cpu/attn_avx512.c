@@ -363,13 +363,101 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
     }
 }
 
+/* The 16 x 16 block in r transposed in place (unpacks within 128-bit
+** lanes, then two rounds of 128-bit lane shuffles). */
+ALWAYS_INLINE void transpose16(__m512 r[16]) {
+    __m512 t[16], u[16];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+        t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    /* u[4k + e], 128-bit lane l: element 4l + e of rows 4k .. 4k + 3 */
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        u[4 * k] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+        u[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xee);
+        u[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+        u[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xee);
+    }
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; e++) {
+        __m512 a = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88); /* lanes 0, 2 */
+        __m512 b = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xdd); /* lanes 1, 3 */
+        __m512 c = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x88);
+        __m512 d = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xdd);
+        r[e] = _mm512_shuffle_f32x4(a, c, 0x88);
+        r[8 + e] = _mm512_shuffle_f32x4(a, c, 0xdd);
+        r[4 + e] = _mm512_shuffle_f32x4(b, d, 0x88);
+        r[12 + e] = _mm512_shuffle_f32x4(b, d, 0xdd);
+    }
+}
+
+/* Keys k[t * st + c] (t < tn, c < dk) -> kt[c * tp + t], tp a multiple of
+** 16; the columns t in [tn, tp) get zeros. */
+static void transpose_keys(const float *k, int64_t st, int64_t tn, int64_t dk, float *kt,
+                           int64_t tp) {
+    for (int64_t t0 = 0; t0 < tp; t0 += 16) {
+        for (int64_t c0 = 0; c0 < dk; c0 += 16) {
+            const __mmask16 mk = tail_mask(dk - c0);
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int u = 0; u < 16; u++) {
+                r[u] = t0 + u < tn ? _mm512_maskz_loadu_ps(mk, k + (t0 + u) * st + c0)
+                                   : _mm512_setzero_ps();
+            }
+            transpose16(r);
+            const int64_t cn = dk - c0 < 16 ? dk - c0 : 16;
+            for (int64_t u = 0; u < cn; u++) {
+                _mm512_storeu_ps(kt + (c0 + u) * tp + t0, r[u]);
+            }
+        }
+    }
+}
+
+/* Rows of a packed batch (lens, f32 keys not transposed, no recent keys,
+** mask or starts): the rows of one sentence, one after another, share its
+** keys, so these are transposed per head once, into the scratch past the
+** scores ([heads, dk, tn rounded up to 16]), and the rows run over them as over a context
+** with transposed keys (kt_scores: 16 keys per vector, no horizontal sums
+** per key, a run of 4 rows loading each vector once).  The encoder's self-
+** attention. */
+ALWAYS_INLINE void span_rows(const int nq, const kcpu_attn_job *j) {
+    const int64_t dk = j->dk, hn = j->heads;
+    float *kt = j->scratch + 4 * hn * (j->th + 64);
+    for (int64_t i0 = 0; i0 < j->n;) {
+        int64_t i1 = i0 + 1;
+        while (i1 < j->n && j->ids[i1] == j->ids[i0] && j->lens[i1] == j->lens[i0]) {
+            i1++;
+        }
+        const int64_t r = j->ids[i0], tn = j->lens[i0], tp = (tn + 15) / 16 * 16;
+        for (int64_t h = 0; h < hn; h++) {
+            transpose_keys(j->kh + r * j->sr + h * j->sh, j->st, tn, dk, kt + h * dk * tp, tp);
+        }
+        kcpu_attn_job s = *j;
+        s.n = i1 - i0;
+        s.q = j->q + i0 * j->ldq;
+        s.o = j->o + i0 * j->ldo;
+        s.ids = j->ids + i0;
+        s.lens = j->lens + i0;
+        s.kh = kt; /* every row's keys at kt: ksr = 0 */
+        s.ksr = 0;
+        s.ksh = dk * tp;
+        s.ksc = tp;
+        attn_rows(nq, 0, &s);
+        i0 = i1;
+    }
+}
+
 /* nq a constant for each instantiation (h16: the history in f16). */
 ALWAYS_INLINE void attn_rows_nq(const int h16, const kcpu_attn_job *j) {
+    const bool spans = !h16 && j->lens && j->ids && j->ksc == 0 && j->tr == 0 && !j->mask &&
+                       !j->starts && j->dk <= 16 * NQ_MAX;
     switch ((j->dk + 15) / 16) {
-    case 1: attn_rows(1, h16, j); break;
-    case 2: attn_rows(2, h16, j); break;
-    case 3: attn_rows(3, h16, j); break;
-    case 4: attn_rows(4, h16, j); break;
+    case 1: spans ? span_rows(1, j) : attn_rows(1, h16, j); break;
+    case 2: spans ? span_rows(2, j) : attn_rows(2, h16, j); break;
+    case 3: spans ? span_rows(3, j) : attn_rows(3, h16, j); break;
+    case 4: spans ? span_rows(4, j) : attn_rows(4, h16, j); break;
     default: attn_rows((int)((j->dk + 15) / 16), h16, j); break;
     }
 }

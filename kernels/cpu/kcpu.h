@@ -654,7 +654,7 @@ void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, cons
 ** decoding caches.  kr, vr [n, heads, tr, dk]
 ** (unused when tr = 0).  mask: with lens NULL only.  The caller checks that
 ** ids, lens and strides stay inside the arrays; tn + tr >= 1 for every
-** row.  scratch: kcpu_attn_scratch_floats(heads, th + tr) floats (th: the
+** row.  scratch: kcpu_attn_scratch_floats(heads, dk, th + tr) floats (th: the
 ** largest tn).  No allocation; o must not alias the inputs.
 ** Rows run one at a time: the scores of all its heads, then their
 ** softmaxes (kcpu_softmax_fwd's max, exp, sum, 1/sum), then the weighted
@@ -695,9 +695,11 @@ typedef struct kcpu_attn_job {
 
 void kcpu_attn_rows(const kcpu_attn_job *j);
 /* Scratch floats of kcpu_attn_rows for rows of up to `keys` keys: the
-** scores of a run of up to 4 rows, every head, with 64 floats of room. */
-static inline int64_t kcpu_attn_scratch_floats(int64_t heads, int64_t keys) {
-    return 4 * heads * (keys + 64);
+** scores of a run of up to 4 rows, every head, with 64 floats of room;
+** then a sentence's keys transposed per head, heads x dk x (keys rounded
+** up to 16) (rows of a packed batch, AVX-512). */
+static inline int64_t kcpu_attn_scratch_floats(int64_t heads, int64_t dk, int64_t keys) {
+    return 4 * heads * (keys + 64) + heads * dk * ((keys + 15) / 16 * 16);
 }
 void kcpu_attn_rows_ref(const kcpu_attn_job *j);
 /* Internal (attn_avx2.c, attn_avx512.c): the history keys [*lo, *hi) that
