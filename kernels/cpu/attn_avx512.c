@@ -247,11 +247,138 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int cs, const int 
     }
 }
 
-/* Rows of one dk class: nq = dk / 16 rounded up (constant when inlined).
+/* The m rows of a run (one id) read the same history keys: the same
+** length (lens) and first key (starts). */
+static bool same_keys(const kcpu_attn_job *j, int64_t i0, int64_t m) {
+    for (int64_t u = 1; u < m; u++) {
+        if ((j->lens && j->lens[i0 + u] != j->lens[i0]) ||
+            (j->starts && j->starts[i0 + u] != j->starts[i0])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* acc[u][w] += sum_t e[u][t] v[t] for the value rows t0 <= t < t1 at
+** element t st of vp (f16 when h16), for the m rows of a run at once: each
+** value vector is loaded (and widened) once for all of them; keys of even
+** and odd offset go to separate chains (w). */
+ALWAYS_INLINE void weigh_run(const int nq, const int h16, const int m, int64_t dk,
+                             const float *const *e, const void *vp, int64_t st, int64_t t0,
+                             int64_t t1, __m512 acc[4][2][NQ_MAX]) {
+    const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
+    for (int64_t t = t0; t < t1; t += 2) {
+#pragma GCC unroll 2
+        for (int w = 0; w < 2; w++) {
+            if (w == 1 && t + 1 >= t1) {
+                break;
+            }
+            __m512 v[NQ_MAX];
+#pragma GCC unroll 4
+            for (int c = 0; c < nq; c++) {
+                v[c] = hload(h16, vp, (t + w) * st + 16 * c, c == nq - 1 ? last : 0xffff);
+            }
+#pragma GCC unroll 4
+            for (int u = 0; u < m; u++) {
+                const __m512 wt = _mm512_set1_ps(e[u][t + w]);
+#pragma GCC unroll 4
+                for (int c = 0; c < nq; c++) {
+                    acc[u][w][c] = _mm512_fmadd_ps(wt, v[c], acc[u][w][c]);
+                }
+            }
+        }
+    }
+}
+
+/* The m rows of a run with the same keys (same_keys; transposed keys,
+** scored by kt_scores): their recent scores, softmaxes, then per head the
+** weighted sum of the shared history values for all of them at once
+** (weigh_run) and of each row's own recent values. */
+ALWAYS_INLINE void run_rows(const int nq, const int h16, const int m, const kcpu_attn_job *j,
+                            int64_t i0, int64_t ld) {
+    const int64_t dk = j->dk, tr = j->tr, h_n = j->heads;
+    const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
+    const int64_t r = j->ids[i0], tn = j->lens ? j->lens[i0] : j->th, tk = tn + tr;
+    /* keys from s0 on: the history's from hs, the recent ones' from rs */
+    const int64_t s0 = j->starts ? j->starts[i0] : 0, hs = s0 < tn ? s0 : tn, rs = s0 - hs;
+    const void *vh = h16 ? (const void *)(j->vh16 + r * j->sr) : (const void *)(j->vh + r * j->sr);
+    const float *mrow = j->mask ? j->mask + r * (j->th + tr) + s0 : NULL;
+    for (int u = 0; u < m && tr; u++) {
+        const int64_t i = i0 + u;
+        for (int64_t h = 0; h < h_n; h++) {
+            scores(nq, dk, j->q + i * j->ldq + h * dk, j->kr + (i * h_n + h) * tr * dk, dk, tr,
+                   j->alpha, j->scratch + (u * h_n + h) * ld + tn);
+        }
+    }
+    for (int64_t h8 = 0; h8 < h_n; h8 += 8) {
+        const int nh = h_n - h8 < 8 ? (int)(h_n - h8) : 8;
+        float inv[4][8];
+#pragma GCC unroll 4
+        for (int u = 0; u < m; u++) {
+            float *s = j->scratch + (u * h_n + h8) * ld + s0;
+            if (tk - s0 <= 16) {
+                softmax_heads16(nh, tk - s0, s, ld, mrow, inv[u]);
+            } else {
+                for (int g = 0; g < nh; g++) {
+                    inv[u][g] = softmax_row(tk - s0, s + g * ld, mrow);
+                }
+            }
+        }
+        for (int64_t h = h8; h < h8 + nh; h++) {
+            __m512 acc[4][2][NQ_MAX];
+            const float *e[4];
+#pragma GCC unroll 4
+            for (int u = 0; u < m; u++) {
+                e[u] = j->scratch + (u * h_n + h) * ld;
+#pragma GCC unroll 2
+                for (int w = 0; w < 2; w++) {
+#pragma GCC unroll 4
+                    for (int c = 0; c < NQ_MAX; c++) {
+                        acc[u][w][c] = _mm512_setzero_ps();
+                    }
+                }
+            }
+            const int64_t vho = h * j->sh; /* head h of vh, in elements */
+            const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vho)
+                                  : (const void *)((const float *)vh + vho);
+            weigh_run(nq, h16, m, dk, e, vhh, j->st, hs, tn, acc);
+#pragma GCC unroll 4
+            for (int u = 0; u < m; u++) {
+                const int64_t i = i0 + u;
+                __m512 ra[4][NQ_MAX];
+#pragma GCC unroll 4
+                for (int w = 0; w < 4; w++) {
+#pragma GCC unroll 4
+                    for (int c = 0; c < NQ_MAX; c++) {
+                        ra[w][c] = _mm512_setzero_ps();
+                    }
+                }
+                if (tr) {
+                    weigh(nq, 0, dk, e[u] + tn + rs, j->vr + (i * h_n + h) * tr * dk, dk, tr - rs,
+                          ra, rs);
+                }
+                const __m512 vi = _mm512_set1_ps(inv[u][h - h8]);
+                float *o = j->o + i * j->ldo + h * dk;
+#pragma GCC unroll 4
+                for (int c = 0; c < nq && c < NQ_MAX; c++) {
+                    __m512 a = _mm512_add_ps(_mm512_add_ps(acc[u][0][c], acc[u][1][c]),
+                                             _mm512_add_ps(_mm512_add_ps(ra[0][c], ra[1][c]),
+                                                           _mm512_add_ps(ra[2][c], ra[3][c])));
+                    _mm512_mask_storeu_ps(o + 16 * c, c == nq - 1 ? last : 0xffff,
+                                          _mm512_mul_ps(a, vi));
+                }
+            }
+        }
+    }
+}
+
+/* Rows of one dk class: nq = dk / 16 rounded up (constant when inlined);
+** share: nq <= NQ_MAX is a constant, and runs of rows with the same keys
+** share the weighted sums of their values (run_rows).
 ** Per row (or run of rows with transposed keys): the scores of every head
 ** (scratch row u heads + h at (u heads + h) ld), then per row and head its
 ** softmax and weighted sum. */
-ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j) {
+ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const kcpu_attn_job *j) {
     const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 64;
     const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
     for (int64_t i0 = 0; i0 < j->n;) {
@@ -282,6 +409,15 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
             case 32 + 1: kt_scores(4, 1, 2, h16, j, i0, ld, lo, hi); break;
             default: kt_scores(4, 2, 1, h16, j, i0, ld, lo, hi); break;
             }
+        }
+        if (share && m > 1 && same_keys(j, i0, m)) {
+            switch (m) {
+            case 2: run_rows(nq, h16, 2, j, i0, ld); break;
+            case 3: run_rows(nq, h16, 3, j, i0, ld); break;
+            default: run_rows(nq, h16, 4, j, i0, ld); break;
+            }
+            i0 += m;
+            continue;
         }
         for (int64_t u = 0; u < m; u++) {
             int64_t i = i0 + u;
@@ -444,7 +580,7 @@ ALWAYS_INLINE void span_rows(const int nq, const kcpu_attn_job *j) {
         s.ksr = 0;
         s.ksh = dk * tp;
         s.ksc = tp;
-        attn_rows(nq, 0, &s);
+        attn_rows(nq, 0, 1, &s);
         i0 = i1;
     }
 }
@@ -454,11 +590,11 @@ ALWAYS_INLINE void attn_rows_nq(const int h16, const kcpu_attn_job *j) {
     const bool spans = !h16 && j->lens && j->ids && j->ksc == 0 && j->tr == 0 && !j->mask &&
                        !j->starts && j->dk <= 16 * NQ_MAX;
     switch ((j->dk + 15) / 16) {
-    case 1: spans ? span_rows(1, j) : attn_rows(1, h16, j); break;
-    case 2: spans ? span_rows(2, j) : attn_rows(2, h16, j); break;
-    case 3: spans ? span_rows(3, j) : attn_rows(3, h16, j); break;
-    case 4: spans ? span_rows(4, j) : attn_rows(4, h16, j); break;
-    default: attn_rows((int)((j->dk + 15) / 16), h16, j); break;
+    case 1: spans ? span_rows(1, j) : attn_rows(1, h16, 1, j); break;
+    case 2: spans ? span_rows(2, j) : attn_rows(2, h16, 1, j); break;
+    case 3: spans ? span_rows(3, j) : attn_rows(3, h16, 1, j); break;
+    case 4: spans ? span_rows(4, j) : attn_rows(4, h16, 1, j); break;
+    default: attn_rows((int)((j->dk + 15) / 16), h16, 0, j); break;
     }
 }
 
