@@ -354,12 +354,13 @@ static mt_node *build_pack(mt_graph *g, mt_node *b, int64_t k, int64_t n, bool t
 */
 static const mt_op_def op_pack_sel;
 
-/* The slot holding these columns of the pack with memo serial `serial`
-** (filled on a miss, least recently used one replaced); NULL when it cannot
-** be kept (no memo serial, out of memory): then the node's own value. */
-static const void *sel_cached(mt_graph *g, uint64_t serial, const void *src, int64_t n_sel,
-                              const int32_t *ids, size_t bytes) {
+/* The slot holding these columns of the pack with memo serial `serial`,
+** or NULL (*lru: the least recently used slot; NULL when the selection
+** cannot be kept: no memo serial, out of memory). */
+static sel_slot *sel_find(mt_graph *g, uint64_t serial, int64_t n_sel, const int32_t *ids,
+                          sel_slot **lru_out) {
     struct gemm_tuner *t = serial ? tuner_get(g) : NULL;
+    *lru_out = NULL;
     if (t == NULL) return NULL;
     t->sel_clock++;
     sel_slot *lru = &t->sel[0];
@@ -368,10 +369,20 @@ static const void *sel_cached(mt_graph *g, uint64_t serial, const void *src, int
         if (z->serial == serial && z->n_sel == n_sel &&
             memcmp(z->ids, ids, sizeof(int32_t) * (size_t)n_sel) == 0) {
             z->used = t->sel_clock;
-            return z->packed;
+            return z;
         }
         if (z->used < lru->used) lru = z;
     }
+    *lru_out = lru;
+    return NULL;
+}
+
+/* Fills slot lru with these (checked) columns of the pack src with memo
+** serial `serial`; returns its packed bytes, or NULL when it cannot be kept
+** (another device, out of memory). */
+static const void *sel_fill(mt_graph *g, sel_slot *lru, uint64_t serial, const void *src,
+                            int64_t n_sel, const int32_t *ids, size_t bytes) {
+    struct gemm_tuner *t = tuner_get(g);
     mt_device *d = graph_device(g);
     if (t->dev == NULL) t->dev = d;
     if (t->dev != d) return NULL;
@@ -392,17 +403,24 @@ static const void *sel_cached(mt_graph *g, uint64_t serial, const void *src, int
     return lru->packed;
 }
 
+/* A kept selection is found by its ids (checked when it was filled), so a
+** decoding step of the batch reads them once (memcmp) and checks nothing. */
 static mt_status pack_sel_forward(mt_graph *g, mt_node *y) {
     const mt_node *p = y->src[0], *ids = y->src[1];
     int64_t n_sel = y->attr.i[0], n = y->attr.i[1];
     const int32_t *c = node_i32(ids);
-    for (int64_t j = 0; j < n_sel; j++) {
-        if (c[j] < 0 || c[j] >= n)
-            return mt_seterr(MT_ERR_INVALID, "gemm_pack_select: column %d of %lld", (int)c[j],
-                             (long long)n);
-    }
     size_t bytes = (size_t)y->attr.i[3];
-    const void *hit = sel_cached(g, graph_pack_serial(g, p), p->val.data, n_sel, c, bytes);
+    uint64_t serial = graph_pack_serial(g, p);
+    sel_slot *lru, *z = sel_find(g, serial, n_sel, c, &lru);
+    const void *hit = z ? z->packed : NULL;
+    if (hit == NULL) {
+        for (int64_t j = 0; j < n_sel; j++) {
+            if (c[j] < 0 || c[j] >= n)
+                return mt_seterr(MT_ERR_INVALID, "gemm_pack_select: column %d of %lld", (int)c[j],
+                                 (long long)n);
+        }
+        if (lru) hit = sel_fill(g, lru, serial, p->val.data, n_sel, c, bytes);
+    }
     y->aux = (void *)hit; /* read by gemm_q instead of the value; not the graph's memory */
     y->aux_bytes = 0;
     if (hit == NULL && y->attr.i[2])

@@ -696,6 +696,24 @@ static void test_select(void) {
             CHECK(kcpu_packed_get_info(pk, &fi) && kcpu_packed_get_info(sel, &si), "headers");
             CHECK(si.k == p.k && si.n == ns && si.qb == fi.qb && si.bytes == sb && si.bits == bits,
                   "select header k %lld n %lld", (long long)si.k, (long long)si.n);
+            { /* the padding columns of the last panel and their corrections: zeros */
+                const unsigned char *body = (const unsigned char *)sel + 64;
+                const int32_t *corr = (const int32_t *)body;
+                if (bits == 8) body += si.np * 4;
+                size_t panel = (size_t)(si.kp * KCPU_IGEMM_NC) * (size_t)(bits / 8);
+                const unsigned char *last = body + (size_t)(si.np / KCPU_IGEMM_NC - 1) * panel;
+                int64_t units = si.kp * bits / 32, nz = 0;
+                for (int64_t u = 0; u < units; u++)
+                    for (int64_t c = ns % KCPU_IGEMM_NC; c > 0 && c < KCPU_IGEMM_NC; c++) {
+                        for (int b = 0; b < 4; b++)
+                            nz += last[(size_t)u * KCPU_IGEMM_NC * 4 + (size_t)c * 4 + (size_t)b] !=
+                                  0;
+                    }
+                for (int64_t j = ns; bits == 8 && j < si.np; j++)
+                    nz += corr[j] != 0;
+                CHECK(nz == 0, "%d-bit select: %lld padding bytes or corrections not zero", bits,
+                      (long long)nz);
+            }
             size_t eb = (size_t)(bits / 8);
             char *full = xalloc((size_t)(p.k * p.n) * eb), *part = xalloc((size_t)(p.k * ns) * eb);
             if (bits == 8) {
