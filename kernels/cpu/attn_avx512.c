@@ -80,6 +80,17 @@ ALWAYS_INLINE void scores(const int nq, int64_t dk, const float *q, const float 
     }
 }
 
+/* The accumulators of weigh (4 chains of up to NQ_MAX chunks) set to 0. */
+ALWAYS_INLINE void zero_chains(__m512 acc[4][NQ_MAX]) {
+#pragma GCC unroll 4
+    for (int w = 0; w < 4; w++) {
+#pragma GCC unroll 4
+        for (int c = 0; c < NQ_MAX; c++) {
+            acc[w][c] = _mm512_setzero_ps();
+        }
+    }
+}
+
 /* acc[c] += sum_t e[t] v[t] over the nv value rows v[t] at element (t0 + t)
 ** st of vp (f16 when h16); four positions per iteration in acc, acc +
 ** NQ_MAX, ... (separate chains). */
@@ -346,13 +357,7 @@ ALWAYS_INLINE void run_rows(const int nq, const int h16, const int m, const kcpu
             for (int u = 0; u < m; u++) {
                 const int64_t i = i0 + u;
                 __m512 ra[4][NQ_MAX];
-#pragma GCC unroll 4
-                for (int w = 0; w < 4; w++) {
-#pragma GCC unroll 4
-                    for (int c = 0; c < NQ_MAX; c++) {
-                        ra[w][c] = _mm512_setzero_ps();
-                    }
-                }
+                zero_chains(ra);
                 if (tr) {
                     weigh(nq, 0, dk, e[u] + tn + rs, j->vr + (i * h_n + h) * tr * dk, dk, tr - rs,
                           ra, rs);
@@ -460,13 +465,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
                 const float *vrh = tr ? vr + h * tr * dk : NULL;
                 if (nq <= NQ_MAX) {
                     __m512 acc[4][NQ_MAX];
-#pragma GCC unroll 4
-                    for (int w = 0; w < 4; w++) {
-#pragma GCC unroll 4
-                        for (int c = 0; c < NQ_MAX; c++) {
-                            acc[w][c] = _mm512_setzero_ps();
-                        }
-                    }
+                    zero_chains(acc);
                     const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vho)
                                           : (const void *)((const float *)vh + vho);
                     weigh(nq, h16, dk, s + hs, vhh, j->st, tn - hs, acc, hs);
