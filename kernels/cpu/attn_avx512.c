@@ -557,7 +557,9 @@ static void transpose_keys(const float *k, int64_t st, int64_t tn, int64_t dk, f
 ** with transposed keys (kt_scores: 16 keys per vector, no horizontal sums
 ** per key, a run of 4 rows loading each vector once).  The encoder's self-
 ** attention. */
-ALWAYS_INLINE void span_rows(const int nq, const kcpu_attn_job *j) {
+static void rows_f32(const kcpu_attn_job *j);
+
+static void span_rows(const kcpu_attn_job *j) {
     const int64_t dk = j->dk, hn = j->heads;
     float *kt = j->scratch + 4 * hn * (j->th + 64);
     for (int64_t i0 = 0; i0 < j->n;) {
@@ -579,28 +581,35 @@ ALWAYS_INLINE void span_rows(const int nq, const kcpu_attn_job *j) {
         s.ksr = 0;
         s.ksh = dk * tp;
         s.ksc = tp;
-        attn_rows(nq, 0, 1, &s);
+        rows_f32(&s);
         i0 = i1;
     }
 }
 
 /* nq a constant for each instantiation (h16: the history in f16). */
 ALWAYS_INLINE void attn_rows_nq(const int h16, const kcpu_attn_job *j) {
-    const bool spans = !h16 && j->lens && j->ids && j->ksc == 0 && j->tr == 0 && !j->mask &&
-                       !j->starts && j->dk <= 16 * NQ_MAX;
     switch ((j->dk + 15) / 16) {
-    case 1: spans ? span_rows(1, j) : attn_rows(1, h16, 1, j); break;
-    case 2: spans ? span_rows(2, j) : attn_rows(2, h16, 1, j); break;
-    case 3: spans ? span_rows(3, j) : attn_rows(3, h16, 1, j); break;
-    case 4: spans ? span_rows(4, j) : attn_rows(4, h16, 1, j); break;
+    case 1: attn_rows(1, h16, 1, j); break;
+    case 2: attn_rows(2, h16, 1, j); break;
+    case 3: attn_rows(3, h16, 1, j); break;
+    case 4: attn_rows(4, h16, 1, j); break;
     default: attn_rows((int)((j->dk + 15) / 16), h16, 0, j); break;
     }
 }
 
+/* One instance per history dtype (span_rows runs its sentences through
+** rows_f32 rather than inlining another copy). */
+static void rows_f32(const kcpu_attn_job *j) { attn_rows_nq(0, j); }
+
+static void rows_f16(const kcpu_attn_job *j) { attn_rows_nq(1, j); }
+
 void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
     if (j->kh16 && j->ksc > 0) {
-        attn_rows_nq(1, j);
+        rows_f16(j);
+    } else if (j->lens && j->ids && j->ksc == 0 && j->tr == 0 && !j->mask && !j->starts &&
+               j->dk <= 16 * NQ_MAX) {
+        span_rows(j);
     } else {
-        attn_rows_nq(0, j);
+        rows_f32(j);
     }
 }
