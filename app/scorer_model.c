@@ -504,8 +504,7 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const 
     cur.ctx_lens = s->ctx_len;
     if (rc == MT_OK && in->shortlist)
         cur.shortlist = mt_input_i32(g, mt_shape1(in->n_shortlist), in->shortlist);
-    cur.logits_only =
-        in->argmax_only || k > 0 || want->am_cols; /* beam 1: the argmax of the logits */
+    cur.logits_only = in->argmax_only || k > 0; /* beam 1: the argmax of the logits */
     cur.no_align = align == NULL;
     if (rc == MT_OK) rc = mt_model_step(s->m, g, NULL, &cur, s->prev_tok, &next, &out);
     if (rc != MT_OK) return rc;

@@ -179,6 +179,20 @@ ALWAYS_INLINE void softmax_heads16(int nh, int64_t tk, float *s, int64_t ld, con
     }
 }
 
+/* The softmaxes of nh <= 8 heads of a row over tk keys (head g at s + g
+** ld), 1 / sum to inv[g]: in one pass of independent chains when a head's
+** scores fit one vector, else one head after another. */
+ALWAYS_INLINE void softmax_heads(int nh, int64_t tk, float *s, int64_t ld, const float *mask,
+                                 float *inv) {
+    if (tk <= 16) {
+        softmax_heads16(nh, tk, s, ld, mask, inv);
+        return;
+    }
+    for (int g = 0; g < nh; g++) {
+        inv[g] = softmax_row(tk, s + g * ld, mask);
+    }
+}
+
 /* Element c of kb blocks of 16 keys (row c of K^T at element off, f16 when
 ** h16) times each of the m rows' q[c], into a[u][b]. */
 ALWAYS_INLINE void kt_elem(const int m, const int kb, const int h16, const void *kt, int64_t off,
@@ -326,14 +340,7 @@ ALWAYS_INLINE void run_rows(const int nq, const int h16, const int m, const kcpu
         float inv[4][8];
 #pragma GCC unroll 4
         for (int u = 0; u < m; u++) {
-            float *s = j->scratch + (u * h_n + h8) * ld + s0;
-            if (tk - s0 <= 16) {
-                softmax_heads16(nh, tk - s0, s, ld, mrow, inv[u]);
-            } else {
-                for (int g = 0; g < nh; g++) {
-                    inv[u][g] = softmax_row(tk - s0, s + g * ld, mrow);
-                }
-            }
+            softmax_heads(nh, tk - s0, j->scratch + (u * h_n + h8) * ld + s0, ld, mrow, inv[u]);
         }
         for (int64_t h = h8; h < h8 + nh; h++) {
             __m512 acc[4][2][NQ_MAX];
@@ -451,13 +458,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
                 float *s = su + h * ld;
                 if (h % 8 == 0) { /* the softmaxes of 8 heads, then their weighted sums */
                     int nh = h_n - h < 8 ? (int)(h_n - h) : 8;
-                    if (tk - s0 <= 16) {
-                        softmax_heads16(nh, tk - s0, s + s0, ld, mrow, inv8);
-                    } else {
-                        for (int g8 = 0; g8 < nh; g8++) {
-                            inv8[g8] = softmax_row(tk - s0, s + s0 + g8 * ld, mrow);
-                        }
-                    }
+                    softmax_heads(nh, tk - s0, s + s0, ld, mrow, inv8);
                 }
                 float inv = inv8[h % 8];
                 float *o = j->o + i * j->ldo + h * dk;
