@@ -71,6 +71,11 @@ typedef struct mt_device_ops {
     void (*layernorm_fwd)(mt_device *d, int64_t rows, int64_t cols, const float *x,
                           const float *gamma, const float *beta, float eps, float *y,
                           float *mean, float *rstd);
+    /* layernorm_fwd of x + res (kcpu_add_layernorm_fwd); NULL: none (the
+    ** builder adds and normalizes in two nodes) */
+    void (*add_layernorm_fwd)(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                              const float *res, const float *gamma, const float *beta, float eps,
+                              float *y, float *mean, float *rstd);
     void (*layernorm_bwd)(mt_device *d, int64_t rows, int64_t cols, const float *x,
                           const float *gamma, const float *mean, const float *rstd,
                           const float *dy, float *dx, float *dgamma, float *dbeta);

@@ -192,6 +192,13 @@ static void cpu_layernorm_fwd(mt_device *d, int64_t rows, int64_t cols, const fl
     kcpu_layernorm_fwd(rows, cols, x, gamma, beta, eps, y, mean, rstd);
 }
 
+static void cpu_add_layernorm_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
+                                  const float *res, const float *gamma, const float *beta,
+                                  float eps, float *y, float *mean, float *rstd) {
+    (void)d;
+    kcpu_add_layernorm_fwd(rows, cols, x, res, gamma, beta, eps, y, mean, rstd);
+}
+
 static void cpu_layernorm_bwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
                               const float *gamma, const float *mean, const float *rstd,
                               const float *dy, float *dx, float *dgamma, float *dbeta) {
@@ -380,6 +387,7 @@ static const mt_device_ops cpu_ops = {
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,
     .layernorm_fwd = cpu_layernorm_fwd,
+    .add_layernorm_fwd = cpu_add_layernorm_fwd,
     .layernorm_bwd = cpu_layernorm_bwd,
     .reduce_fwd = cpu_reduce_fwd,
     .reduce_bwd = cpu_reduce_bwd,

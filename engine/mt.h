@@ -398,6 +398,10 @@ mt_node *mt_cross_entropy(mt_graph *g, mt_node *logits, mt_node *labels, float l
 ** population variance, eps inside the sqrt (Marian).  gamma/beta [D] or
 ** [1, D]; either may be NULL. */
 mt_node *mt_layer_norm(mt_graph *g, mt_node *x, mt_node *gamma, mt_node *beta, float eps);
+/* mt_layer_norm(x + res): one node reading both (inference; where a gradient
+** is wanted or the device lacks it, the two nodes).  Same shapes. */
+mt_node *mt_add_layer_norm(mt_graph *g, mt_node *x, mt_node *res, mt_node *gamma, mt_node *beta,
+                           float eps);
 /* Inverted dropout with probability p (identity when not training or p=0). */
 mt_node *mt_dropout(mt_graph *g, mt_node *x, float p);
 /* y = x where mask != 0, value where mask == 0 (mask broadcast to x). */

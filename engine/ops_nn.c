@@ -239,39 +239,80 @@ static bool is_row_vector(const mt_node *p, int64_t d) {
            ((s->ndim == 1 && s->dim[0] == d) || (s->ndim == 2 && s->dim[0] == 1 && s->dim[1] == d));
 }
 
-mt_node *mt_layer_norm(mt_graph *g, mt_node *x, mt_node *gamma, mt_node *beta, float eps) {
-    if (x == NULL) return NULL;
-    if (!need_f32(g, "mt_layer_norm", x)) return NULL;
+/* The checks of both builders: x float32 with a last dim, gamma and beta
+** (optional) row vectors of it; src, *n, *at filled from gamma and beta. */
+static bool ln_inputs(mt_graph *g, const char *op, mt_node *x, mt_node *gamma, mt_node *beta,
+                      float eps, mt_node **src, int *n, mt_attrs *at) {
+    if (x == NULL) return false;
+    if (!need_f32(g, op, x)) return false;
     const mt_shape *sx = &x->val.shape;
     char s1[64], s2[64];
     int64_t d = sx->ndim > 0 ? sx->dim[sx->ndim - 1] : 0;
     if (d <= 0) {
-        return graph_fail(g, MT_ERR_INVALID, "mt_layer_norm: cannot normalize x %s",
-                          mt_shape_str(sx, s1, sizeof s1));
+        graph_fail(g, MT_ERR_INVALID, "%s: cannot normalize x %s", op,
+                   mt_shape_str(sx, s1, sizeof s1));
+        return false;
     }
     const mt_node *pv[2] = {gamma, beta};
     for (int i = 0; i < 2; i++) {
         if (pv[i] != NULL && !is_row_vector(pv[i], d)) {
-            return graph_fail(g, MT_ERR_INVALID,
-                              "mt_layer_norm: %s %s must be float32 [%lld] or [1, %lld] for x %s",
-                              i == 0 ? "gamma" : "beta",
-                              mt_shape_str(&pv[i]->val.shape, s2, sizeof s2), (long long)d,
-                              (long long)d, mt_shape_str(sx, s1, sizeof s1));
+            graph_fail(g, MT_ERR_INVALID, "%s: %s %s must be float32 [%lld] or [1, %lld] for x %s",
+                       op, i == 0 ? "gamma" : "beta",
+                       mt_shape_str(&pv[i]->val.shape, s2, sizeof s2), (long long)d, (long long)d,
+                       mt_shape_str(sx, s1, sizeof s1));
+            return false;
         }
     }
-    mt_attrs at = zero_attrs();
-    at.i[0] = gamma != NULL;
-    at.i[1] = beta != NULL;
-    at.f[0] = eps;
+    *at = zero_attrs();
+    at->i[0] = gamma != NULL;
+    at->i[1] = beta != NULL;
+    at->f[0] = eps;
+    if (gamma) src[(*n)++] = gamma;
+    if (beta) src[(*n)++] = beta;
+    return true;
+}
+
+mt_node *mt_layer_norm(mt_graph *g, mt_node *x, mt_node *gamma, mt_node *beta, float eps) {
     mt_node *src[3] = {x, NULL, NULL};
     int n = 1;
-    if (gamma) src[n++] = gamma;
-    if (beta) src[n++] = beta;
-    mt_node *y = graph_push(g, &op_layer_norm, *sx, MT_F32, n, src, &at);
+    mt_attrs at;
+    if (!ln_inputs(g, "mt_layer_norm", x, gamma, beta, eps, src, &n, &at)) return NULL;
+    mt_node *y = graph_push(g, &op_layer_norm, x->val.shape, MT_F32, n, src, &at);
     if (y == NULL) return NULL;
-    int64_t rows = node_numel(x) / d;
+    int64_t rows = node_numel(x) / last_dim(x);
     if (!reserve_aux(g, y, (size_t)(2 * rows) * sizeof(float))) return NULL;
     return y;
+}
+
+/* add_layer_norm: layer_norm of src[0] + src[1] (same shapes), then gamma,
+** beta as layer_norm's (attrs too).  Inference only: no backward, no aux. */
+static mt_status add_layer_norm_forward(mt_graph *g, mt_node *y) {
+    int s = 2;
+    const mt_node *gamma = y->attr.i[0] ? y->src[s++] : NULL;
+    const mt_node *beta = y->attr.i[1] ? y->src[s++] : NULL;
+    int64_t cols = last_dim(y), rows = node_numel(y) / cols;
+    graph_ops(g)->add_layernorm_fwd(graph_device(g), rows, cols, node_f32(y->src[0]),
+                                    node_f32(y->src[1]), gamma ? node_f32(gamma) : NULL,
+                                    beta ? node_f32(beta) : NULL, y->attr.f[0], node_f32(y), NULL,
+                                    NULL);
+    return MT_OK;
+}
+
+static const mt_op_def op_add_layer_norm = {"add_layer_norm", add_layer_norm_forward, NULL};
+
+mt_node *mt_add_layer_norm(mt_graph *g, mt_node *x, mt_node *res, mt_node *gamma, mt_node *beta,
+                           float eps) {
+    if (x == NULL || res == NULL) return NULL;
+    bool fused = graph_ops(g)->add_layernorm_fwd != NULL && x->val.dtype == MT_F32 &&
+                 res->val.dtype == MT_F32 && mt_shape_eq(&x->val.shape, &res->val.shape) &&
+                 !node_wants_grad(x) && !node_wants_grad(res) && !node_wants_grad(gamma) &&
+                 !node_wants_grad(beta);
+    if (!fused) return mt_layer_norm(g, mt_add(g, x, res), gamma, beta, eps);
+    mt_node *src[4] = {x, res, NULL, NULL};
+    int n = 2;
+    mt_attrs at;
+    if (!ln_inputs(g, "mt_add_layer_norm", x, gamma, beta, eps, src, &n, &at)) return NULL;
+    return graph_push(g, &op_add_layer_norm, x->val.shape, MT_F32, n, src, &at);
 }
 
 /* ------------------------------------------------------------------------

@@ -174,6 +174,13 @@ static mt_node *norm(tf *t, mt_node *x, const char *prefix, const char *suffix) 
     return mt_layer_norm(t->g, x, s, b, LN_EPS);
 }
 
+/* norm(x + res) as one node (mt_add_layer_norm). */
+static mt_node *norm_add(tf *t, mt_node *x, mt_node *res, const char *prefix) {
+    mt_node *s = par(t, mt_shape2(1, t->d), mt_init_ones(), "%s_ln_scale", prefix);
+    mt_node *b = par(t, mt_shape2(1, t->d), mt_init_zeros(), "%s_ln_bias", prefix);
+    return mt_add_layer_norm(t->g, x, res, s, b, LN_EPS);
+}
+
 /* Marian's denseInline: x prefix_W<suffix> + prefix_b<suffix>, without
 ** activation or (relu) with it, mt_affine_relu (fused on the integer path). */
 static mt_node *dense_act(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
@@ -206,6 +213,9 @@ static mt_node *postprocess(tf *t, const char *ops, const char *prefix, mt_node 
     for (const char *op = ops; *op; op++) {
         if (*op == 'd') {
             x = drop(t, x, t->c->transformer_dropout);
+        } else if (*op == 'a' && op[1] == 'n' && !t->train) { /* one node */
+            x = norm_add(t, x, prev, prefix);
+            op++;
         } else if (*op == 'a') {
             x = mt_add(t->g, x, prev);
         } else if (*op == 'n') {

@@ -682,6 +682,40 @@ static void layernorm_d(int64_t cols, const double *x, const float *g, const flo
     }
 }
 
+/* kcpu_add_layernorm_fwd: the same floats as the sum and then the norm, for
+** row counts that span several of its blocks, with and without gamma/beta
+** and statistics. */
+static void test_add_layernorm(void) {
+    static const int64_t row_counts[] = {1, 7, 40};
+    for (int s = 0; s < NSIZES; s++) {
+        for (int rc = 0; rc < 3; rc++) {
+            int64_t cols = sizes[s], rows = row_counts[rc], n = rows * cols;
+            int affine = (s + rc) % 2;
+            float *x = test_fill_rand(falloc(n), n, -2, 3),
+                  *res = test_fill_rand(falloc(n), n, -3, 2);
+            float *g = affine ? test_fill_rand(falloc(cols), cols, 0.5f, 1.5f) : NULL;
+            float *b = affine ? test_fill_rand(falloc(cols), cols, -1, 1) : NULL;
+            float *sum = falloc(n), *want = falloc(n), *y = falloc(n);
+            float *mw = falloc(rows), *rw = falloc(rows), *m = falloc(rows), *r = falloc(rows);
+            for (int64_t i = 0; i < n; i++) {
+                sum[i] = x[i] + res[i];
+            }
+            kcpu_layernorm_fwd(rows, cols, sum, g, b, 1e-6f, want, mw, rw);
+            kcpu_add_layernorm_fwd(rows, cols, x, res, g, b, 1e-6f, y, m, r);
+            char what[96];
+            snprintf(what, sizeof what, "add_layernorm rows=%lld cols=%lld", (long long)rows,
+                     (long long)cols);
+            check_arrf(what, y, want, n, 0, 0);
+            check_arrf("add_layernorm mean", m, mw, rows, 0, 0);
+            check_arrf("add_layernorm rstd", r, rw, rows, 0, 0);
+            kcpu_add_layernorm_fwd(rows, cols, x, res, g, b, 1e-6f, y, NULL, NULL);
+            check_arrf("add_layernorm without stats", y, want, n, 0, 0);
+            free(x), free(res), free(g), free(b), free(sum), free(want), free(y);
+            free(mw), free(rw), free(m), free(r);
+        }
+    }
+}
+
 static void test_layernorm(void) {
     const int64_t rows = 3;
     const float eps = 1e-5f;
@@ -1416,6 +1450,7 @@ int main(void) {
         test_f16();
         test_adam();
         test_tails();
+        test_add_layernorm(); /* last: the others keep their random draws */
         fprintf(stderr, "isa %s: %d failures\n", isa_tag, th_failures - before);
     }
     test_avx2_direct();

@@ -214,6 +214,39 @@ static void test_layer_norm(void) {
     }
 }
 
+/* The fused residual + norm gives the floats of the two nodes; a residual
+** that broadcasts takes the two nodes. */
+static void test_add_layer_norm(void) {
+    TEST("add_layer_norm [37,24] = layer_norm(x + res), and [1,24] broadcast") {
+        enum { R = 37, D = 24 };
+        mt_graph *g = new_graph(false);
+        static float res[R * D], want[R * D], got[R * D];
+        randn(buf_a, R * D);
+        randn(res, R * D);
+        randn(buf_b, D);
+        randn(buf_c, D);
+        mt_node *x = mt_input(g, mt_shape2(R, D), buf_a);
+        mt_node *r = mt_input(g, mt_shape2(R, D), res);
+        mt_node *r1 = mt_input(g, mt_shape2(1, D), res);
+        mt_node *gm = mt_input(g, mt_shape1(D), buf_b);
+        mt_node *bt = mt_input(g, mt_shape2(1, D), buf_c);
+        mt_node *two = mt_layer_norm(g, mt_add(g, x, r), gm, bt, 1e-6f);
+        mt_node *one = mt_add_layer_norm(g, x, r, gm, bt, 1e-6f);
+        mt_node *two1 = mt_layer_norm(g, mt_add(g, x, r1), NULL, bt, 1e-6f);
+        mt_node *one1 = mt_add_layer_norm(g, x, r1, NULL, bt, 1e-6f);
+        CHECK_STATUS(mt_graph_forward(g));
+        CHECK_STATUS(mt_node_get(two, want, R * D));
+        CHECK_STATUS(mt_node_get(one, got, R * D));
+        CHECK(memcmp(want, got, sizeof want) == 0, "fused: other floats than add + layer_norm");
+        CHECK_STATUS(mt_node_get(two1, want, R * D));
+        CHECK_STATUS(mt_node_get(one1, got, R * D));
+        CHECK(memcmp(want, got, sizeof want) == 0, "broadcast residual: other floats");
+        CHECK(mt_add_layer_norm(g, x, mt_input(g, mt_shape2(R, D + 1), res), gm, bt, 1e-6f) == NULL,
+              "shapes that do not add: refused");
+        mt_graph_free(g);
+    }
+}
+
 static void test_cross_entropy(void) {
     TEST("cross_entropy [2,2,6] label smoothing 0.1") {
         mt_graph *g = new_graph(false);
@@ -1252,6 +1285,7 @@ int main(void) {
     test_softmax();
     test_node_argmax();
     test_layer_norm();
+    test_add_layer_norm();
     test_cross_entropy();
     test_attention();
     test_gather_index();

@@ -153,6 +153,14 @@ void kcpu_layernorm_fwd(int64_t rows, int64_t cols, const float *x, const float 
                         const float *beta, float eps, float *y, float *mean, float *rstd);
 void kcpu_layernorm_fwd_ref(int64_t rows, int64_t cols, const float *x, const float *gamma,
                             const float *beta, float eps, float *y, float *mean, float *rstd);
+/* kcpu_layernorm_fwd of x + res (a residual connection and the norm after
+** it, as Marian's post-processing "an"): the sum of a block of rows is
+** written to y and normalized there while it is in L1, the same floats as
+** the sum (x[i] + res[i]) and the norm one after the other.  y may not
+** alias x or res. */
+void kcpu_add_layernorm_fwd(int64_t rows, int64_t cols, const float *x, const float *res,
+                            const float *gamma, const float *beta, float eps, float *y, float *mean,
+                            float *rstd);
 /* Accumulates dx, dgamma, dbeta (any may be NULL). */
 void kcpu_layernorm_bwd(int64_t rows, int64_t cols, const float *x, const float *gamma,
                         const float *mean, const float *rstd, const float *dy, float *dx,

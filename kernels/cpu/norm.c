@@ -96,6 +96,22 @@ void kcpu_layernorm_fwd(int64_t rows, int64_t cols, const float *x, const float 
     kcpu_layernorm_fwd_ref(rows, cols, x, gamma, beta, eps, y, mean, rstd);
 }
 
+void kcpu_add_layernorm_fwd(int64_t rows, int64_t cols, const float *x, const float *res,
+                            const float *gamma, const float *beta, float eps, float *y, float *mean,
+                            float *rstd) {
+    if (rows <= 0 || cols <= 0) {
+        return;
+    }
+    int64_t blk = cols < 4096 ? 4096 / cols : 1; /* 16 KB of sums */
+    for (int64_t r0 = 0; r0 < rows; r0 += blk) {
+        int64_t n = rows - r0 < blk ? rows - r0 : blk, off = r0 * cols;
+        int64_t shape[1] = {n * cols}, unit[1] = {1};
+        kcpu_binary_fwd(KCPU_ADD, 1, shape, unit, x + off, unit, res + off, y + off);
+        kcpu_layernorm_fwd(n, cols, y + off, gamma, beta, eps, y + off, mean ? mean + r0 : NULL,
+                           rstd ? rstd + r0 : NULL);
+    }
+}
+
 void kcpu_layernorm_bwd(int64_t rows, int64_t cols, const float *x, const float *gamma,
                         const float *mean, const float *rstd, const float *dy, float *dx,
                         float *dgamma, float *dbeta) {
