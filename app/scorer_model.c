@@ -505,6 +505,8 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const 
     if (rc == MT_OK && in->shortlist)
         cur.shortlist = mt_input_i32(g, mt_shape1(in->n_shortlist), in->shortlist);
     cur.logits_only = in->argmax_only || k > 0; /* beam 1: the argmax of the logits */
+    cur.argmax = want->am_cols != NULL;         /* ... from the output layer's epilogue if it can */
+    cur.argmax_skip = want->skip;
     cur.no_align = align == NULL;
     if (rc == MT_OK) rc = mt_model_step(s->m, g, NULL, &cur, s->prev_tok, &next, &out);
     if (rc != MT_OK) return rc;
@@ -512,9 +514,12 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const 
     keep_state(g, &next);
     mt_graph_keep(g, lp);
     mt_graph_keep(g, al);
+    mt_graph_keep(g, out.argmax);
     rc = mt_graph_forward(g);
     int32_t cols = in->shortlist ? in->n_shortlist : mt_model_trg_vocab(s->m);
-    if (rc == MT_OK && want->am_cols)
+    if (rc == MT_OK && want->am_cols && out.argmax)
+        rc = mt_node_get_i32(out.argmax, want->am_cols, n);
+    else if (rc == MT_OK && want->am_cols)
         rc = mt_node_argmax(lp, want->skip, want->am_cols);
     else if (rc == MT_OK && k > 0)
         rc = mt_node_logsoftmax_topk(lp, k, want->top_cols, want->logprobs);

@@ -147,6 +147,13 @@ typedef struct mt_device_ops {
     ** val are host memory [rows].  NULL: not supported. */
     void (*argmax_rows)(mt_device *d, int64_t rows, int64_t cols, const float *x, const float *bias,
                         int32_t *idx, float *val);
+    /* Appended: each row's argmax of igemm's C + skip (kcpu_gemm_int_argmax:
+    ** idx, val [m]; skip [n] or NULL) without writing C; NULL: not
+    ** supported (beam 1 then reads the logits). */
+    size_t (*igemm_argmax_scratch_bytes)(mt_device *d, int bits, int64_t m, int64_t k, int64_t n);
+    void (*igemm_argmax)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
+                         const void *packed, const float *bias, const float *skip, int32_t *idx,
+                         float *val, void *scratch);
 } mt_device_ops;
 
 /* Mirrors of the kcpu enums, so that engine code need not include kcpu.h. */

@@ -360,6 +360,24 @@ static void cpu_igemm(mt_device *d, int bits, int64_t m, const float *a, int64_t
     kcpu_gemm_int_ex(bits, kcpu_igemm_active(), m, a, lda, packed, bias, relu, c, ldc, scratch);
 }
 
+/* Enough for every variant (the active one may change between a build and
+** its forward only where tests force an ISA). */
+static size_t cpu_igemm_argmax_scratch_bytes(mt_device *d, int bits, int64_t m, int64_t k,
+                                             int64_t n) {
+    (void)d;
+    size_t a = kcpu_gemm_int_argmax_scratch_bytes(bits, KCPU_IGEMM_VNNI, m, k, n);
+    size_t b = kcpu_gemm_int_argmax_scratch_bytes(bits, KCPU_IGEMM_REF, m, k, n);
+    return a > b ? a : b;
+}
+
+static void cpu_igemm_argmax(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
+                             const void *packed, const float *bias, const float *skip, int32_t *idx,
+                             float *val, void *scratch) {
+    (void)d;
+    kcpu_gemm_int_argmax(bits, kcpu_igemm_active(), m, a, lda, packed, bias, skip, idx, val,
+                         scratch);
+}
+
 static const mt_device_ops cpu_ops = {
     .name = "cpu",
     .alloc = cpu_alloc,
@@ -383,6 +401,8 @@ static const mt_device_ops cpu_ops = {
     .attn_rows = cpu_attn_rows,
     .attn_scratch_bytes = cpu_attn_scratch_bytes,
     .argmax_rows = cpu_argmax_rows,
+    .igemm_argmax_scratch_bytes = cpu_igemm_argmax_scratch_bytes,
+    .igemm_argmax = cpu_igemm_argmax,
     .log_softmax_bwd = cpu_log_softmax_bwd,
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,

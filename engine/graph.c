@@ -1260,6 +1260,23 @@ mt_status mt_node_argmax(const mt_node *n, const float *bias, int32_t *idx) {
     return MT_OK;
 }
 
+mt_status mt_node_get_i32(const mt_node *n, int32_t *host, int64_t numel) {
+    if (n == NULL) return mt_seterr(MT_ERR_INVALID, "mt_node_get_i32: node is NULL");
+    if (!n->computed || n->val.dtype != MT_I32)
+        return mt_seterr(MT_ERR_INVALID, "mt_node_get_i32: %s node %s", n->op->name,
+                         n->computed ? "is not int32" : "not computed (run forward)");
+    const mt_tensor *t = &n->val;
+    if (numel != mt_tensor_numel(t))
+        return mt_seterr(MT_ERR_INVALID, "mt_node_get_i32: %lld elements requested, node has %lld",
+                         (long long)numel, (long long)mt_tensor_numel(t));
+    if (numel == 0) return MT_OK;
+    if (t->data == NULL)
+        return mt_seterr(MT_ERR_INVALID, "mt_node_get_i32: the node has no value (released after "
+                                         "its last use: mt_graph_keep it)");
+    mt_device *d = t->dev ? t->dev : mt_device_cpu();
+    return d->ops->copy(d, host, t->data, mt_tensor_bytes(t), 1);
+}
+
 mt_status mt_node_get_grad(const mt_node *n, float *host, int64_t numel) {
     if (n == NULL) return mt_seterr(MT_ERR_INVALID, "mt_node_get_grad: node is NULL");
     if (n->grad.data == NULL) {

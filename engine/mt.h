@@ -306,6 +306,7 @@ mt_shape mt_node_shape(const mt_node *n);
 mt_dtype mt_node_dtype(const mt_node *n);
 int64_t mt_node_numel(const mt_node *n);
 mt_status mt_node_get(const mt_node *n, float *host, int64_t numel);      /* f32 values */
+mt_status mt_node_get_i32(const mt_node *n, int32_t *host, int64_t numel); /* i32 nodes */
 mt_status mt_node_get_grad(const mt_node *n, float *host, int64_t numel); /* after backward */
 mt_status mt_node_get_scalar(const mt_node *n, float *out);
 const mt_tensor *mt_node_value(const mt_node *n); /* device tensor view */
@@ -357,6 +358,16 @@ mt_node *mt_matmul(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans
 ** mt_add of mt_matmul otherwise). */
 mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
                         mt_node *bias);
+/* Beam 1's output layer (WNMT 2018 sec. 2.3): each row's argmax of
+** mt_matmul_cols(a, b, trans_b, cols, bias) + skip as i32 [rows] (the first
+** column of the largest, -1 where none is above -inf, NaN never wins: as
+** mt_node_argmax of the product), from the integer GEMM's epilogue without
+** writing the logits (kcpu_gemm_int_argmax).  skip: f32 [n'] of 0 or -inf
+** (columns left out), or NULL.  NULL without an error where the product
+** takes no fixed int8/int16 GEMM (float32, auto) or the device has no such
+** epilogue: the caller then takes the logits and mt_node_argmax. */
+mt_node *mt_matmul_cols_argmax(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
+                               mt_node *bias, mt_node *skip);
 /* Batched: a [B..., M, K], b [B..., K, N] (same leading dims), scaled. */
 mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b, float alpha);
 /* mt_bmm with the leading index of b picked by ids: a [N, J..., M, K], b [N0,

@@ -37,6 +37,7 @@
 ** kernel call: CPU device only (the others have no igemm entry, so AUTO is
 ** fp32 there).
 */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,29 +495,53 @@ static mt_status gemm_q_forward(mt_graph *g, mt_node *y) {
 
 static const mt_op_def op_gemm_q = {"gemm_q", gemm_q_forward, NULL};
 
+/* gemm_q_argmax: each row's argmax of gemm_q's C + skip as i32 [rows]
+** (mt_matmul_cols_argmax; -1 where nothing is above -inf).  attrs as
+** gemm_q's (mode int8 or int16), skip_idx << 12 in i[7].  src: {A, P,
+** [bias], [skip]}.  aux: the rows' values, then the kernel's scratch. */
+static mt_status gemm_q_argmax_forward(mt_graph *g, mt_node *y) {
+    int64_t rows = y->attr.i[0], k = y->attr.i[1];
+    int mode = (int)y->attr.i[4];
+    int bias_idx = (int)((y->attr.i[7] >> 4) & 15), skip_idx = (int)((y->attr.i[7] >> 12) & 15);
+    const char *p = packed_of(y->src[1]);
+    if (mode == MT_GEMM_I16) p += y->attr.i[6];
+    float *val = y->aux;
+    int32_t *idx = (int32_t *)y->val.data;
+    graph_ops(g)->igemm_argmax(
+        graph_device(g), mode == MT_GEMM_I8 ? 8 : 16, rows, node_f32(y->src[0]), k, p,
+        bias_idx ? node_f32(y->src[bias_idx]) : NULL, skip_idx ? node_f32(y->src[skip_idx]) : NULL,
+        idx, val, (char *)y->aux + align64((size_t)rows * sizeof(float)));
+    for (int64_t r = 0; r < rows; r++) /* the CPU device: host memory */
+        if (!(val[r] > -INFINITY)) idx[r] = -1;
+    return MT_OK;
+}
+
+static const mt_op_def op_gemm_q_argmax = {"gemm_q_argmax", gemm_q_argmax_forward, NULL};
+
 /* ------------------------------------------------------------------ router */
 
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
-                             mt_node *cols, bool relu, bool *taken);
+                             mt_node *cols, bool relu, const mt_node *const *argmax, bool *taken);
 
 mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
                             bool *taken) {
-    return gemm_const_b(g, a, b, bias, trans_b, NULL, false, taken);
+    return gemm_const_b(g, a, b, bias, trans_b, NULL, false, NULL, taken);
 }
 
 mt_node *mt_affine_relu(mt_graph *g, mt_node *x, mt_node *w, mt_node *b) {
     if (x == NULL || w == NULL || b == NULL) return NULL;
     bool taken = false;
     if (affine_fusable(x, w, b)) {
-        mt_node *q = gemm_const_b(g, x, w, b, false, NULL, true, &taken);
+        mt_node *q = gemm_const_b(g, x, w, b, false, NULL, true, NULL, &taken);
         if (taken) return q;
     }
     return mt_relu(g, mt_affine(g, x, w, b));
 }
 
-mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
-                        mt_node *bias) {
-    if (a == NULL || b == NULL) return NULL;
+/* The bias of mt_matmul_cols: float32 [n'] or [1, n'] (n' = the selected
+** or all columns of op(B)); false after recording the error. */
+static bool cols_bias_ok(mt_graph *g, mt_node *b, bool trans_b, mt_node *cols, mt_node *bias,
+                         const char *op) {
     if (bias != NULL) {
         const mt_shape *sb = &b->val.shape;
         int64_t n = cols            ? (cols->val.shape.ndim == 1 ? cols->val.shape.dim[0] : -1)
@@ -525,25 +550,48 @@ mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_no
         if (bias->val.dtype != MT_F32 || n < 0 || mt_node_numel(bias) != n ||
             bias->val.shape.dim[bias->val.shape.ndim - 1] != n) {
             char s1[64], s2[64];
-            return graph_fail(g, MT_ERR_INVALID,
-                              "mt_matmul_cols: bias %s %s for %s %s: need float32 [n'] or [1, n']",
-                              mt_dtype_name(bias->val.dtype),
-                              mt_shape_str(&bias->val.shape, s1, sizeof s1),
-                              cols ? "columns" : "a product of",
-                              mt_shape_str(cols ? &cols->val.shape : sb, s2, sizeof s2));
+            graph_fail(g, MT_ERR_INVALID, "%s: bias %s %s for %s %s: need float32 [n'] or [1, n']",
+                       op, mt_dtype_name(bias->val.dtype),
+                       mt_shape_str(&bias->val.shape, s1, sizeof s1),
+                       cols ? "columns" : "a product of",
+                       mt_shape_str(cols ? &cols->val.shape : sb, s2, sizeof s2));
+            return false;
         }
     }
+    return true;
+}
+
+mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
+                        mt_node *bias) {
+    if (a == NULL || b == NULL) return NULL;
+    if (!cols_bias_ok(g, b, trans_b, cols, bias, "mt_matmul_cols")) return NULL;
     bool taken = false;
-    mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, false, &taken);
+    mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, false, NULL, &taken);
     if (taken) return q;
     q = mt_matmul(g, a, cols ? mt_index_select(g, b, trans_b ? 0 : 1, cols) : b, false, trans_b);
     return bias ? mt_add(g, q, bias) : q;
 }
 
+mt_node *mt_matmul_cols_argmax(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
+                               mt_node *bias, mt_node *skip) {
+    if (a == NULL || b == NULL || g == NULL || mt_graph_status(g) != MT_OK) return NULL;
+    if (!cols_bias_ok(g, b, trans_b, cols, bias, "mt_matmul_cols_argmax")) return NULL;
+    if (skip != NULL && (skip->val.dtype != MT_F32 || skip->val.shape.ndim != 1)) {
+        char s1[64];
+        return graph_fail(g, MT_ERR_INVALID, "mt_matmul_cols_argmax: skip %s %s: need float32 [n']",
+                          mt_dtype_name(skip->val.dtype),
+                          mt_shape_str(&skip->val.shape, s1, sizeof s1));
+    }
+    const mt_node *am[1] = {skip};
+    bool taken = false;
+    mt_node *y = gemm_const_b(g, a, b, bias, trans_b, cols, false, am, &taken);
+    return taken ? y : NULL;
+}
+
 /* graph_gemm_const_b; cols (i32 [n'], or NULL): only those columns of op(B),
 ** from the packed B (fixed int8/int16 only: the tuner times whole products). */
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
-                             mt_node *cols, bool relu, bool *taken) {
+                             mt_node *cols, bool relu, const mt_node *const *argmax, bool *taken) {
     *taken = false;
     if (a == NULL || b == NULL) return NULL;
     const mt_device_ops *ops = graph_ops(g);
@@ -589,6 +637,17 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
                          cols->val.shape.ndim != 1 || cols->val.shape.dim[0] < 1)) {
         *taken = false; /* the caller selects fp32 columns */
         return NULL;
+    }
+    if (argmax != NULL && (mode < 0 || ops->igemm_argmax == NULL)) {
+        *taken = false; /* the caller takes the logits */
+        return NULL;
+    }
+    if (argmax != NULL && argmax[0] != NULL &&
+        mt_node_numel(argmax[0]) != (cols ? cols->val.shape.dim[0] : n)) {
+        char s1[64];
+        return graph_fail(g, MT_ERR_INVALID, "mt_matmul_cols_argmax: skip %s for %lld columns",
+                          mt_shape_str(&argmax[0]->val.shape, s1, sizeof s1),
+                          (long long)(cols ? cols->val.shape.dim[0] : n));
     }
     *taken = true;
     int64_t rows = mt_shape_numel(sa) / k;
@@ -636,11 +695,22 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
     at.i[5] = slot;
     at.i[6] = off16;
     at.i[7] = b_idx | bias_idx << 4 | (int64_t)relu << 8;
+    mt_device *d = graph_device(g);
+    if (argmax != NULL) { /* i32 [rows]; aux: the values, then the scratch */
+        if (argmax[0] != NULL) {
+            at.i[7] |= (int64_t)n_src << 12;
+            src[n_src++] = (mt_node *)argmax[0];
+        }
+        mt_node *y = graph_push(g, &op_gemm_q_argmax, mt_shape1(rows), MT_I32, n_src, src, &at);
+        if (y == NULL) return NULL;
+        size_t bytes = align64((size_t)rows * sizeof(float)) +
+                       ops->igemm_argmax_scratch_bytes(d, mode == MT_GEMM_I8 ? 8 : 16, rows, k, n);
+        return graph_node_aux(g, y, bytes) ? y : NULL;
+    }
     mt_shape out = *sa;
     out.dim[out.ndim - 1] = n;
     mt_node *y = graph_push(g, &op_gemm_q, out, MT_F32, n_src, src, &at);
     if (y == NULL) return NULL;
-    mt_device *d = graph_device(g);
     size_t scratch = 0;
     if (fmt & FMT_I8) scratch = ops->igemm_scratch_bytes(d, 8, rows, k);
     if (fmt & FMT_I16) {

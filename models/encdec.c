@@ -833,6 +833,8 @@ mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned part
     st.row_off = 0;
     st.hist_ids = NULL;
     st.row_sent = NULL;
+    st.argmax = false;
+    st.argmax_skip = NULL;
     for (int r = 0; (parts & MT_DEC_ROWS) && r < in->n_rows; r++) {
         if (in->rows[r]) st.rows[r] = mt_tensor_node(g, mt_node_value(in->rows[r]));
         if (in->hist[r]) st.hist[r] = mt_tensor_node(g, mt_node_value(in->hist[r]));

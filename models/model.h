@@ -261,13 +261,23 @@ typedef struct mt_dec_state {
     ** the caller for each step; NULL: row r reads sentence r / beam).  Not
     ** copied by mt_dec_state_import. */
     mt_node *row_sent;
+    /* Set by the caller for a step that needs only each row's argmax of the
+    ** logits + argmax_skip (host [V'], 0 or -inf per column, or NULL):
+    ** where the model can take it from the output layer's integer GEMM
+    ** (mt_matmul_cols_argmax) the step gives mt_dec_step.argmax instead of
+    ** the logits; else it behaves as with logits_only.  Not copied by
+    ** mt_dec_state_import. */
+    bool argmax;
+    const float *argmax_skip;
 } mt_dec_state;
 
 typedef struct mt_dec_step {
     mt_node *logprobs; /* [B * K, V] log-softmax of the next token ([B*K, V'] with a
-                          shortlist)                                               */
+                          shortlist); NULL when argmax is given                   */
     mt_node *align;    /* [B * K, S0] head-0 cross-attention weights of the
                           guided-alignment layer over the first context            */
+    mt_node *argmax;   /* mt_dec_state.argmax: i32 [B * K] each row's argmax (-1:
+                          no column above -inf), or NULL: use logprobs             */
 } mt_dec_step;
 
 mt_status mt_model_encode(mt_model *m, mt_graph *g, const mt_batch *b, mt_model_encoding *out);

@@ -536,7 +536,10 @@ static mt_node *aan_block(tf *t, const char *prefix, mt_node *x, mt_node *avg) {
 }
 
 /* logits = x W^T + b over the target vocabulary (or the shortlist ids). */
-static mt_node *output_layer(tf *t, mt_node *x, mt_node *shortlist) {
+/* The output layer's logits [N, V] (V' columns with a shortlist), or with
+** argmax each row's argmax of them + skip as i32 [N] where the integer GEMM
+** gives it (mt_matmul_cols_argmax; NULL otherwise, without an error). */
+static mt_node *output_layer_ex(tf *t, mt_node *x, mt_node *shortlist, bool argmax, mt_node *skip) {
     const mt_model_config *c = t->c;
     int64_t v = c->dim_vocabs[c->n_vocabs - 1], d = t->d;
     mt_node *w;
@@ -555,8 +558,13 @@ static mt_node *output_layer(tf *t, mt_node *x, mt_node *shortlist) {
         b = par(t, mt_shape2(1, v), mt_init_zeros(), "decoder_ff_logit_out_b");
     /* integer GEMM: the (shortlisted) columns of the packed weights, the bias
     ** in its epilogue; float32: mt_add of mt_matmul */
-    return mt_matmul_cols(t->g, x, w, !legacy, shortlist,
-                          b && shortlist ? mt_index_select(t->g, b, 1, shortlist) : b);
+    mt_node *bs = b && shortlist ? mt_index_select(t->g, b, 1, shortlist) : b;
+    if (argmax) return mt_matmul_cols_argmax(t->g, x, w, !legacy, shortlist, bs, skip);
+    return mt_matmul_cols(t->g, x, w, !legacy, shortlist, bs);
+}
+
+static mt_node *output_layer(tf *t, mt_node *x, mt_node *shortlist) {
+    return output_layer_ex(t, x, shortlist, false, NULL);
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -1270,11 +1278,22 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
         if (sp != stack) mt_free(sp);
     }
     x = decoder_stack(&t, NULL, x, &io);
-    mt_node *logits = output_layer(&t, mt_reshape(g, x, mt_shape2(n, d)), in->shortlist);
-    out->logprobs = in->logits_only ? logits : mt_log_softmax(g, logits);
+    x = mt_reshape(g, x, mt_shape2(n, d));
+    if (in->argmax) { /* beam 1: each row's argmax from the GEMM's epilogue */
+        int64_t cols =
+            in->shortlist ? mt_node_numel(in->shortlist) : c->dim_vocabs[c->n_vocabs - 1];
+        mt_node *skip = in->argmax_skip ? mt_input(g, mt_shape1(cols), in->argmax_skip) : NULL;
+        out->argmax = output_layer_ex(&t, x, in->shortlist, true, skip);
+    }
+    if (out->argmax == NULL) {
+        mt_node *logits = output_layer(&t, x, in->shortlist);
+        out->logprobs = in->logits_only || in->argmax ? logits : mt_log_softmax(g, logits);
+    }
     if (io.align) out->align = mt_reshape(g, io.align, mt_shape2(n, dim_of(io.align, -1)));
     st.pos = in->pos + 1;
     st.logits_only = false;
+    st.argmax = false;
+    st.argmax_skip = NULL;
     st.no_align = false;
     st.row_pos = NULL;
     st.row_ids = NULL;

@@ -868,6 +868,85 @@ static void test_relu(void) {
     CHECK(neg > 100 && pos > 100, "relu epilogue: %d negative, %d positive outputs", neg, pos);
 }
 
+/* kcpu_gemm_int_argmax: every variant gives the argmax and value of
+** kcpu_argmax_rows over the same variant's C (+ skip) exactly: odd shapes
+** (row blocks, panels, vector tails), bias or not, skip or not, repeated B
+** columns (exact ties: the first), rows whose every column is skipped
+** (column 0, -inf). */
+static void test_argmax(void) {
+    static const int64_t ms[] = {1, 5, 7, 29}, ns[] = {1, 17, 64, 65, 200, 1000};
+    int bad = 0, ties = 0, tie_rows = 0, empty = 0;
+    for (size_t mi = 0; mi < 4; mi++)
+        for (size_t ni = 0; ni < 6; ni++)
+            for (int variant = 0; variant < 3; variant++) {
+                bool with_bias = variant != 1, with_skip = variant != 0;
+                problem p;
+                problem_alloc(&p, ms[mi], 40, ns[ni]);
+                for (int64_t i = 0; i < p.m * p.lda; i++)
+                    p.a[i] = test_urand(-2.0f, 2.0f);
+                for (int64_t i = 0; i < p.k * p.n; i++)
+                    p.b[i] = test_urand(-0.5f, 0.5f);
+                for (int64_t j = 0; j < p.n; j++)
+                    p.bias[j] = test_urand(-1.0f, 1.0f);
+                /* columns j + 9 (another lane) and j + 16 (the same lane of
+                ** the next vector) repeat column j (its bias too), all made
+                ** the favourites of rows with a[i][0] > 0: exact ties */
+                for (int64_t j = 3; j + 16 < p.n && j < 80; j += 37) {
+                    p.b[j] += 3.0f;
+                    for (int64_t k = 0; k < p.k; k++)
+                        p.b[k * p.n + j + 9] = p.b[k * p.n + j + 16] = p.b[k * p.n + j];
+                    p.bias[j + 9] = p.bias[j + 16] = p.bias[j];
+                }
+                float *skip = xalloc(sizeof(float) * (size_t)p.n);
+                for (int64_t j = 0; j < p.n; j++)
+                    skip[j] = j % 7 == 2 ? -INFINITY : 0.0f;
+                if (with_skip && p.n == 17)
+                    for (int64_t j = 0; j < p.n; j++)
+                        skip[j] = -INFINITY; /* nothing left */
+                const float *bias = with_bias ? p.bias : NULL, *sk = with_skip ? skip : NULL;
+                float *c = xalloc(sizeof(float) * (size_t)(p.m * p.n));
+                int32_t *wi = xalloc(sizeof(int32_t) * (size_t)p.m),
+                        *gi = xalloc(sizeof(int32_t) * (size_t)p.m);
+                float *wv = xalloc(sizeof(float) * (size_t)p.m),
+                      *gv = xalloc(sizeof(float) * (size_t)p.m);
+                for (int bits = 8; bits <= 16; bits += 8) {
+                    void *pk = pack(bits, &p);
+                    for (size_t v = 0; v < 3; v++) {
+                        if (!kcpu_igemm_available(all_impls[v])) continue;
+                        size_t sb =
+                            kcpu_gemm_int_argmax_scratch_bytes(bits, all_impls[v], p.m, p.k, p.n);
+                        char *scratch = xalloc(sb + 7);
+                        size_t sc = bits == 8 ? kcpu_gemm_i8_scratch_bytes(p.m, p.k)
+                                              : kcpu_gemm_i16_scratch_bytes(p.m, p.k);
+                        char *s2 = xalloc(sc);
+                        kcpu_gemm_int_ex(bits, all_impls[v], p.m, p.a, p.lda, pk, bias, false, c,
+                                         p.n, s2);
+                        kcpu_argmax_rows_ref(p.m, p.n, c, sk, wi, wv);
+                        kcpu_gemm_int_argmax(bits, all_impls[v], p.m, p.a, p.lda, pk, bias, sk, gi,
+                                             gv, scratch + 7);
+                        for (int64_t i = 0; i < p.m; i++) {
+                            bad += gi[i] != wi[i] || memcmp(&gv[i], &wv[i], sizeof(float)) != 0;
+                            empty += wv[i] == -INFINITY;
+                            for (int64_t j = 0; j < p.n; j++) /* the winner has a later copy */
+                                if (j != wi[i] && c[i * p.n + j] + (sk ? sk[j] : 0.0f) == wv[i] &&
+                                    wv[i] > -INFINITY)
+                                    ties++, j = p.n;
+                        }
+                        tie_rows += p.m;
+                        mt_aligned_free(scratch);
+                        mt_aligned_free(s2);
+                    }
+                    mt_aligned_free(pk);
+                }
+                mt_aligned_free(skip), mt_aligned_free(c), mt_aligned_free(wi), mt_aligned_free(gi);
+                mt_aligned_free(wv), mt_aligned_free(gv);
+                problem_free(&p);
+            }
+    CHECK(bad == 0, "argmax epilogue: %d rows differ from the scan of C", bad);
+    CHECK(ties > 20 && empty > 0, "argmax epilogue: %d tied winners of %d rows, %d empty rows",
+          ties, tie_rows, empty);
+}
+
 int main(void) {
     test_rng_seed(0x2545f4914f6cdd1dull); /* the seed the expected values were drawn with */
     test_quantizers();
@@ -878,5 +957,6 @@ int main(void) {
     test_empty_k();
     test_select();
     test_relu();
+    test_argmax();
     TEST_MAIN_END();
 }

@@ -239,6 +239,53 @@ static void test_ops(int bits) {
         mt_graph_free(gf);
     }
 
+    /* mt_matmul_cols_argmax: the argmax of the same graph's logits (+ skip)
+    ** with and without a column selection, -1 for rows with every column
+    ** skipped (pass 2); NULL without an error in a float32 graph */
+    for (int pass = 0; pass < 3; pass++) {
+        int sel = pass == 1;
+        enum { R = 9 };
+        int32_t ids[40], got_i[R], want_i[R];
+        float skip[67];
+        int64_t nc = sel ? 40 : n;
+        for (int j = 0; j < 40; j++)
+            ids[j] = (int32_t)((j * 13 + 5) % n);
+        for (int64_t j = 0; j < nc; j++)
+            skip[j] = j % 6 == 1 || pass == 2 ? -INFINITY : 0.0f;
+        test_fill_rand(a, R * k, -3.0f, 3.0f);
+        mt_graph_clear(g);
+        mt_node *x = mt_input(g, mt_shape2(R, k), a);
+        mt_node *W = mt_param(g, p, "out_Wt", mt_shape2(n, k), mt_init_values(wt, k * n));
+        mt_node *cols = sel ? mt_input_i32(g, mt_shape1(40), ids) : NULL;
+        mt_node *b = mt_input(g, mt_shape2(1, nc), bias);
+        mt_node *sk = mt_input(g, mt_shape1(nc), skip);
+        mt_node *lg = mt_matmul_cols(g, x, W, true, cols, b);
+        mt_node *am = mt_matmul_cols_argmax(g, x, W, true, cols, b, sk);
+        mt_graph_keep(g, lg);
+        mt_graph_keep(g, am);
+        CHECK_STATUS(mt_graph_forward(g));
+        if (!CHECK(am != NULL && !strcmp(mt_node_op_name(am), "gemm_q_argmax"),
+                   "int%d: argmax op %s", bits, am ? mt_node_op_name(am) : "NULL"))
+            break;
+        CHECK_STATUS(mt_node_argmax(lg, skip, want_i));
+        CHECK_STATUS(mt_node_get_i32(am, got_i, R));
+        int skipped = 0;
+        for (int r = 0; r < R; r++)
+            skipped += want_i[r] < 0 || want_i[r] % 6 == 1;
+        CHECK(memcmp(got_i, want_i, sizeof got_i) == 0 && skipped == (pass == 2 ? R : 0),
+              "int%d pass %d: fused argmax differs from the logits' (%d skipped)", bits, pass,
+              skipped);
+    }
+    {
+        mt_graph *gf = new_graph(MT_GEMM_FLOAT32, true, false);
+        mt_node *x = mt_input(gf, mt_shape2(3, k), a);
+        mt_node *W = mt_param(gf, p, "out_Wt", mt_shape2(n, k), mt_init_values(wt, k * n));
+        CHECK(mt_matmul_cols_argmax(gf, x, W, true, NULL, NULL, NULL) == NULL &&
+                  mt_graph_status(gf) == MT_OK,
+              "float32 graph: argmax from the logits, no error");
+        mt_graph_free(gf);
+    }
+
     /* float32 graphs (and training graphs) keep the fp32 ops */
     mt_graph *gf = new_graph(MT_GEMM_FLOAT32, true, false);
     mt_graph *gtr = new_graph(gt, true, true);

@@ -378,9 +378,10 @@ const char *kcpu_igemm_name(kcpu_igemm_impl impl) {
 }
 
 /* Fills the job from the packed header and runs the variant; returns qa. */
-static float run(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
-                 const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
-                 int32_t *acc, int64_t ldacc, void *scratch) {
+static float run_am(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                    const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
+                    int32_t *acc, int64_t ldacc, void *scratch, float *am_val, int32_t *am_idx,
+                    const float *skip) {
     const pack_hdr *h = packed_b;
     uintptr_t s = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
     kcpu_igemm_job j = {
@@ -403,6 +404,9 @@ static float run(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int6
         .ldacc = ldacc,
         .qa = bits == 8 ? 1.0f : KCPU_I16_MULT,
         .relu = relu,
+        .am_val = am_val,
+        .am_idx = am_idx,
+        .skip = skip,
     };
     if (m <= 0) {
         return j.qa;
@@ -433,6 +437,13 @@ static float run(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int6
         break;
     }
     return j.qa;
+}
+
+static float run(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                 const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
+                 int32_t *acc, int64_t ldacc, void *scratch) {
+    return run_am(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, acc, ldacc, scratch, NULL,
+                  NULL, NULL);
 }
 
 void kcpu_gemm_i8(int64_t m, const float *a, int64_t lda, const void *packed_b, const float *bias,
@@ -471,4 +482,59 @@ void kcpu_gemm_int_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a,
                       const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
                       void *scratch) {
     run(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, NULL, 0, scratch);
+}
+
+/* The product's scratch, then (64-aligned) the running maxima [m, 16] and
+** their columns [m, 16] (VNNI) or C [m, n] (the others). */
+static size_t argmax_base(int bits, int64_t m, int64_t k) {
+    size_t b = bits == 8 ? kcpu_gemm_i8_scratch_bytes(m, k) : kcpu_gemm_i16_scratch_bytes(m, k);
+    return b + 64;
+}
+
+size_t kcpu_gemm_int_argmax_scratch_bytes(int bits, kcpu_igemm_impl impl, int64_t m, int64_t k,
+                                          int64_t n) {
+    size_t extra = impl == KCPU_IGEMM_VNNI ? (size_t)m * 16 * (sizeof(float) + sizeof(int32_t))
+                                           : (size_t)m * (size_t)n * sizeof(float);
+    return argmax_base(bits, m, k) + extra;
+}
+
+void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                          const void *packed_b, const float *bias, const float *skip,
+                          int32_t *out_idx, float *out_val, void *scratch) {
+    if (m <= 0) {
+        return;
+    }
+    const pack_hdr *h = packed_b;
+    uintptr_t x = ((uintptr_t)scratch + argmax_base(bits, m, h->k)) & ~(uintptr_t)63;
+    if (impl != KCPU_IGEMM_VNNI) {
+        float *c = (float *)x;
+        run(bits, impl, m, a, lda, packed_b, bias, false, c, h->n, NULL, 0, scratch);
+        kcpu_argmax_rows(m, h->n, c, skip, out_idx, out_val);
+        return;
+    }
+    float *bv = (float *)x;
+    int32_t *bi = (int32_t *)(bv + 16 * m);
+    for (int64_t i = 0; i < 16 * m; i++) {
+        bv[i] = -INFINITY;
+        bi[i] = 0;
+    }
+    run_am(bits, impl, m, a, lda, packed_b, bias, false, NULL, 0, NULL, 0, scratch, bv, bi, skip);
+    /* each lane holds its first maximum: the lowest column among the lanes
+    ** at the row's maximum (lanes never above -inf keep -inf and 0) */
+    for (int64_t r = 0; r < m; r++) {
+        float best = -INFINITY;
+        int32_t at = 0;
+        for (int l = 0; l < 16; l++) {
+            float v = bv[16 * r + l];
+            int32_t c = bi[16 * r + l];
+            if (v > best || (v == best && best > -INFINITY && c < at)) {
+                best = v;
+                at = c;
+            }
+        }
+        out_idx[r] = at;
+        if (out_val) {
+            out_val[r] = best;
+        }
+    }
 }

@@ -494,6 +494,19 @@ void kcpu_gemm_i16_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t
 void kcpu_gemm_int_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                       const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
                       void *scratch);
+/* Beam 1's output layer without its logits (WNMT 2018 sec. 2.3):
+** out_idx[r] = the first column c of the largest (A.B dequantized + bias[c])
+** + skip[c] of row r (bias, skip [n] or NULL; skip holds 0 or -inf),
+** out_val[r] that value; nothing above -inf gives column 0 and -inf: the
+** floats and ties of kcpu_argmax_rows over kcpu_gemm_int_ex's C.  The VNNI
+** variant keeps each row's maximum per lane in its epilogue instead of
+** storing C; the others write C into the scratch and scan it.  scratch:
+** kcpu_gemm_int_argmax_scratch_bytes (any alignment). */
+size_t kcpu_gemm_int_argmax_scratch_bytes(int bits, kcpu_igemm_impl impl, int64_t m, int64_t k,
+                                          int64_t n);
+void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                          const void *packed_b, const float *bias, const float *skip,
+                          int32_t *out_idx, float *out_val, void *scratch);
 /* The raw int32 accumulators acc[m, n] (row stride ldacc) instead of C;
 ** returns qa (int8: 127/max|A|; int16: 2^10).  For tests. */
 float kcpu_gemm_i8_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
@@ -530,6 +543,12 @@ typedef struct kcpu_igemm_job {
     int64_t ldacc;
     float qa;               /* out: the activation multiplier  */
     bool relu;              /* float output: max(., 0) after the bias */
+    /* VNNI, c and acc NULL: each row's running maximum per lane of C +
+    ** skip (kcpu_gemm_int_argmax), am_val [m, 16] (start -inf) and the
+    ** column of each, am_idx [m, 16] */
+    float *am_val;
+    int32_t *am_idx;
+    const float *skip;
 } kcpu_igemm_job;
 void kcpu_igemm_i8_avx2(kcpu_igemm_job *job);
 void kcpu_igemm_i16_avx2(kcpu_igemm_job *job);
