@@ -106,6 +106,8 @@ static const app_opt bt_opts[] = {
      "assumed price of one core for an hour, USD (for tokens per USD)"},
     {"peak-gops", 0, APP_OPT_FLOAT, "0", NULL,
      "int8 GOP/s of one core for the limit (0: measure vpdpbusd)"},
+    {"rows", 0, APP_OPT_STRING, NULL, NULL,
+     "gemm table: only these rows, GEMM:BEAM:BATCH comma-separated (e.g. int8:1:32,int8+sl:1:32)"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages"},
 };
 static const int n_bt_opts = (int)(sizeof bt_opts / sizeof bt_opts[0]);
@@ -297,6 +299,7 @@ typedef struct bt_ctx {
     int peak_probes;
     char peak_buf[96];    /* "measured ... throughput" */
     double f32_b4_b32, i8sl_b4_b32; /* src tok/s for the ratio */
+    const char *rows;               /* --rows: the gemm rows to run (NULL: all) */
 } bt_ctx;
 
 typedef struct bt_row {
@@ -396,6 +399,41 @@ static mt_status bt_table_batching(bt_ctx *c) {
     return MT_OK;
 }
 
+/* Whether --rows (NAME:BEAM:BATCH, comma-separated) names this gemm row. */
+static bool bt_row_wanted(const char *rows, const char *name, int beam, int batch) {
+    if (rows == NULL) return true;
+    char want[64];
+    snprintf(want, sizeof want, "%s:%d:%d", name, beam, batch);
+    size_t n = strlen(want);
+    for (const char *p = rows; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, want, n) == 0) return true;
+        p += len + (e != NULL);
+    }
+    return false;
+}
+
+/* --rows: each entry a gemm row of the table. */
+static bool bt_rows_valid(const char *rows) {
+    static const char *const names[] = {"float32", "int8", "int8+sl"};
+    for (const char *p = rows; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        bool ok = false;
+        for (int gi = 0; gi < 3 && !ok; gi++)
+            for (int beam = 1; beam <= 4 && !ok; beam += 3)
+                for (int batch = 1; batch <= 32 && !ok; batch += 31) {
+                    char want[64];
+                    snprintf(want, sizeof want, "%s:%d:%d", names[gi], beam, batch);
+                    ok = strlen(want) == len && strncmp(p, want, len) == 0;
+                }
+        if (!ok) return false;
+        p += len + (e != NULL);
+    }
+    return true;
+}
+
 static mt_status bt_table_gemm(bt_ctx *c) {
     int32_t v = mt_model_trg_vocab(c->am.models[0]);
     int64_t max_m, max_m_tb, max_batched;
@@ -438,6 +476,7 @@ static mt_status bt_table_gemm(bt_ctx *c) {
                               .gemm = gi == 0 ? MT_GEMM_FLOAT32 : MT_GEMM_INT8,
                               .shortlist = gi == 2};
                 const char *name = gi == 0 ? "float32" : gi == 1 ? "int8" : "int8+sl";
+                if (!bt_row_wanted(c->rows, name, row.beam, row.batch)) continue;
                 if (gi > 0 && c->peak_measured) { /* the largest probe so far */
                     double p = kcpu_int_peak_gops(false, 0.1);
                     c->peak_gops = p > c->peak_gops ? p : c->peak_gops;
@@ -589,6 +628,15 @@ int app_bench_translate_main(int argc, char **argv) {
         !(c.usd_per_hour > 0) || app_opts_float(o, "peak-gops") < 0) {
         fprintf(stderr, "mtpe bench translate: --lines and --top-up-pool must be >= 1, "
                         "--repeat 1..64, --max-active >= 0, --usd-per-hour > 0\n");
+        ret = 2;
+        goto done;
+    }
+    c.rows = app_opts_str(o, "rows");
+    if (c.rows != NULL && !bt_rows_valid(c.rows)) {
+        fprintf(stderr,
+                "mtpe bench translate: --rows: GEMM:BEAM:BATCH entries (GEMM float32, int8 or "
+                "int8+sl, BEAM 1 or 4, BATCH 1 or 32), not '%s'\n",
+                c.rows);
         ret = 2;
         goto done;
     }
