@@ -632,6 +632,7 @@ int app_bench_translate_main(int argc, char **argv) {
         goto done;
     }
     c.rows = app_opts_str(o, "rows");
+    if (c.rows != NULL && c.rows[0] == '\0') c.rows = NULL; /* not given */
     if (c.rows != NULL && !bt_rows_valid(c.rows)) {
         fprintf(stderr,
                 "mtpe bench translate: --rows: GEMM:BEAM:BATCH entries (GEMM float32, int8 or "

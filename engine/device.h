@@ -129,10 +129,12 @@ typedef struct mt_device_ops {
     ** NULL: not available (shortlists then select fp32 columns). */
     void (*pack_select)(mt_device *d, const void *packed, int64_t n_sel, const int32_t *cols,
                         void *out);
-    /* C[m,n] (ldc) = dequant(quant(A) . packed) + bias; A [m,k] (lda). */
+    /* C[m,n] (ldc) = dequant(quant(A) . packed) + bias (+ res [m, n] with
+    ** row stride ldc, or NULL); A [m,k] (lda).  relu: max(., 0) after the
+    ** bias (not with res). */
     void (*igemm)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
-                  const void *packed, const float *bias, bool relu, float *c, int64_t ldc,
-                  void *scratch); /* relu: max(., 0) after the bias */
+                  const void *packed, const float *bias, bool relu, const float *res, float *c,
+                  int64_t ldc, void *scratch);
     /* Appended: fused log-softmax + top-k of each row (kcpu_softmax_topk);
     ** idx and logp are host memory [rows * k]. */
     void (*softmax_topk)(mt_device *d, int64_t rows, int64_t cols, const float *x, int32_t k,

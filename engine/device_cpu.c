@@ -354,10 +354,14 @@ static void cpu_pack_select(mt_device *d, const void *packed, int64_t n_sel, con
 }
 
 static void cpu_igemm(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
-                      const void *packed, const float *bias, bool relu, float *c, int64_t ldc,
-                      void *scratch) {
+                      const void *packed, const float *bias, bool relu, const float *res, float *c,
+                      int64_t ldc, void *scratch) {
     (void)d;
-    kcpu_gemm_int_ex(bits, kcpu_igemm_active(), m, a, lda, packed, bias, relu, c, ldc, scratch);
+    if (res)
+        kcpu_gemm_int_res(bits, kcpu_igemm_active(), m, a, lda, packed, bias, res, ldc, c, ldc,
+                          scratch);
+    else
+        kcpu_gemm_int_ex(bits, kcpu_igemm_active(), m, a, lda, packed, bias, relu, c, ldc, scratch);
 }
 
 /* Enough for every variant (the active one may change between a build and

@@ -378,6 +378,10 @@ mt_node *mt_bmm_gather(mt_graph *g, mt_node *a, mt_node *b, mt_node *ids, bool t
 ** GEMM's epilogue, no second pass over the output; otherwise mt_relu of
 ** mt_affine.  The same values either way. */
 mt_node *mt_affine_relu(mt_graph *g, mt_node *x, mt_node *w, mt_node *b);
+/* (x.W + b) + res, res of the product's shape (a residual connection): on
+** the integer path the sum is the GEMM's epilogue, no pass of its own;
+** otherwise mt_add of mt_affine.  The same values either way. */
+mt_node *mt_affine_add(mt_graph *g, mt_node *x, mt_node *w, mt_node *b, mt_node *res);
 /* x.W + b with b broadcast over rows (Marian's affine). */
 mt_node *mt_affine(mt_graph *g, mt_node *x, mt_node *w, mt_node *b);
 

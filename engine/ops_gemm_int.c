@@ -441,11 +441,15 @@ static const mt_op_def op_pack_sel = {"gemm_pack_select", pack_sel_forward, NULL
 
 /* ------------------------------------------------------------------------
 ** gemm_q:  C[rows, n] = A[rows, k] . op(B) (+ bias), by variant
-**   attrs i = {rows, k, n, tb, mode, slot, off16, b_idx | bias_idx << 4 | relu << 8}
+**   attrs i = {rows, k, n, tb, mode, slot, off16,
+**              b_idx | bias_idx << 4 | relu << 8 | res_idx << 16}
 **   relu (mt_affine_relu): max(., 0) after the bias, in the integer kernels'
 **   epilogue (an fp32 variant of the tuner: a pass over C after the product).
+**   res (mt_affine_add): + a residual [rows, n] after the bias, in the
+**   epilogue (fp32 variants: a pass over C).
 **   mode: an mt_gemm_variant, or -1 = tuned (slot = the tuner entry).
-**   src: {A, P, [B f32: AUTO only], [bias]}.  aux: the activation scratch.
+**   src: {A, P, [B f32: AUTO only], [bias], [res]}.  aux: the activation
+**   scratch.
 */
 static void run_variant(mt_graph *g, const mt_node *y, int v, int64_t rows, int64_t k, int64_t n,
                         bool tb, const float *bias) {
@@ -455,16 +459,19 @@ static void run_variant(mt_graph *g, const mt_node *y, int v, int64_t rows, int6
     const char *p = packed_of(y->src[1]);
     float *c = node_f32(y);
     bool relu = (y->attr.i[7] >> 8) & 1;
+    int res_idx = (int)((y->attr.i[7] >> 16) & 15);
+    const float *res = res_idx ? node_f32(y->src[res_idx]) : NULL;
     if (v == MT_GEMM_I8) {
-        ops->igemm(d, 8, rows, a, k, p, bias, relu, c, n, y->aux);
+        ops->igemm(d, 8, rows, a, k, p, bias, relu, res, c, n, y->aux);
     } else if (v == MT_GEMM_I16) {
-        ops->igemm(d, 16, rows, a, k, p + y->attr.i[6], bias, relu, c, n, y->aux);
+        ops->igemm(d, 16, rows, a, k, p + y->attr.i[6], bias, relu, res, c, n, y->aux);
     } else {
         const mt_node *b = y->src[y->attr.i[7] & 15];
         if (bias) ops->copy2d(d, rows, n, bias, 0, c, n, false);
         ops->gemm_f32_impl(d, v, false, tb, rows, n, k, 1.0f, a, k, node_f32(b), tb ? k : n,
                            bias ? 1.0f : 0.0f, c, n);
         if (relu) ops->unary_fwd(d, MT_UN_RELU, rows * n, 0.0f, c, c);
+        if (res) ops->acc_f32(d, rows * n, res, c);
     }
 }
 
@@ -521,18 +528,19 @@ static const mt_op_def op_gemm_q_argmax = {"gemm_q_argmax", gemm_q_argmax_forwar
 /* ------------------------------------------------------------------ router */
 
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
-                             mt_node *cols, bool relu, const mt_node *const *argmax, bool *taken);
+                             mt_node *cols, bool relu, const mt_node *const *argmax, mt_node *res,
+                             bool *taken);
 
 mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
                             bool *taken) {
-    return gemm_const_b(g, a, b, bias, trans_b, NULL, false, NULL, taken);
+    return gemm_const_b(g, a, b, bias, trans_b, NULL, false, NULL, NULL, taken);
 }
 
 mt_node *mt_affine_relu(mt_graph *g, mt_node *x, mt_node *w, mt_node *b) {
     if (x == NULL || w == NULL || b == NULL) return NULL;
     bool taken = false;
     if (affine_fusable(x, w, b)) {
-        mt_node *q = gemm_const_b(g, x, w, b, false, NULL, true, NULL, &taken);
+        mt_node *q = gemm_const_b(g, x, w, b, false, NULL, true, NULL, NULL, &taken);
         if (taken) return q;
     }
     return mt_relu(g, mt_affine(g, x, w, b));
@@ -561,12 +569,28 @@ static bool cols_bias_ok(mt_graph *g, mt_node *b, bool trans_b, mt_node *cols, m
     return true;
 }
 
+mt_node *mt_affine_add(mt_graph *g, mt_node *x, mt_node *w, mt_node *b, mt_node *res) {
+    if (x == NULL || w == NULL || b == NULL || res == NULL) return NULL;
+    bool taken = false;
+    const mt_shape *sx = &x->val.shape, *sw = &w->val.shape;
+    if (affine_fusable(x, w, b) && res->val.dtype == MT_F32 && !node_wants_grad(res) &&
+        sw->ndim == 2) {
+        mt_shape out = *sx;
+        out.dim[out.ndim - 1] = sw->dim[1];
+        if (mt_shape_eq(&out, &res->val.shape)) {
+            mt_node *q = gemm_const_b(g, x, w, b, false, NULL, false, NULL, res, &taken);
+            if (taken) return q;
+        }
+    }
+    return mt_add(g, mt_affine(g, x, w, b), res);
+}
+
 mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
                         mt_node *bias) {
     if (a == NULL || b == NULL) return NULL;
     if (!cols_bias_ok(g, b, trans_b, cols, bias, "mt_matmul_cols")) return NULL;
     bool taken = false;
-    mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, false, NULL, &taken);
+    mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, false, NULL, NULL, &taken);
     if (taken) return q;
     q = mt_matmul(g, a, cols ? mt_index_select(g, b, trans_b ? 0 : 1, cols) : b, false, trans_b);
     return bias ? mt_add(g, q, bias) : q;
@@ -584,14 +608,15 @@ mt_node *mt_matmul_cols_argmax(mt_graph *g, mt_node *a, mt_node *b, bool trans_b
     }
     const mt_node *am[1] = {skip};
     bool taken = false;
-    mt_node *y = gemm_const_b(g, a, b, bias, trans_b, cols, false, am, &taken);
+    mt_node *y = gemm_const_b(g, a, b, bias, trans_b, cols, false, am, NULL, &taken);
     return taken ? y : NULL;
 }
 
 /* graph_gemm_const_b; cols (i32 [n'], or NULL): only those columns of op(B),
 ** from the packed B (fixed int8/int16 only: the tuner times whole products). */
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
-                             mt_node *cols, bool relu, const mt_node *const *argmax, bool *taken) {
+                             mt_node *cols, bool relu, const mt_node *const *argmax, mt_node *res,
+                             bool *taken) {
     *taken = false;
     if (a == NULL || b == NULL) return NULL;
     const mt_device_ops *ops = graph_ops(g);
@@ -685,6 +710,11 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
         bias_idx = n_src;
         src[n_src++] = bias;
     }
+    int res_idx = 0;
+    if (res != NULL) {
+        res_idx = n_src;
+        src[n_src++] = res;
+    }
     mt_attrs at;
     memset(&at, 0, sizeof at);
     at.i[0] = rows;
@@ -694,7 +724,7 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
     at.i[4] = mode;
     at.i[5] = slot;
     at.i[6] = off16;
-    at.i[7] = b_idx | bias_idx << 4 | (int64_t)relu << 8;
+    at.i[7] = b_idx | bias_idx << 4 | (int64_t)relu << 8 | (int64_t)res_idx << 16;
     mt_device *d = graph_device(g);
     if (argmax != NULL) { /* i32 [rows]; aux: the values, then the scratch */
         if (argmax[0] != NULL) {

@@ -54,6 +54,10 @@ typedef struct tf {
     int64_t d;    /* dim-emb                                          */
     mt_status rc; /* first failure outside the graph (memory, params) */
     char err[400];
+    /* A block's residual for its last product to add in its epilogue
+    ** (block_begin; dense_out takes it and sets res_added, block_end). */
+    mt_node *res;
+    bool res_added;
 } tf;
 
 static void tf_init(tf *t, const mt_model_config *c, mt_params *p, mt_graph *g) {
@@ -195,6 +199,20 @@ static mt_node *dense(tf *t, mt_node *x, const char *prefix, const char *suffix,
     return dense_act(t, x, prefix, suffix, in, out, false);
 }
 
+/* The last product of a block: dense() plus the block's residual where
+** block_begin set one (mt_affine_add: the sum in the integer GEMM's
+** epilogue, else its own node; the same floats as postprocess's add). */
+static mt_node *dense_out(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
+                          int64_t out) {
+    mt_node *res = t->res;
+    if (res == NULL) return dense(t, x, prefix, suffix, in, out);
+    t->res = NULL;
+    t->res_added = true;
+    mt_node *w = par(t, mt_shape2(in, out), mt_init_glorot_uniform(), "%s_W%s", prefix, suffix);
+    mt_node *b = par(t, mt_shape2(1, out), mt_init_zeros(), "%s_b%s", prefix, suffix);
+    return mt_affine_add(t->g, x, w, b, res);
+}
+
 static mt_node *preprocess(tf *t, const char *ops, const char *prefix, mt_node *x) {
     for (const char *op = ops; *op; op++) {
         if (*op == 'd') {
@@ -207,6 +225,32 @@ static mt_node *preprocess(tf *t, const char *ops, const char *prefix, mt_node *
         }
     }
     return x;
+}
+
+static mt_node *postprocess(tf *t, const char *ops, const char *prefix, mt_node *x, mt_node *prev);
+
+/* Before a block whose post-processing starts with the residual add (at
+** inference, where 'd' does nothing): its last product (dense_out) adds
+** prev.  block_end then post-processes without that add. */
+static void block_begin(tf *t, mt_node *prev) {
+    const char *ops = t->c->postprocess;
+    while (*ops == 'd')
+        ops++;
+    t->res = !t->train && *ops == 'a' ? prev : NULL;
+    t->res_added = false;
+}
+
+static mt_node *block_end(tf *t, const char *prefix, mt_node *x, mt_node *prev) {
+    const char *ops = t->c->postprocess;
+    bool added = t->res_added;
+    t->res = NULL;
+    t->res_added = false;
+    if (added) {
+        while (*ops == 'd')
+            ops++;
+        ops++; /* the 'a' */
+    }
+    return postprocess(t, ops, prefix, x, prev);
 }
 
 static mt_node *postprocess(tf *t, const char *ops, const char *prefix, mt_node *x, mt_node *prev) {
@@ -427,7 +471,7 @@ static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int
             : gk && gk->spans
                 ? mt_attn_rows_kt_spans(g, q, kh, vh, ids, kr, vr, gk->spans, t->c->heads, alpha)
                 : mt_attn_rows_kt(g, q, kh, vh, ids, kr, vr, mask, t->c->heads, alpha);
-        return t->c->no_projection ? o : dense(t, o, prefix, "o", d, d);
+        return t->c->no_projection ? o : dense_out(t, o, prefix, "o", d, d);
     }
     if (k > 1) q = mt_reshape(g, q, mt_shape3(b, k * tq, d));
     mt_node *w = NULL;
@@ -441,7 +485,7 @@ static mt_node *multi_head(tf *t, const char *prefix, mt_node *x, int64_t b, int
         int64_t tk = dim_of(kh, split ? 2 : 1);
         *w_out = mt_reshape(g, mt_slice(g, w, 1, 0, 1), mt_shape3(b * k, tq, tk));
     }
-    if (!t->c->no_projection) o = dense(t, o, prefix, "o", d, d);
+    if (!t->c->no_projection) o = dense_out(t, o, prefix, "o", d, d);
     return o;
 }
 
@@ -459,8 +503,9 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
     mt_node *kh, *vh;
     kv_project(t, prefix, kv_raw ? kv_raw : y, &kh, &vh);
+    block_begin(t, x);
     mt_node *o = multi_head(t, prefix, y, n, 1, tq, kh, vh, mask, NULL, ATT_COMPOSED, NULL);
-    return postprocess(t, t->c->postprocess, pw, o, x);
+    return block_end(t, pw, o, x);
 }
 
 /* Teacher forcing (!step): kh, vh [B, S, D], the projected source context.
@@ -485,9 +530,10 @@ static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, in
         vh = split_heads(t, as_f32(t->g, vh));
     }
     if (sent && !fused) mask = mt_index_select(t->g, mask, 0, sent);
+    block_begin(t, x);
     mt_node *o = multi_head(t, prefix, y, b, k, tq, kh, vh, mask, sent || gk.spans ? &gk : NULL,
                             fused ? ATT_FUSED_KT : ATT_COMPOSED, w);
-    return postprocess(t, t->c->postprocess, pw, o, x);
+    return block_end(t, pw, o, x);
 }
 
 static mt_node *ffn_block(tf *t, const char *prefix, mt_node *x, int64_t dim_ffn, int depth) {
@@ -506,8 +552,9 @@ static mt_node *ffn_block(tf *t, const char *prefix, mt_node *x, int64_t dim_ffn
         in = dim_ffn;
     }
     snprintf(sfx, sizeof sfx, "%d", depth);
-    y = dense(t, y, prefix, sfx, in, t->d);
-    return postprocess(t, t->c->postprocess, pf, y, x);
+    block_begin(t, x);
+    y = dense_out(t, y, prefix, sfx, in, t->d);
+    return block_end(t, pf, y, x);
 }
 
 /* Average attention block: x the layer input, avg the running mean of x. */
@@ -761,8 +808,9 @@ static mt_node *self_block_packed(tf *t, const char *prefix, mt_node *x, const p
         int h = t->c->heads;
         mt_node *a = mt_attn_spans(g, q, kh, vh, pk->span_start, pk->span_len, pk->max_len, h,
                                    (float)(1.0 / sqrt((double)(d / h))));
-        if (!t->c->no_projection) a = dense(t, a, prefix, "o", d, d);
-        return postprocess(t, t->c->postprocess, pw, a, x);
+        block_begin(t, x);
+        if (!t->c->no_projection) a = dense_out(t, a, prefix, "o", d, d);
+        return block_end(t, pw, a, x);
     }
     mt_node *o[PACK_GROUPS];
     for (int i = 0; i < pk->n_groups; i++) {
@@ -776,8 +824,9 @@ static mt_node *self_block_packed(tf *t, const char *prefix, mt_node *x, const p
     }
     mt_node *cat = pk->n_groups == 1 ? o[0] : mt_concat(g, o, pk->n_groups, 0);
     mt_node *a = mt_gather_rows(g, cat, pk->back);
-    if (!t->c->no_projection) a = dense(t, a, prefix, "o", d, d);
-    return postprocess(t, t->c->postprocess, pw, a, x);
+    block_begin(t, x);
+    if (!t->c->no_projection) a = dense_out(t, a, prefix, "o", d, d);
+    return block_end(t, pw, a, x);
 }
 
 /* ------------------------------------------------------------ encoder */
@@ -933,6 +982,7 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     int64_t n = io->b * io->k;
     mt_node *o;
     bool fused = fused_step(t, 1, io->tq, false);
+    block_begin(t, x);
     if (in->hist_len > 0) { /* the frozen history, then ka/va */
         gather_kv gk = {in->hist_ids, ka, va, NULL};
         mt_node *kh = in->hist[2 * i]; /* keys transposed: [N0, H, D/H, hist_len] */
@@ -951,7 +1001,7 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
         o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL,
                        fused ? ATT_FUSED : ATT_COMPOSED, NULL);
     }
-    return postprocess(t, t->c->postprocess, pw, o, x);
+    return block_end(t, pw, o, x);
 }
 
 static mt_node *decoder_stack(tf *t, const mt_model_encoding *enc, mt_node *x, dec_io *io) {

@@ -109,6 +109,13 @@ fi
     grep -q 'searches in input order' "$tmp/n" || fail "--maxi-batch-sort none: $(head -5 "$tmp/n")"
 "$mtpe" bench translate "${m[@]}" --maxi-batch-sort trg >"$tmp/n" 2>&1 && fail "--maxi-batch-sort trg: exit 0"
 grep -q 'must be src or none' "$tmp/n" || fail "--maxi-batch-sort trg: $(cat "$tmp/n")"
+# --rows: only the rows named, in the table's order
+"$mtpe" bench translate "${m[@]}" --tables gemm --peak-gops 500 --rows int8:4:1,float32:1:32 \
+    >"$tmp/r" 2>&1 || fail "--rows: $(cat "$tmp/r")"
+got=$(grep -E '^(float32|int8|int8\+sl) +[14] +(1|32) ' "$tmp/r" | awk '{print $1 ":" $2 ":" $3}' | tr '\n' ' ')
+[ "$got" = "float32:1:32 int8:4:1 " ] || fail "--rows int8:4:1,float32:1:32 ran: $got"
+"$mtpe" bench translate "${m[@]}" --tables gemm --rows int8:2:32 >"$tmp/r" 2>&1 && fail "--rows int8:2:32: exit 0"
+grep -q 'GEMM:BEAM:BATCH' "$tmp/r" || fail "--rows int8:2:32: $(cat "$tmp/r")"
 "$mtpe" bench translate "${m[@]}" --tables nothing >/dev/null 2>&1 && fail "--tables nothing: exit 0"
 "$mtpe" bench translate "${m[@]}" --usd-per-hour 0 >/dev/null 2>&1 && fail "--usd-per-hour 0: exit 0"
 

@@ -868,6 +868,65 @@ static void test_relu(void) {
     CHECK(neg > 100 && pos > 100, "relu epilogue: %d negative, %d positive outputs", neg, pos);
 }
 
+/* kcpu_gemm_int_res: every variant gives its own product + bias followed by
+** the float sum with the residual, bit for bit, also with the residual in
+** C itself, and leaves the columns past n alone. */
+static void test_res(void) {
+    static const int64_t ms[] = {1, 6, 7, 29}, ns[] = {5, 16, 70, 256};
+    int bad = 0, changed = 0;
+    for (size_t mi = 0; mi < 4; mi++)
+        for (size_t ni = 0; ni < 4; ni++) {
+            problem p;
+            problem_alloc(&p, ms[mi], 48, ns[ni]);
+            for (int64_t i = 0; i < p.m * p.lda; i++)
+                p.a[i] = test_urand(-2.0f, 2.0f);
+            for (int64_t i = 0; i < p.k * p.n; i++)
+                p.b[i] = test_urand(-0.5f, 0.5f);
+            for (int64_t j = 0; j < p.n; j++)
+                p.bias[j] = test_urand(-1.0f, 1.0f);
+            int64_t ldc = p.n + 5;
+            size_t cb = sizeof(float) * (size_t)(p.m * ldc);
+            float *res = xalloc(cb), *c0 = xalloc(cb), *c1 = xalloc(cb), *c2 = xalloc(cb);
+            for (int64_t i = 0; i < p.m * ldc; i++)
+                res[i] = test_urand(-3.0f, 3.0f);
+            for (int bits = 8; bits <= 16; bits += 8) {
+                void *pk = pack(bits, &p);
+                char *scratch = xalloc(kcpu_gemm_i16_scratch_bytes(p.m, p.k) +
+                                       kcpu_gemm_i8_scratch_bytes(p.m, p.k));
+                for (size_t v = 0; v < 3; v++) {
+                    if (!kcpu_igemm_available(all_impls[v])) continue;
+                    for (int nb = 0; nb < 2; nb++) {
+                        const float *bias = nb ? p.bias : NULL;
+                        for (int64_t i = 0; i < p.m * ldc; i++)
+                            c0[i] = c1[i] = -7.0f;
+                        memcpy(c2, res, cb);
+                        kcpu_gemm_int_ex(bits, all_impls[v], p.m, p.a, p.lda, pk, bias, false, c0,
+                                         ldc, scratch);
+                        kcpu_gemm_int_res(bits, all_impls[v], p.m, p.a, p.lda, pk, bias, res, ldc,
+                                          c1, ldc, scratch);
+                        kcpu_gemm_int_res(bits, all_impls[v], p.m, p.a, p.lda, pk, bias, c2, ldc,
+                                          c2, ldc, scratch); /* in place */
+                        for (int64_t i = 0; i < p.m; i++)
+                            for (int64_t j = 0; j < ldc; j++) {
+                                int64_t at = i * ldc + j;
+                                float want = j < p.n ? c0[at] + res[at] : -7.0f;
+                                float want2 = j < p.n ? want : res[at];
+                                bad += memcmp(&c1[at], &want, sizeof want) != 0 ||
+                                       memcmp(&c2[at], &want2, sizeof want2) != 0;
+                                changed += j < p.n && want != c0[at];
+                            }
+                    }
+                }
+                mt_aligned_free(scratch);
+                mt_aligned_free(pk);
+            }
+            mt_aligned_free(res), mt_aligned_free(c0), mt_aligned_free(c1), mt_aligned_free(c2);
+            problem_free(&p);
+        }
+    CHECK(bad == 0, "residual epilogue: %d outputs differ from the product + residual", bad);
+    CHECK(changed > 1000, "residual epilogue: only %d outputs moved by the residual", changed);
+}
+
 /* kcpu_gemm_int_argmax: every variant gives the argmax and value of
 ** kcpu_argmax_rows over the same variant's C (+ skip) exactly: odd shapes
 ** (row blocks, panels, vector tails), bias or not, skip or not, repeated B
@@ -958,5 +1017,6 @@ int main(void) {
     test_select();
     test_relu();
     test_argmax();
+    test_res();
     TEST_MAIN_END();
 }

@@ -239,6 +239,39 @@ static void test_ops(int bits) {
         mt_graph_free(gf);
     }
 
+    /* mt_affine_add: the residual in the epilogue, the same floats as mt_add
+    ** of mt_affine; a residual that broadcasts, and a float32 graph: the add */
+    {
+        enum { R = 7 };
+        float res[R * 67], got2[R * 67], want2[R * 67];
+        test_fill_rand(a, R * k, -3.0f, 3.0f);
+        test_fill_rand(res, R * n, -2.0f, 2.0f);
+        mt_graph_clear(g);
+        mt_node *x = mt_input(g, mt_shape2(R, k), a);
+        mt_node *W = mt_param(g, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
+        mt_node *b = mt_param(g, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+        mt_node *r = mt_input(g, mt_shape2(R, n), res);
+        mt_node *y1 = mt_affine_add(g, x, W, b, r), *y0 = mt_add(g, mt_affine(g, x, W, b), r);
+        mt_node *yb = mt_affine_add(g, x, W, b, mt_input(g, mt_shape2(1, n), res));
+        CHECK_STATUS(mt_graph_forward(g));
+        if (y0 && y1 && yb) {
+            CHECK(!strcmp(mt_node_op_name(y1), "gemm_q") && !strcmp(mt_node_op_name(yb), "add"),
+                  "int%d: affine_add ops %s, %s", bits, mt_node_op_name(y1), mt_node_op_name(yb));
+            CHECK_STATUS(mt_node_get(y0, want2, R * n));
+            CHECK_STATUS(mt_node_get(y1, got2, R * n));
+            CHECK(memcmp(got2, want2, sizeof got2) == 0,
+                  "int%d: mt_affine_add differs from mt_add(mt_affine)", bits);
+        }
+        mt_graph *gf = new_graph(MT_GEMM_FLOAT32, true, false);
+        mt_node *xf = mt_input(gf, mt_shape2(R, k), a);
+        mt_node *Wf = mt_param(gf, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
+        mt_node *bf = mt_param(gf, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+        mt_node *yf = mt_affine_add(gf, xf, Wf, bf, mt_input(gf, mt_shape2(R, n), res));
+        CHECK(yf && !strcmp(mt_node_op_name(yf), "add"), "float32 graph: affine_add op %s",
+              yf ? mt_node_op_name(yf) : "NULL");
+        mt_graph_free(gf);
+    }
+
     /* mt_matmul_cols_argmax: the argmax of the same graph's logits (+ skip)
     ** with and without a column selection, -1 for rows with every column
     ** skipped (pass 2); NULL without an error in a float32 graph */

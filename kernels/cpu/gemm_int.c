@@ -298,6 +298,7 @@ static void ref_store(kcpu_igemm_job *j, int64_t i, int64_t col, uint32_t acc, f
     if (j->c) {
         float r = (float)v * unq;
         r = j->bias ? r + j->bias[col] : r;
+        r = j->res ? r + j->res[i * j->ldr + col] : r;
         j->c[i * j->ldc + col] = j->relu && !(r > 0.0f) ? 0.0f : r;
     } else {
         j->acc[i * j->ldacc + col] = v;
@@ -378,10 +379,20 @@ const char *kcpu_igemm_name(kcpu_igemm_impl impl) {
 }
 
 /* Fills the job from the packed header and runs the variant; returns qa. */
-static float run_am(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+/* What some entries add to a call: the argmax epilogue's state and skip
+** row (kcpu_gemm_int_argmax), a residual added after the bias
+** (kcpu_gemm_int_res). */
+typedef struct run_extra {
+    float *am_val;
+    int32_t *am_idx;
+    const float *skip;
+    const float *res;
+    int64_t ldr;
+} run_extra;
+
+static float run_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                     const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
-                    int32_t *acc, int64_t ldacc, void *scratch, float *am_val, int32_t *am_idx,
-                    const float *skip) {
+                    int32_t *acc, int64_t ldacc, void *scratch, const run_extra *x) {
     const pack_hdr *h = packed_b;
     uintptr_t s = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
     kcpu_igemm_job j = {
@@ -404,9 +415,11 @@ static float run_am(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, i
         .ldacc = ldacc,
         .qa = bits == 8 ? 1.0f : KCPU_I16_MULT,
         .relu = relu,
-        .am_val = am_val,
-        .am_idx = am_idx,
-        .skip = skip,
+        .am_val = x ? x->am_val : NULL,
+        .am_idx = x ? x->am_idx : NULL,
+        .skip = x ? x->skip : NULL,
+        .res = x ? x->res : NULL,
+        .ldr = x ? x->ldr : 0,
     };
     if (m <= 0) {
         return j.qa;
@@ -442,8 +455,7 @@ static float run_am(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, i
 static float run(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                  const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
                  int32_t *acc, int64_t ldacc, void *scratch) {
-    return run_am(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, acc, ldacc, scratch, NULL,
-                  NULL, NULL);
+    return run_ex(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, acc, ldacc, scratch, NULL);
 }
 
 void kcpu_gemm_i8(int64_t m, const float *a, int64_t lda, const void *packed_b, const float *bias,
@@ -484,6 +496,13 @@ void kcpu_gemm_int_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a,
     run(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, NULL, 0, scratch);
 }
 
+void kcpu_gemm_int_res(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                       const void *packed_b, const float *bias, const float *res, int64_t ldr,
+                       float *c, int64_t ldc, void *scratch) {
+    run_extra x = {.res = res, .ldr = ldr};
+    run_ex(bits, impl, m, a, lda, packed_b, bias, false, c, ldc, NULL, 0, scratch, &x);
+}
+
 /* The product's scratch, then (64-aligned) the running maxima [m, 16] and
 ** their columns [m, 16] (VNNI) or C [m, n] (the others). */
 static size_t argmax_base(int bits, int64_t m, int64_t k) {
@@ -518,7 +537,8 @@ void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float
         bv[i] = -INFINITY;
         bi[i] = 0;
     }
-    run_am(bits, impl, m, a, lda, packed_b, bias, false, NULL, 0, NULL, 0, scratch, bv, bi, skip);
+    run_extra ex = {.am_val = bv, .am_idx = bi, .skip = skip};
+    run_ex(bits, impl, m, a, lda, packed_b, bias, false, NULL, 0, NULL, 0, scratch, &ex);
     /* each lane holds its first maximum: the lowest column among the lanes
     ** at the row's maximum (lanes never above -inf keep -inf and 0) */
     for (int64_t r = 0; r < m; r++) {

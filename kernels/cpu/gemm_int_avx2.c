@@ -121,6 +121,8 @@ typedef struct out_ctx {
     int64_t ldacc;
     float unq;
     bool relu;
+    const float *res;
+    int64_t ldr;
 } out_ctx;
 
 ALWAYS_INLINE __m256i bcast32(const uint8_t *p) {
@@ -146,6 +148,16 @@ ALWAYS_INLINE void store8(const out_ctx *o, int64_t row, int64_t col, __m256i ac
         __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(o->unq));
         if (o->bias) {
             r = _mm256_add_ps(r, bias);
+        }
+        if (o->res) {
+            const float *rs = o->res + row * o->ldr + col;
+            if (left >= 8) {
+                r = _mm256_add_ps(r, _mm256_loadu_ps(rs));
+            } else {
+                float rt[8] = {0};
+                memcpy(rt, rs, (size_t)left * sizeof(float));
+                r = _mm256_add_ps(r, _mm256_loadu_ps(rt));
+            }
         }
         if (o->relu) { /* NaN -> 0, as the reference's !(r > 0) */
             r = _mm256_and_ps(r, _mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_GT_OQ));
@@ -295,7 +307,9 @@ static void gemm(int bits, kcpu_igemm_job *j) {
                  .acc = j->acc,
                  .ldacc = j->ldacc,
                  .unq = kcpu_igemm_unquant(j->qa, j->qb),
-                 .relu = j->relu};
+                 .relu = j->relu,
+                 .res = j->res,
+                 .ldr = j->ldr};
     int64_t ng = j->kp / (bits == 8 ? 4 : 2), sa = j->sa, abs_off = j->m * sa;
     int64_t panel_bytes = j->kp * KCPU_IGEMM_NC * (bits / 8);
     /* blocks per panel (4-row ones over 4 quarters, 2- and 1-row ones over 2

@@ -120,6 +120,8 @@ typedef struct out_ctx {
     float *am_val; /* argmax mode (kcpu_igemm_job) */
     int32_t *am_idx;
     const float *skip;
+    const float *res;
+    int64_t ldr;
 } out_ctx;
 
 ALWAYS_INLINE __m512i vdot(const int bits, __m512i acc, __m512i a, __m512i b) {
@@ -256,6 +258,10 @@ ALWAYS_INLINE void block(const int bits, const int mr, int64_t ng, const uint8_t
                 if (o->bias) {
                     r = _mm512_add_ps(r, bias);
                 }
+                if (o->res) {
+                    r = _mm512_add_ps(r,
+                                      _mm512_maskz_loadu_ps(mk, o->res + (i0 + i) * o->ldr + col));
+                }
                 if (o->relu) { /* NaN -> 0, as the reference's !(r > 0) */
                     r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_GT_OQ),
                                             r);
@@ -318,7 +324,9 @@ static void gemm(int bits, kcpu_igemm_job *j) {
                  .relu = j->relu,
                  .am_val = j->am_val,
                  .am_idx = j->am_idx,
-                 .skip = j->skip};
+                 .skip = j->skip,
+                 .res = j->res,
+                 .ldr = j->ldr};
     int64_t ng = j->kp / (bits == 8 ? 4 : 2);
     int64_t panel_bytes = j->kp * KCPU_IGEMM_NC * (bits / 8);
     for (int64_t j0 = 0; j0 < j->np; j0 += KCPU_IGEMM_NC) {

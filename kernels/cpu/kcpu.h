@@ -494,6 +494,13 @@ void kcpu_gemm_i16_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t
 void kcpu_gemm_int_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                       const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
                       void *scratch);
+/* kcpu_gemm_int_ex (no relu) with a residual connection in the epilogue:
+** C[i,j] = (dequant + bias[j]) + res[i * ldr + j], the floats of the
+** product followed by the sum (a transformer block's output projection and
+** the skip connection around it).  res may be C itself (same ld). */
+void kcpu_gemm_int_res(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                       const void *packed_b, const float *bias, const float *res, int64_t ldr,
+                       float *c, int64_t ldc, void *scratch);
 /* Beam 1's output layer without its logits (WNMT 2018 sec. 2.3):
 ** out_idx[r] = the first column c of the largest (A.B dequantized + bias[c])
 ** + skip[c] of row r (bias, skip [n] or NULL; skip holds 0 or -inf),
@@ -549,6 +556,8 @@ typedef struct kcpu_igemm_job {
     float *am_val;
     int32_t *am_idx;
     const float *skip;
+    const float *res; /* float output: + res[i * ldr + j] after the bias (or NULL) */
+    int64_t ldr;
 } kcpu_igemm_job;
 void kcpu_igemm_i8_avx2(kcpu_igemm_job *job);
 void kcpu_igemm_i16_avx2(kcpu_igemm_job *job);
