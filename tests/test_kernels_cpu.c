@@ -717,7 +717,7 @@ static void test_add_layernorm(void) {
 }
 
 static void test_layernorm(void) {
-    const int64_t rows = 3;
+    const int64_t rows = 7; /* the AVX-512 kernel's groups of 4 rows and the rest */
     const float eps = 1e-5f;
     for (int s = 0; s < NSIZES; s++) {
         int64_t cols = sizes[s], n = rows * cols;
@@ -728,7 +728,7 @@ static void test_layernorm(void) {
             float *x = test_fill_rand(falloc(n), n, -2, 3);
             float *g = affine ? test_fill_rand(falloc(cols), cols, 0.5f, 1.5f) : NULL;
             float *b = affine ? test_fill_rand(falloc(cols), cols, -1, 1) : NULL;
-            float *y = falloc(n), *yr = falloc(n), mean[3], rstd[3], meanr[3], rstdr[3];
+            float *y = falloc(n), *yr = falloc(n), mean[7], rstd[7], meanr[7], rstdr[7];
             double *w = malloc((size_t)n * sizeof *w), *xd = malloc((size_t)cols * sizeof *xd);
             for (int64_t r = 0; r < rows; r++) {
                 for (int64_t i = 0; i < cols; i++) {
@@ -746,6 +746,9 @@ static void test_layernorm(void) {
             check_arrf("layernorm rstd", rstd, rstdr, rows, 1e-6, 1e-5);
             kcpu_layernorm_fwd(rows, cols, x, g, b, eps, yr, NULL, NULL);
             check_arrf("layernorm fwd without stats", yr, y, n, 0, 0);
+            for (int64_t r = 0; r < rows; r++) /* row by row: the same floats */
+                kcpu_layernorm_fwd(1, cols, x + r * cols, g, b, eps, yr + r * cols, NULL, NULL);
+            check_arrf("layernorm fwd one row at a time", yr, y, n, 0, 0);
 
             /* Backward vs central differences of L = sum(dy * y(x)) in double. */
             float *dy = test_fill_rand(falloc(n), n, -1, 1);
