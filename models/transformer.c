@@ -35,6 +35,7 @@
 ** mt_transformer_touch_params).
 */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,11 +102,43 @@ static mt_node *par(tf *t, mt_shape shape, mt_init init, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* vsnprintf for the names of parameters, which use only %s and %d (a
+** decoding step names about a hundred of them: the library's formatter was
+** about 1% of a beam-1 search); anything else goes to vsnprintf. */
+static void name_fmt(char *out, size_t cap, const char *fmt, va_list ap) {
+    size_t n = 0;
+    va_list ap2;
+    va_copy(ap2, ap);
+    for (const char *f = fmt; *f && n + 1 < cap; f++) {
+        if (*f != '%') {
+            out[n++] = *f;
+            continue;
+        }
+        char num[24];
+        const char *src;
+        if (f[1] == 's') {
+            src = va_arg(ap2, const char *);
+        } else if (f[1] == 'd') {
+            snprintf(num, sizeof num, "%d", va_arg(ap2, int));
+            src = num;
+        } else {
+            va_end(ap2);
+            vsnprintf(out, cap, fmt, ap);
+            return;
+        }
+        f++;
+        while (*src && n + 1 < cap)
+            out[n++] = *src++;
+    }
+    out[n] = '\0';
+    va_end(ap2);
+}
+
 static mt_node *par(tf *t, mt_shape shape, mt_init init, const char *fmt, ...) {
     char name[192];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
+    name_fmt(name, sizeof name, fmt, ap);
     va_end(ap);
     if (t->check) {
         char s1[64], s2[64];
@@ -291,13 +324,52 @@ static void sinusoid(float *dst, int64_t d, int p) {
 
 /* Sinusoids as [n, D]: of positions start .. start+n-1 when pos is NULL,
 ** else of pos[0..n) (one per decoding row, top-up batching). */
+/* The sinusoids of the positions used so far (rows of d floats, up to
+** SIN_CACHE_MAX positions, for up to SIN_CACHE_DIMS model widths), shared
+** by the threads under a lock: a decoding step copies its row instead of
+** calling sinf/cosf/expf d times.  Never freed (reachable, a few MB). */
+enum { SIN_CACHE_MAX = 4096, SIN_CACHE_DIMS = 4 };
+static pthread_mutex_t sin_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int64_t d;
+    int n;
+    float *rows;
+} sin_cache[SIN_CACHE_DIMS];
+
+static void sinusoid_row(float *dst, int64_t d, int p) {
+    bool done = false;
+    pthread_mutex_lock(&sin_lock);
+    int e = 0;
+    while (e < SIN_CACHE_DIMS && sin_cache[e].d != d && sin_cache[e].d != 0)
+        e++;
+    if (p >= 0 && p < SIN_CACHE_MAX && e < SIN_CACHE_DIMS) {
+        sin_cache[e].d = d;
+        if (p >= sin_cache[e].n) {
+            int n = p + 1 < 256 ? 256 : p + 1 > SIN_CACHE_MAX / 2 ? SIN_CACHE_MAX : 2 * (p + 1);
+            float *rows = mt_try_realloc(sin_cache[e].rows, sizeof(float) * (size_t)(n * d));
+            if (rows != NULL) {
+                for (int q = sin_cache[e].n; q < n; q++)
+                    sinusoid(rows + (size_t)q * (size_t)d, d, q);
+                sin_cache[e].rows = rows;
+                sin_cache[e].n = n;
+            }
+        }
+        if (p < sin_cache[e].n) {
+            memcpy(dst, sin_cache[e].rows + (size_t)p * (size_t)d, sizeof(float) * (size_t)d);
+            done = true;
+        }
+    }
+    pthread_mutex_unlock(&sin_lock);
+    if (!done) sinusoid(dst, d, p);
+}
+
 static mt_node *positions_of(tf *t, int64_t start, const int32_t *pos, int64_t n) {
     int64_t d = t->d;
     float stack[2048]; /* one decoding position: no allocation per step */
     float *buf = n * d <= 2048 ? stack : tmp_alloc(t, (size_t)(n * d) * sizeof(float));
     if (buf == NULL) return NULL;
     for (int64_t r = 0; r < n; r++)
-        sinusoid(buf + r * d, d, pos ? pos[r] : (int)(start + r));
+        sinusoid_row(buf + r * d, d, pos ? pos[r] : (int)(start + r));
     mt_node *pe = mt_input(t->g, mt_shape2(n, d), buf);
     if (buf != stack) mt_free(buf);
     return pe;
