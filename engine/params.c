@@ -59,6 +59,10 @@ struct mt_params {
     pthread_mutex_t pack_mu; /* the packs: graphs of several threads share them */
     params_pack *packs;
     int n_packs, cap_packs;
+    /* where the next lookup and release start: a step takes (and a clear
+    ** gives back) the packs in the order of the first step that made them,
+    ** so each search ends at the first entry it tries */
+    int ref_cursor, unref_cursor;
 };
 
 static atomic_uint_fast64_t version_counter;
@@ -114,6 +118,19 @@ const void *params_pack_ref(mt_params *p, int index, uint64_t key, size_t bytes,
                             void (*fill)(void *ctx, void *dst), void *ctx, uint64_t *serial) {
     const void *out = NULL;
     pthread_mutex_lock(&p->pack_mu);
+    for (int k = 0; k < p->n_packs; k++) {
+        int i = (p->ref_cursor + k) % p->n_packs;
+        params_pack *e = &p->packs[i];
+        if (e->data && e->index == index && e->key == key && e->version == p->version &&
+            e->bytes == bytes && e->dev == dev) {
+            e->refs++;
+            *serial = e->serial;
+            p->ref_cursor = i + 1;
+            pthread_mutex_unlock(&p->pack_mu);
+            return e->data;
+        }
+    }
+    /* not there: drop stale packs nobody uses, then make it */
     params_pack *slot = NULL;
     for (int i = 0; i < p->n_packs; i++) {
         params_pack *e = &p->packs[i];
@@ -158,10 +175,12 @@ done:
 
 void params_pack_unref(mt_params *p, const void *data) {
     pthread_mutex_lock(&p->pack_mu);
-    for (int i = 0; i < p->n_packs; i++) {
+    for (int k = 0; k < p->n_packs; k++) {
+        int i = (p->unref_cursor + k) % p->n_packs;
         if (p->packs[i].data == data) {
             MT_ASSERT(p->packs[i].refs > 0);
             p->packs[i].refs--;
+            p->unref_cursor = i + 1;
             break;
         }
     }
