@@ -152,6 +152,14 @@ typedef struct mt_device_ops {
     /* Appended: each row's argmax of igemm's C + skip (kcpu_gemm_int_argmax:
     ** idx, val [m]; skip [n] or NULL) without writing C; NULL: not
     ** supported (beam 1 then reads the logits). */
+    /* Appended: igemm in two halves (kcpu_gemm_int_quant, _prepared): A
+    ** quantized into a scratch of igemm_scratch_bytes (returns qa), then any
+    ** number of products with it.  NULL: not supported. */
+    float (*igemm_quant)(mt_device *d, int bits, int64_t m, int64_t k, const float *a, int64_t lda,
+                         void *scratch);
+    void (*igemm_prepared)(mt_device *d, int bits, int64_t m, void *scratch, float qa,
+                           const void *packed, const float *bias, bool relu, const float *res,
+                           float *c, int64_t ldc);
     size_t (*igemm_argmax_scratch_bytes)(mt_device *d, int bits, int64_t m, int64_t k, int64_t n);
     void (*igemm_argmax)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
                          const void *packed, const float *bias, const float *skip, int32_t *idx,

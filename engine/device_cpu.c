@@ -364,6 +364,20 @@ static void cpu_igemm(mt_device *d, int bits, int64_t m, const float *a, int64_t
         kcpu_gemm_int_ex(bits, kcpu_igemm_active(), m, a, lda, packed, bias, relu, c, ldc, scratch);
 }
 
+static float cpu_igemm_quant(mt_device *d, int bits, int64_t m, int64_t k, const float *a,
+                             int64_t lda, void *scratch) {
+    (void)d;
+    return kcpu_gemm_int_quant(bits, kcpu_igemm_active(), m, k, a, lda, scratch);
+}
+
+static void cpu_igemm_prepared(mt_device *d, int bits, int64_t m, void *scratch, float qa,
+                               const void *packed, const float *bias, bool relu, const float *res,
+                               float *c, int64_t ldc) {
+    (void)d;
+    kcpu_gemm_int_prepared(bits, kcpu_igemm_active(), m, scratch, qa, packed, bias, relu, res, ldc,
+                           c, ldc);
+}
+
 /* Enough for every variant (the active one may change between a build and
 ** its forward only where tests force an ISA). */
 static size_t cpu_igemm_argmax_scratch_bytes(mt_device *d, int bits, int64_t m, int64_t k,
@@ -405,6 +419,8 @@ static const mt_device_ops cpu_ops = {
     .attn_rows = cpu_attn_rows,
     .attn_scratch_bytes = cpu_attn_scratch_bytes,
     .argmax_rows = cpu_argmax_rows,
+    .igemm_quant = cpu_igemm_quant,
+    .igemm_prepared = cpu_igemm_prepared,
     .igemm_argmax_scratch_bytes = cpu_igemm_argmax_scratch_bytes,
     .igemm_argmax = cpu_igemm_argmax,
     .log_softmax_bwd = cpu_log_softmax_bwd,

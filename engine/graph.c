@@ -908,6 +908,17 @@ static void drop_held(mt_graph *g) {
     g->n_held = 0;
 }
 
+mt_node *graph_recent_node(mt_graph *g, const mt_op_def *op, const mt_node *src0, int64_t attr0,
+                           int depth) {
+    for (int64_t i = g->n_nodes - 1; i >= g->next_fwd && i >= g->n_nodes - depth; i--) {
+        mt_node *n = g->tape[i];
+        if (n->op == op && n->n_src > 0 && n->src[0] == src0 && n->attr.i[0] == attr0 &&
+            !n->computed)
+            return n;
+    }
+    return NULL;
+}
+
 bool graph_hold_pack(mt_graph *g, mt_params *p, const void *data, uint64_t serial) {
     void *h = g->held;
     bool ok = grow_array(&h, &g->cap_held, g->n_held + 1, sizeof *g->held, 16);

@@ -72,6 +72,11 @@ uint64_t graph_memo_serial(const mt_node *n);
 /* Keeps a reference to a shared pack (params_pack_ref) until the next
 ** clear; false (reference given back, sticky error) when out of memory. */
 bool graph_hold_pack(mt_graph *g, mt_params *p, const void *data, uint64_t serial);
+/* Among the last `depth` nodes of the tape not computed yet, the latest of
+** op with source 0 src0 and attr.i[0] attr0, or NULL (a builder reusing a
+** node it made for an earlier consumer of the same value). */
+mt_node *graph_recent_node(mt_graph *g, const mt_op_def *op, const mt_node *src0, int64_t attr0,
+                           int depth);
 /* Identity of a packed weight node across rounds: its memo serial, or the
 ** serial of the shared pack it views; 0 for others. */
 uint64_t graph_pack_serial(const mt_graph *g, const mt_node *n);

@@ -378,6 +378,11 @@ mt_node *mt_bmm_gather(mt_graph *g, mt_node *a, mt_node *b, mt_node *ids, bool t
 ** GEMM's epilogue, no second pass over the output; otherwise mt_relu of
 ** mt_affine.  The same values either way. */
 mt_node *mt_affine_relu(mt_graph *g, mt_node *x, mt_node *w, mt_node *b);
+/* A hint before several products read x (a block's queries, keys and
+** values): with gemm_type int8 or int16, x is quantized once, by a node of
+** its own, for every integer product of x built next (the same values as
+** each product quantizing it); otherwise nothing.  Returns x. */
+mt_node *mt_gemm_share_input(mt_graph *g, mt_node *x);
 /* (x.W + b) + res, res of the product's shape (a residual connection): on
 ** the integer path the sum is the GEMM's epilogue, no pass of its own;
 ** otherwise mt_add of mt_affine.  The same values either way. */

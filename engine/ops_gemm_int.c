@@ -451,16 +451,74 @@ static const mt_op_def op_pack_sel = {"gemm_pack_select", pack_sel_forward, NULL
 **   src: {A, P, [B f32: AUTO only], [bias], [res]}.  aux: the activation
 **   scratch.
 */
+/* ------------------------------------------------------------------------
+** gemm_quant_a: A [rows, k] quantized for the integer products that share
+**   it (igemm_quant): bytes [64 + igemm_scratch_bytes]: qa (float) at 0,
+**   the kernels' activation scratch from byte 64.  attrs i = {bits, rows,
+**   k}.  src: {A}.
+*/
+enum { QA_HDR = 64 };
+
+static mt_status quant_a_forward(mt_graph *g, mt_node *y) {
+    float qa =
+        graph_ops(g)->igemm_quant(graph_device(g), (int)y->attr.i[0], y->attr.i[1], y->attr.i[2],
+                                  node_f32(y->src[0]), y->attr.i[2], (char *)y->val.data + QA_HDR);
+    memcpy(y->val.data, &qa, sizeof qa);
+    return MT_OK;
+}
+
+static const mt_op_def op_gemm_quant_a = {"gemm_quant_a", quant_a_forward, NULL};
+
+/* The quantized A of a product in mode I8/I16 where mt_gemm_share_input
+** made one for it (not yet computed), else NULL: the product quantizes A
+** itself. */
+static mt_node *quant_a_of(mt_graph *g, mt_node *a, int bits) {
+    const mt_device_ops *ops = graph_ops(g);
+    if (ops->igemm_quant == NULL || ops->igemm_prepared == NULL) return NULL;
+    return graph_recent_node(g, &op_gemm_quant_a, a, bits, 96);
+}
+
+mt_node *mt_gemm_share_input(mt_graph *g, mt_node *a) {
+    if (a == NULL || g == NULL || mt_graph_status(g) != MT_OK) return a;
+    const mt_device_ops *ops = graph_ops(g);
+    mt_gemm_type gt = graph_params(g)->gemm_type;
+    const mt_shape *sa = &a->val.shape;
+    if ((gt != MT_GEMM_INT8 && gt != MT_GEMM_INT16) || !graph_memoizing(g) ||
+        ops->igemm_quant == NULL || ops->igemm_prepared == NULL || a->val.dtype != MT_F32 ||
+        sa->ndim < 2 || sa->dim[sa->ndim - 1] < 1)
+        return a;
+    int bits = gt == MT_GEMM_INT8 ? 8 : 16;
+    if (graph_recent_node(g, &op_gemm_quant_a, a, bits, 96) != NULL) return a;
+    int64_t k = sa->dim[sa->ndim - 1], rows = mt_shape_numel(sa) / k;
+    mt_attrs at;
+    memset(&at, 0, sizeof at);
+    at.i[0] = bits;
+    at.i[1] = rows;
+    at.i[2] = k;
+    size_t bytes = QA_HDR + ops->igemm_scratch_bytes(graph_device(g), bits, rows, k);
+    mt_node *src[1] = {a};
+    graph_push(g, &op_gemm_quant_a, mt_shape1((int64_t)bytes), MT_I8, 1, src, &at);
+    return a;
+}
+
 static void run_variant(mt_graph *g, const mt_node *y, int v, int64_t rows, int64_t k, int64_t n,
                         bool tb, const float *bias) {
     const mt_device_ops *ops = graph_ops(g);
     mt_device *d = graph_device(g);
-    const float *a = node_f32(y->src[0]);
     const char *p = packed_of(y->src[1]);
     float *c = node_f32(y);
     bool relu = (y->attr.i[7] >> 8) & 1;
     int res_idx = (int)((y->attr.i[7] >> 16) & 15);
     const float *res = res_idx ? node_f32(y->src[res_idx]) : NULL;
+    if (y->src[0]->op == &op_gemm_quant_a) { /* A quantized by its own node */
+        char *qn = y->src[0]->val.data;
+        float qa;
+        memcpy(&qa, qn, sizeof qa);
+        ops->igemm_prepared(d, v == MT_GEMM_I8 ? 8 : 16, rows, qn + QA_HDR, qa,
+                            v == MT_GEMM_I8 ? p : p + y->attr.i[6], bias, relu, res, c, n);
+        return;
+    }
+    const float *a = node_f32(y->src[0]);
     if (v == MT_GEMM_I8) {
         ops->igemm(d, 8, rows, a, k, p, bias, relu, res, c, n, y->aux);
     } else if (v == MT_GEMM_I16) {
@@ -700,7 +758,11 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
         if (p == NULL) return NULL;
     }
 
-    mt_node *src[MT_MAX_SRC] = {a, p, NULL, NULL};
+    /* the activation quantized once for every fixed-mode product reading it */
+    mt_node *qa_node = mode >= 0 && argmax == NULL && cols == NULL
+                           ? quant_a_of(g, a, mode == MT_GEMM_I8 ? 8 : 16)
+                           : NULL;
+    mt_node *src[MT_MAX_SRC] = {qa_node ? qa_node : a, p, NULL, NULL};
     int n_src = 2, b_idx = 0, bias_idx = 0;
     if (mode < 0) {
         b_idx = n_src;
@@ -741,6 +803,7 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
     out.dim[out.ndim - 1] = n;
     mt_node *y = graph_push(g, &op_gemm_q, out, MT_F32, n_src, src, &at);
     if (y == NULL) return NULL;
+    if (qa_node != NULL) return y; /* no scratch of its own */
     size_t scratch = 0;
     if (fmt & FMT_I8) scratch = ops->igemm_scratch_bytes(d, 8, rows, k);
     if (fmt & FMT_I16) {

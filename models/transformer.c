@@ -573,6 +573,7 @@ static mt_node *self_block(tf *t, const char *prefix, mt_node *x, mt_node *kv_ra
     char pw[200];
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
+    if (!kv_raw) y = mt_gemm_share_input(t->g, y); /* q, k, v */
     mt_node *kh, *vh;
     kv_project(t, prefix, kv_raw ? kv_raw : y, &kh, &vh);
     block_begin(t, x);
@@ -872,7 +873,7 @@ static mt_node *self_block_packed(tf *t, const char *prefix, mt_node *x, const p
     char pw[200];
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     int64_t d = t->d;
-    mt_node *y = preprocess(t, t->c->preprocess, pw, x);
+    mt_node *y = mt_gemm_share_input(g, preprocess(t, t->c->preprocess, pw, x)); /* q, k, v */
     mt_node *q = dense(t, y, prefix, "q", d, d);
     mt_node *kh, *vh;
     kv_project(t, prefix, y, &kh, &vh);
@@ -1025,7 +1026,7 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
     mt_node *kx, *vx;
-    kv_project(t, prefix, x, &kx, &vx);
+    kv_project(t, prefix, mt_gemm_share_input(g, x), &kx, &vx); /* k, v (and q if y is x) */
     mt_node *kc = split_heads(t, kx), *vc = split_heads(t, vx);
     const mt_dec_state *in = io->in;
     if (io->pos > in->hist_len) {
@@ -1228,7 +1229,9 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
             int k = 2 * (i * enc->n + j);
             const mt_model_context *cx = &enc->c[j];
             mt_node *kh, *vh;
-            kv_project(&t, name, cx->packed ? cx->packed : cx->ctx, &kh, &vh);
+            /* every layer projects the same encoding: quantized once */
+            kv_project(&t, name, mt_gemm_share_input(g, cx->packed ? cx->packed : cx->ctx), &kh,
+                       &vh);
             if (cx->packed) { /* projected at the real positions only */
                 mt_shape sh = mt_shape3(enc->batch, cx->len, t.d);
                 kh = mt_reshape(g, mt_gather_rows(g, kh, cx->unpack), sh);

@@ -927,6 +927,62 @@ static void test_res(void) {
     CHECK(changed > 1000, "residual epilogue: only %d outputs moved by the residual", changed);
 }
 
+/* kcpu_gemm_int_quant + kcpu_gemm_int_prepared: one quantized activation
+** used by two products with different weights (one with bias and relu, one
+** with a residual), each equal to the one-call product bit for bit. */
+static void test_prepared(void) {
+    static const int64_t ms[] = {1, 7, 29}, ks[] = {5, 64, 100};
+    int bad = 0, used = 0;
+    for (size_t mi = 0; mi < 3; mi++)
+        for (size_t ki = 0; ki < 3; ki++) {
+            problem p, p2;
+            problem_alloc(&p, ms[mi], ks[ki], 70);
+            problem_alloc(&p2, ms[mi], ks[ki], 33);
+            for (int64_t i = 0; i < p.m * p.lda; i++)
+                p.a[i] = p2.a[i] = test_urand(-2.0f, 2.0f);
+            for (int64_t i = 0; i < p.k * p.n; i++)
+                p.b[i] = test_urand(-0.5f, 0.5f);
+            for (int64_t i = 0; i < p2.k * p2.n; i++)
+                p2.b[i] = test_urand(-0.5f, 0.5f);
+            for (int64_t j = 0; j < p.n; j++)
+                p.bias[j] = test_urand(-1.0f, 1.0f);
+            float *res = xalloc(sizeof(float) * (size_t)(p.m * p2.n));
+            for (int64_t i = 0; i < p.m * p2.n; i++)
+                res[i] = test_urand(-1.0f, 1.0f);
+            size_t cb = sizeof(float) * (size_t)(p.m * p.n);
+            float *w1 = xalloc(cb), *g1 = xalloc(cb), *w2 = xalloc(cb), *g2 = xalloc(cb);
+            for (int bits = 8; bits <= 16; bits += 8) {
+                void *pk = pack(bits, &p), *pk2 = pack(bits, &p2);
+                size_t sb = bits == 8 ? kcpu_gemm_i8_scratch_bytes(p.m, p.k)
+                                      : kcpu_gemm_i16_scratch_bytes(p.m, p.k);
+                char *s1 = xalloc(sb + 9), *s2 = xalloc(sb);
+                for (size_t v = 0; v < 3; v++) {
+                    if (!kcpu_igemm_available(all_impls[v])) continue;
+                    kcpu_gemm_int_ex(bits, all_impls[v], p.m, p.a, p.lda, pk, p.bias, true, w1, p.n,
+                                     s2);
+                    kcpu_gemm_int_res(bits, all_impls[v], p.m, p.a, p.lda, pk2, NULL, res, p2.n, w2,
+                                      p2.n, s2);
+                    float qa =
+                        kcpu_gemm_int_quant(bits, all_impls[v], p.m, p.k, p.a, p.lda, s1 + 9);
+                    kcpu_gemm_int_prepared(bits, all_impls[v], p.m, s1 + 9, qa, pk, p.bias, true,
+                                           NULL, 0, g1, p.n);
+                    kcpu_gemm_int_prepared(bits, all_impls[v], p.m, s1 + 9, qa, pk2, NULL, false,
+                                           res, p2.n, g2, p2.n);
+                    bad += memcmp(w1, g1, sizeof(float) * (size_t)(p.m * p.n)) != 0;
+                    bad += memcmp(w2, g2, sizeof(float) * (size_t)(p.m * p2.n)) != 0;
+                    used += 2;
+                }
+                mt_aligned_free(s1), mt_aligned_free(s2), mt_aligned_free(pk), mt_aligned_free(pk2);
+            }
+            mt_aligned_free(res), mt_aligned_free(w1), mt_aligned_free(g1), mt_aligned_free(w2);
+            mt_aligned_free(g2);
+            problem_free(&p);
+            problem_free(&p2);
+        }
+    CHECK(bad == 0 && used > 0, "prepared activation: %d of %d products differ from one call", bad,
+          used);
+}
+
 /* kcpu_gemm_int_argmax: every variant gives the argmax and value of
 ** kcpu_argmax_rows over the same variant's C (+ skip) exactly: odd shapes
 ** (row blocks, panels, vector tails), bias or not, skip or not, repeated B
@@ -1018,5 +1074,6 @@ int main(void) {
     test_relu();
     test_argmax();
     test_res();
+    test_prepared();
     TEST_MAIN_END();
 }

@@ -239,6 +239,43 @@ static void test_ops(int bits) {
         mt_graph_free(gf);
     }
 
+    /* mt_gemm_share_input: one gemm_quant_a node for the products of x built
+    ** after it (one with bias, one with a residual), the same floats as
+    ** products that quantize x each; a float32 graph makes no such node */
+    {
+        enum { R = 6 };
+        float res[R * 67], w1[R * 67], g1[R * 67], w2[R * 67], g2[R * 67];
+        test_fill_rand(a, R * k, -3.0f, 3.0f);
+        test_fill_rand(res, R * n, -2.0f, 2.0f);
+        for (int shared = 0; shared < 2; shared++) {
+            mt_graph_clear(g);
+            mt_node *x = mt_input(g, mt_shape2(R, k), a);
+            int64_t before = mt_graph_get_stats(g).n_nodes;
+            if (shared) CHECK(mt_gemm_share_input(g, x) == x, "share_input returns its input");
+            int64_t made = mt_graph_get_stats(g).n_nodes - before;
+            mt_node *W = mt_param(g, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
+            mt_node *b = mt_param(g, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+            mt_node *y1 = mt_affine(g, x, W, b);
+            mt_node *y2 = mt_affine_add(g, x, W, b, mt_input(g, mt_shape2(R, n), res));
+            CHECK_STATUS(mt_graph_forward(g));
+            if (!y1 || !y2) break;
+            CHECK(made == shared, "int%d: share_input made %lld nodes", bits, (long long)made);
+            CHECK(!strcmp(y1->src[0]->op->name, shared ? "gemm_quant_a" : "input") &&
+                      y2->src[0] == y1->src[0],
+                  "int%d shared %d: the products read %s", bits, shared, y1->src[0]->op->name);
+            CHECK_STATUS(mt_node_get(y1, shared ? g1 : w1, R * n));
+            CHECK_STATUS(mt_node_get(y2, shared ? g2 : w2, R * n));
+        }
+        CHECK(memcmp(g1, w1, sizeof g1) == 0 && memcmp(g2, w2, sizeof g2) == 0,
+              "int%d: products of a shared input differ from their own quantization", bits);
+        mt_graph *gf = new_graph(MT_GEMM_FLOAT32, true, false);
+        mt_node *xf = mt_input(gf, mt_shape2(R, k), a);
+        int64_t before = mt_graph_get_stats(gf).n_nodes;
+        mt_gemm_share_input(gf, xf);
+        CHECK(mt_graph_get_stats(gf).n_nodes == before, "float32 graph: share_input made a node");
+        mt_graph_free(gf);
+    }
+
     /* mt_affine_add: the residual in the epilogue, the same floats as mt_add
     ** of mt_affine; a residual that broadcasts, and a float32 graph: the add */
     {

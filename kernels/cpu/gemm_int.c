@@ -306,11 +306,16 @@ static void ref_store(kcpu_igemm_job *j, int64_t i, int64_t col, uint32_t acc, f
 }
 
 static void ref_i8(kcpu_igemm_job *j) {
-    j->qa = kcpu_i8_mult(kcpu_maxabs_f32(j->m, j->k, j->a, j->lda));
-    float unq = kcpu_igemm_unquant(j->qa, j->qb);
-    for (int64_t i = 0; i < j->m; i++) {
-        kcpu_quantize_i8(j->k, j->a + i * j->lda, j->qa, (int8_t *)j->scratch + i * j->sa);
+    if (j->phase != KCPU_IGEMM_PRODUCT) {
+        j->qa = kcpu_i8_mult(kcpu_maxabs_f32(j->m, j->k, j->a, j->lda));
+        for (int64_t i = 0; i < j->m; i++) {
+            kcpu_quantize_i8(j->k, j->a + i * j->lda, j->qa, (int8_t *)j->scratch + i * j->sa);
+        }
     }
+    if (j->phase == KCPU_IGEMM_QUANT) {
+        return;
+    }
+    float unq = kcpu_igemm_unquant(j->qa, j->qb);
     const int8_t *p = j->panels;
     for (int64_t i = 0; i < j->m; i++) {
         const int8_t *ai = (const int8_t *)j->scratch + i * j->sa;
@@ -325,12 +330,17 @@ static void ref_i8(kcpu_igemm_job *j) {
 }
 
 static void ref_i16(kcpu_igemm_job *j) {
-    j->qa = KCPU_I16_MULT;
-    float unq = kcpu_igemm_unquant(j->qa, j->qb);
-    for (int64_t i = 0; i < j->m; i++) {
-        kcpu_quantize_i16(j->k, j->a + i * j->lda, j->qa,
-                          (int16_t *)((char *)j->scratch + i * j->sa));
+    if (j->phase != KCPU_IGEMM_PRODUCT) {
+        j->qa = KCPU_I16_MULT;
+        for (int64_t i = 0; i < j->m; i++) {
+            kcpu_quantize_i16(j->k, j->a + i * j->lda, j->qa,
+                              (int16_t *)((char *)j->scratch + i * j->sa));
+        }
     }
+    if (j->phase == KCPU_IGEMM_QUANT) {
+        return;
+    }
+    float unq = kcpu_igemm_unquant(j->qa, j->qb);
     const int16_t *p = j->panels;
     for (int64_t i = 0; i < j->m; i++) {
         const int16_t *ai = (const int16_t *)((const char *)j->scratch + i * j->sa);
@@ -388,7 +398,11 @@ typedef struct run_extra {
     const float *skip;
     const float *res;
     int64_t ldr;
+    int phase; /* KCPU_IGEMM_PRODUCT: A already in the scratch, with qa */
+    float qa;
 } run_extra;
+
+static void run_job(int bits, kcpu_igemm_impl impl, kcpu_igemm_job *jp);
 
 static float run_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                     const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
@@ -420,36 +434,45 @@ static float run_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, i
         .skip = x ? x->skip : NULL,
         .res = x ? x->res : NULL,
         .ldr = x ? x->ldr : 0,
+        .phase = x ? x->phase : KCPU_IGEMM_BOTH,
     };
+    if (j.phase == KCPU_IGEMM_PRODUCT) {
+        j.qa = x->qa;
+    }
     if (m <= 0) {
         return j.qa;
     }
+    run_job(bits, impl, &j);
+    return j.qa;
+}
+
+/* The variant of impl for bits on a filled job. */
+static void run_job(int bits, kcpu_igemm_impl impl, kcpu_igemm_job *jp) {
     switch (impl) {
 #ifdef MT_HAVE_AVX512_BUILD
     case KCPU_IGEMM_VNNI:
         if (bits == 8) {
-            kcpu_igemm_i8_vnni(&j);
+            kcpu_igemm_i8_vnni(jp);
         } else {
-            kcpu_igemm_i16_vnni(&j);
+            kcpu_igemm_i16_vnni(jp);
         }
         break;
 #endif
     case KCPU_IGEMM_AVX2:
         if (bits == 8) {
-            kcpu_igemm_i8_avx2(&j);
+            kcpu_igemm_i8_avx2(jp);
         } else {
-            kcpu_igemm_i16_avx2(&j);
+            kcpu_igemm_i16_avx2(jp);
         }
         break;
     default:
         if (bits == 8) {
-            ref_i8(&j);
+            ref_i8(jp);
         } else {
-            ref_i16(&j);
+            ref_i16(jp);
         }
         break;
     }
-    return j.qa;
 }
 
 static float run(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
@@ -557,4 +580,30 @@ void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float
             out_val[r] = best;
         }
     }
+}
+
+float kcpu_gemm_int_quant(int bits, kcpu_igemm_impl impl, int64_t m, int64_t k, const float *a,
+                          int64_t lda, void *scratch) {
+    kcpu_igemm_job j = {
+        .m = m,
+        .k = k,
+        .kp = kp_of(bits, k),
+        .a = a,
+        .lda = lda,
+        .scratch = (void *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63),
+        .sa = scratch_row(bits, k),
+        .qa = bits == 8 ? 1.0f : KCPU_I16_MULT,
+        .phase = KCPU_IGEMM_QUANT,
+    };
+    if (m > 0) {
+        run_job(bits, impl, &j);
+    }
+    return j.qa;
+}
+
+void kcpu_gemm_int_prepared(int bits, kcpu_igemm_impl impl, int64_t m, void *scratch, float qa,
+                            const void *packed_b, const float *bias, bool relu, const float *res,
+                            int64_t ldr, float *c, int64_t ldc) {
+    run_extra x = {.res = res, .ldr = ldr, .phase = KCPU_IGEMM_PRODUCT, .qa = qa};
+    run_ex(bits, impl, m, NULL, 0, packed_b, bias, relu, c, ldc, NULL, 0, scratch, &x);
 }

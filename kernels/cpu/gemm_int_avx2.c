@@ -345,20 +345,28 @@ static void gemm(int bits, kcpu_igemm_job *j) {
 }
 
 void kcpu_igemm_i8_avx2(kcpu_igemm_job *j) {
-    j->qa = kcpu_i8_mult(maxabs_avx2(j->m, j->k, j->a, j->lda));
-    for (int64_t i = 0; i < j->m; i++) {
-        int8_t *y = (int8_t *)j->scratch + i * j->sa;
-        quant_row_i8(j->k, j->a + i * j->lda, j->qa, y, j->sa);
-        abs_row_i8(j->sa, y, (uint8_t *)j->scratch + (j->m + i) * j->sa);
+    if (j->phase != KCPU_IGEMM_PRODUCT) {
+        j->qa = kcpu_i8_mult(maxabs_avx2(j->m, j->k, j->a, j->lda));
+        for (int64_t i = 0; i < j->m; i++) {
+            int8_t *y = (int8_t *)j->scratch + i * j->sa;
+            quant_row_i8(j->k, j->a + i * j->lda, j->qa, y, j->sa);
+            abs_row_i8(j->sa, y, (uint8_t *)j->scratch + (j->m + i) * j->sa);
+        }
     }
-    gemm(8, j);
+    if (j->phase != KCPU_IGEMM_QUANT) {
+        gemm(8, j);
+    }
 }
 
 void kcpu_igemm_i16_avx2(kcpu_igemm_job *j) {
-    j->qa = KCPU_I16_MULT;
-    for (int64_t i = 0; i < j->m; i++) {
-        quant_row_i16(j->k, j->a + i * j->lda, j->qa,
-                      (int16_t *)((uint8_t *)j->scratch + i * j->sa), j->sa);
+    if (j->phase != KCPU_IGEMM_PRODUCT) {
+        j->qa = KCPU_I16_MULT;
+        for (int64_t i = 0; i < j->m; i++) {
+            quant_row_i16(j->k, j->a + i * j->lda, j->qa,
+                          (int16_t *)((uint8_t *)j->scratch + i * j->sa), j->sa);
+        }
     }
-    gemm(16, j);
+    if (j->phase != KCPU_IGEMM_QUANT) {
+        gemm(16, j);
+    }
 }

@@ -346,18 +346,26 @@ static void gemm(int bits, kcpu_igemm_job *j) {
 }
 
 void kcpu_igemm_i8_vnni(kcpu_igemm_job *j) {
-    j->qa = kcpu_i8_mult(maxabs_avx512(j->m, j->k, j->a, j->lda));
-    for (int64_t i = 0; i < j->m; i++) {
-        quant_row_u8(j->k, j->a + i * j->lda, j->qa, (uint8_t *)j->scratch + i * j->sa, j->sa);
+    if (j->phase != KCPU_IGEMM_PRODUCT) {
+        j->qa = kcpu_i8_mult(maxabs_avx512(j->m, j->k, j->a, j->lda));
+        for (int64_t i = 0; i < j->m; i++) {
+            quant_row_u8(j->k, j->a + i * j->lda, j->qa, (uint8_t *)j->scratch + i * j->sa, j->sa);
+        }
     }
-    gemm(8, j);
+    if (j->phase != KCPU_IGEMM_QUANT) {
+        gemm(8, j);
+    }
 }
 
 void kcpu_igemm_i16_vnni(kcpu_igemm_job *j) {
-    j->qa = KCPU_I16_MULT;
-    for (int64_t i = 0; i < j->m; i++) {
-        quant_row_i16(j->k, j->a + i * j->lda, j->qa,
-                      (int16_t *)((uint8_t *)j->scratch + i * j->sa), j->sa);
+    if (j->phase != KCPU_IGEMM_PRODUCT) {
+        j->qa = KCPU_I16_MULT;
+        for (int64_t i = 0; i < j->m; i++) {
+            quant_row_i16(j->k, j->a + i * j->lda, j->qa,
+                          (int16_t *)((uint8_t *)j->scratch + i * j->sa), j->sa);
+        }
     }
-    gemm(16, j);
+    if (j->phase != KCPU_IGEMM_QUANT) {
+        gemm(16, j);
+    }
 }

@@ -501,6 +501,18 @@ void kcpu_gemm_int_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a,
 void kcpu_gemm_int_res(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                        const void *packed_b, const float *bias, const float *res, int64_t ldr,
                        float *c, int64_t ldc, void *scratch);
+/* kcpu_gemm_int_ex in two halves, for products that share an activation
+** (a block's queries, keys and values): kcpu_gemm_int_quant quantizes A
+** [m, k] into the scratch (kcpu_gemm_i8/i16_scratch_bytes(m, k), any
+** alignment) as variant impl lays it out and returns qa; then
+** kcpu_gemm_int_prepared multiplies that scratch (same bits, impl, m, k)
+** with any packed B of inner size k: the product of kcpu_gemm_int_ex (or
+** kcpu_gemm_int_res with res) bit for bit.  The scratch is only read. */
+float kcpu_gemm_int_quant(int bits, kcpu_igemm_impl impl, int64_t m, int64_t k, const float *a,
+                          int64_t lda, void *scratch);
+void kcpu_gemm_int_prepared(int bits, kcpu_igemm_impl impl, int64_t m, void *scratch, float qa,
+                            const void *packed_b, const float *bias, bool relu, const float *res,
+                            int64_t ldr, float *c, int64_t ldc);
 /* Beam 1's output layer without its logits (WNMT 2018 sec. 2.3):
 ** out_idx[r] = the first column c of the largest (A.B dequantized + bias[c])
 ** + skip[c] of row r (bias, skip [n] or NULL; skip holds 0 or -inf),
@@ -558,7 +570,10 @@ typedef struct kcpu_igemm_job {
     const float *skip;
     const float *res; /* float output: + res[i * ldr + j] after the bias (or NULL) */
     int64_t ldr;
+    int phase; /* KCPU_IGEMM_BOTH, or only QUANT (A into the scratch, qa out),
+                  or only the PRODUCT (the scratch holds A, qa given) */
 } kcpu_igemm_job;
+enum { KCPU_IGEMM_BOTH = 0, KCPU_IGEMM_QUANT = 1, KCPU_IGEMM_PRODUCT = 2 };
 void kcpu_igemm_i8_avx2(kcpu_igemm_job *job);
 void kcpu_igemm_i16_avx2(kcpu_igemm_job *job);
 void kcpu_igemm_i8_vnni(kcpu_igemm_job *job);
