@@ -131,10 +131,12 @@ typedef struct mt_device_ops {
                         void *out);
     /* C[m,n] (ldc) = dequant(quant(A) . packed) + bias (+ res [m, n] with
     ** row stride ldc, or NULL); A [m,k] (lda).  relu: max(., 0) after the
-    ** bias (not with res). */
+    ** bias (not with res).  a_maxabs: max|A| when known (>= 0; int8), else
+    ** < 0; c_maxabs: where to put max|C| (int8), or NULL
+    ** (kcpu_gemm_int_max). */
     void (*igemm)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
                   const void *packed, const float *bias, bool relu, const float *res, float *c,
-                  int64_t ldc, void *scratch);
+                  int64_t ldc, void *scratch, float a_maxabs, float *c_maxabs);
     /* Appended: fused log-softmax + top-k of each row (kcpu_softmax_topk);
     ** idx and logp are host memory [rows * k]. */
     void (*softmax_topk)(mt_device *d, int64_t rows, int64_t cols, const float *x, int32_t k,

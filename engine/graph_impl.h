@@ -53,6 +53,10 @@ struct mt_node {
     bool lazy_aux; /* aux allocated at forward, freed after it               */
     bool keep;     /* mt_graph_keep: never released                          */
     bool released; /* value gone (val.data NULL)                             */
+    /* The largest |value| (NaN skipped), measured by the op that computed
+    ** it for an integer product that quantizes it next (gemm_q). */
+    bool has_amax;
+    float amax;
 };
 
 /* Builder core.  Allocates the node and its value (shape, dtype) in the

@@ -442,7 +442,10 @@ static const mt_op_def op_pack_sel = {"gemm_pack_select", pack_sel_forward, NULL
 /* ------------------------------------------------------------------------
 ** gemm_q:  C[rows, n] = A[rows, k] . op(B) (+ bias), by variant
 **   attrs i = {rows, k, n, tb, mode, slot, off16,
-**              b_idx | bias_idx << 4 | relu << 8 | res_idx << 16}
+**              b_idx | bias_idx << 4 | relu << 8 | emit_max << 9 | res_idx << 16}
+**   emit_max: the int8 variant measures max|C| in its epilogue into the
+**   node's amax (a consumer's quantization needs no pass of its own); a
+**   product whose A has amax takes it instead of measuring A.
 **   relu (mt_affine_relu): max(., 0) after the bias, in the integer kernels'
 **   epilogue (an fp32 variant of the tuner: a pass over C after the product).
 **   res (mt_affine_add): + a residual [rows, n] after the bias, in the
@@ -520,9 +523,14 @@ static void run_variant(mt_graph *g, const mt_node *y, int v, int64_t rows, int6
     }
     const float *a = node_f32(y->src[0]);
     if (v == MT_GEMM_I8) {
-        ops->igemm(d, 8, rows, a, k, p, bias, relu, res, c, n, y->aux);
+        /* max|A| as its producer measured it; max|C| for the product after */
+        bool emit = (y->attr.i[7] >> 9) & 1;
+        float am = y->src[0]->has_amax ? y->src[0]->amax : -1.0f;
+        float *cm = emit ? &((mt_node *)y)->amax : NULL;
+        ops->igemm(d, 8, rows, a, k, p, bias, relu, res, c, n, y->aux, am, cm);
+        if (emit) ((mt_node *)y)->has_amax = true;
     } else if (v == MT_GEMM_I16) {
-        ops->igemm(d, 16, rows, a, k, p + y->attr.i[6], bias, relu, res, c, n, y->aux);
+        ops->igemm(d, 16, rows, a, k, p + y->attr.i[6], bias, relu, res, c, n, y->aux, -1.0f, NULL);
     } else {
         const mt_node *b = y->src[y->attr.i[7] & 15];
         if (bias) ops->copy2d(d, rows, n, bias, 0, c, n, false);
@@ -786,7 +794,10 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
     at.i[4] = mode;
     at.i[5] = slot;
     at.i[6] = off16;
-    at.i[7] = b_idx | bias_idx << 4 | (int64_t)relu << 8 | (int64_t)res_idx << 16;
+    /* a relu product (a feed-forward layer's first) measures max|C| in its
+    ** epilogue for the int8 product that reads it next (no pass of its own) */
+    at.i[7] =
+        b_idx | bias_idx << 4 | (int64_t)relu << 8 | (int64_t)relu << 9 | (int64_t)res_idx << 16;
     mt_device *d = graph_device(g);
     if (argmax != NULL) { /* i32 [rows]; aux: the values, then the scratch */
         if (argmax[0] != NULL) {

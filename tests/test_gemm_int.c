@@ -983,6 +983,54 @@ static void test_prepared(void) {
           used);
 }
 
+/* kcpu_gemm_int_max: max|C| as kcpu_maxabs_f32 finds it (also with NaN and
+** relu), and with max|A| given the C of the one-call product. */
+static void test_max(void) {
+    static const int64_t ms[] = {1, 7, 29}, ns[] = {5, 64, 70};
+    int bad = 0, runs = 0;
+    for (size_t mi = 0; mi < 3; mi++)
+        for (size_t ni = 0; ni < 3; ni++) {
+            problem p;
+            problem_alloc(&p, ms[mi], 40, ns[ni]);
+            for (int64_t i = 0; i < p.m * p.lda; i++)
+                p.a[i] = test_urand(-2.0f, 2.0f);
+            for (int64_t i = 0; i < p.k * p.n; i++)
+                p.b[i] = test_urand(-0.5f, 0.5f);
+            for (int64_t j = 0; j < p.n; j++)
+                p.bias[j] = test_urand(-1.0f, 1.0f);
+            size_t cb = sizeof(float) * (size_t)(p.m * p.n);
+            float *res = xalloc(cb), *c0 = xalloc(cb), *c1 = xalloc(cb);
+            for (int64_t i = 0; i < p.m * p.n; i++)
+                res[i] = i == 3 ? NAN : test_urand(-1.0f, 1.0f); /* a NaN in C */
+            void *pk = pack(8, &p);
+            char *scratch = xalloc(kcpu_gemm_i8_scratch_bytes(p.m, p.k));
+            float am = kcpu_maxabs_f32(p.m, p.k, p.a, p.lda);
+            for (size_t v = 0; v < 3; v++) {
+                if (!kcpu_igemm_available(all_impls[v])) continue;
+                for (int form = 0; form < 2; form++) { /* relu; residual */
+                    bool relu = form == 0;
+                    const float *r = form == 1 ? res : NULL;
+                    float cm = -5.0f;
+                    if (relu)
+                        kcpu_gemm_int_ex(8, all_impls[v], p.m, p.a, p.lda, pk, p.bias, true, c0,
+                                         p.n, scratch);
+                    else
+                        kcpu_gemm_int_res(8, all_impls[v], p.m, p.a, p.lda, pk, p.bias, res, p.n,
+                                          c0, p.n, scratch);
+                    kcpu_gemm_int_max(8, all_impls[v], p.m, p.a, p.lda, pk, p.bias, relu, r, am,
+                                      &cm, c1, p.n, scratch);
+                    bad += memcmp(c0, c1, cb) != 0;
+                    bad += cm != kcpu_maxabs_f32(p.m, p.n, c0, p.n) || !(cm > 0.0f);
+                    runs++;
+                }
+            }
+            mt_aligned_free(scratch), mt_aligned_free(pk), mt_aligned_free(res);
+            mt_aligned_free(c0), mt_aligned_free(c1);
+            problem_free(&p);
+        }
+    CHECK(bad == 0 && runs > 0, "max epilogue: %d of %d products or maxima differ", bad, runs);
+}
+
 /* kcpu_gemm_int_argmax: every variant gives the argmax and value of
 ** kcpu_argmax_rows over the same variant's C (+ skip) exactly: odd shapes
 ** (row blocks, panels, vector tails), bias or not, skip or not, repeated B
@@ -1075,5 +1123,6 @@ int main(void) {
     test_argmax();
     test_res();
     test_prepared();
+    test_max();
     TEST_MAIN_END();
 }

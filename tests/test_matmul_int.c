@@ -239,6 +239,32 @@ static void test_ops(int bits) {
         mt_graph_free(gf);
     }
 
+    /* a relu product measures max|C| for the product after it: the second
+    ** product equals the one after a separate relu (no measure passed) */
+    if (bits == 8) {
+        enum { R = 9 };
+        float w2v[67 * 67], got3[R * 67], want3[R * 67];
+        test_fill_rand(w2v, n * n, -0.5f, 0.5f);
+        test_fill_rand(a, R * k, -3.0f, 3.0f);
+        mt_graph_clear(g);
+        mt_node *x = mt_input(g, mt_shape2(R, k), a);
+        mt_node *W = mt_param(g, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
+        mt_node *b = mt_param(g, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+        mt_node *W2 = mt_param(g, p, "l_W2", mt_shape2(n, n), mt_init_values(w2v, n * n));
+        mt_node *b2 = mt_param(g, p, "l_b2", mt_shape2(1, n), mt_init_values(bias, n));
+        mt_node *h1 = mt_affine_relu(g, x, W, b), *h0 = mt_relu(g, mt_affine(g, x, W, b));
+        mt_node *y1 = mt_affine(g, h1, W2, b2), *y0 = mt_affine(g, h0, W2, b2);
+        CHECK_STATUS(mt_graph_forward(g));
+        if (y0 && y1) {
+            CHECK(h1->has_amax && !h0->has_amax && h1->amax > 0.0f, "int8: relu product max %d %d",
+                  (int)h1->has_amax, (int)h0->has_amax);
+            CHECK_STATUS(mt_node_get(y0, want3, R * n));
+            CHECK_STATUS(mt_node_get(y1, got3, R * n));
+            CHECK(memcmp(got3, want3, sizeof got3) == 0,
+                  "int8: the product after a measured relu product differs");
+        }
+    }
+
     /* mt_gemm_share_input: one gemm_quant_a node for the products of x built
     ** after it (one with bias, one with a residual), the same floats as
     ** products that quantize x each; a float32 graph makes no such node */

@@ -307,7 +307,8 @@ static void ref_store(kcpu_igemm_job *j, int64_t i, int64_t col, uint32_t acc, f
 
 static void ref_i8(kcpu_igemm_job *j) {
     if (j->phase != KCPU_IGEMM_PRODUCT) {
-        j->qa = kcpu_i8_mult(kcpu_maxabs_f32(j->m, j->k, j->a, j->lda));
+        j->qa =
+            kcpu_i8_mult(j->a_max_known ? j->a_maxabs : kcpu_maxabs_f32(j->m, j->k, j->a, j->lda));
         for (int64_t i = 0; i < j->m; i++) {
             kcpu_quantize_i8(j->k, j->a + i * j->lda, j->qa, (int8_t *)j->scratch + i * j->sa);
         }
@@ -400,6 +401,9 @@ typedef struct run_extra {
     int64_t ldr;
     int phase; /* KCPU_IGEMM_PRODUCT: A already in the scratch, with qa */
     float qa;
+    bool a_max_known;
+    float a_maxabs;
+    float *c_maxabs;
 } run_extra;
 
 static void run_job(int bits, kcpu_igemm_impl impl, kcpu_igemm_job *jp);
@@ -435,14 +439,23 @@ static float run_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, i
         .res = x ? x->res : NULL,
         .ldr = x ? x->ldr : 0,
         .phase = x ? x->phase : KCPU_IGEMM_BOTH,
+        .a_max_known = x ? x->a_max_known : false,
+        .a_maxabs = x ? x->a_maxabs : 0.0f,
+        .c_maxabs = x ? x->c_maxabs : NULL,
     };
     if (j.phase == KCPU_IGEMM_PRODUCT) {
         j.qa = x->qa;
     }
     if (m <= 0) {
+        if (j.c_maxabs) {
+            *j.c_maxabs = 0.0f;
+        }
         return j.qa;
     }
     run_job(bits, impl, &j);
+    if (j.c_maxabs && impl != KCPU_IGEMM_VNNI && j.phase != KCPU_IGEMM_QUANT) {
+        *j.c_maxabs = kcpu_maxabs_f32(m, j.n, c, ldc); /* the VNNI epilogue measures it */
+    }
     return j.qa;
 }
 
@@ -606,4 +619,17 @@ void kcpu_gemm_int_prepared(int bits, kcpu_igemm_impl impl, int64_t m, void *scr
                             int64_t ldr, float *c, int64_t ldc) {
     run_extra x = {.res = res, .ldr = ldr, .phase = KCPU_IGEMM_PRODUCT, .qa = qa};
     run_ex(bits, impl, m, NULL, 0, packed_b, bias, relu, c, ldc, NULL, 0, scratch, &x);
+}
+
+void kcpu_gemm_int_max(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                       const void *packed_b, const float *bias, bool relu, const float *res,
+                       float a_maxabs, float *c_maxabs, float *c, int64_t ldc, void *scratch) {
+    const pack_hdr *h = packed_b;
+    run_extra x = {.res = res,
+                   .ldr = ldc,
+                   .a_max_known = a_maxabs >= 0.0f,
+                   .a_maxabs = a_maxabs,
+                   .c_maxabs = c_maxabs};
+    (void)h;
+    run_ex(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, NULL, 0, scratch, &x);
 }

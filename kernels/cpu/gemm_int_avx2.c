@@ -346,7 +346,7 @@ static void gemm(int bits, kcpu_igemm_job *j) {
 
 void kcpu_igemm_i8_avx2(kcpu_igemm_job *j) {
     if (j->phase != KCPU_IGEMM_PRODUCT) {
-        j->qa = kcpu_i8_mult(maxabs_avx2(j->m, j->k, j->a, j->lda));
+        j->qa = kcpu_i8_mult(j->a_max_known ? j->a_maxabs : maxabs_avx2(j->m, j->k, j->a, j->lda));
         for (int64_t i = 0; i < j->m; i++) {
             int8_t *y = (int8_t *)j->scratch + i * j->sa;
             quant_row_i8(j->k, j->a + i * j->lda, j->qa, y, j->sa);

@@ -513,6 +513,13 @@ float kcpu_gemm_int_quant(int bits, kcpu_igemm_impl impl, int64_t m, int64_t k, 
 void kcpu_gemm_int_prepared(int bits, kcpu_igemm_impl impl, int64_t m, void *scratch, float qa,
                             const void *packed_b, const float *bias, bool relu, const float *res,
                             int64_t ldr, float *c, int64_t ldc);
+/* kcpu_gemm_int_ex with the maximum absolute value of A known (a_maxabs >=
+** 0, as kcpu_maxabs_f32 of A gives it: the producer of A measured it;
+** < 0: measured here), and with that of C measured for its consumer
+** (c_maxabs, or NULL).  The same C as kcpu_gemm_int_ex. */
+void kcpu_gemm_int_max(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                       const void *packed_b, const float *bias, bool relu, const float *res,
+                       float a_maxabs, float *c_maxabs, float *c, int64_t ldc, void *scratch);
 /* Beam 1's output layer without its logits (WNMT 2018 sec. 2.3):
 ** out_idx[r] = the first column c of the largest (A.B dequantized + bias[c])
 ** + skip[c] of row r (bias, skip [n] or NULL; skip holds 0 or -inf),
@@ -572,6 +579,10 @@ typedef struct kcpu_igemm_job {
     int64_t ldr;
     int phase; /* KCPU_IGEMM_BOTH, or only QUANT (A into the scratch, qa out),
                   or only the PRODUCT (the scratch holds A, qa given) */
+    bool a_max_known; /* int8: max|A| is a_maxabs (not measured again)     */
+    float a_maxabs;
+    float *c_maxabs; /* float output: max |C| over the stored values (NaN
+                        skipped, as kcpu_maxabs_f32), or NULL                */
 } kcpu_igemm_job;
 enum { KCPU_IGEMM_BOTH = 0, KCPU_IGEMM_QUANT = 1, KCPU_IGEMM_PRODUCT = 2 };
 void kcpu_igemm_i8_avx2(kcpu_igemm_job *job);
