@@ -79,6 +79,16 @@ static void problem_free(problem *p) {
     mt_aligned_free(p->bias);
 }
 
+/* A in [-2, 2], B in [-0.5, 0.5], bias in [-1, 1] (the epilogue tests). */
+static void problem_random(problem *p) {
+    for (int64_t i = 0; i < p->m * p->lda; i++)
+        p->a[i] = test_urand(-2.0f, 2.0f);
+    for (int64_t i = 0; i < p->k * p->n; i++)
+        p->b[i] = test_urand(-0.5f, 0.5f);
+    for (int64_t j = 0; j < p->n; j++)
+        p->bias[j] = test_urand(-1.0f, 1.0f);
+}
+
 /* Oracle accumulators for bits 8/16; also returns qa.  Bq from the packed
 ** buffer's qb (checked separately against the oracle's own multiplier). */
 static float oracle_acc(int bits, const problem *p, float qb, int32_t *acc) {
@@ -825,12 +835,7 @@ static void test_relu(void) {
             for (size_t ni = 0; ni < 3; ni++) {
                 problem p;
                 problem_alloc(&p, ms[mi], ks[ki], ns[ni]);
-                for (int64_t i = 0; i < p.m * p.lda; i++)
-                    p.a[i] = test_urand(-2.0f, 2.0f);
-                for (int64_t i = 0; i < p.k * p.n; i++)
-                    p.b[i] = test_urand(-0.5f, 0.5f);
-                for (int64_t j = 0; j < p.n; j++)
-                    p.bias[j] = test_urand(-1.0f, 1.0f);
+                problem_random(&p);
                 int64_t ldc = p.n + 3;
                 float *c0 = xalloc(sizeof(float) * (size_t)(p.m * ldc));
                 float *c1 = xalloc(sizeof(float) * (size_t)(p.m * ldc));
@@ -878,12 +883,7 @@ static void test_res(void) {
         for (size_t ni = 0; ni < 4; ni++) {
             problem p;
             problem_alloc(&p, ms[mi], 48, ns[ni]);
-            for (int64_t i = 0; i < p.m * p.lda; i++)
-                p.a[i] = test_urand(-2.0f, 2.0f);
-            for (int64_t i = 0; i < p.k * p.n; i++)
-                p.b[i] = test_urand(-0.5f, 0.5f);
-            for (int64_t j = 0; j < p.n; j++)
-                p.bias[j] = test_urand(-1.0f, 1.0f);
+            problem_random(&p);
             int64_t ldc = p.n + 5;
             size_t cb = sizeof(float) * (size_t)(p.m * ldc);
             float *res = xalloc(cb), *c0 = xalloc(cb), *c1 = xalloc(cb), *c2 = xalloc(cb);
@@ -992,12 +992,7 @@ static void test_max(void) {
         for (size_t ni = 0; ni < 3; ni++) {
             problem p;
             problem_alloc(&p, ms[mi], 40, ns[ni]);
-            for (int64_t i = 0; i < p.m * p.lda; i++)
-                p.a[i] = test_urand(-2.0f, 2.0f);
-            for (int64_t i = 0; i < p.k * p.n; i++)
-                p.b[i] = test_urand(-0.5f, 0.5f);
-            for (int64_t j = 0; j < p.n; j++)
-                p.bias[j] = test_urand(-1.0f, 1.0f);
+            problem_random(&p);
             size_t cb = sizeof(float) * (size_t)(p.m * p.n);
             float *res = xalloc(cb), *c0 = xalloc(cb), *c1 = xalloc(cb);
             for (int64_t i = 0; i < p.m * p.n; i++)
@@ -1045,12 +1040,7 @@ static void test_argmax(void) {
                 bool with_bias = variant != 1, with_skip = variant != 0;
                 problem p;
                 problem_alloc(&p, ms[mi], 40, ns[ni]);
-                for (int64_t i = 0; i < p.m * p.lda; i++)
-                    p.a[i] = test_urand(-2.0f, 2.0f);
-                for (int64_t i = 0; i < p.k * p.n; i++)
-                    p.b[i] = test_urand(-0.5f, 0.5f);
-                for (int64_t j = 0; j < p.n; j++)
-                    p.bias[j] = test_urand(-1.0f, 1.0f);
+                problem_random(&p);
                 /* columns j + 9 (another lane) and j + 16 (the same lane of
                 ** the next vector) repeat column j (its bias too), all made
                 ** the favourites of rows with a[i][0] > 0: exact ties */

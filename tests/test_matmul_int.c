@@ -145,6 +145,13 @@ static mt_graph *new_graph(mt_gemm_type t, bool memoize, bool training) {
 
 static uint64_t allocs_now(void) { return mt_alloc_get_stats().n_allocs; }
 
+/* The test layer's parameters l_W [k, n] and l_b [1, n] as nodes of g. */
+static void layer_params(mt_graph *g, mt_params *p, int64_t k, int64_t n, const float *w,
+                         const float *bias, mt_node **W, mt_node **b) {
+    *W = mt_param(g, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
+    *b = mt_param(g, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+}
+
 /* -------------------------------------------------------------------- ops */
 
 static void test_ops(int bits) {
@@ -248,8 +255,8 @@ static void test_ops(int bits) {
         test_fill_rand(a, R * k, -3.0f, 3.0f);
         mt_graph_clear(g);
         mt_node *x = mt_input(g, mt_shape2(R, k), a);
-        mt_node *W = mt_param(g, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
-        mt_node *b = mt_param(g, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+        mt_node *W, *b;
+        layer_params(g, p, k, n, w, bias, &W, &b);
         mt_node *W2 = mt_param(g, p, "l_W2", mt_shape2(n, n), mt_init_values(w2v, n * n));
         mt_node *b2 = mt_param(g, p, "l_b2", mt_shape2(1, n), mt_init_values(bias, n));
         mt_node *h1 = mt_affine_relu(g, x, W, b), *h0 = mt_relu(g, mt_affine(g, x, W, b));
@@ -279,8 +286,8 @@ static void test_ops(int bits) {
             int64_t before = mt_graph_get_stats(g).n_nodes;
             if (shared) CHECK(mt_gemm_share_input(g, x) == x, "share_input returns its input");
             int64_t made = mt_graph_get_stats(g).n_nodes - before;
-            mt_node *W = mt_param(g, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
-            mt_node *b = mt_param(g, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+            mt_node *W, *b;
+            layer_params(g, p, k, n, w, bias, &W, &b);
             mt_node *y1 = mt_affine(g, x, W, b);
             mt_node *y2 = mt_affine_add(g, x, W, b, mt_input(g, mt_shape2(R, n), res));
             CHECK_STATUS(mt_graph_forward(g));
@@ -311,8 +318,8 @@ static void test_ops(int bits) {
         test_fill_rand(res, R * n, -2.0f, 2.0f);
         mt_graph_clear(g);
         mt_node *x = mt_input(g, mt_shape2(R, k), a);
-        mt_node *W = mt_param(g, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
-        mt_node *b = mt_param(g, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+        mt_node *W, *b;
+        layer_params(g, p, k, n, w, bias, &W, &b);
         mt_node *r = mt_input(g, mt_shape2(R, n), res);
         mt_node *y1 = mt_affine_add(g, x, W, b, r), *y0 = mt_add(g, mt_affine(g, x, W, b), r);
         mt_node *yb = mt_affine_add(g, x, W, b, mt_input(g, mt_shape2(1, n), res));
@@ -327,8 +334,8 @@ static void test_ops(int bits) {
         }
         mt_graph *gf = new_graph(MT_GEMM_FLOAT32, true, false);
         mt_node *xf = mt_input(gf, mt_shape2(R, k), a);
-        mt_node *Wf = mt_param(gf, p, "l_W", mt_shape2(k, n), mt_init_values(w, k * n));
-        mt_node *bf = mt_param(gf, p, "l_b", mt_shape2(1, n), mt_init_values(bias, n));
+        mt_node *Wf, *bf;
+        layer_params(gf, p, k, n, w, bias, &Wf, &bf);
         mt_node *yf = mt_affine_add(gf, xf, Wf, bf, mt_input(gf, mt_shape2(R, n), res));
         CHECK(yf && !strcmp(mt_node_op_name(yf), "add"), "float32 graph: affine_add op %s",
               yf ? mt_node_op_name(yf) : "NULL");
