@@ -241,7 +241,7 @@ static void test_add_layer_norm(void) {
         CHECK_STATUS(mt_node_get(two1, want, R * D));
         CHECK_STATUS(mt_node_get(one1, got, R * D));
         CHECK(memcmp(want, got, sizeof want) == 0, "broadcast residual: other floats");
-        CHECK(mt_add_layer_norm(g, x, mt_input(g, mt_shape2(R, D + 1), res), gm, bt, 1e-6f) == NULL,
+        CHECK(mt_add_layer_norm(g, x, mt_input(g, mt_shape2(R, D + 1), buf_a), gm, bt, 1e-6f) == NULL,
               "shapes that do not add: refused");
         mt_graph_free(g);
     }
