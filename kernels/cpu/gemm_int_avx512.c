@@ -255,6 +255,30 @@ ALWAYS_INLINE void block(const int bits, const int mr, int64_t ng, const uint8_t
     const bool relu = o->relu;
     const __m512 vu = _mm512_set1_ps(o->unq);
     __m512 cm = _mm512_setzero_ps();
+    if (c && !res && !cmax) { /* the common case without the per-vector tests */
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            int64_t col = j0 + 16 * v;
+            __mmask16 mk = tail_mask(n - col);
+            if (mk) {
+                __m512 bias =
+                    bias_p ? _mm512_maskz_loadu_ps(mk, bias_p + col) : _mm512_setzero_ps();
+#pragma GCC unroll 6
+                for (int i = 0; i < mr; i++) {
+                    __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[i][v]), vu);
+                    if (bias_p) {
+                        r = _mm512_add_ps(r, bias);
+                    }
+                    if (relu) { /* NaN -> 0, as the reference's !(r > 0) */
+                        r = _mm512_maskz_mov_ps(
+                            _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_GT_OQ), r);
+                    }
+                    _mm512_mask_storeu_ps(c + (i0 + i) * ldc + col, mk, r);
+                }
+            }
+        }
+        return;
+    }
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) {
         int64_t col = j0 + 16 * v;
