@@ -399,37 +399,40 @@ static mt_status bt_table_batching(bt_ctx *c) {
     return MT_OK;
 }
 
-/* Whether --rows (NAME:BEAM:BATCH, comma-separated) names this gemm row. */
-static bool bt_row_wanted(const char *rows, const char *name, int beam, int batch) {
-    if (rows == NULL) return true;
+/* The gemm table's rows: each GEMM name at each beam and mini-batch. */
+static const char *const bt_gemm_names[3] = {"float32", "int8", "int8+sl"};
+static const int bt_gemm_beams[2] = {1, 4}, bt_gemm_batches[2] = {1, 32};
+
+/* Whether the entry p[0..len) of --rows names the row NAME:BEAM:BATCH. */
+static bool bt_entry_is(const char *p, size_t len, const char *name, int beam, int batch) {
     char want[64];
     snprintf(want, sizeof want, "%s:%d:%d", name, beam, batch);
-    size_t n = strlen(want);
+    return strlen(want) == len && strncmp(p, want, len) == 0;
+}
+
+/* Whether --rows (comma-separated entries; NULL: all) names this row. */
+static bool bt_row_wanted(const char *rows, const char *name, int beam, int batch) {
+    if (rows == NULL) return true;
     for (const char *p = rows; *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && strncmp(p, want, n) == 0) return true;
-        p += len + (e != NULL);
+        size_t len = strcspn(p, ",");
+        if (bt_entry_is(p, len, name, beam, batch)) return true;
+        p += len + (p[len] == ',');
     }
     return false;
 }
 
-/* --rows: each entry a gemm row of the table. */
+/* --rows: each entry a row of the gemm table. */
 static bool bt_rows_valid(const char *rows) {
-    static const char *const names[] = {"float32", "int8", "int8+sl"};
     for (const char *p = rows; *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
+        size_t len = strcspn(p, ",");
         bool ok = false;
-        for (int gi = 0; gi < 3 && !ok; gi++)
-            for (int beam = 1; beam <= 4 && !ok; beam += 3)
-                for (int batch = 1; batch <= 32 && !ok; batch += 31) {
-                    char want[64];
-                    snprintf(want, sizeof want, "%s:%d:%d", names[gi], beam, batch);
-                    ok = strlen(want) == len && strncmp(p, want, len) == 0;
-                }
+        for (int gi = 0; gi < 3; gi++)
+            for (int bi = 0; bi < 2; bi++)
+                for (int ba = 0; ba < 2; ba++)
+                    ok = ok || bt_entry_is(p, len, bt_gemm_names[gi], bt_gemm_beams[bi],
+                                           bt_gemm_batches[ba]);
         if (!ok) return false;
-        p += len + (e != NULL);
+        p += len + (p[len] == ',');
     }
     return true;
 }
@@ -462,7 +465,6 @@ static mt_status bt_table_gemm(bt_ctx *c) {
            c->usd_per_hour);
     printf("gemm     beam batch   src tok/s   trg tok/s   wall s   cols rows/out  MOP/tok  limit "
            "tok/s  %%limit  M src tok/USD\n");
-    static const int beams[] = {1, 4}, batches[] = {1, 32};
     for (int gi = 0; gi < 3; gi++) {
         if (gi == 2 && c->sl == NULL) {
             printf("int8+sl  (no shortlist: rows skipped)\n");
@@ -470,12 +472,12 @@ static mt_status bt_table_gemm(bt_ctx *c) {
         }
         for (int bi = 0; bi < 2; bi++)
             for (int ba = 0; ba < 2; ba++) {
-                bt_row row = {.beam = beams[bi],
-                              .batch = batches[ba],
+                bt_row row = {.beam = bt_gemm_beams[bi],
+                              .batch = bt_gemm_batches[ba],
                               .threads = 1,
                               .gemm = gi == 0 ? MT_GEMM_FLOAT32 : MT_GEMM_INT8,
                               .shortlist = gi == 2};
-                const char *name = gi == 0 ? "float32" : gi == 1 ? "int8" : "int8+sl";
+                const char *name = bt_gemm_names[gi];
                 if (!bt_row_wanted(c->rows, name, row.beam, row.batch)) continue;
                 if (gi > 0 && c->peak_measured) { /* the largest probe so far */
                     double p = kcpu_int_peak_gops(false, 0.1);

@@ -356,15 +356,9 @@ static void cpu_pack_select(mt_device *d, const void *packed, int64_t n_sel, con
 static void cpu_igemm(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
                       const void *packed, const float *bias, bool relu, const float *res, float *c,
                       int64_t ldc, void *scratch, float a_maxabs, float *c_maxabs) {
-    (void)d;
-    if (a_maxabs >= 0.0f || c_maxabs)
-        kcpu_gemm_int_max(bits, kcpu_igemm_active(), m, a, lda, packed, bias, relu, res, a_maxabs,
-                          c_maxabs, c, ldc, scratch);
-    else if (res)
-        kcpu_gemm_int_res(bits, kcpu_igemm_active(), m, a, lda, packed, bias, res, ldc, c, ldc,
-                          scratch);
-    else
-        kcpu_gemm_int_ex(bits, kcpu_igemm_active(), m, a, lda, packed, bias, relu, c, ldc, scratch);
+    (void)d; /* kcpu_gemm_int_ex / _res when a_maxabs < 0 and c_maxabs is NULL */
+    kcpu_gemm_int_max(bits, kcpu_igemm_active(), m, a, lda, packed, bias, relu, res, a_maxabs,
+                      c_maxabs, c, ldc, scratch);
 }
 
 static float cpu_igemm_quant(mt_device *d, int bits, int64_t m, int64_t k, const float *a,

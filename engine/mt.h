@@ -362,12 +362,13 @@ mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_no
 ** mt_matmul_cols(a, b, trans_b, cols, bias) + skip as i32 [rows] (the first
 ** column of the largest, -1 where none is above -inf, NaN never wins: as
 ** mt_node_argmax of the product), from the integer GEMM's epilogue without
-** writing the logits (kcpu_gemm_int_argmax).  skip: f32 [n'] of 0 or -inf
-** (columns left out), or NULL.  NULL without an error where the product
-** takes no fixed int8/int16 GEMM (float32, auto) or the device has no such
-** epilogue: the caller then takes the logits and mt_node_argmax. */
+** writing the logits (kcpu_gemm_int_argmax).  skip: host [n'] of 0 or -inf
+** (columns left out; copied into the graph only when this path is taken),
+** or NULL.  NULL without an error where the product takes no fixed
+** int8/int16 GEMM (float32, auto) or the device has no such epilogue: the
+** caller then takes the logits and mt_node_argmax. */
 mt_node *mt_matmul_cols_argmax(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
-                               mt_node *bias, mt_node *skip);
+                               mt_node *bias, const float *skip);
 /* Batched: a [B..., M, K], b [B..., K, N] (same leading dims), scaled. */
 mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b, float alpha);
 /* mt_bmm with the leading index of b picked by ids: a [N, J..., M, K], b [N0,

@@ -442,12 +442,12 @@ static const mt_op_def op_pack_sel = {"gemm_pack_select", pack_sel_forward, NULL
 /* ------------------------------------------------------------------------
 ** gemm_q:  C[rows, n] = A[rows, k] . op(B) (+ bias), by variant
 **   attrs i = {rows, k, n, tb, mode, slot, off16,
-**              b_idx | bias_idx << 4 | relu << 8 | emit_max << 9 | res_idx << 16}
-**   emit_max: the int8 variant measures max|C| in its epilogue into the
-**   node's amax (a consumer's quantization needs no pass of its own); a
-**   product whose A has amax takes it instead of measuring A.
+**              b_idx | bias_idx << 4 | relu << 8 | res_idx << 16}
 **   relu (mt_affine_relu): max(., 0) after the bias, in the integer kernels'
-**   epilogue (an fp32 variant of the tuner: a pass over C after the product).
+**   epilogue (an fp32 variant of the tuner: a pass over C after the product);
+**   the int8 variant also measures max|C| there into the node's amax (a
+**   feed-forward layer's first product: the second, whose A has amax, takes
+**   it instead of a pass over A).
 **   res (mt_affine_add): + a residual [rows, n] after the bias, in the
 **   epilogue (fp32 variants: a pass over C).
 **   mode: an mt_gemm_variant, or -1 = tuned (slot = the tuner entry).
@@ -475,7 +475,7 @@ static const mt_op_def op_gemm_quant_a = {"gemm_quant_a", quant_a_forward, NULL}
 /* The quantized A of a product in mode I8/I16 where mt_gemm_share_input
 ** made one for it (not yet computed), else NULL: the product quantizes A
 ** itself. */
-static mt_node *quant_a_of(mt_graph *g, mt_node *a, int bits) {
+static mt_node *quant_a_of(mt_graph *g, const mt_node *a, int bits) {
     const mt_device_ops *ops = graph_ops(g);
     if (ops->igemm_quant == NULL || ops->igemm_prepared == NULL) return NULL;
     return graph_recent_node(g, &op_gemm_quant_a, a, bits, 96);
@@ -491,7 +491,7 @@ mt_node *mt_gemm_share_input(mt_graph *g, mt_node *a) {
         sa->ndim < 2 || sa->dim[sa->ndim - 1] < 1)
         return a;
     int bits = gt == MT_GEMM_INT8 ? 8 : 16;
-    if (graph_recent_node(g, &op_gemm_quant_a, a, bits, 96) != NULL) return a;
+    if (quant_a_of(g, a, bits) != NULL) return a; /* made for an earlier product */
     int64_t k = sa->dim[sa->ndim - 1], rows = mt_shape_numel(sa) / k;
     mt_attrs at;
     memset(&at, 0, sizeof at);
@@ -504,8 +504,8 @@ mt_node *mt_gemm_share_input(mt_graph *g, mt_node *a) {
     return a;
 }
 
-static void run_variant(mt_graph *g, const mt_node *y, int v, int64_t rows, int64_t k, int64_t n,
-                        bool tb, const float *bias) {
+static void run_variant(mt_graph *g, mt_node *y, int v, int64_t rows, int64_t k, int64_t n, bool tb,
+                        const float *bias) {
     const mt_device_ops *ops = graph_ops(g);
     mt_device *d = graph_device(g);
     const char *p = packed_of(y->src[1]);
@@ -524,11 +524,9 @@ static void run_variant(mt_graph *g, const mt_node *y, int v, int64_t rows, int6
     const float *a = node_f32(y->src[0]);
     if (v == MT_GEMM_I8) {
         /* max|A| as its producer measured it; max|C| for the product after */
-        bool emit = (y->attr.i[7] >> 9) & 1;
         float am = y->src[0]->has_amax ? y->src[0]->amax : -1.0f;
-        float *cm = emit ? &((mt_node *)y)->amax : NULL;
-        ops->igemm(d, 8, rows, a, k, p, bias, relu, res, c, n, y->aux, am, cm);
-        if (emit) ((mt_node *)y)->has_amax = true;
+        ops->igemm(d, 8, rows, a, k, p, bias, relu, res, c, n, y->aux, am, relu ? &y->amax : NULL);
+        y->has_amax = relu;
     } else if (v == MT_GEMM_I16) {
         ops->igemm(d, 16, rows, a, k, p + y->attr.i[6], bias, relu, res, c, n, y->aux, -1.0f, NULL);
     } else {
@@ -593,20 +591,30 @@ static const mt_op_def op_gemm_q_argmax = {"gemm_q_argmax", gemm_q_argmax_forwar
 
 /* ------------------------------------------------------------------ router */
 
+/* What a product does besides C = A op(B) + bias (gemm_const_b; NULL:
+** nothing): relu in the epilogue, a residual added there, or each row's
+** argmax of C + skip (host [n'] or NULL) instead of C. */
+typedef struct gemm_extra {
+    bool relu;
+    mt_node *res;
+    bool argmax;
+    const float *skip;
+} gemm_extra;
+
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
-                             mt_node *cols, bool relu, const mt_node *const *argmax, mt_node *res,
-                             bool *taken);
+                             mt_node *cols, const gemm_extra *x, bool *taken);
 
 mt_node *graph_gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
                             bool *taken) {
-    return gemm_const_b(g, a, b, bias, trans_b, NULL, false, NULL, NULL, taken);
+    return gemm_const_b(g, a, b, bias, trans_b, NULL, NULL, taken);
 }
 
 mt_node *mt_affine_relu(mt_graph *g, mt_node *x, mt_node *w, mt_node *b) {
     if (x == NULL || w == NULL || b == NULL) return NULL;
     bool taken = false;
     if (affine_fusable(x, w, b)) {
-        mt_node *q = gemm_const_b(g, x, w, b, false, NULL, true, NULL, NULL, &taken);
+        gemm_extra ex = {.relu = true};
+        mt_node *q = gemm_const_b(g, x, w, b, false, NULL, &ex, &taken);
         if (taken) return q;
     }
     return mt_relu(g, mt_affine(g, x, w, b));
@@ -644,7 +652,8 @@ mt_node *mt_affine_add(mt_graph *g, mt_node *x, mt_node *w, mt_node *b, mt_node 
         mt_shape out = *sx;
         out.dim[out.ndim - 1] = sw->dim[1];
         if (mt_shape_eq(&out, &res->val.shape)) {
-            mt_node *q = gemm_const_b(g, x, w, b, false, NULL, false, NULL, res, &taken);
+            gemm_extra ex = {.res = res};
+            mt_node *q = gemm_const_b(g, x, w, b, false, NULL, &ex, &taken);
             if (taken) return q;
         }
     }
@@ -656,33 +665,28 @@ mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_no
     if (a == NULL || b == NULL) return NULL;
     if (!cols_bias_ok(g, b, trans_b, cols, bias, "mt_matmul_cols")) return NULL;
     bool taken = false;
-    mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, false, NULL, NULL, &taken);
+    mt_node *q = gemm_const_b(g, a, b, bias, trans_b, cols, NULL, &taken);
     if (taken) return q;
     q = mt_matmul(g, a, cols ? mt_index_select(g, b, trans_b ? 0 : 1, cols) : b, false, trans_b);
     return bias ? mt_add(g, q, bias) : q;
 }
 
 mt_node *mt_matmul_cols_argmax(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
-                               mt_node *bias, mt_node *skip) {
+                               mt_node *bias, const float *skip) {
     if (a == NULL || b == NULL || g == NULL || mt_graph_status(g) != MT_OK) return NULL;
     if (!cols_bias_ok(g, b, trans_b, cols, bias, "mt_matmul_cols_argmax")) return NULL;
-    if (skip != NULL && (skip->val.dtype != MT_F32 || skip->val.shape.ndim != 1)) {
-        char s1[64];
-        return graph_fail(g, MT_ERR_INVALID, "mt_matmul_cols_argmax: skip %s %s: need float32 [n']",
-                          mt_dtype_name(skip->val.dtype),
-                          mt_shape_str(&skip->val.shape, s1, sizeof s1));
-    }
-    const mt_node *am[1] = {skip};
+    gemm_extra ex = {.argmax = true, .skip = skip};
     bool taken = false;
-    mt_node *y = gemm_const_b(g, a, b, bias, trans_b, cols, false, am, NULL, &taken);
+    mt_node *y = gemm_const_b(g, a, b, bias, trans_b, cols, &ex, &taken);
     return taken ? y : NULL;
 }
 
 /* graph_gemm_const_b; cols (i32 [n'], or NULL): only those columns of op(B),
 ** from the packed B (fixed int8/int16 only: the tuner times whole products). */
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
-                             mt_node *cols, bool relu, const mt_node *const *argmax, mt_node *res,
-                             bool *taken) {
+                             mt_node *cols, const gemm_extra *x, bool *taken) {
+    static const gemm_extra plain = {0};
+    if (x == NULL) x = &plain;
     *taken = false;
     if (a == NULL || b == NULL) return NULL;
     const mt_device_ops *ops = graph_ops(g);
@@ -729,16 +733,9 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
         *taken = false; /* the caller selects fp32 columns */
         return NULL;
     }
-    if (argmax != NULL && (mode < 0 || ops->igemm_argmax == NULL)) {
+    if (x->argmax && (mode < 0 || ops->igemm_argmax == NULL)) {
         *taken = false; /* the caller takes the logits */
         return NULL;
-    }
-    if (argmax != NULL && argmax[0] != NULL &&
-        mt_node_numel(argmax[0]) != (cols ? cols->val.shape.dim[0] : n)) {
-        char s1[64];
-        return graph_fail(g, MT_ERR_INVALID, "mt_matmul_cols_argmax: skip %s for %lld columns",
-                          mt_shape_str(&argmax[0]->val.shape, s1, sizeof s1),
-                          (long long)(cols ? cols->val.shape.dim[0] : n));
     }
     *taken = true;
     int64_t rows = mt_shape_numel(sa) / k;
@@ -767,7 +764,7 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
     }
 
     /* the activation quantized once for every fixed-mode product reading it */
-    mt_node *qa_node = mode >= 0 && argmax == NULL && cols == NULL
+    mt_node *qa_node = mode >= 0 && !x->argmax && cols == NULL
                            ? quant_a_of(g, a, mode == MT_GEMM_I8 ? 8 : 16)
                            : NULL;
     mt_node *src[MT_MAX_SRC] = {qa_node ? qa_node : a, p, NULL, NULL};
@@ -781,9 +778,9 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
         src[n_src++] = bias;
     }
     int res_idx = 0;
-    if (res != NULL) {
+    if (x->res != NULL) {
         res_idx = n_src;
-        src[n_src++] = res;
+        src[n_src++] = x->res;
     }
     mt_attrs at;
     memset(&at, 0, sizeof at);
@@ -794,15 +791,13 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
     at.i[4] = mode;
     at.i[5] = slot;
     at.i[6] = off16;
-    /* a relu product (a feed-forward layer's first) measures max|C| in its
-    ** epilogue for the int8 product that reads it next (no pass of its own) */
-    at.i[7] =
-        b_idx | bias_idx << 4 | (int64_t)relu << 8 | (int64_t)relu << 9 | (int64_t)res_idx << 16;
+    at.i[7] = b_idx | bias_idx << 4 | (int64_t)x->relu << 8 | (int64_t)res_idx << 16;
     mt_device *d = graph_device(g);
-    if (argmax != NULL) { /* i32 [rows]; aux: the values, then the scratch */
-        if (argmax[0] != NULL) {
+    if (x->argmax) {           /* i32 [rows]; aux: the values, then the scratch */
+        if (x->skip != NULL) { /* into the graph only when this path is taken */
             at.i[7] |= (int64_t)n_src << 12;
-            src[n_src++] = (mt_node *)argmax[0];
+            src[n_src++] = mt_input(g, mt_shape1(n), x->skip);
+            if (src[n_src - 1] == NULL) return NULL;
         }
         mt_node *y = graph_push(g, &op_gemm_q_argmax, mt_shape1(rows), MT_I32, n_src, src, &at);
         if (y == NULL) return NULL;

@@ -204,46 +204,41 @@ static mt_node *activate(tf *t, const char *name, mt_node *x) {
     return NULL;
 }
 
-/* Marian's layerNorm(x, prefix, suffix): prefix_ln_scale<suffix>, prefix_ln_bias<suffix>. */
-static mt_node *norm(tf *t, mt_node *x, const char *prefix, const char *suffix) {
+/* Marian's layerNorm(x, prefix, suffix): prefix_ln_scale<suffix>,
+** prefix_ln_bias<suffix>; of x + res as one node where res is given
+** (mt_add_layer_norm: post-processing "an"). */
+static mt_node *norm(tf *t, mt_node *x, mt_node *res, const char *prefix, const char *suffix) {
     mt_node *s = par(t, mt_shape2(1, t->d), mt_init_ones(), "%s_ln_scale%s", prefix, suffix);
     mt_node *b = par(t, mt_shape2(1, t->d), mt_init_zeros(), "%s_ln_bias%s", prefix, suffix);
-    return mt_layer_norm(t->g, x, s, b, LN_EPS);
-}
-
-/* norm(x + res) as one node (mt_add_layer_norm). */
-static mt_node *norm_add(tf *t, mt_node *x, mt_node *res, const char *prefix) {
-    mt_node *s = par(t, mt_shape2(1, t->d), mt_init_ones(), "%s_ln_scale", prefix);
-    mt_node *b = par(t, mt_shape2(1, t->d), mt_init_zeros(), "%s_ln_bias", prefix);
-    return mt_add_layer_norm(t->g, x, res, s, b, LN_EPS);
+    return res ? mt_add_layer_norm(t->g, x, res, s, b, LN_EPS)
+               : mt_layer_norm(t->g, x, s, b, LN_EPS);
 }
 
 /* Marian's denseInline: x prefix_W<suffix> + prefix_b<suffix>, without
-** activation or (relu) with it, mt_affine_relu (fused on the integer path). */
+** activation or (relu) with it, mt_affine_relu (fused on the integer path),
+** or plus the residual res (mt_affine_add: in the integer GEMM's epilogue). */
 static mt_node *dense_act(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
-                          int64_t out, bool relu) {
+                          int64_t out, bool relu, mt_node *res) {
     mt_node *w = par(t, mt_shape2(in, out), mt_init_glorot_uniform(), "%s_W%s", prefix, suffix);
     mt_node *b = par(t, mt_shape2(1, out), mt_init_zeros(), "%s_b%s", prefix, suffix);
-    return relu ? mt_affine_relu(t->g, x, w, b) : mt_affine(t->g, x, w, b);
+    return relu  ? mt_affine_relu(t->g, x, w, b)
+           : res ? mt_affine_add(t->g, x, w, b, res)
+                 : mt_affine(t->g, x, w, b);
 }
 
 static mt_node *dense(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
                       int64_t out) {
-    return dense_act(t, x, prefix, suffix, in, out, false);
+    return dense_act(t, x, prefix, suffix, in, out, false, NULL);
 }
 
-/* The last product of a block: dense() plus the block's residual where
-** block_begin set one (mt_affine_add: the sum in the integer GEMM's
-** epilogue, else its own node; the same floats as postprocess's add). */
+/* The last product of a block: dense() plus the residual block_begin set,
+** if any (the same floats as postprocess's add). */
 static mt_node *dense_out(tf *t, mt_node *x, const char *prefix, const char *suffix, int64_t in,
                           int64_t out) {
     mt_node *res = t->res;
-    if (res == NULL) return dense(t, x, prefix, suffix, in, out);
     t->res = NULL;
-    t->res_added = true;
-    mt_node *w = par(t, mt_shape2(in, out), mt_init_glorot_uniform(), "%s_W%s", prefix, suffix);
-    mt_node *b = par(t, mt_shape2(1, out), mt_init_zeros(), "%s_b%s", prefix, suffix);
-    return mt_affine_add(t->g, x, w, b, res);
+    t->res_added = res != NULL;
+    return dense_act(t, x, prefix, suffix, in, out, false, res);
 }
 
 static mt_node *preprocess(tf *t, const char *ops, const char *prefix, mt_node *x) {
@@ -251,7 +246,7 @@ static mt_node *preprocess(tf *t, const char *ops, const char *prefix, mt_node *
         if (*op == 'd') {
             x = drop(t, x, t->c->transformer_dropout);
         } else if (*op == 'n') {
-            x = norm(t, x, prefix, "_pre");
+            x = norm(t, x, NULL, prefix, "_pre");
         } else {
             fail(t, MT_ERR_UNSUPPORTED, "transformer: unknown pre-processing op '%c'", *op);
             return NULL;
@@ -262,27 +257,28 @@ static mt_node *preprocess(tf *t, const char *ops, const char *prefix, mt_node *
 
 static mt_node *postprocess(tf *t, const char *ops, const char *prefix, mt_node *x, mt_node *prev);
 
-/* Before a block whose post-processing starts with the residual add (at
-** inference, where 'd' does nothing): its last product (dense_out) adds
-** prev.  block_end then post-processes without that add. */
-static void block_begin(tf *t, mt_node *prev) {
+/* The post-processing ops from the first that does something at inference
+** (dropout does nothing there). */
+static const char *post_ops_at_inference(const tf *t) {
     const char *ops = t->c->postprocess;
     while (*ops == 'd')
         ops++;
-    t->res = !t->train && *ops == 'a' ? prev : NULL;
+    return ops;
+}
+
+/* Before a block whose post-processing starts with the residual add (at
+** inference): its last product (dense_out) adds prev.  block_end then
+** post-processes without that add. */
+static void block_begin(tf *t, mt_node *prev) {
+    t->res = !t->train && *post_ops_at_inference(t) == 'a' ? prev : NULL;
     t->res_added = false;
 }
 
 static mt_node *block_end(tf *t, const char *prefix, mt_node *x, mt_node *prev) {
-    const char *ops = t->c->postprocess;
     bool added = t->res_added;
     t->res = NULL;
     t->res_added = false;
-    if (added) {
-        while (*ops == 'd')
-            ops++;
-        ops++; /* the 'a' */
-    }
+    const char *ops = added ? post_ops_at_inference(t) + 1 : t->c->postprocess; /* past the 'a' */
     return postprocess(t, ops, prefix, x, prev);
 }
 
@@ -291,12 +287,12 @@ static mt_node *postprocess(tf *t, const char *ops, const char *prefix, mt_node 
         if (*op == 'd') {
             x = drop(t, x, t->c->transformer_dropout);
         } else if (*op == 'a' && op[1] == 'n' && !t->train) { /* one node */
-            x = norm_add(t, x, prev, prefix);
+            x = norm(t, x, prev, prefix, "");
             op++;
         } else if (*op == 'a') {
             x = mt_add(t->g, x, prev);
         } else if (*op == 'n') {
-            x = norm(t, x, prefix, "");
+            x = norm(t, x, NULL, prefix, "");
         } else if (*op == 'h') {
             mt_node *gate = dense(t, prev, prefix, "h", t->d, t->d);
             x = mt_highway(t->g, x, prev, gate);
@@ -322,8 +318,6 @@ static void sinusoid(float *dst, int64_t d, int p) {
     }
 }
 
-/* Sinusoids as [n, D]: of positions start .. start+n-1 when pos is NULL,
-** else of pos[0..n) (one per decoding row, top-up batching). */
 /* The sinusoids of the positions used so far (rows of d floats, up to
 ** SIN_CACHE_MAX positions, for up to SIN_CACHE_DIMS model widths), shared
 ** by the threads under a lock: a decoding step copies its row instead of
@@ -363,6 +357,8 @@ static void sinusoid_row(float *dst, int64_t d, int p) {
     if (!done) sinusoid(dst, d, p);
 }
 
+/* Sinusoids as [n, D]: of positions start .. start+n-1 when pos is NULL,
+** else of pos[0..n) (one per decoding row, top-up batching). */
 static mt_node *positions_of(tf *t, int64_t start, const int32_t *pos, int64_t n) {
     int64_t d = t->d;
     float stack[2048]; /* one decoding position: no allocation per step */
@@ -617,7 +613,7 @@ static mt_node *ffn_block(tf *t, const char *prefix, mt_node *x, int64_t dim_ffn
     for (int i = 1; i < depth; i++) {
         snprintf(sfx, sizeof sfx, "%d", i);
         if (!strcmp(t->c->ffn_activation, "relu")) { /* the integer GEMM's epilogue */
-            y = dense_act(t, y, prefix, sfx, in, dim_ffn, true);
+            y = dense_act(t, y, prefix, sfx, in, dim_ffn, true, NULL);
         } else {
             y = activate(t, t->c->ffn_activation, dense(t, y, prefix, sfx, in, dim_ffn));
         }
@@ -655,11 +651,13 @@ static mt_node *aan_block(tf *t, const char *prefix, mt_node *x, mt_node *avg) {
     return postprocess(t, t->c->postprocess, pf, y, x);
 }
 
-/* logits = x W^T + b over the target vocabulary (or the shortlist ids). */
-/* The output layer's logits [N, V] (V' columns with a shortlist), or with
-** argmax each row's argmax of them + skip as i32 [N] where the integer GEMM
-** gives it (mt_matmul_cols_argmax; NULL otherwise, without an error). */
-static mt_node *output_layer_ex(tf *t, mt_node *x, mt_node *shortlist, bool argmax, mt_node *skip) {
+/* logits = x W^T + b over the target vocabulary (or the shortlist ids),
+** [N, V] or [N, V'].  With argmax (not NULL) the integer GEMM gives each
+** row's argmax of them + skip (host [V'] or NULL) as *argmax, i32 [N]
+** (mt_matmul_cols_argmax), and the logits are not made (NULL); where it
+** cannot, *argmax is NULL and the logits come back. */
+static mt_node *output_layer_ex(tf *t, mt_node *x, mt_node *shortlist, const float *skip,
+                                mt_node **argmax) {
     const mt_model_config *c = t->c;
     int64_t v = c->dim_vocabs[c->n_vocabs - 1], d = t->d;
     mt_node *w;
@@ -679,12 +677,15 @@ static mt_node *output_layer_ex(tf *t, mt_node *x, mt_node *shortlist, bool argm
     /* integer GEMM: the (shortlisted) columns of the packed weights, the bias
     ** in its epilogue; float32: mt_add of mt_matmul */
     mt_node *bs = b && shortlist ? mt_index_select(t->g, b, 1, shortlist) : b;
-    if (argmax) return mt_matmul_cols_argmax(t->g, x, w, !legacy, shortlist, bs, skip);
+    if (argmax) {
+        *argmax = mt_matmul_cols_argmax(t->g, x, w, !legacy, shortlist, bs, skip);
+        if (*argmax) return NULL;
+    }
     return mt_matmul_cols(t->g, x, w, !legacy, shortlist, bs);
 }
 
 static mt_node *output_layer(tf *t, mt_node *x, mt_node *shortlist) {
-    return output_layer_ex(t, x, shortlist, false, NULL);
+    return output_layer_ex(t, x, shortlist, NULL, NULL);
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -1403,17 +1404,10 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
         if (sp != stack) mt_free(sp);
     }
     x = decoder_stack(&t, NULL, x, &io);
-    x = mt_reshape(g, x, mt_shape2(n, d));
-    if (in->argmax) { /* beam 1: each row's argmax from the GEMM's epilogue */
-        int64_t cols =
-            in->shortlist ? mt_node_numel(in->shortlist) : c->dim_vocabs[c->n_vocabs - 1];
-        mt_node *skip = in->argmax_skip ? mt_input(g, mt_shape1(cols), in->argmax_skip) : NULL;
-        out->argmax = output_layer_ex(&t, x, in->shortlist, true, skip);
-    }
-    if (out->argmax == NULL) {
-        mt_node *logits = output_layer(&t, x, in->shortlist);
-        out->logprobs = in->logits_only || in->argmax ? logits : mt_log_softmax(g, logits);
-    }
+    /* beam 1: each row's argmax from the GEMM's epilogue where it can */
+    mt_node *logits = output_layer_ex(&t, mt_reshape(g, x, mt_shape2(n, d)), in->shortlist,
+                                      in->argmax_skip, in->argmax ? &out->argmax : NULL);
+    if (logits) out->logprobs = in->logits_only || in->argmax ? logits : mt_log_softmax(g, logits);
     if (io.align) out->align = mt_reshape(g, io.align, mt_shape2(n, dim_of(io.align, -1)));
     st.pos = in->pos + 1;
     st.logits_only = false;

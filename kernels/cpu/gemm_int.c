@@ -389,10 +389,11 @@ const char *kcpu_igemm_name(kcpu_igemm_impl impl) {
     }
 }
 
-/* Fills the job from the packed header and runs the variant; returns qa. */
-/* What some entries add to a call: the argmax epilogue's state and skip
-** row (kcpu_gemm_int_argmax), a residual added after the bias
-** (kcpu_gemm_int_res). */
+/* What some entries add to a call (NULL: none): the argmax epilogue's state
+** and skip row (kcpu_gemm_int_argmax), a residual added after the bias
+** (kcpu_gemm_int_res), the product half on a prepared scratch with its qa
+** (kcpu_gemm_int_prepared), max|A| given and max|C| measured
+** (kcpu_gemm_int_max). */
 typedef struct run_extra {
     float *am_val;
     int32_t *am_idx;
@@ -408,6 +409,7 @@ typedef struct run_extra {
 
 static void run_job(int bits, kcpu_igemm_impl impl, kcpu_igemm_job *jp);
 
+/* Fills the job from the packed header and runs the variant; returns qa. */
 static float run_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                     const void *packed_b, const float *bias, bool relu, float *c, int64_t ldc,
                     int32_t *acc, int64_t ldacc, void *scratch, const run_extra *x) {
@@ -624,12 +626,10 @@ void kcpu_gemm_int_prepared(int bits, kcpu_igemm_impl impl, int64_t m, void *scr
 void kcpu_gemm_int_max(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                        const void *packed_b, const float *bias, bool relu, const float *res,
                        float a_maxabs, float *c_maxabs, float *c, int64_t ldc, void *scratch) {
-    const pack_hdr *h = packed_b;
     run_extra x = {.res = res,
                    .ldr = ldc,
                    .a_max_known = a_maxabs >= 0.0f,
                    .a_maxabs = a_maxabs,
                    .c_maxabs = c_maxabs};
-    (void)h;
     run_ex(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, NULL, 0, scratch, &x);
 }

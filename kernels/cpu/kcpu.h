@@ -513,10 +513,11 @@ float kcpu_gemm_int_quant(int bits, kcpu_igemm_impl impl, int64_t m, int64_t k, 
 void kcpu_gemm_int_prepared(int bits, kcpu_igemm_impl impl, int64_t m, void *scratch, float qa,
                             const void *packed_b, const float *bias, bool relu, const float *res,
                             int64_t ldr, float *c, int64_t ldc);
-/* kcpu_gemm_int_ex with the maximum absolute value of A known (a_maxabs >=
-** 0, as kcpu_maxabs_f32 of A gives it: the producer of A measured it;
-** < 0: measured here), and with that of C measured for its consumer
-** (c_maxabs, or NULL).  The same C as kcpu_gemm_int_ex. */
+/* kcpu_gemm_int_ex (res NULL) or kcpu_gemm_int_res (res with row stride
+** ldc) with the maximum absolute value of A known (a_maxabs >= 0, as
+** kcpu_maxabs_f32 of A gives it: the producer of A measured it; < 0:
+** measured here), and with that of C measured for its consumer (c_maxabs,
+** or NULL).  The same C as those. */
 void kcpu_gemm_int_max(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                        const void *packed_b, const float *bias, bool relu, const float *res,
                        float a_maxabs, float *c_maxabs, float *c, int64_t ldc, void *scratch);
