@@ -213,40 +213,52 @@ ALWAYS_INLINE void kt_elem(const int m, const int kb, const int h16, const void 
     }
 }
 
-/* The f16 history (keys, values) of the run after rows i0 ..
-** i0 + m - 1, whose row is r, when that run reads another row; a share of
-** it is prefetched per head while the run is scored
-** (kt_scores): a step reads each context and history once, from L3 or
-** memory, and the hardware prefetchers do not run ahead across rows.
-** (Cross-attention at beam 4 over 41 keys, 16 rotating contexts, AVX-512:
-** 118-168 -> 65-75 ns per row and head; the decoder's attention ops of the
-** test set at beam 4: 30% less time.  Prefetching the next rows' recent
-** keys, which the step has just written, gained nothing; the AVX2 variant,
-** whose products are slower, showed no gain either.) */
-typedef struct kcpu_attn_next {
+/* The keys and values that row i (the next run's first) reads when that is
+** another row of kh / vh than r (an f16 history or context, f32 caches or
+** contexts; not the sentences of a packed batch); a share of them is
+** prefetched per head while the current run or row is scored.  A step
+** reads each context and cache once, from L3 or memory, and the hardware
+** prefetchers do not run ahead across rows.  (Cross-attention at beam 4
+** over 41 keys, 16 rotating contexts: 118-168 -> 65-75 ns per row and head;
+** the test set at beam 4, int8: the attention ops 608-632 -> 427-447 ms
+** with the f16 rows, the f32 caches' rows 64-84 -> 43-53 ms.  Prefetching
+** the next rows' recent keys, which the step has just written, into L2,
+** or two runs ahead gained nothing; the AVX2 variant, whose products are
+** slower, showed no gain either.) */
+typedef struct attn_next {
     const char *k, *v; /* NULL: nothing to prefetch */
     int64_t kbytes, vbytes;
-} kcpu_attn_next;
-ALWAYS_INLINE kcpu_attn_next kcpu_attn_next_run(const kcpu_attn_job *j, int64_t i0, int64_t m,
-                                                int64_t r) {
-    kcpu_attn_next nx = {NULL, NULL, 0, 0};
-    const int64_t rn = i0 + m < j->n ? (j->ids ? j->ids[i0 + m] : i0 + m) : r;
-    if (j->kh16 && j->ksc > 0 && rn != r) {
+} attn_next;
+
+ALWAYS_INLINE attn_next next_keys(const kcpu_attn_job *j, int64_t i, int64_t r) {
+    attn_next nx = {NULL, NULL, 0, 0};
+    const int64_t rn = i < j->n ? (j->ids ? j->ids[i] : i) : r;
+    if (rn == r) return nx;
+    if (j->kh16) { /* keys [N0, H, dk, th] (ksc > 0), values sr per row */
         nx.k = (const char *)(j->kh16 + rn * j->ksr);
         nx.v = (const char *)(j->vh16 + rn * j->sr);
         nx.kbytes = 2 * j->heads * j->ksh;
         nx.vbytes = 2 * j->sr;
+    } else if (j->kh && !j->lens) { /* f32: not a packed batch's sentence (span_rows) */
+        nx.k = (const char *)(j->kh + rn * (j->ksc > 0 ? j->ksr : j->sr));
+        nx.v = (const char *)(j->vh + rn * j->sr);
+        nx.kbytes = 4 * (j->ksc > 0 ? j->heads * j->ksh : j->sr);
+        nx.vbytes = 4 * j->sr;
     }
     return nx;
 }
+
 /* Part h of `parts` of nx's bytes into L1. */
-ALWAYS_INLINE void kcpu_attn_prefetch(const kcpu_attn_next *nx, int64_t h, int64_t parts) {
+ALWAYS_INLINE void prefetch_part(const attn_next *nx, int64_t h, int64_t parts) {
     if (nx->k == NULL) return;
-    for (int64_t b = nx->kbytes * h / parts; b < nx->kbytes * (h + 1) / parts; b += 64)
-        __builtin_prefetch(nx->k + b, 0, 3);
-    for (int64_t b = nx->vbytes * h / parts; b < nx->vbytes * (h + 1) / parts; b += 64)
-        __builtin_prefetch(nx->v + b, 0, 3);
+    for (int64_t b = nx->kbytes * h / parts; b < nx->kbytes * (h + 1) / parts; b += 64) {
+        _mm_prefetch(nx->k + b, _MM_HINT_T0);
+    }
+    for (int64_t b = nx->vbytes * h / parts; b < nx->vbytes * (h + 1) / parts; b += 64) {
+        _mm_prefetch(nx->v + b, _MM_HINT_T0);
+    }
 }
+
 /* Transposed keys (ksc > 0): the scores of rows i0 .. i0 + m - 1 (one id)
 ** at every head into scratch row (u heads + h) ld, kb blocks of 16 keys at
 ** a time (m kb independent chains); element c of the 16 keys is one vector
@@ -258,9 +270,9 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int cs, const int 
     ** them, and the compiler reloaded ksc from the job in the inner loop */
     const int64_t r = j->ids ? j->ids[i0] : i0, dk = j->dk, ksc = j->ksc;
     const __m512 va = _mm512_set1_ps(j->alpha);
-    const kcpu_attn_next nx = kcpu_attn_next_run(j, i0, m, r); /* prefetched */
+    const attn_next nx = next_keys(j, i0 + m, r); /* prefetched */
     for (int64_t h = 0; h < j->heads; h++) {
-        kcpu_attn_prefetch(&nx, h, j->heads);
+        prefetch_part(&nx, h, j->heads);
         const void *kt = h16 ? (const void *)j->kh16 : (const void *)j->kh;
         const int64_t k0 = r * j->ksr + h * j->ksh;
         const float *q[4];
@@ -479,7 +491,10 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
             const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
             const float *q = j->q + i * j->ldq;
             float *su = j->scratch + u * h_n * ld;
+            const attn_next nx =
+                j->ksc == 0 ? next_keys(j, i + 1, r) : (attn_next){NULL, NULL, 0, 0};
             for (int64_t h = 0; h < h_n; h++) {
+                prefetch_part(&nx, h, h_n);
                 float *s = su + h * ld;
                 if (j->ksc == 0) {
                     scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
