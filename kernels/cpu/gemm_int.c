@@ -110,7 +110,8 @@ static size_t panel_index(int bits, int64_t kp, int64_t k, int64_t j) {
     return (size_t)((j / NC) * kp * NC + (k / g) * NC * g + (j % NC) * g + k % g);
 }
 
-static pack_hdr *hdr_init(int bits, int64_t k, int64_t n, float qb, void *packed) {
+/* The header of a packed B (the body untouched). */
+static pack_hdr *hdr_set(int bits, int64_t k, int64_t n, float qb, void *packed) {
     pack_hdr *h = packed;
     memset(h, 0, sizeof *h);
     memcpy(h->magic, bits == 8 ? magic8 : magic16, 4);
@@ -120,6 +121,12 @@ static pack_hdr *hdr_init(int bits, int64_t k, int64_t n, float qb, void *packed
     h->kp = kp_of(bits, k);
     h->np = round_up(n, NC);
     h->qb = qb;
+    return h;
+}
+
+/* The header, and a body of zeros. */
+static pack_hdr *hdr_init(int bits, int64_t k, int64_t n, float qb, void *packed) {
+    pack_hdr *h = hdr_set(bits, k, n, qb, packed);
     size_t body = pack_bytes(bits, k, n) - HDR_BYTES;
     memset((char *)packed + HDR_BYTES, 0, body);
     return h;
@@ -218,10 +225,10 @@ void kcpu_pack_i16(int64_t k, int64_t n, const float *b, int64_t ldb, void *pack
     kcpu_pack_i16_ex(k, n, b, ldb, false, packed);
 }
 
-void kcpu_pack_select(const void *packed, int64_t n_sel, const int32_t *cols, void *out) {
-    const pack_hdr *h = packed;
+/* One 4-byte unit (a group of k's) per selected column, column by column;
+** every ISA, any order and repeats. */
+static void select_units(const pack_hdr *h, int64_t n_sel, const int32_t *cols, pack_hdr *o) {
     int bits = (int)h->bits;
-    pack_hdr *o = hdr_init(bits, h->k, n_sel, h->qb, out);
     const char *src = hdr_panels(h);
     char *dst = hdr_panels(o);
     /* a group of G k's of one column is one 4-byte unit (4 x int8, 2 x int16) */
@@ -234,12 +241,58 @@ void kcpu_pack_select(const void *packed, int64_t n_sel, const int32_t *cols, vo
         for (int64_t u = 0; u < units; u++)
             memcpy(dp + (size_t)u * stride, sp + (size_t)u * stride, 4);
     }
-    if (bits == 8) {
+}
+
+static void select_corr(const pack_hdr *h, int64_t n_sel, const int32_t *cols, pack_hdr *o) {
+    if (h->bits == 8) {
         const int32_t *ci = hdr_corr(h);
         int32_t *co = hdr_corr(o);
         for (int64_t jo = 0; jo < n_sel; jo++)
             co[jo] = ci[cols[jo]];
     }
+}
+
+void kcpu_pack_select_ref(const void *packed, int64_t n_sel, const int32_t *cols, void *out) {
+    const pack_hdr *h = packed;
+    pack_hdr *o = hdr_init((int)h->bits, h->k, n_sel, h->qb, out);
+    select_units(h, n_sel, cols, o);
+    select_corr(h, n_sel, cols, o);
+}
+
+/* Ascending columns with AVX-512: each source panel's selected columns are
+** one run of output columns, moved a k group at a time by compressing the
+** panel's rows (kcpu_select_units_avx512); only what no run writes is
+** zeroed first (the corrections' padding, the last panel).  A shortlist is
+** selected once per batch from a cold pack (the 8000 x 256 output layer, 2
+** MB): column by column, each 4-byte unit was a scattered load. */
+#ifdef MT_HAVE_AVX512_BUILD
+/* Columns in strictly increasing order: a shortlist (sorted, no repeats). */
+static bool ascending(int64_t n, const int32_t *cols) {
+    for (int64_t j = 1; j < n; j++) {
+        if (cols[j] <= cols[j - 1]) return false;
+    }
+    return true;
+}
+#endif
+
+void kcpu_pack_select(const void *packed, int64_t n_sel, const int32_t *cols, void *out) {
+#ifdef MT_HAVE_AVX512_BUILD
+    const pack_hdr *h = packed;
+    if (kcpu_isa_active() < KCPU_ISA_AVX512 || !ascending(n_sel, cols)) {
+        kcpu_pack_select_ref(packed, n_sel, cols, out);
+        return;
+    }
+    int bits = (int)h->bits;
+    pack_hdr *o = hdr_set(bits, h->k, n_sel, h->qb, out);
+    size_t panel = (size_t)h->kp * NC * (size_t)(bits / 8);
+    char *dst = hdr_panels(o);
+    if (bits == 8) memset(hdr_corr(o), 0, (size_t)o->np * 4);
+    memset(dst + (size_t)(o->np / NC - 1) * panel, 0, panel);
+    kcpu_select_units_avx512(hdr_panels(h), dst, panel, h->kp * bits / 32, n_sel, cols);
+    select_corr(h, n_sel, cols, o);
+#else
+    kcpu_pack_select_ref(packed, n_sel, cols, out);
+#endif
 }
 
 bool kcpu_packed_get_info(const void *packed, kcpu_packed_info *info) {

@@ -416,3 +416,54 @@ void kcpu_igemm_i16_vnni(kcpu_igemm_job *j) {
         gemm(16, j);
     }
 }
+
+/* ------------------------------------------------------- column selection */
+
+/* Per source panel: the lane mask of its selected columns (ascending, so
+** they are the next run of output columns, jo ..); per k group the panel's
+** 64 units are four vectors, each compressed to its selected lanes and
+** stored at the run's place (a run that crosses an output panel goes
+** through a buffer, in two parts). */
+void kcpu_select_units_avx512(const char *src, char *dst, size_t panel, int64_t units,
+                              int64_t n_sel, const int32_t *cols) {
+    const size_t row = (size_t)KCPU_IGEMM_NC * 4; /* one k group of a panel */
+    for (int64_t jo = 0; jo < n_sel;) {
+        const int64_t p = cols[jo] / KCPU_IGEMM_NC;
+        uint64_t mask = 0;
+        int64_t end = jo;
+        for (; end < n_sel && cols[end] / KCPU_IGEMM_NC == p; end++) {
+            mask |= (uint64_t)1 << (cols[end] % KCPU_IGEMM_NC);
+        }
+        const char *sp = src + (size_t)p * panel;
+        int64_t at[NV]; /* output column of each vector's first selected lane */
+        __mmask16 mk[NV];
+        int cnt[NV];
+        for (int v = 0, o = 0; v < NV; v++) {
+            mk[v] = (__mmask16)(mask >> (16 * v));
+            cnt[v] = __builtin_popcount(mk[v]);
+            at[v] = jo + o;
+            o += cnt[v];
+        }
+        for (int64_t u = 0; u < units; u++) {
+            for (int v = 0; v < NV; v++) {
+                if (cnt[v] == 0) {
+                    continue;
+                }
+                __m512i x = _mm512_loadu_si512(sp + (size_t)u * row + 64 * (size_t)v);
+                __m512i y = _mm512_maskz_compress_epi32(mk[v], x);
+                const int64_t c = at[v], lane = c % KCPU_IGEMM_NC;
+                char *dp = dst + (size_t)(c / KCPU_IGEMM_NC) * panel + (size_t)u * row;
+                if (lane + cnt[v] <= KCPU_IGEMM_NC) {
+                    _mm512_mask_storeu_epi32(dp + 4 * lane, (__mmask16)((1u << cnt[v]) - 1u), y);
+                } else { /* the run goes on in the next output panel */
+                    int32_t buf[16];
+                    const int first = (int)(KCPU_IGEMM_NC - lane);
+                    _mm512_storeu_si512(buf, y);
+                    memcpy(dp + 4 * lane, buf, 4 * (size_t)first);
+                    memcpy(dp + panel, buf + first, 4 * (size_t)(cnt[v] - first));
+                }
+            }
+        }
+        jo = end;
+    }
+}

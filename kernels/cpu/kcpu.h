@@ -451,6 +451,14 @@ void kcpu_pack_i16_q(int64_t k, int64_t n, const int16_t *bq, int64_t ldb, bool 
 ** the whole B, bit for bit: a lexical shortlist of an integer output layer
 ** (Marian: intgemm's SelectColumnsB on the prepared matrix). */
 void kcpu_pack_select(const void *packed, int64_t n_sel, const int32_t *cols, void *out);
+/* Column by column, any ISA (the oracle of the AVX-512 path, which serves
+** ascending columns). */
+void kcpu_pack_select_ref(const void *packed, int64_t n_sel, const int32_t *cols, void *out);
+/* Internal (gemm_int.c): the 4-byte units of the strictly ascending columns
+** cols of the panels at src (panel bytes each, `units` per column) into the
+** panels at dst, column jo at jo's place; nothing else of dst is written. */
+void kcpu_select_units_avx512(const char *src, char *dst, size_t panel, int64_t units,
+                              int64_t n_sel, const int32_t *cols);
 
 typedef struct kcpu_packed_info {
     int bits;         /* 8 or 16                    */
