@@ -459,8 +459,10 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
 ** positions of row ids[r] of a [Na, ..., La, ...] (a NULL: none, and ids
 ** and len are not read), then positions start[r] .. Lb - 1 of row r of b,
 ** then zeros.  ids, len, start i32 [N] (checked at forward: len[r] <= La,
-** start[r] <= Lb, the row's total <= out_len).  f32 or f16 (a and b
-** alike); inference only. */
+** start[r] <= Lb, the row's total <= out_len); len NULL: every row takes
+** all La positions, start NULL: 0 (with both NULL and out_len = La + Lb,
+** concat(index_select(a, 0, ids), b, axis) in one copy).  f32 or f16 (a
+** and b alike); inference only. */
 mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
                       mt_node *start, int axis, int64_t out_len);
 /* Reductions over one axis (negative counts from the end), keeping it as 1. */

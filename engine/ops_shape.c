@@ -543,27 +543,37 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
 **   views), ids, len, start i32 [N] -> y [N, A, L, B]:
 **   y[r, :, 0:len[r]] = a[ids[r], :, 0:len[r]]
 **   y[r, :, len[r]:len[r] + Lb - start[r]] = b[r, :, start[r]:Lb]
-**   the rest 0.  f32 or f16 values as they are; inference only.
-** attr.i = {A, La, Lb, B, L, Na}; src: b, start, then a, ids, len if a.
-** The host copies the ids and lengths in chunks and checks them.
+**   the rest 0.  f32 or f16 values as they are; inference only.  No len:
+**   every row takes all La; no start: all of b's row.
+** attr.i = {A, La, Lb, B, L, Na, flags (PR_*)}; src: b, then start, a,
+** ids, len as present.  The host copies the ids and lengths in chunks and
+** checks them.  Whole rows with L = La + Lb (a fold of rows at the same
+** position) leave no gap, so nothing is zeroed first.
 */
+enum { PR_START = 1, PR_A = 2, PR_LEN = 4 };
+
 static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
-    const mt_node *b = y->src[0], *start = y->src[1];
-    const mt_node *a = y->n_src > 2 ? y->src[2] : NULL, *ids = a ? y->src[3] : NULL;
-    const mt_node *len = a ? y->src[4] : NULL;
+    int64_t flags = y->attr.i[6], at = 1;
+    const mt_node *b = y->src[0], *start = flags & PR_START ? y->src[at++] : NULL;
+    const mt_node *a = flags & PR_A ? y->src[at++] : NULL, *ids = a ? y->src[at++] : NULL;
+    const mt_node *len = flags & PR_LEN ? y->src[at++] : NULL;
     int64_t na = y->attr.i[5], aa = y->attr.i[0], la = y->attr.i[1], lb = y->attr.i[2];
     int64_t bb = y->attr.i[3], l = y->attr.i[4], n = b->val.shape.dim[0];
     size_t es = mt_dtype_size(y->val.dtype), pos = (size_t)bb * es; /* bytes per position */
     const mt_device_ops *ops = graph_ops(g);
     mt_device *d = graph_device(g);
-    mt_status rc = ops->memset0(d, y->val.data, (size_t)node_numel(y) * es);
-    int32_t bi[CHUNK] = {0}, bl[CHUNK] = {0}, bs[CHUNK]; /* (no a: no history rows) */
+    /* every row whole (no len, no start) and out_len = La + Lb: no gaps */
+    bool whole = !start && (!a || !len) && (a ? la : 0) + lb == l;
+    mt_status rc = whole ? MT_OK : ops->memset0(d, y->val.data, (size_t)node_numel(y) * es);
+    int32_t bi[CHUNK] = {0}, bl[CHUNK] = {0}, bs[CHUNK] = {0}; /* (no a: no history rows) */
     for (int64_t off = 0; off < n && rc == MT_OK; off += CHUNK) {
         int64_t k = n - off < CHUNK ? n - off : CHUNK;
         size_t bytes = (size_t)k * sizeof(int32_t);
         if (a) rc = ops->copy(d, bi, node_i32(ids) + off, bytes, 1);
-        if (a && rc == MT_OK) rc = ops->copy(d, bl, node_i32(len) + off, bytes, 1);
-        if (rc == MT_OK) rc = ops->copy(d, bs, node_i32(start) + off, bytes, 1);
+        if (len && rc == MT_OK) rc = ops->copy(d, bl, node_i32(len) + off, bytes, 1);
+        if (start && rc == MT_OK) rc = ops->copy(d, bs, node_i32(start) + off, bytes, 1);
+        for (int64_t t = 0; a && !len && t < k; t++)
+            bl[t] = (int32_t)la;
         for (int64_t t = 0; t < k && rc == MT_OK; t++) {
             int64_t r = off + t, nb = lb - bs[t];
             if (bl[t] < 0 || bl[t] > la || (bl[t] > 0 && (bi[t] < 0 || bi[t] >= na)) || bs[t] < 0 ||
@@ -591,19 +601,22 @@ static const mt_op_def op_pack_rows = {"pack_rows", pack_rows_forward, NULL};
 
 mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
                       mt_node *start, int axis, int64_t out_len) {
-    if (b == NULL || start == NULL || (a && (ids == NULL || len == NULL))) return NULL;
-    mt_node *src[5] = {b, start, a, ids, len};
-    for (int i = 0; i < (a ? 5 : 2); i++) {
-        if (node_wants_grad(src[i]))
+    if (b == NULL || (a && ids == NULL)) return NULL;
+    mt_node *all[5] = {b, start, a, a ? ids : NULL, a ? len : NULL}, *src[5];
+    int n_src = 0;
+    for (int i = 0; i < 5; i++) {
+        if (all[i] == NULL) continue;
+        if (node_wants_grad(all[i]))
             return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows: inference only");
         if (i == 0 || i == 2) {
-            if (!need_f32_or_f16(g, "mt_pack_rows", src[i])) return NULL;
-        } else if (src[i]->val.dtype != MT_I32 || src[i]->val.shape.ndim != 1 ||
-                   src[i]->val.shape.dim[0] != b->val.shape.dim[0]) {
+            if (!need_f32_or_f16(g, "mt_pack_rows", all[i])) return NULL;
+        } else if (all[i]->val.dtype != MT_I32 || all[i]->val.shape.ndim != 1 ||
+                   all[i]->val.shape.dim[0] != b->val.shape.dim[0]) {
             return graph_fail(g, MT_ERR_INVALID,
                               "mt_pack_rows: ids, lengths and starts must be "
                               "int32 [N], one per row of b");
         }
+        src[n_src++] = all[i];
     }
     const mt_shape *sb = &b->val.shape;
     int ax = norm_axis(axis, sb->ndim);
@@ -629,7 +642,8 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
     at.i[3] = prod_dims(sb, ax + 1, sb->ndim);
     at.i[4] = out_len;
     at.i[5] = a ? a->val.shape.dim[0] : 0;
-    return graph_push(g, &op_pack_rows, out, b->val.dtype, a ? 5 : 2, src, &at);
+    at.i[6] = (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0);
+    return graph_push(g, &op_pack_rows, out, b->val.dtype, n_src, src, &at);
 }
 
 /* ------------------------------------------------------------------------

@@ -1597,12 +1597,18 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
                                                              : MT_F32;
             all = mt_cast(g, all, want);
         }
-        if (in->hist_len > 0 && in->hist[r]) {
+        if (in->hist_len > 0 && in->hist[r] && all && freeze) {
+            /* the history's rows by hist_ids, then the positions since, in
+            ** one copy (not a selected copy of the history, then the concat) */
+            int axis = keys ? 3 : 2;
+            all = mt_pack_rows(g, in->hist[r], in->hist_ids, NULL, all, NULL, axis,
+                               in->hist_len + mt_node_shape(all).dim[axis]);
+        } else if (in->hist_len > 0 && in->hist[r]) {
             mt_node *h = mt_index_select(g, in->hist[r], 0, in->hist_ids);
             if (!freeze) h = as_f32(g, h);
             if (keys && !freeze) h = swap_kt(g, h);
             mt_node *parts[2] = {h, all};
-            all = all ? mt_concat(g, parts, 2, keys && freeze ? 3 : 2) : h;
+            all = all ? mt_concat(g, parts, 2, 2) : h;
         } else if (all &&
                    all == in->rows[r]) { /* a node of g in any case: in may view another graph */
             all = mt_scale(g, all, 1.0f);

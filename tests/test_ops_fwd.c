@@ -642,6 +642,50 @@ static void test_pack_rows(void) {
                                                      : 0.0;
         expect(g, y, 4 * 2 * 17, 0, 0, "pack_rows along the last axis");
         mt_graph_free(g);
+        /* whole rows (no lengths, no starts: a fold of rows at one position):
+        ** concat(index_select(a, ids), b) in one copy, nothing zeroed first
+        ** (every value of a and b is nonzero, so a gap would show), f32 and
+        ** f16, the middle and the last axis */
+        for (int f16 = 0; f16 < 2; f16++) {
+            for (int last = 0; last < 2; last++) {
+                g = new_graph(false);
+                mt_shape sa = last ? mt_shape3(3, 2, 15) : mt_shape4(3, 2, 5, 3);
+                mt_shape sb = last ? mt_shape3(4, 2, 12) : mt_shape4(4, 2, 4, 3);
+                mt_node *na = mt_input(g, sa, a), *nb = mt_input(g, sb, b);
+                if (f16) {
+                    na = mt_cast(g, na, MT_F16);
+                    nb = mt_cast(g, nb, MT_F16);
+                }
+                int64_t la = last ? 15 : 5, lb = last ? 12 : 4, inner = last ? 1 : 3;
+                y = mt_pack_rows(g, na, mt_input_i32(g, mt_shape1(4), ids), NULL, nb, NULL,
+                                 last ? -1 : 2, la + lb);
+                CHECK(
+                    y && shape_is(y, last ? mt_shape3(4, 2, la + lb) : mt_shape4(4, 2, la + lb, 3)),
+                    "pack_rows of whole rows: shape");
+                if (f16) y = mt_cast(g, y, MT_F32);
+                for (int r = 0; r < 4; r++)
+                    for (int aa = 0; aa < 2; aa++)
+                        for (int64_t p = 0; p < la + lb; p++)
+                            for (int64_t c = 0; c < inner; c++)
+                                ref[((r * 2 + aa) * (la + lb) + p) * inner + c] =
+                                    p < la ? a[((ids[r] * 2 + aa) * la + p) * inner + c]
+                                           : b[((r * 2 + aa) * lb + p - la) * inner + c];
+                expect(g, y, 4 * 2 * (la + lb) * inner, 0, 0, "pack_rows of whole rows");
+                mt_graph_free(g);
+            }
+        }
+        /* whole rows with an id outside a: refused at forward */
+        {
+            int32_t bad[4] = {0, 3, 1, 2};
+            g = new_graph(false);
+            y = mt_pack_rows(g, mt_input(g, mt_shape4(3, 2, 5, 3), a),
+                             mt_input_i32(g, mt_shape1(4), bad), NULL,
+                             mt_input(g, mt_shape4(4, 2, 4, 3), b), NULL, 2, 9);
+            CHECK(y != NULL && mt_graph_forward(g) == MT_ERR_INVALID &&
+                      strstr(mt_errmsg(), "mt_pack_rows") != NULL,
+                  "pack_rows: whole rows of a row outside a: %s", mt_errmsg());
+            mt_graph_free(g);
+        }
         /* row 0 takes 5 + 4 positions: more than 8 */
         g = new_graph(false);
         y = mt_pack_rows(g, mt_input(g, mt_shape4(3, 2, 5, 3), a),
