@@ -345,7 +345,7 @@ static void run_spans(int64_t dk, int64_t heads, int64_t n_sent) {
 
 static void test_shapes(void) {
     static const int64_t dks[] = {1, 5, 8, 15, 16, 17, 24, 32, 33, 40, 48, 64, 72, 96};
-    static const int64_t ths[] = {0, 1, 3, 8, 15, 16, 17, 31, 33, 40};
+    static const int64_t ths[] = {0, 1, 3, 8, 15, 16, 17, 31, 33, 40, 50, 64};
     static const int64_t trs[] = {0, 1, 2, 7, 16};
     for (size_t a = 0; a < sizeof dks / sizeof dks[0]; a++)
         for (size_t b = 0; b < sizeof ths / sizeof ths[0]; b++)
