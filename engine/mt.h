@@ -288,6 +288,18 @@ typedef struct mt_gemm_decision {
 /* Writes up to max entries (in creation order) to out and returns how many
 ** the graph has (call with max 0 to count). */
 int mt_graph_gemm_decisions(const mt_graph *g, mt_gemm_decision *out, int max);
+/* g uses from's GEMM state from now on: the auto-tuner's entries and the
+** kept column selections of packed weights (mt_matmul_cols), so that graphs
+** that take turns (a decoder's alternate step graphs) time each shape and
+** select a shortlist's columns once, not once each.  Both graphs must be
+** used by one thread and be on one device (MT_ERR_INVALID); g's own state,
+** if any, is dropped.  The state lives until the last graph using it is
+** freed. */
+mt_status mt_graph_share_gemm_state(mt_graph *g, mt_graph *from);
+/* Column selections of packed weights made so far by g's GEMM state (each
+** kept and found again by later products with the same columns; graphs
+** sharing the state count together). */
+int64_t mt_graph_gemm_selections(const mt_graph *g);
 
 /* Floating-point operations of the matrix products that evaluating root
 ** runs (engine/graph_flops.c), for throughput reports: 2 M N K per product

@@ -113,17 +113,20 @@ typedef struct sel_slot {
 } sel_slot;
 
 struct gemm_tuner {
+    int refs; /* graphs using it (mt_graph_share_gemm_state) */
     tune_entry *e;
     int n, cap;
     int pin; /* MT_GEMM variant, -1 none */
     int samples;
     sel_slot sel[SEL_SLOTS];
     uint64_t sel_clock;
-    mt_device *dev; /* of the sel buffers */
+    int64_t sel_fills; /* selections made (mt_graph_gemm_selections) */
+    mt_device *dev;    /* of the sel buffers */
 };
 
+/* Releases a graph's use; the last one frees it. */
 void gemm_tuner_free(struct gemm_tuner *t) {
-    if (t == NULL) return;
+    if (t == NULL || --t->refs > 0) return;
     for (int i = 0; i < SEL_SLOTS; i++) {
         mt_free(t->sel[i].ids);
         if (t->sel[i].packed) t->dev->ops->free(t->dev, t->sel[i].packed);
@@ -148,6 +151,7 @@ static struct gemm_tuner *tuner_get(mt_graph *g) {
     if (*tp == NULL) {
         struct gemm_tuner *t = mt_try_calloc(1, sizeof *t);
         if (t == NULL) return NULL;
+        t->refs = 1;
         t->pin = pin_from_env();
         int s = graph_params(g)->gemm_tune_samples;
         t->samples = s > 0 ? s : DEFAULT_SAMPLES;
@@ -225,6 +229,26 @@ static void tuner_record(tune_entry *e, int samples, int v, double ns, int64_t r
     }
     e->chosen = best;
     e->decided = true;
+}
+
+mt_status mt_graph_share_gemm_state(mt_graph *g, mt_graph *from) {
+    if (g == NULL || from == NULL)
+        return mt_seterr(MT_ERR_INVALID, "mt_graph_share_gemm_state: NULL graph");
+    if (graph_device(g) != graph_device(from))
+        return mt_seterr(MT_ERR_INVALID, "mt_graph_share_gemm_state: graphs on two devices");
+    struct gemm_tuner *t = tuner_get(from), **tp = graph_tuner(g);
+    if (t == NULL) return mt_seterr(MT_ERR_NOMEM, "mt_graph_share_gemm_state: out of memory");
+    if (*tp != t) {
+        gemm_tuner_free(*tp);
+        t->refs++;
+        *tp = t;
+    }
+    return MT_OK;
+}
+
+int64_t mt_graph_gemm_selections(const mt_graph *g) {
+    const struct gemm_tuner *t = graph_tuner_const(g);
+    return t ? t->sel_fills : 0;
 }
 
 int mt_graph_gemm_decisions(const mt_graph *g, mt_gemm_decision *out, int max) {
@@ -398,6 +422,7 @@ static const void *sel_fill(mt_graph *g, sel_slot *lru, uint64_t serial, const v
     if (lru->packed == NULL || nid == NULL) return NULL;
     memcpy(lru->ids, ids, sizeof(int32_t) * (size_t)n_sel);
     graph_ops(g)->pack_select(d, src, n_sel, ids, lru->packed);
+    t->sel_fills++;
     lru->serial = serial;
     lru->n_sel = n_sel;
     lru->used = t->sel_clock;

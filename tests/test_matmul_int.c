@@ -1324,6 +1324,67 @@ static void test_cols(void) {
     free(partb);
 }
 
+/* The product of x with columns ids of the int8 weight "w" of p on g (a
+** fresh round), into out [rows, ns]. */
+static void cols_round(mt_graph *g, mt_params *p, const float *a, const float *w, int64_t rows,
+                       int64_t k, int64_t n, const int32_t *ids, int64_t ns, float *out) {
+    mt_graph_clear(g);
+    mt_node *x = mt_input(g, mt_shape2(rows, k), a);
+    mt_node *wb = mt_param(g, p, "w", mt_shape2(k, n), mt_init_values(w, k * n));
+    mt_node *y = mt_matmul_cols(g, x, wb, false, mt_input_i32(g, mt_shape1(ns), ids), NULL);
+    CHECK_STATUS(mt_graph_forward(g));
+    CHECK_STATUS(mt_node_get(y, out, rows * ns));
+}
+
+/* mt_graph_share_gemm_state: a graph sharing another's GEMM state finds the
+** column selection that one made (the count of selections does not move)
+** and gives the same product bit for bit; a new selection on either shows
+** on both; an unshared graph makes its own; the shared state outlives the
+** graph it came from.  NULL graphs are refused. */
+static void test_share_state(void) {
+    const int64_t k = 40, n = 150, rows = 5, ns = 60;
+    float *w = malloc(sizeof(float) * k * n), *a = malloc(sizeof(float) * rows * k);
+    float *y1 = malloc(sizeof(float) * rows * ns), *y2 = malloc(sizeof(float) * rows * ns);
+    test_fill_rand(w, k * n, -0.8f, 0.8f);
+    test_fill_rand(a, rows * k, -2.0f, 2.0f);
+    int32_t c1[60], c2[60];
+    for (int j = 0; j < ns; j++) {
+        c1[j] = (int32_t)(2 * j + 1);
+        c2[j] = (int32_t)(n - 1 - 2 * j);
+    }
+    mt_params *p = NULL;
+    CHECK_STATUS(mt_params_init(NULL, 3, &p));
+    mt_graph *g1 = new_graph(MT_GEMM_INT8, true, false), *g2 = new_graph(MT_GEMM_INT8, true, false);
+    mt_graph *g3 = new_graph(MT_GEMM_INT8, true, false);
+    if (!p || !g1 || !g2 || !g3) return;
+    CHECK_STATUS(mt_graph_share_gemm_state(g2, g1));
+    cols_round(g1, p, a, w, rows, k, n, c1, ns, y1);
+    cols_round(g2, p, a, w, rows, k, n, c1, ns, y2);
+    CHECK(mt_graph_gemm_selections(g1) == 1 && mt_graph_gemm_selections(g2) == 1,
+          "shared state: the second graph found the first's selection (%lld, %lld made)",
+          (long long)mt_graph_gemm_selections(g1), (long long)mt_graph_gemm_selections(g2));
+    CHECK(memcmp(y1, y2, sizeof(float) * (size_t)(rows * ns)) == 0,
+          "shared selection: the same product");
+    cols_round(g2, p, a, w, rows, k, n, c2, ns, y2);
+    CHECK(mt_graph_gemm_selections(g1) == 2, "a selection made on g2 shows on g1: %lld",
+          (long long)mt_graph_gemm_selections(g1));
+    cols_round(g3, p, a, w, rows, k, n, c1, ns, y2);
+    CHECK(mt_graph_gemm_selections(g3) == 1 && mt_graph_gemm_selections(g1) == 2,
+          "an unshared graph makes its own selection");
+    mt_graph_free(g1); /* g2 keeps the state */
+    cols_round(g2, p, a, w, rows, k, n, c1, ns, y2);
+    CHECK(mt_graph_gemm_selections(g2) == 2 &&
+              memcmp(y1, y2, sizeof(float) * (size_t)(rows * ns)) == 0,
+          "after the first graph is freed: the kept selection, the same product");
+    CHECK(mt_graph_share_gemm_state(NULL, g2) == MT_ERR_INVALID &&
+              mt_graph_share_gemm_state(g2, NULL) == MT_ERR_INVALID,
+          "NULL graphs refused");
+    mt_graph_free(g2);
+    mt_graph_free(g3);
+    mt_params_free(p);
+    free(w), free(a), free(y1), free(y2);
+}
+
 int main(void) {
     test_pack_ex();
     test_ops(8);
@@ -1336,5 +1397,6 @@ int main(void) {
     test_faults();
     test_score();
     test_cols();
+    test_share_state();
     TEST_MAIN_END();
 }
