@@ -184,8 +184,8 @@ mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, bool kv_f16
     /* one GEMM state for all: the alternate step graphs select a mini-batch's
     ** shortlist columns once (not once each: 128 -> 64 selections of the
     ** packed output layer on the test set), shapes are tuned once (auto) */
-    mt_graph *others[6] = {s->step[1], s->enc[0], s->enc[1], s->hist[0], s->hist[1], s->enc_add};
-    for (int i = 0; i < 6 && rc == MT_OK; i++)
+    mt_graph *others[] = {s->step[1], s->enc[0], s->enc[1], s->hist[0], s->hist[1], s->enc_add};
+    for (size_t i = 0; i < sizeof others / sizeof others[0] && rc == MT_OK; i++)
         rc = mt_graph_share_gemm_state(others[i], s->step[0]);
     if (rc != MT_OK) {
         app_model_scorer_free(s);

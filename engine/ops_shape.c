@@ -562,8 +562,9 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
     size_t es = mt_dtype_size(y->val.dtype), pos = (size_t)bb * es; /* bytes per position */
     const mt_device_ops *ops = graph_ops(g);
     mt_device *d = graph_device(g);
-    /* every row whole (no len, no start) and out_len = La + Lb: no gaps */
-    bool whole = !start && (!a || !len) && (a ? la : 0) + lb == l;
+    /* every row whole (no len, no start; La = 0 without a) and out_len =
+    ** La + Lb: no gaps */
+    bool whole = !start && !len && la + lb == l;
     mt_status rc = whole ? MT_OK : ops->memset0(d, y->val.data, (size_t)node_numel(y) * es);
     int32_t bi[CHUNK] = {0}, bl[CHUNK] = {0}, bs[CHUNK] = {0}; /* (no a: no history rows) */
     for (int64_t off = 0; off < n && rc == MT_OK; off += CHUNK) {

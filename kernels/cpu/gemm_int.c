@@ -225,15 +225,18 @@ void kcpu_pack_i16(int64_t k, int64_t n, const float *b, int64_t ldb, void *pack
     kcpu_pack_i16_ex(k, n, b, ldb, false, packed);
 }
 
-/* One 4-byte unit (a group of k's) per selected column, column by column;
-** every ISA, any order and repeats. */
+/* A group of G k's of one column is one 4-byte unit (4 x int8, 2 x int16):
+** units per column, and the bytes of a panel of NC columns. */
+static int64_t col_units(const pack_hdr *h) { return h->kp * (int64_t)h->bits / 32; }
+static size_t panel_bytes(const pack_hdr *h) { return (size_t)col_units(h) * NC * 4; }
+
+/* One 4-byte unit per selected column, column by column; every ISA, any
+** order and repeats. */
 static void select_units(const pack_hdr *h, int64_t n_sel, const int32_t *cols, pack_hdr *o) {
-    int bits = (int)h->bits;
     const char *src = hdr_panels(h);
     char *dst = hdr_panels(o);
-    /* a group of G k's of one column is one 4-byte unit (4 x int8, 2 x int16) */
-    int64_t units = h->kp * bits / 32;
-    size_t panel = (size_t)h->kp * NC * (size_t)(bits / 8), stride = (size_t)NC * 4;
+    int64_t units = col_units(h);
+    size_t panel = panel_bytes(h), stride = (size_t)NC * 4;
     for (int64_t jo = 0; jo < n_sel; jo++) {
         int64_t j = cols[jo];
         const char *sp = src + (size_t)(j / NC) * panel + (size_t)(j % NC) * 4;
@@ -259,12 +262,6 @@ void kcpu_pack_select_ref(const void *packed, int64_t n_sel, const int32_t *cols
     select_corr(h, n_sel, cols, o);
 }
 
-/* Ascending columns with AVX-512: each source panel's selected columns are
-** one run of output columns, moved a k group at a time by compressing the
-** panel's rows (kcpu_select_units_avx512); only what no run writes is
-** zeroed first (the corrections' padding, the last panel).  A shortlist is
-** selected once per batch from a cold pack (the 8000 x 256 output layer, 2
-** MB): column by column, each 4-byte unit was a scattered load. */
 #ifdef MT_HAVE_AVX512_BUILD
 /* Columns in strictly increasing order: a shortlist (sorted, no repeats). */
 static bool ascending(int64_t n, const int32_t *cols) {
@@ -275,6 +272,12 @@ static bool ascending(int64_t n, const int32_t *cols) {
 }
 #endif
 
+/* Ascending columns with AVX-512: each source panel's selected columns are
+** one run of output columns, moved a k group at a time by compressing the
+** panel's rows (kcpu_select_units_avx512); only what no run writes is
+** zeroed first (the corrections' padding, the last panel).  A shortlist is
+** selected once per batch from a cold pack (the 8000 x 256 output layer, 2
+** MB): column by column, each 4-byte unit was a scattered load. */
 void kcpu_pack_select(const void *packed, int64_t n_sel, const int32_t *cols, void *out) {
 #ifdef MT_HAVE_AVX512_BUILD
     const pack_hdr *h = packed;
@@ -282,13 +285,12 @@ void kcpu_pack_select(const void *packed, int64_t n_sel, const int32_t *cols, vo
         kcpu_pack_select_ref(packed, n_sel, cols, out);
         return;
     }
-    int bits = (int)h->bits;
-    pack_hdr *o = hdr_set(bits, h->k, n_sel, h->qb, out);
-    size_t panel = (size_t)h->kp * NC * (size_t)(bits / 8);
+    pack_hdr *o = hdr_set((int)h->bits, h->k, n_sel, h->qb, out);
+    size_t panel = panel_bytes(h);
     char *dst = hdr_panels(o);
-    if (bits == 8) memset(hdr_corr(o), 0, (size_t)o->np * 4);
+    if (h->bits == 8) memset(hdr_corr(o), 0, (size_t)o->np * 4);
     memset(dst + (size_t)(o->np / NC - 1) * panel, 0, panel);
-    kcpu_select_units_avx512(hdr_panels(h), dst, panel, h->kp * bits / 32, n_sel, cols);
+    kcpu_select_units_avx512(hdr_panels(h), dst, panel, col_units(h), n_sel, cols);
     select_corr(h, n_sel, cols, o);
 #else
     kcpu_pack_select_ref(packed, n_sel, cols, out);
