@@ -194,14 +194,15 @@ ALWAYS_INLINE void softmax_heads(int nh, int64_t tk, float *s, int64_t ld, const
 }
 
 /* Element c of kb blocks of 16 keys (row c of K^T at element off, f16 when
-** h16) times each of the m rows' q[c], into a[u][b]. */
-ALWAYS_INLINE void kt_elem(const int m, const int kb, const int h16, const void *kt, int64_t off,
-                           const __mmask16 *mk, const float *const *q, int64_t c,
-                           __m512 a[4][4]) {
+** h16) times each of the m rows' q[c], into a[u][b]; full: every block but
+** the last has 16 keys (mk applies to the last one only). */
+ALWAYS_INLINE void kt_elem(const int m, const int kb, const int h16, const int full,
+                           const void *kt, int64_t off, const __mmask16 *mk, const float *const *q,
+                           int64_t c, __m512 a[4][4]) {
     __m512 kv[4];
 #pragma GCC unroll 4
     for (int b = 0; b < kb; b++) {
-        kv[b] = hload(h16, kt, off + 16 * b, mk[b]);
+        kv[b] = hload(h16, kt, off + 16 * b, full && b < kb - 1 ? (__mmask16)0xffff : mk[b]);
     }
 #pragma GCC unroll 4
     for (int u = 0; u < m; u++) {
@@ -259,6 +260,28 @@ ALWAYS_INLINE void prefetch_part(const attn_next *nx, int64_t h, int64_t parts) 
     }
 }
 
+/* One pass of kt_scores: the dk elements of kb blocks of 16 keys from
+** element off of each K^T row (stride ksc), in cs chains per block (c and
+** c + dk / 2); full as kt_elem's.  (With a mask per block, GCC reloaded
+** some of them into mask registers at every element.) */
+ALWAYS_INLINE void kt_pass(const int m, const int kb, const int cs, const int h16, const int full,
+                           const void *kt, int64_t off, int64_t ksc, int64_t dk,
+                           const __mmask16 *mk, const float *const *q, __m512 a[2][4][4]) {
+    const int64_t half = cs == 2 ? dk / 2 : dk; /* elements c and c + half */
+    /* not unrolled: fully unrolled (dk a constant), the single-block passes
+    ** kept their pointers in vector registers and the stack, 20% slower */
+#pragma GCC unroll 1
+    for (int64_t c = 0; c < half; c++) {
+#pragma GCC unroll 2
+        for (int z = 0; z < cs; z++) {
+            kt_elem(m, kb, h16, full, kt, off + (c + z * half) * ksc, mk, q, c + z * half, a[z]);
+        }
+    }
+    for (int64_t c = cs * half; cs == 2 && c < dk; c++) { /* odd dk: the last one */
+        kt_elem(m, kb, h16, full, kt, off + c * ksc, mk, q, c, a[1]);
+    }
+}
+
 /* Transposed keys (ksc > 0): the scores of rows i0 .. i0 + m - 1 (one id)
 ** at every head into scratch row (u heads + h) ld, kb blocks of 16 keys at
 ** a time (m kb independent chains); element c of the 16 keys is one vector
@@ -282,7 +305,6 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int cs, const int 
             q[u] = j->q + (i0 + u) * j->ldq + h * dk;
             s[u] = j->scratch + (u * j->heads + h) * ld;
         }
-        const int64_t half = cs == 2 ? dk / 2 : dk; /* elements c and c + half */
         for (int64_t t0 = lo; t0 < th; t0 += 16 * kb) {
             __mmask16 mk[4];
             __m512 a[2][4][4];
@@ -298,15 +320,10 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int cs, const int 
                     }
                 }
             }
-            for (int64_t c = 0; c < half; c++) {
-#pragma GCC unroll 2
-                for (int z = 0; z < cs; z++) {
-                    kt_elem(m, kb, h16, kt, k0 + (c + z * half) * ksc + t0, mk, q, c + z * half,
-                            a[z]);
-                }
-            }
-            for (int64_t c = cs * half; cs == 2 && c < dk; c++) { /* odd dk: the last one */
-                kt_elem(m, kb, h16, kt, k0 + c * ksc + t0, mk, q, c, a[1]);
+            if (kb == 1 || th - t0 > 16 * (kb - 1)) {
+                kt_pass(m, kb, cs, h16, 1, kt, k0 + t0, ksc, dk, mk, q, a);
+            } else { /* a pass past the keys' end with an empty block */
+                kt_pass(m, kb, cs, h16, 0, kt, k0 + t0, ksc, dk, mk, q, a);
             }
 #pragma GCC unroll 4
             for (int u = 0; u < m; u++) {
