@@ -73,31 +73,49 @@ static float maxabs_avx512(int64_t m, int64_t k, const float *a, int64_t lda) {
 }
 
 /* 16 values of an int8 row from column p: clamp(x q) rounded half even,
-** + 128 (1 .. 255) as int32 lanes; lanes past k give 128. */
-ALWAYS_INLINE __m512i quant16_u8(const float *x, int64_t p, int64_t k, __m512 vq) {
-    __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail_mask(k - p), x + p), vq);
+** + 128 (1 .. 255) as int32 lanes; lanes outside mk give 128. */
+ALWAYS_INLINE __m512i quant16_u8(const float *x, int64_t p, __mmask16 mk, __m512 vq) {
+    __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, x + p), vq);
     v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
     return _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(128));
 }
 
-/* One int8 row, 64 columns per store: four vectors of int32 narrowed by two
+/* 64 columns of an int8 row from p: four vectors of int32 narrowed by two
 ** unsigned-saturating packs (no saturation happens: 1 .. 255) and one dword
-** permute back into column order, then the columns past k zeroed.  (The
-** narrowing stores vpmovdb took about 8% of the GEMM's time on the decoder's
-** small products, in perf.)  sa is a multiple of 64. */
-ALWAYS_INLINE void quant_row_u8(int64_t k, const float *x, float q, uint8_t *y, int64_t sa) {
-    const __m512 vq = _mm512_set1_ps(q);
+** permute back into column order; full: all 64 are columns of x, else the
+** columns past k are zeroed.  (The narrowing stores vpmovdb took about 8%
+** of the GEMM's time on the decoder's small products, in perf.) */
+ALWAYS_INLINE void quant64_u8(const int full, int64_t k, const float *x, int64_t p, __m512 vq,
+                              uint8_t *y) {
     /* after the packs, 128-bit lane l holds columns 4l.. of each of the 4
     ** vectors in turn: dword l of vector v is at dword 4 l + v */
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    for (int64_t p = 0; p < sa; p += 64) {
-        __m512i a = quant16_u8(x, p, k, vq), b = quant16_u8(x, p + 16, k, vq);
-        __m512i c = quant16_u8(x, p + 32, k, vq), d = quant16_u8(x, p + 48, k, vq);
-        __m512i r = _mm512_packus_epi16(_mm512_packus_epi32(a, b), _mm512_packus_epi32(c, d));
-        r = _mm512_permutexvar_epi32(order, r);
+    __m512i v[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++) {
+        v[u] = quant16_u8(x, p + 16 * u, full ? (__mmask16)0xffff : tail_mask(k - p - 16 * u), vq);
+    }
+    __m512i r =
+        _mm512_packus_epi16(_mm512_packus_epi32(v[0], v[1]), _mm512_packus_epi32(v[2], v[3]));
+    r = _mm512_permutexvar_epi32(order, r);
+    if (!full) {
         int64_t left = k - p;
-        __mmask64 keep = left >= 64 ? ~(__mmask64)0 : left <= 0 ? 0 : ((__mmask64)1 << left) - 1;
-        _mm512_storeu_si512(y + p, _mm512_maskz_mov_epi8(keep, r));
+        r = _mm512_maskz_mov_epi8(left <= 0 ? 0 : ((__mmask64)1 << left) - 1, r);
+    }
+    _mm512_storeu_si512(y + p, r);
+}
+
+/* One int8 row, 64 columns per store, the whole blocks of 64 columns of x
+** without masks (a mask per vector was a fifth of the quantization's
+** samples), then the rest up to the row stride sa (a multiple of 64). */
+ALWAYS_INLINE void quant_row_u8(int64_t k, const float *x, float q, uint8_t *y, int64_t sa) {
+    const __m512 vq = _mm512_set1_ps(q);
+    int64_t p = 0;
+    for (; p + 64 <= k; p += 64) {
+        quant64_u8(1, k, x, p, vq, y);
+    }
+    for (; p < sa; p += 64) {
+        quant64_u8(0, k, x, p, vq, y);
     }
 }
 
