@@ -379,9 +379,12 @@ void kcpu_xent_bwd_avx512(int64_t rows, int64_t cols, const float *logp, const i
 /* Four rows at a time: each row's sums are the one-row loop's, in the same
 ** order (so the same floats), but the four dependency chains of the sums
 ** run side by side instead of one after another (the latency of the
-** adds and FMAs of one chain was the bound: about 145 cycles a row of 256). */
-static void layernorm_rows4(int64_t cols, const float *x, const float *gamma, const float *beta,
-                            float eps, float *y, float *mean, float *rstd) {
+** adds and FMAs of one chain was the bound: about 145 cycles a row of 256).
+** full: cols is a multiple of 16, the loads and stores need no masks (a
+** mask per vector was a sizeable share of the samples). */
+ALWAYS_INLINE void layernorm_rows4(const int full, int64_t cols, const float *x,
+                                   const float *gamma, const float *beta, float eps, float *y,
+                                   float *mean, float *rstd) {
     enum { R = 4 };
     __m512 s[R], vmu[R], vrs[R];
     float mu[R], rs[R];
@@ -390,7 +393,7 @@ static void layernorm_rows4(int64_t cols, const float *x, const float *gamma, co
         s[r] = _mm512_setzero_ps();
     }
     for (int64_t i = 0; i < cols; i += 16) {
-        __mmask16 mk = tail_mask(cols - i);
+        __mmask16 mk = full ? (__mmask16)0xffff : tail_mask(cols - i);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             s[r] = _mm512_add_ps(s[r], _mm512_maskz_loadu_ps(mk, x + r * cols + i));
@@ -403,7 +406,7 @@ static void layernorm_rows4(int64_t cols, const float *x, const float *gamma, co
         s[r] = _mm512_setzero_ps();
     }
     for (int64_t i = 0; i < cols; i += 16) {
-        __mmask16 mk = tail_mask(cols - i);
+        __mmask16 mk = full ? (__mmask16)0xffff : tail_mask(cols - i);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             __m512 d = _mm512_maskz_sub_ps(mk, _mm512_maskz_loadu_ps(mk, x + r * cols + i), vmu[r]);
@@ -416,7 +419,7 @@ static void layernorm_rows4(int64_t cols, const float *x, const float *gamma, co
         vrs[r] = _mm512_set1_ps(rs[r]);
     }
     for (int64_t i = 0; i < cols; i += 16) {
-        __mmask16 mk = tail_mask(cols - i);
+        __mmask16 mk = full ? (__mmask16)0xffff : tail_mask(cols - i);
         __m512 g = gamma ? _mm512_maskz_loadu_ps(mk, gamma + i) : _mm512_setzero_ps();
         __m512 b = beta ? _mm512_maskz_loadu_ps(mk, beta + i) : _mm512_setzero_ps();
 #pragma GCC unroll 4
@@ -448,8 +451,13 @@ void kcpu_layernorm_fwd_avx512(int64_t rows, int64_t cols, const float *x, const
                                float *rstd) {
     int64_t r0 = 0;
     for (; r0 + 4 <= rows; r0 += 4) {
-        layernorm_rows4(cols, x + r0 * cols, gamma, beta, eps, y + r0 * cols,
-                        mean ? mean + r0 : NULL, rstd ? rstd + r0 : NULL);
+        if (cols % 16 == 0) {
+            layernorm_rows4(1, cols, x + r0 * cols, gamma, beta, eps, y + r0 * cols,
+                            mean ? mean + r0 : NULL, rstd ? rstd + r0 : NULL);
+        } else {
+            layernorm_rows4(0, cols, x + r0 * cols, gamma, beta, eps, y + r0 * cols,
+                            mean ? mean + r0 : NULL, rstd ? rstd + r0 : NULL);
+        }
     }
     for (int64_t r = r0; r < rows; r++) {
         const float *xr = x + r * cols;
