@@ -380,6 +380,68 @@ ALWAYS_INLINE void weigh_run(const int nq, const int h16, const int m, int64_t d
     }
 }
 
+/* The scores of a run of m rows over nb blocks of keys: kt_scores with the
+** block count per pass and chains for m and nb (see attn_rows). */
+ALWAYS_INLINE void kt_switch(const int h16, const kcpu_attn_job *j, int64_t m, int64_t nb,
+                             int64_t dk, int64_t i0, int64_t ld, int64_t lo, int64_t hi) {
+    switch (m * 8 + (nb < 4 ? nb : 4)) {
+    case 8 + 1: kt_scores(1, 1, 2, h16, j, dk, i0, ld, lo, hi); break;
+    case 8 + 2: kt_scores(1, 2, 2, h16, j, dk, i0, ld, lo, hi); break;
+    case 8 + 3: kt_scores(1, 3, 2, h16, j, dk, i0, ld, lo, hi); break;
+    case 8 + 4: kt_scores(1, 4, 1, h16, j, dk, i0, ld, lo, hi); break;
+    case 16 + 1: kt_scores(2, 1, 2, h16, j, dk, i0, ld, lo, hi); break;
+    case 16 + 2: kt_scores(2, 2, 1, h16, j, dk, i0, ld, lo, hi); break;
+    case 16 + 3: kt_scores(2, 3, 1, h16, j, dk, i0, ld, lo, hi); break;
+    case 16 + 4: kt_scores(2, 4, 1, h16, j, dk, i0, ld, lo, hi); break;
+    case 24 + 1: kt_scores(3, 1, 2, h16, j, dk, i0, ld, lo, hi); break;
+    case 24 + 2: kt_scores(3, 2, 1, h16, j, dk, i0, ld, lo, hi); break;
+    case 24 + 3: kt_scores(3, 3, 1, h16, j, dk, i0, ld, lo, hi); break;
+    case 24 + 4: /* 4 blocks: 2 passes of 2, not of 3 */
+        if (nb == 4) {
+            kt_scores(3, 2, 1, h16, j, dk, i0, ld, lo, hi);
+        } else {
+            kt_scores(3, 3, 1, h16, j, dk, i0, ld, lo, hi);
+        }
+        break;
+    case 32 + 1: kt_scores(4, 1, 2, h16, j, dk, i0, ld, lo, hi); break;
+    case 32 + 3: /* 3 blocks: one pass of 3, not 2 passes of 2 */
+        kt_scores(4, 3, 1, h16, j, dk, i0, ld, lo, hi);
+        break;
+    default: kt_scores(4, 2, 1, h16, j, dk, i0, ld, lo, hi); break;
+    }
+}
+
+/* kt_switch out of line, one function per history dtype and constant head
+** size (dk = 16 nq; nq 0: the job's dk).  Inlined into attn_rows, the
+** passes' loops kept their stride and pointers on the stack and in vector
+** registers (the register allocation of the whole of attn_rows); here they
+** get the registers of a small function.  One call per run of rows. */
+#define KT_FN(H16, NQ)                                                                             \
+    static __attribute__((noinline)) void kt_##H16##_##NQ(const kcpu_attn_job *j, int64_t m,     \
+                                                          int64_t nb, int64_t dk, int64_t i0,     \
+                                                          int64_t ld, int64_t lo, int64_t hi) {   \
+        kt_switch(H16, j, m, nb, NQ ? 16 * NQ : dk, i0, ld, lo, hi);                               \
+    }
+KT_FN(0, 0)
+KT_FN(0, 1)
+KT_FN(0, 2)
+KT_FN(0, 3)
+KT_FN(0, 4)
+KT_FN(1, 0)
+KT_FN(1, 1)
+KT_FN(1, 2)
+KT_FN(1, 3)
+KT_FN(1, 4)
+
+ALWAYS_INLINE void kt_run(const int nq, const int h16, const int share, const kcpu_attn_job *j,
+                          int64_t m, int64_t nb, int64_t dk, int64_t i0, int64_t ld, int64_t lo,
+                          int64_t hi) {
+    void (*const fn[2][5])(const kcpu_attn_job *, int64_t, int64_t, int64_t, int64_t, int64_t,
+                           int64_t, int64_t) = {{kt_0_0, kt_0_1, kt_0_2, kt_0_3, kt_0_4},
+                                                {kt_1_0, kt_1_1, kt_1_2, kt_1_3, kt_1_4}};
+    fn[h16][share ? nq : 0](j, m, nb, dk, i0, ld, lo, hi);
+}
+
 /* The m rows of a run with the same keys (same_keys; transposed keys,
 ** scored by kt_scores): their recent scores, softmaxes, then per head the
 ** weighted sum of the shared history values for all of them at once
@@ -477,32 +539,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
             ** head); cs = 2 where m kb chains would be too few (the same cs
             ** for the same m and blocks: the same sums) */
             int64_t nb = (hi - lo + 15) / 16;
-            nb = nb < 1 ? 1 : nb;
-            switch (m * 8 + (nb < 4 ? nb : 4)) {
-            case 8 + 1: kt_scores(1, 1, 2, h16, j, dk, i0, ld, lo, hi); break;
-            case 8 + 2: kt_scores(1, 2, 2, h16, j, dk, i0, ld, lo, hi); break;
-            case 8 + 3: kt_scores(1, 3, 2, h16, j, dk, i0, ld, lo, hi); break;
-            case 8 + 4: kt_scores(1, 4, 1, h16, j, dk, i0, ld, lo, hi); break;
-            case 16 + 1: kt_scores(2, 1, 2, h16, j, dk, i0, ld, lo, hi); break;
-            case 16 + 2: kt_scores(2, 2, 1, h16, j, dk, i0, ld, lo, hi); break;
-            case 16 + 3: kt_scores(2, 3, 1, h16, j, dk, i0, ld, lo, hi); break;
-            case 16 + 4: kt_scores(2, 4, 1, h16, j, dk, i0, ld, lo, hi); break;
-            case 24 + 1: kt_scores(3, 1, 2, h16, j, dk, i0, ld, lo, hi); break;
-            case 24 + 2: kt_scores(3, 2, 1, h16, j, dk, i0, ld, lo, hi); break;
-            case 24 + 3: kt_scores(3, 3, 1, h16, j, dk, i0, ld, lo, hi); break;
-            case 24 + 4: /* 4 blocks: 2 passes of 2, not of 3 */
-                if (nb == 4) {
-                    kt_scores(3, 2, 1, h16, j, dk, i0, ld, lo, hi);
-                } else {
-                    kt_scores(3, 3, 1, h16, j, dk, i0, ld, lo, hi);
-                }
-                break;
-            case 32 + 1: kt_scores(4, 1, 2, h16, j, dk, i0, ld, lo, hi); break;
-            case 32 + 3: /* 3 blocks: one pass of 3, not 2 passes of 2 */
-                kt_scores(4, 3, 1, h16, j, dk, i0, ld, lo, hi);
-                break;
-            default: kt_scores(4, 2, 1, h16, j, dk, i0, ld, lo, hi); break;
-            }
+            kt_run(nq, h16, share, j, m, nb < 1 ? 1 : nb, dk, i0, ld, lo, hi);
         }
         if (share && m > 1 && same_keys(j, i0, m)) {
             switch (m) {
