@@ -762,6 +762,34 @@ const mt_device_ops *graph_ops(const mt_graph *g) { return g->dev->ops; }
 bool graph_is_training(const mt_graph *g) { return g->training; }
 mt_rng *graph_rng(mt_graph *g) { return &g->rng; }
 
+/* A chunk is tested without a branch per id (unsigned compares, or-ed), so
+** that the loop is vectorized: with one it was 0.7% of a decoding run's
+** samples (the shortlist's column ids, the beam's row ids, every step). */
+mt_status graph_check_ids(mt_graph *g, const char *op, const char *what, const mt_node *ids,
+                          int64_t limit) {
+    enum { CHUNK_IDS = 256 };
+    int32_t buf[CHUNK_IDS];
+    int64_t n = mt_node_numel(ids);
+    for (int64_t off = 0; off < n; off += CHUNK_IDS) {
+        int64_t len = n - off < CHUNK_IDS ? n - off : CHUNK_IDS;
+        mt_status rc =
+            graph_ops(g)->copy(graph_device(g), buf, (const int32_t *)ids->val.data + off,
+                               (size_t)len * sizeof(int32_t), 1);
+        if (rc != MT_OK) return rc;
+        /* a negative id is a large unsigned one; int32 ids are below 2^31 */
+        uint32_t lim =
+            limit > INT32_MAX ? (uint32_t)INT32_MAX + 1u : (uint32_t)(limit < 0 ? 0 : limit);
+        uint32_t bad = 0;
+        for (int64_t i = 0; i < len; i++)
+            bad |= (uint32_t)buf[i] >= lim;
+        for (int64_t i = 0; bad && i < len; i++)
+            if (buf[i] < 0 || buf[i] >= limit)
+                return mt_seterr(MT_ERR_INVALID, "%s: %s %d at row %lld outside [0, %lld)", op,
+                                 what, (int)buf[i], (long long)(off + i), (long long)limit);
+    }
+    return MT_OK;
+}
+
 /* ---------------------------------------------------------------- leaves */
 
 mt_node *mt_input(mt_graph *g, mt_shape shape, const float *data) {

@@ -94,6 +94,11 @@ mt_node *graph_fail(mt_graph *g, mt_status rc, const char *fmt, ...)
 static inline bool node_wants_grad(const mt_node *n) { return n != NULL && n->needs_grad; }
 mt_device *graph_device(const mt_graph *g);
 const mt_device_ops *graph_ops(const mt_graph *g);
+/* MT_OK when every id of the int32 node ids (read from the device in
+** chunks through a stack buffer) lies in [0, limit); else an error naming
+** op, what the ids are ("id", "label") and the first one outside. */
+mt_status graph_check_ids(mt_graph *g, const char *op, const char *what, const mt_node *ids,
+                          int64_t limit);
 bool graph_is_training(const mt_graph *g);
 mt_rng *graph_rng(mt_graph *g); /* dropout */
 /* Appended for the integer GEMM path (engine/ops_gemm_int.c). */

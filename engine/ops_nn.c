@@ -118,29 +118,10 @@ mt_node *mt_log_softmax(mt_graph *g, mt_node *x) {
 ** range is checked at forward (MT_ERR_INVALID naming the label and row).
 ** attr.f[0] = ls.
 */
-static mt_status check_ids(mt_graph *g, const char *op, const char *what, const mt_node *ids,
-                           int64_t limit) {
-    int32_t buf[CHUNK];
-    int64_t n = node_numel(ids);
-    for (int64_t off = 0; off < n; off += CHUNK) {
-        int64_t len = n - off < CHUNK ? n - off : CHUNK;
-        mt_status rc = graph_ops(g)->copy(graph_device(g), buf, node_i32(ids) + off,
-                                          (size_t)len * sizeof(int32_t), 1);
-        if (rc != MT_OK) return rc;
-        for (int64_t i = 0; i < len; i++) {
-            if (buf[i] < 0 || buf[i] >= limit) {
-                return mt_seterr(MT_ERR_INVALID, "%s: %s %d at row %lld outside [0, %lld)", op,
-                                 what, (int)buf[i], (long long)(off + i), (long long)limit);
-            }
-        }
-    }
-    return MT_OK;
-}
-
 static mt_status xent_forward(mt_graph *g, mt_node *y) {
     const mt_node *x = y->src[0], *labels = y->src[1];
     int64_t cols = last_dim(x), rows = node_numel(y);
-    mt_status rc = check_ids(g, "mt_cross_entropy", "label", labels, cols);
+    mt_status rc = graph_check_ids(g, "mt_cross_entropy", "label", labels, cols);
     if (rc != MT_OK) return rc;
     graph_ops(g)->xent_fwd(graph_device(g), rows, cols, node_f32(x), node_i32(labels), y->attr.f[0],
                            (float *)y->aux, node_f32(y));
@@ -554,7 +535,7 @@ static mt_status host_pair(mt_graph *g, const int32_t *a, const int32_t *b, int6
 }
 
 /* The n spans start[i] .. start[i] + len[i] (host copies in chunks): each
-** inside [0, rows), 1 <= len[i] <= max_len.  (Row ids: check_ids.) */
+** inside [0, rows), 1 <= len[i] <= max_len.  (Row ids: graph_check_ids.) */
 static mt_status check_spans(mt_graph *g, const mt_node *start, const mt_node *len, int64_t n,
                              int64_t rows, int64_t max_len) {
     int32_t st[CHUNK], ln[CHUNK];
@@ -649,7 +630,7 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         j.vr = vr ? node_f32(vr) : NULL;
         j.mask = mask ? node_f32(mask) : NULL;
         const char *op = kt ? "mt_attn_rows_kt" : "mt_attn_rows";
-        rc = ids ? check_ids(g, op, "id", ids, sk->dim[0]) : MT_OK;
+        rc = ids ? graph_check_ids(g, op, "id", ids, sk->dim[0]) : MT_OK;
         if (rc == MT_OK && spans) { /* [2, N]: history lengths, then first keys */
             j.lens = node_i32(spans);
             j.starts = node_i32(spans) + n;

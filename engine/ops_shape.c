@@ -57,26 +57,7 @@ static int64_t prod_dims(const mt_shape *s, int from, int to) {
     return p;
 }
 
-/* Checks that every id read from the device lies in [0, limit).  Copies
-** through a stack buffer: no allocation at forward time. */
 #define CHUNK 256
-static mt_status check_ids(mt_graph *g, const char *op, const mt_node *ids, int64_t limit) {
-    int32_t buf[CHUNK];
-    int64_t n = node_numel(ids);
-    for (int64_t off = 0; off < n; off += CHUNK) {
-        int64_t len = n - off < CHUNK ? n - off : CHUNK;
-        mt_status rc = graph_ops(g)->copy(graph_device(g), buf, node_i32(ids) + off,
-                                          (size_t)len * sizeof(int32_t), 1);
-        if (rc != MT_OK) return rc;
-        for (int64_t i = 0; i < len; i++) {
-            if (buf[i] < 0 || buf[i] >= limit) {
-                return mt_seterr(MT_ERR_INVALID, "%s: id %d at position %lld outside [0, %lld)", op,
-                                 (int)buf[i], (long long)(off + i), (long long)limit);
-            }
-        }
-    }
-    return MT_OK;
-}
 
 /* ------------------------------------------------------------------------
 ** reshape:  y = x with a new shape of the same numel (one dim may be -1)
@@ -398,7 +379,7 @@ mt_node *mt_slice(mt_graph *g, mt_node *x, int axis, int64_t start, int64_t len)
 static mt_status gather_rows_forward(mt_graph *g, mt_node *y) {
     const mt_node *table = y->src[0], *ids = y->src[1];
     int64_t v = table->val.shape.dim[0], d = table->val.shape.dim[1];
-    mt_status rc = check_ids(g, "mt_gather_rows", ids, v);
+    mt_status rc = graph_check_ids(g, "mt_gather_rows", "id", ids, v);
     if (rc != MT_OK) return rc;
     graph_ops(g)->gather_rows(graph_device(g), node_numel(ids), node_i32(ids), d, node_f32(table),
                               node_f32(y));
@@ -464,7 +445,7 @@ static mt_status ca_rows(mt_graph *g, const mt_node *y, const char *op,
             f(g, y, i, i);
         return MT_OK;
     }
-    mt_status rc = check_ids(g, op, ids, d.n0);
+    mt_status rc = graph_check_ids(g, op, "id", ids, d.n0);
     int32_t buf[CHUNK];
     for (int64_t off = 0; rc == MT_OK && off < n; off += CHUNK) {
         int64_t len = n - off < CHUNK ? n - off : CHUNK;
@@ -658,7 +639,7 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
 static mt_status index_select_forward(mt_graph *g, mt_node *y) {
     const mt_node *x = y->src[0], *ids = y->src[1];
     int64_t outer = y->attr.i[0], n = y->attr.i[1], inner = y->attr.i[2], k = node_numel(ids);
-    mt_status rc = check_ids(g, "mt_index_select", ids, n);
+    mt_status rc = graph_check_ids(g, "mt_index_select", "id", ids, n);
     if (rc != MT_OK) return rc;
     size_t es = mt_dtype_size(y->val.dtype); /* f32 or f16 */
     for (int64_t o = 0; o < outer; o++) {
