@@ -355,30 +355,23 @@ ALWAYS_INLINE void block(const int bits, const int mr, const bool pf, int64_t ng
     }
 }
 
-#define ROWS_CASE(BITS, MR, PF)                                                                    \
-    case MR: block(BITS, MR, PF, ng, a, sa, b, corr, o, i0, j0); break;
+#define ROWS_CASE(BITS, LABEL, MR, PF)                                                             \
+    case LABEL: block(BITS, MR, PF, ng, a, sa, b, corr, o, i0, j0); break;
+
+/* Both kinds of chunk per row count: case 2 mr + first. */
+#define ROWS_CASE_I8(MR)                                                                           \
+    ROWS_CASE(8, 2 * MR, MR, false)                                                                \
+    ROWS_CASE(8, 2 * MR + 1, MR, true)
 
 static void rows_i8(bool first, int mr, int64_t ng, const uint8_t *a, int64_t sa, const uint8_t *b,
                     const int32_t *corr, const out_ctx *o, int64_t i0, int64_t j0) {
-    if (first) {
-        switch (mr) {
-            ROWS_CASE(8, 1, true)
-            ROWS_CASE(8, 2, true)
-            ROWS_CASE(8, 3, true)
-            ROWS_CASE(8, 4, true)
-            ROWS_CASE(8, 5, true)
-            ROWS_CASE(8, 6, true)
-        default: break;
-        }
-        return;
-    }
-    switch (mr) {
-        ROWS_CASE(8, 1, false)
-        ROWS_CASE(8, 2, false)
-        ROWS_CASE(8, 3, false)
-        ROWS_CASE(8, 4, false)
-        ROWS_CASE(8, 5, false)
-        ROWS_CASE(8, 6, false)
+    switch (2 * mr + first) {
+        ROWS_CASE_I8(1)
+        ROWS_CASE_I8(2)
+        ROWS_CASE_I8(3)
+        ROWS_CASE_I8(4)
+        ROWS_CASE_I8(5)
+        ROWS_CASE_I8(6)
     default: break;
     }
 }
@@ -386,12 +379,12 @@ static void rows_i8(bool first, int mr, int64_t ng, const uint8_t *a, int64_t sa
 static void rows_i16(int mr, int64_t ng, const uint8_t *a, int64_t sa, const uint8_t *b,
                      const int32_t *corr, const out_ctx *o, int64_t i0, int64_t j0) {
     switch (mr) {
-        ROWS_CASE(16, 1, false)
-        ROWS_CASE(16, 2, false)
-        ROWS_CASE(16, 3, false)
-        ROWS_CASE(16, 4, false)
-        ROWS_CASE(16, 5, false)
-        ROWS_CASE(16, 6, false)
+        ROWS_CASE(16, 1, 1, false)
+        ROWS_CASE(16, 2, 2, false)
+        ROWS_CASE(16, 3, 3, false)
+        ROWS_CASE(16, 4, 4, false)
+        ROWS_CASE(16, 5, 5, false)
+        ROWS_CASE(16, 6, 6, false)
     default: break;
     }
 }
