@@ -741,29 +741,29 @@ void app_shortlist_gen_free(app_shortlist_gen *g) {
 int32_t app_shortlist_gen_run(app_shortlist_gen *g, const int32_t *src, int64_t n, int32_t *out) {
     const app_shortlist *sl = g->sl;
     int32_t v = g->trg_v;
-    memset(g->trg_sel, 0, (size_t)v); /* src_seen is all zero between calls */
+    /* the arrays in locals: a byte store may alias the struct fields, which
+    ** were reloaded per id */
+    const uint32_t *ids = sl->ids;
+    unsigned char *sel = g->trg_sel;
+    memset(sel, 0, (size_t)v); /* src_seen is all zero between calls */
     int64_t count = 0;
     for (uint64_t i = 0; i < sl->first_num && i < (uint64_t)v; i++) {
-        g->trg_sel[i] = 1;
+        sel[i] = 1;
         count++;
     }
     for (int64_t k = 0; k < n; k++) {
         int32_t s = src[k];
         if (s < 0 || s >= g->src_v) continue;
-        if (g->shared && s < v && !g->trg_sel[s]) {
-            g->trg_sel[s] = 1;
+        if (g->shared && s < v && !sel[s]) {
+            sel[s] = 1;
             count++;
         }
         if (g->src_seen[s]) continue;
         g->src_seen[s] = 1;
         if ((uint64_t)s >= sl->n_rows) continue;
         /* without a branch on whether t was selected before (about half the
-        ** time, unpredictably), and with the arrays in locals (a byte store
-        ** may alias the struct fields, which were reloaded per id): this
-        ** loop and the one gathering the columns were 0.8% of a beam-1
-        ** decoding with the shortlist */
-        const uint32_t *ids = sl->ids;
-        unsigned char *sel = g->trg_sel;
+        ** time, unpredictably): this loop and the one gathering the columns
+        ** were 0.8% of a beam-1 decoding with the shortlist */
         for (uint64_t q = sl->offsets[s], q1 = sl->offsets[s + 1]; q < q1; q++) {
             uint32_t t = ids[q];
             if (t < (uint32_t)v) {
@@ -773,13 +773,12 @@ int32_t app_shortlist_gen_run(app_shortlist_gen *g, const int32_t *src, int64_t 
         }
     }
     for (uint64_t i = sl->first_num; i < (uint64_t)v && count % 8 != 0; i++) {
-        if (!g->trg_sel[i]) {
-            g->trg_sel[i] = 1;
+        if (!sel[i]) {
+            sel[i] = 1;
             count++;
         }
     }
     int32_t m = 0; /* out has room for v: every i is written, kept if selected */
-    const unsigned char *sel = g->trg_sel;
     for (int32_t i = 0; i < v; i++) {
         out[m] = i;
         m += sel[i];

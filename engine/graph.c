@@ -770,15 +770,14 @@ mt_status graph_check_ids(mt_graph *g, const char *op, const char *what, const m
     enum { CHUNK_IDS = 256 };
     int32_t buf[CHUNK_IDS];
     int64_t n = mt_node_numel(ids);
+    /* a negative id is a large unsigned one; int32 ids are below 2^31 */
+    uint32_t lim = limit > INT32_MAX ? (uint32_t)INT32_MAX + 1u : (uint32_t)(limit < 0 ? 0 : limit);
     for (int64_t off = 0; off < n; off += CHUNK_IDS) {
         int64_t len = n - off < CHUNK_IDS ? n - off : CHUNK_IDS;
         mt_status rc =
             graph_ops(g)->copy(graph_device(g), buf, (const int32_t *)ids->val.data + off,
                                (size_t)len * sizeof(int32_t), 1);
         if (rc != MT_OK) return rc;
-        /* a negative id is a large unsigned one; int32 ids are below 2^31 */
-        uint32_t lim =
-            limit > INT32_MAX ? (uint32_t)INT32_MAX + 1u : (uint32_t)(limit < 0 ? 0 : limit);
         uint32_t bad = 0;
         for (int64_t i = 0; i < len; i++)
             bad |= (uint32_t)buf[i] >= lim;
