@@ -25,14 +25,18 @@ ALWAYS_INLINE __mmask16 tail_mask(int64_t left) {
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
 }
 
-ALWAYS_INLINE __m512 exp512(__m512 x) {
-    /* min/max return their second operand when one is NaN: keep x second. */
-    x = _mm512_min_ps(_mm512_set1_ps(110.0f), x);
-    x = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);
+/* exp512's two halves, for loops that overlap the second half of one
+** vector with the first half of the next: x (already clamped) = n ln2 + r,
+** then 2^n p(r). */
+ALWAYS_INLINE void exp512_reduce(__m512 x, __m512 *r_out, __m512 *n_out) {
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    *r_out = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    *n_out = n;
+}
+
+ALWAYS_INLINE __m512 exp512_finish(__m512 r, __m512 n) {
     __m512 p = _mm512_set1_ps(1.9875691500e-4f);
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
@@ -42,6 +46,15 @@ ALWAYS_INLINE __m512 exp512(__m512 x) {
     __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
     y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(y, n);
+}
+
+ALWAYS_INLINE __m512 exp512(__m512 x) {
+    /* min/max return their second operand when one is NaN: keep x second. */
+    x = _mm512_min_ps(_mm512_set1_ps(110.0f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);
+    __m512 r, n;
+    exp512_reduce(x, &r, &n);
+    return exp512_finish(r, n);
 }
 
 ALWAYS_INLINE __m512 log512(__m512 x) {

@@ -82,38 +82,91 @@ ALWAYS_INLINE __m512 load_x(const float *xr, const float *bias, int64_t c, __mma
     return bias ? _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, bias + c)) : x;
 }
 
+/* acc_update of a whole vector in two halves.  First: the reduced argument
+** of exp(-|x - m|) (clamped at -110 only: the argument is <= 0 or NaN, where
+** exp512's min(110, .) returns it unchanged), the lanes where x > m, and m
+** updated.  Second: the rest of the exp and d updated.  The same operations
+** as acc_update with every lane live, so the same floats. */
+ALWAYS_INLINE void acc_first(row_acc *a, __m512 x, __m512 *r, __m512 *n, __mmask16 *gt) {
+    __m512 diff = _mm512_sub_ps(x, a->m);
+    __m512 nabs = _mm512_castsi512_ps(
+        _mm512_or_si512(_mm512_castps_si512(diff), _mm512_set1_epi32((int)0x80000000u)));
+    exp512_reduce(_mm512_max_ps(_mm512_set1_ps(-110.0f), nabs), r, n);
+    *gt = _mm512_cmp_ps_mask(x, a->m, _CMP_GT_OQ);
+    a->m = _mm512_mask_mov_ps(a->m, *gt, x);
+}
+
+ALWAYS_INLINE void acc_second(row_acc *a, __m512 r, __m512 n, __mmask16 gt) {
+    __m512 e = exp512_finish(r, n);
+    a->d = _mm512_mask_fmadd_ps(a->d, gt, e, _mm512_set1_ps(1.0f));
+    a->d = _mm512_mask_add_ps(a->d, _knot_mask16(gt), a->d, e);
+}
+
+/* The first halves of a block of 64 columns from c (acc a gets columns c +
+** 16 a ..), and the lanes above thr in kq. */
+ALWAYS_INLINE void block_first(const float *xr, const float *bias, int64_t c, __m512 vt, row_acc *a,
+                               __m512 *r, __m512 *n, __mmask16 *gt, __mmask16 *kq) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) {
+        __m512 x = load_x(xr, bias, c + 16 * q, 0xffff);
+        acc_first(&a[q], x, &r[q], &n[q], &gt[q]);
+        kq[q] = _mm512_cmp_ps_mask(x, vt, _CMP_GT_OQ);
+    }
+}
+
 /* The steady state: online (m, d) over 64-column blocks from c while at
 ** least 64 columns are left, until a block has a column with x > thr.
 ** Returns that block's start (its columns already counted in acc) with the
 ** per-column hit bits in *hits, or the first column not scanned with *hits
-** = 0.  Kept out of line and free of calls so that the accumulators and
-** the constants of exp512 stay in registers. */
+** = 0.  Software-pipelined: the first halves of a block's updates (up to
+** the exp's reduced argument) are issued before the second halves of the
+** block before (the polynomial, the sums), so the instructions the core
+** takes in together have their operands ready sooner: an exp is a chain of
+** about 14 dependent instructions, and with each vector's chain issued
+** whole the scan ran at about 12 cycles per vector of 16 columns. Kept out
+** of line and free of calls so that the accumulators and the constants of
+** the exp stay in registers. */
 __attribute__((noinline)) static int64_t scan_blocks(const float *xr, const float *bias, int64_t c,
                                                      int64_t cols, float thr, row_acc *acc,
                                                      uint64_t *hits) {
-    const __mmask16 all = 0xffff;
-    row_acc a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    __m512 vt = _mm512_set1_ps(thr);
-    uint64_t h = 0;
-    for (; c + 64 <= cols; c += 64) {
-        __m512 x0 = load_x(xr, bias, c, all), x1 = load_x(xr, bias, c + 16, all);
-        __m512 x2 = load_x(xr, bias, c + 32, all), x3 = load_x(xr, bias, c + 48, all);
-        acc_update(&a0, x0, all);
-        acc_update(&a1, x1, all);
-        acc_update(&a2, x2, all);
-        acc_update(&a3, x3, all);
-        __mmask16 k0 = _mm512_cmp_ps_mask(x0, vt, _CMP_GT_OQ);
-        __mmask16 k1 = _mm512_cmp_ps_mask(x1, vt, _CMP_GT_OQ);
-        __mmask16 k2 = _mm512_cmp_ps_mask(x2, vt, _CMP_GT_OQ);
-        __mmask16 k3 = _mm512_cmp_ps_mask(x3, vt, _CMP_GT_OQ);
-        if (__builtin_expect(_kortestz_mask16_u8(_kor_mask16(k0, k1), _kor_mask16(k2, k3)) == 0,
-                             0)) {
-            h = (uint64_t)k0 | (uint64_t)k1 << 16 | (uint64_t)k2 << 32 | (uint64_t)k3 << 48;
+    *hits = 0;
+    if (c + 64 > cols) {
+        return c;
+    }
+    row_acc a[4] = {acc[0], acc[1], acc[2], acc[3]};
+    const __m512 vt = _mm512_set1_ps(thr);
+    __m512 r[4], n[4];
+    __mmask16 gt[4], kq[4];
+    block_first(xr, bias, c, vt, a, r, n, gt, kq);
+    for (;;) {
+        bool hit = _kortestz_mask16_u8(_kor_mask16(kq[0], kq[1]), _kor_mask16(kq[2], kq[3])) == 0;
+        if (__builtin_expect(hit, 0) || c + 128 > cols) {
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                acc_second(&a[q], r[q], n[q], gt[q]);
+            }
+            if (hit) {
+                *hits = (uint64_t)kq[0] | (uint64_t)kq[1] << 16 | (uint64_t)kq[2] << 32 |
+                        (uint64_t)kq[3] << 48;
+            } else {
+                c += 64;
+            }
             break;
         }
+        /* vector q of the next block, then of this one: 8 of the halves'
+        ** vectors live at a time, not 16 (the 16 spilled) */
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            __m512 x = load_x(xr, bias, c + 64 + 16 * q, 0xffff), r2, n2;
+            __mmask16 gt2;
+            acc_first(&a[q], x, &r2, &n2, &gt2);
+            kq[q] = _mm512_cmp_ps_mask(x, vt, _CMP_GT_OQ);
+            acc_second(&a[q], r[q], n[q], gt[q]);
+            r[q] = r2, n[q] = n2, gt[q] = gt2;
+        }
+        c += 64;
     }
-    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
-    *hits = h;
+    acc[0] = a[0], acc[1] = a[1], acc[2] = a[2], acc[3] = a[3];
     return c;
 }
 
