@@ -166,6 +166,14 @@ typedef struct mt_device_ops {
     void (*igemm_argmax)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
                          const void *packed, const float *bias, const float *skip, int32_t *idx,
                          float *val, void *scratch);
+    /* Appended: the fold of transposed self-attention keys into the f16
+    ** history in one pass (kcpu_fold_keys; mt_pack_rows_kt), and whether it
+    ** is fast here (false: builders keep the permute, cast and pack).  NULL:
+    ** not supported. */
+    void (*fold_keys)(mt_device *d, int64_t n, int64_t heads, int64_t dk, const void *hist,
+                      int64_t la, const int32_t *ids, const int32_t *lens, const float *rec,
+                      int64_t lb, const int32_t *starts, uint16_t *out, int64_t l);
+    bool (*fold_keys_fast)(mt_device *d);
 } mt_device_ops;
 
 /* Mirrors of the kcpu enums, so that engine code need not include kcpu.h. */

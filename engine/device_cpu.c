@@ -375,6 +375,30 @@ static void cpu_igemm_prepared(mt_device *d, int bits, int64_t m, void *scratch,
                            c, ldc);
 }
 
+static void cpu_fold_keys(mt_device *d, int64_t n, int64_t heads, int64_t dk, const void *hist,
+                          int64_t la, const int32_t *ids, const int32_t *lens, const float *rec,
+                          int64_t lb, const int32_t *starts, uint16_t *out, int64_t l) {
+    (void)d;
+    kcpu_fold_job j = {.n = n,
+                       .heads = heads,
+                       .dk = dk,
+                       .hist = hist,
+                       .la = la,
+                       .ids = ids,
+                       .lens = lens,
+                       .rec = rec,
+                       .lb = lb,
+                       .starts = starts,
+                       .out = out,
+                       .l = l};
+    kcpu_fold_keys(&j);
+}
+
+static bool cpu_fold_keys_fast(mt_device *d) {
+    (void)d;
+    return kcpu_fold_keys_fast();
+}
+
 /* Enough for every variant (the active one may change between a build and
 ** its forward only where tests force an ISA). */
 static size_t cpu_igemm_argmax_scratch_bytes(mt_device *d, int bits, int64_t m, int64_t k,
@@ -420,6 +444,8 @@ static const mt_device_ops cpu_ops = {
     .igemm_prepared = cpu_igemm_prepared,
     .igemm_argmax_scratch_bytes = cpu_igemm_argmax_scratch_bytes,
     .igemm_argmax = cpu_igemm_argmax,
+    .fold_keys = cpu_fold_keys,
+    .fold_keys_fast = cpu_fold_keys_fast,
     .log_softmax_bwd = cpu_log_softmax_bwd,
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,

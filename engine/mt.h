@@ -477,6 +477,15 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
 ** and b alike); inference only. */
 mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
                       mt_node *start, int axis, int64_t out_len);
+/* mt_pack_rows(a, ids, len, keys, start, 3, out_len) where keys is b f32
+** [N, H, Lb, dk] with its last two axes swapped and converted to f16, a
+** f16 [Na, H, dk, La] (a decoder's self-attention history, keys transposed
+** per head): the same bytes in one op (kcpu_fold_keys).  Inference only;
+** mt_pack_rows_kt_supported: the device has it vectorized (else the three
+** ops are as fast). */
+mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
+                         mt_node *start, int64_t out_len);
+bool mt_pack_rows_kt_supported(const mt_graph *g);
 /* Reductions over one axis (negative counts from the end), keeping it as 1. */
 mt_node *mt_sum(mt_graph *g, mt_node *x, int axis);
 mt_node *mt_mean(mt_graph *g, mt_node *x, int axis);

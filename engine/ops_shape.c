@@ -531,7 +531,7 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
 ** checks them.  Whole rows with L = La + Lb (a fold of rows at the same
 ** position) leave no gap, so nothing is zeroed first.
 */
-enum { PR_START = 1, PR_A = 2, PR_LEN = 4 };
+enum { PR_START = 1, PR_A = 2, PR_LEN = 4, PR_KT = 8 };
 
 static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
     int64_t flags = y->attr.i[6], at = 1;
@@ -565,6 +565,7 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
                                  "(of %lld) and %lld from %d (of %lld): more than %lld",
                                  (long long)r, (int)bl[t], (int)bi[t], (long long)na, (long long)la,
                                  (long long)nb, (int)bs[t], (long long)lb, (long long)l);
+            if (flags & PR_KT) continue; /* the chunk's rows in one call below */
             char *yr = (char *)y->val.data + (size_t)(r * aa * l) * pos;
             if (bl[t] > 0)
                 ops->copy2d_bytes(d, aa, (size_t)bl[t] * pos,
@@ -574,6 +575,11 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
                 ops->copy2d_bytes(d, aa, (size_t)nb * pos,
                                   (const char *)b->val.data + (size_t)(r * aa * lb + bs[t]) * pos,
                                   (size_t)lb * pos, yr + (size_t)bl[t] * pos, (size_t)l * pos);
+        }
+        if ((flags & PR_KT) && rc == MT_OK) { /* aa = heads, bb = dk */
+            ops->fold_keys(d, k, aa, bb, a ? a->val.data : NULL, la, bi, bl,
+                           node_f32(b) + off * aa * lb * bb, lb, bs,
+                           (uint16_t *)y->val.data + off * aa * bb * l, l);
         }
     }
     return rc;
@@ -626,6 +632,62 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
     at.i[5] = a ? a->val.shape.dim[0] : 0;
     at.i[6] = (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0);
     return graph_push(g, &op_pack_rows, out, b->val.dtype, n_src, src, &at);
+}
+
+/* mt_pack_rows of keys transposed per head and converted to f16 in one op
+** (kcpu_fold_keys): b f32 [N, H, Lb, dk] untransposed, a f16 [Na, H, dk,
+** La] or NULL; y f16 [N, H, dk, out_len] = mt_pack_rows(a, ids, len,
+** f16(b with its last two axes swapped), start, 3, out_len), bit for bit.
+** attr.i as pack_rows's with A = H, B = dk. */
+bool mt_pack_rows_kt_supported(const mt_graph *g) {
+    const mt_device_ops *ops = graph_ops(g);
+    return ops->fold_keys != NULL && ops->fold_keys_fast != NULL &&
+           ops->fold_keys_fast(graph_device((mt_graph *)g));
+}
+
+mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
+                         mt_node *start, int64_t out_len) {
+    if (b == NULL || (a && ids == NULL)) return NULL;
+    if (graph_ops(g)->fold_keys == NULL)
+        return graph_fail(g, MT_ERR_UNSUPPORTED, "mt_pack_rows_kt: not on device %s",
+                          graph_ops(g)->name);
+    mt_node *all[5] = {b, start, a, a ? ids : NULL, a ? len : NULL}, *src[5];
+    int n_src = 0;
+    for (int i = 0; i < 5; i++) {
+        if (all[i] == NULL) continue;
+        if (node_wants_grad(all[i]))
+            return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows_kt: inference only");
+        if (i >= 1 && i != 2 &&
+            (all[i]->val.dtype != MT_I32 || all[i]->val.shape.ndim != 1 ||
+             all[i]->val.shape.dim[0] != b->val.shape.dim[0]))
+            return graph_fail(g, MT_ERR_INVALID,
+                              "mt_pack_rows_kt: ids, lengths and starts must be int32 [N], one "
+                              "per row of b");
+        src[n_src++] = all[i];
+    }
+    const mt_shape *sb = &b->val.shape, *sa = a ? &a->val.shape : NULL;
+    bool ok = b->val.dtype == MT_F32 && sb->ndim == 4 && out_len >= 0 &&
+              (!a || (a->val.dtype == MT_F16 && sa->ndim == 4 && sa->dim[1] == sb->dim[1] &&
+                      sa->dim[2] == sb->dim[3]));
+    if (!ok) {
+        char s1[64], s2[64];
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_pack_rows_kt: history %s %s and keys %s %s (length %lld) do not fit: "
+                          "need f16 [Na, H, dk, La] and f32 [N, H, Lb, dk]",
+                          a ? mt_dtype_name(a->val.dtype) : "none",
+                          a ? mt_shape_str(sa, s1, sizeof s1) : "", mt_dtype_name(b->val.dtype),
+                          mt_shape_str(sb, s2, sizeof s2), (long long)out_len);
+    }
+    mt_attrs at = zero_attrs();
+    at.i[0] = sb->dim[1];
+    at.i[1] = a ? sa->dim[3] : 0;
+    at.i[2] = sb->dim[2];
+    at.i[3] = sb->dim[3];
+    at.i[4] = out_len;
+    at.i[5] = a ? sa->dim[0] : 0;
+    at.i[6] = PR_KT | (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0);
+    return graph_push(g, &op_pack_rows, mt_shape4(sb->dim[0], sb->dim[1], sb->dim[3], out_len),
+                      MT_F16, n_src, src, &at);
 }
 
 /* ------------------------------------------------------------------------

@@ -1565,6 +1565,11 @@ static mt_status fold_rows(mt_graph *g, const mt_dec_state *in, mt_dec_state *ou
             sh.dim[0] = n;
             sh.dim[keys ? 3 : 2] = 0;
             rec = mt_cast(g, mt_constant(g, sh, 0.0f), want);
+        } else if (keys && want == MT_F16 && mt_node_dtype(rec) == MT_F32 &&
+                   mt_pack_rows_kt_supported(g)) { /* transposed and rounded as it is packed */
+            st.hist[r] = mt_pack_rows_kt(g, h, in->hist_ids, nhl, rec, nfirst, top);
+            st.rows[r] = NULL;
+            continue;
         } else {
             if (keys) rec = swap_kt(g, rec);
             rec = mt_cast(g, rec, want);
@@ -1590,6 +1595,15 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
         ** and in f16 where the graph keeps such caches so (kv_store) */
         bool keys = r % 2 == 0;
         mt_node *all = in->rows[r];
+        mt_node *hr = in->hist_len > 0 ? in->hist[r] : NULL;
+        if (keys && all && freeze && mt_node_dtype(all) == MT_F32 &&
+            (hr ? mt_node_dtype(hr) == MT_F16 : mt_graph_kv_f16(g)) &&
+            mt_pack_rows_kt_supported(g)) { /* transposed and rounded as it is packed */
+            st.hist[r] = mt_pack_rows_kt(g, hr, hr ? in->hist_ids : NULL, NULL, all, NULL,
+                                         (hr ? in->hist_len : 0) + mt_node_shape(all).dim[2]);
+            st.rows[r] = NULL;
+            continue;
+        }
         if (keys && all && freeze) all = swap_kt(g, all); /* a node of g */
         if (all && freeze) {
             mt_dtype want = in->hist_len > 0 && in->hist[r] ? mt_node_dtype(in->hist[r])

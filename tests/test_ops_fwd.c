@@ -578,6 +578,81 @@ static void test_f16_storage(void) {
     }
 }
 
+/* mt_pack_rows_kt (a fold of transposed self-attention keys in one op):
+** the bytes of mt_pack_rows over the keys permuted and cast to f16, for
+** head sizes of whole and partial vectors, 1 to 20 recent positions (one or
+** two heads per transpose in the AVX-512 kernel), histories of 0 to 70
+** positions (line copies of whole vectors, overlapping and masked tails),
+** whole rows and per-row lengths and starts (top-up folds); values that
+** round (and some beyond f16's range); shapes that do not fit fail. */
+static void test_pack_rows_kt(void) {
+    TEST("pack_rows_kt: a fold of transposed keys as permute + cast + pack") {
+        static const int64_t hs[] = {1, 3, 8}, dks[] = {5, 16, 17, 32, 40};
+        static const int64_t lbs[] = {1, 8, 9, 20}, las[] = {0, 3, 8, 17, 33, 70};
+        static float a[4 * 8 * 40 * 70], b[5 * 8 * 20 * 40];
+        int cases = 0, bad = 0;
+        for (size_t hi = 0; hi < 3; hi++)
+            for (size_t di = 0; di < 5; di++)
+                for (size_t bi = 0; bi < 4; bi++)
+                    for (size_t ai = 0; ai < 6; ai++)
+                        for (int varlen = 0; varlen < 2; varlen++) {
+                            int64_t h = hs[hi], dk = dks[di], lb = lbs[bi], la = las[ai], n = 5;
+                            for (int64_t i = 0; i < 4 * h * dk * la; i++)
+                                a[i] = 3.0f * mt_rng_normal(&rng);
+                            for (int64_t i = 0; i < n * h * lb * dk; i++)
+                                b[i] = (i % 97 == 5 ? 1e5f : 3.0f) * mt_rng_normal(&rng);
+                            int32_t ids[5] = {3, 0, 3, 1, 2}, len[5], st[5];
+                            for (int r = 0; r < 5; r++) {
+                                len[r] = varlen ? (int32_t)((r * 7) % (la + 1)) : (int32_t)la;
+                                st[r] = varlen ? (int32_t)((r * 3) % lb) : 0;
+                            }
+                            int64_t out = la + lb + (varlen ? 2 : 0);
+                            mt_graph *g = new_graph(false);
+                            mt_node *na =
+                                la ? mt_cast(g, mt_input(g, mt_shape4(4, h, dk, la), a), MT_F16)
+                                   : NULL;
+                            mt_node *nb = mt_input(g, mt_shape4(n, h, lb, dk), b);
+                            mt_node *ni = mt_input_i32(g, mt_shape1(n), ids);
+                            mt_node *nl = varlen ? mt_input_i32(g, mt_shape1(n), len) : NULL;
+                            mt_node *ns = varlen ? mt_input_i32(g, mt_shape1(n), st) : NULL;
+                            static const int swap[4] = {0, 1, 3, 2};
+                            mt_node *want = mt_pack_rows(
+                                g, na, na ? ni : NULL, nl,
+                                mt_cast(g, mt_permute(g, nb, swap), MT_F16), ns, 3, out);
+                            mt_node *got = mt_pack_rows_kt(g, na, na ? ni : NULL, nl, nb, ns, out);
+                            CHECK(got && mt_node_dtype(got) == MT_F16 &&
+                                      shape_is(got, mt_shape4(n, h, dk, out)),
+                                  "pack_rows_kt: dtype and shape: %s", mt_errmsg());
+                            mt_node *d =
+                                mt_sub(g, mt_cast(g, got, MT_F32), mt_cast(g, want, MT_F32));
+                            mt_node *w32 = mt_cast(g, want, MT_F32);
+                            int64_t m = n * h * dk * out;
+                            if (!CHECK(mt_graph_forward(g) == MT_OK, "pack_rows_kt: %s",
+                                       mt_errmsg())) {
+                                mt_graph_free(g);
+                                continue;
+                            }
+                            static float dv[5 * 8 * 40 * 92], wv[5 * 8 * 40 * 92];
+                            CHECK_STATUS(mt_node_get(d, dv, m));
+                            CHECK_STATUS(mt_node_get(w32, wv, m));
+                            for (int64_t i = 0; i < m; i++) /* equal, infinities included */
+                                bad += !(dv[i] == 0.0f || (isnan(dv[i]) && isinf(wv[i])));
+                            cases++;
+                            mt_graph_free(g);
+                        }
+        CHECK(bad == 0 && cases == 720, "pack_rows_kt: %d values differ in %d cases", bad, cases);
+        /* keys that are not [N, H, Lb, dk] f32 against an f16 [Na, H, dk, La]
+        ** history: refused */
+        mt_graph *g = new_graph(false);
+        mt_node *y = mt_pack_rows_kt(g, mt_cast(g, mt_input(g, mt_shape4(2, 2, 3, 4), a), MT_F16),
+                                     mt_input_i32(g, mt_shape1(2), (int32_t[]){0, 1}), NULL,
+                                     mt_input(g, mt_shape4(2, 2, 5, 4), b), NULL, 9);
+        CHECK(y == NULL && strstr(mt_errmsg(), "mt_pack_rows_kt") != NULL,
+              "pack_rows_kt: a head size that differs: %s", mt_errmsg());
+        mt_graph_free(g);
+    }
+}
+
 /* mt_pack_rows: rows of variable length packed from the left (top-up
 ** folds), f32 and f16, with and without the first input, on the middle
 ** and the last axis, against the definition; a row longer than the result
@@ -1336,6 +1411,7 @@ int main(void) {
     test_concat_slice_permute();
     test_f16_storage();
     test_pack_rows();
+    test_pack_rows_kt();
     test_products();
     test_reductions();
     test_elementwise();

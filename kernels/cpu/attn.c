@@ -6,6 +6,7 @@
 #include "kcpu.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Element off of a history array: f32 at b32, or f16 at b16 when given. */
 static float hist_el(const float *b32, const uint16_t *b16, int64_t off) {
@@ -76,4 +77,43 @@ void kcpu_attn_rows(const kcpu_attn_job *j) {
         return;
     }
     kcpu_attn_rows_ref(j);
+}
+
+/* ------------------------------------------------------------ fold keys */
+
+void kcpu_fold_keys_ref(const kcpu_fold_job *j) {
+    for (int64_t r = 0; r < j->n; r++) {
+        const int64_t bl = j->lens[r], bs = j->starts[r];
+        for (int64_t h = 0; h < j->heads; h++) {
+            for (int64_t c = 0; c < j->dk; c++) {
+                uint16_t *y = j->out + ((r * j->heads + h) * j->dk + c) * j->l;
+                if (bl > 0) {
+                    memcpy(y, j->hist + (((int64_t)j->ids[r] * j->heads + h) * j->dk + c) * j->la,
+                           sizeof(uint16_t) * (size_t)bl);
+                }
+                for (int64_t t = bs; t < j->lb; t++) {
+                    kcpu_f32_to_f16_ref(1, j->rec + ((r * j->heads + h) * j->lb + t) * j->dk + c,
+                                        y + bl + t - bs);
+                }
+            }
+        }
+    }
+}
+
+bool kcpu_fold_keys_fast(void) {
+#ifdef MT_HAVE_AVX512_BUILD
+    return kcpu_isa_active() >= KCPU_ISA_AVX512;
+#else
+    return false;
+#endif
+}
+
+void kcpu_fold_keys(const kcpu_fold_job *j) {
+#ifdef MT_HAVE_AVX512_BUILD
+    if (kcpu_isa_active() >= KCPU_ISA_AVX512) {
+        kcpu_fold_keys_avx512(j);
+        return;
+    }
+#endif
+    kcpu_fold_keys_ref(j);
 }

@@ -737,3 +737,102 @@ void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
         rows_f32(j);
     }
 }
+
+/* ------------------------------------------------------------ fold keys */
+
+/* The history's lines of one head: bl f16 of each of dk lines (pitch la)
+** to lines of pitch l.  Whole vectors only, the last one of a line ending
+** at its last element (overlapping the one before) as memmove does for
+** short copies: masked stores of the tails were most of this kernel's
+** samples.  Lines under 8 elements: masked. */
+ALWAYS_INLINE void fold_hist_lines(const uint16_t *x, int64_t la, int64_t bl, int64_t dk,
+                                   uint16_t *y, int64_t l) {
+    if (bl >= 32) {
+        for (int64_t c = 0; c < dk; c++) {
+            const uint16_t *xs = x + c * la;
+            uint16_t *yd = y + c * l;
+            int64_t p = 0;
+            for (; p + 32 < bl; p += 32) {
+                _mm512_storeu_si512(yd + p, _mm512_loadu_si512(xs + p));
+            }
+            _mm512_storeu_si512(yd + bl - 32, _mm512_loadu_si512(xs + bl - 32));
+        }
+    } else if (bl >= 16) {
+        for (int64_t c = 0; c < dk; c++) {
+            _mm256_storeu_si256((__m256i *)(y + c * l),
+                                _mm256_loadu_si256((const __m256i *)(x + c * la)));
+            _mm256_storeu_si256((__m256i *)(y + c * l + bl - 16),
+                                _mm256_loadu_si256((const __m256i *)(x + c * la + bl - 16)));
+        }
+    } else if (bl >= 8) {
+        for (int64_t c = 0; c < dk; c++) {
+            _mm_storeu_si128((__m128i *)(y + c * l),
+                             _mm_loadu_si128((const __m128i *)(x + c * la)));
+            _mm_storeu_si128((__m128i *)(y + c * l + bl - 8),
+                             _mm_loadu_si128((const __m128i *)(x + c * la + bl - 8)));
+        }
+    } else {
+        const __mmask8 mk = (__mmask8)((1u << bl) - 1u);
+        for (int64_t c = 0; c < dk; c++) {
+            _mm_mask_storeu_epi16(y + c * l, mk, _mm_maskz_loadu_epi16(mk, x + c * la));
+        }
+    }
+}
+
+/* Per row: each head's history lines copied 32 f16 at a time; the recent
+** keys transposed in registers (transpose16), rounded to f16 (vcvtps2ph,
+** nearest even as F16C in kcpu_f32_to_f16) and stored after the history's
+** positions in each line: with at most 8 recent positions (a fold every 8)
+** two heads share one 16 x 16 transpose (rows 0-7 one head's positions,
+** 8-15 the next's), else 16 positions of one head per transpose.  Replaces
+** a permute of the keys, a cast pass and a copy per line of the pack. */
+void kcpu_fold_keys_avx512(const kcpu_fold_job *j) {
+    const int64_t hn = j->heads, dk = j->dk, l = j->l, lb = j->lb;
+    for (int64_t r = 0; r < j->n; r++) {
+        const int64_t bl = j->lens[r], bs = j->starts[r], nt = lb - bs;
+        for (int64_t h = 0; h < hn; h++) {
+            if (bl > 0) {
+                fold_hist_lines(j->hist + ((int64_t)j->ids[r] * hn + h) * dk * j->la, j->la, bl, dk,
+                                j->out + (r * hn + h) * dk * l, l);
+            }
+        }
+        const int pair = nt <= 8; /* two heads per transpose */
+        for (int64_t h = 0; h < hn; h += pair ? 2 : 1) {
+            const int64_t h2 = pair && h + 1 < hn ? h + 1 : -1;
+            const float *rec = j->rec + (r * hn + h) * lb * dk;
+            uint16_t *y = j->out + (r * hn + h) * dk * l;
+            for (int64_t t0 = 0; t0 < nt; t0 += 16) {
+                const int64_t cnt = nt - t0 < 16 ? nt - t0 : 16;
+                for (int64_t c0 = 0; c0 < dk; c0 += 16) {
+                    const __mmask16 cm = tail_mask(dk - c0);
+                    __m512 v[16];
+#pragma GCC unroll 16
+                    for (int u = 0; u < 16; u++) {
+                        int64_t t = pair ? (u & 7) : u; /* pair: row u of head h + u / 8 */
+                        const float *src = pair && u >= 8 ? rec + lb * dk : rec;
+                        bool live = t < cnt && (!pair || u < 8 || h2 >= 0);
+                        v[u] = live ? _mm512_maskz_loadu_ps(cm, src + (bs + t0 + t) * dk + c0)
+                                    : _mm512_setzero_ps();
+                    }
+                    transpose16(v); /* v[c]: the positions of line c0 + c */
+                    const int64_t cn = dk - c0 < 16 ? dk - c0 : 16;
+                    for (int64_t c = 0; c < cn; c++) {
+                        __m256i hv =
+                            _mm512_cvtps_ph(v[c], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                        uint16_t *line = y + (c0 + c) * l + bl + t0;
+                        if (!pair) {
+                            _mm256_mask_storeu_epi16(line, tail_mask(cnt), hv);
+                            continue;
+                        }
+                        const __mmask8 tm = (__mmask8)((1u << cnt) - 1u);
+                        _mm_mask_storeu_epi16(line, tm, _mm256_castsi256_si128(hv));
+                        if (h2 >= 0) {
+                            _mm_mask_storeu_epi16(line + dk * l, tm,
+                                                  _mm256_extracti128_si256(hv, 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

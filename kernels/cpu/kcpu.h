@@ -786,6 +786,34 @@ static inline void kcpu_attn_run_keys(const kcpu_attn_job *j, int64_t i0, int64_
     }
 }
 void kcpu_attn_rows_avx512(const kcpu_attn_job *j);
+/* A fold of the decoder's self-attention keys into the frozen history,
+** transposed per head (the layout kcpu_attn_rows reads with ksc > 0), in
+** one pass: for each row r < n and head h, line c < dk of the output
+** (out + ((r heads + h) dk + c) l, f16) gets lens[r] positions of line c
+** of history row ids[r] (hist [na, heads, dk, la] f16; lens[r] = 0: none,
+** hist may then be NULL), then the keys of positions starts[r] .. lb - 1
+** of rec (f32 [n, heads, lb, dk], untransposed) rounded to f16 (nearest
+** even, as kcpu_f32_to_f16).  Positions past them are not written.  The
+** values of mt_pack_rows over the transposed, converted keys, bit for bit;
+** the caller checks lens[r] <= la, starts[r] <= lb, lens[r] + lb -
+** starts[r] <= l and the ids.  kcpu_fold_keys_fast: whether the dispatch
+** has the vectorized variant (the reference converts element by
+** element). */
+typedef struct kcpu_fold_job {
+    int64_t n, heads, dk;
+    const uint16_t *hist;
+    int64_t la;
+    const int32_t *ids, *lens;
+    const float *rec;
+    int64_t lb;
+    const int32_t *starts;
+    uint16_t *out;
+    int64_t l;
+} kcpu_fold_job;
+void kcpu_fold_keys(const kcpu_fold_job *j);
+bool kcpu_fold_keys_fast(void);
+void kcpu_fold_keys_ref(const kcpu_fold_job *j);
+void kcpu_fold_keys_avx512(const kcpu_fold_job *j);
 void kcpu_attn_rows_avx2(const kcpu_attn_job *j);
 
 /* Internal (topk.c, shared with topk_avx512.c): a heap of n entries (val,
