@@ -172,7 +172,8 @@ typedef struct mt_device_ops {
     ** not supported. */
     void (*fold_keys)(mt_device *d, int64_t n, int64_t heads, int64_t dk, const void *hist,
                       int64_t la, const int32_t *ids, const int32_t *lens, const float *rec,
-                      int64_t lb, const int32_t *starts, uint16_t *out, int64_t l);
+                      const int32_t *rec_ids, int64_t lb, const int32_t *starts, uint16_t *out,
+                      int64_t l);
     bool (*fold_keys_fast)(mt_device *d);
 } mt_device_ops;
 

@@ -377,7 +377,8 @@ static void cpu_igemm_prepared(mt_device *d, int bits, int64_t m, void *scratch,
 
 static void cpu_fold_keys(mt_device *d, int64_t n, int64_t heads, int64_t dk, const void *hist,
                           int64_t la, const int32_t *ids, const int32_t *lens, const float *rec,
-                          int64_t lb, const int32_t *starts, uint16_t *out, int64_t l) {
+                          const int32_t *rec_ids, int64_t lb, const int32_t *starts, uint16_t *out,
+                          int64_t l) {
     (void)d;
     kcpu_fold_job j = {.n = n,
                        .heads = heads,
@@ -387,6 +388,7 @@ static void cpu_fold_keys(mt_device *d, int64_t n, int64_t heads, int64_t dk, co
                        .ids = ids,
                        .lens = lens,
                        .rec = rec,
+                       .rec_ids = rec_ids,
                        .lb = lb,
                        .starts = starts,
                        .out = out,

@@ -469,22 +469,23 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
 ** their own positions, top-up batching): along axis (> 0) of b [N, ...,
 ** Lb, ...], row r of the result [N, ..., out_len, ...] is the first len[r]
 ** positions of row ids[r] of a [Na, ..., La, ...] (a NULL: none, and ids
-** and len are not read), then positions start[r] .. Lb - 1 of row r of b,
-** then zeros.  ids, len, start i32 [N] (checked at forward: len[r] <= La,
-** start[r] <= Lb, the row's total <= out_len); len NULL: every row takes
-** all La positions, start NULL: 0 (with both NULL and out_len = La + Lb,
-** concat(index_select(a, 0, ids), b, axis) in one copy).  f32 or f16 (a
-** and b alike); inference only. */
+** and len are not read), then positions start[r] .. Lb - 1 of row b_ids[r]
+** of b (b_ids NULL: row r, N = b's rows), then zeros.  ids, len, start,
+** b_ids i32 [N] (checked at forward: len[r] <= La, start[r] <= Lb, the
+** row's total <= out_len, the ids inside a and b); len NULL: every row
+** takes all La positions, start NULL: 0 (with both NULL and out_len = La +
+** Lb, concat(index_select(a, 0, ids), index_select(b, 0, b_ids), axis) in
+** one copy).  f32 or f16 (a and b alike); inference only. */
 mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
-                      mt_node *start, int axis, int64_t out_len);
-/* mt_pack_rows(a, ids, len, keys, start, 3, out_len) where keys is b f32
+                      mt_node *b_ids, mt_node *start, int axis, int64_t out_len);
+/* mt_pack_rows(a, ids, len, keys, b_ids, start, 3, out_len) where keys is b f32
 ** [N, H, Lb, dk] with its last two axes swapped and converted to f16, a
 ** f16 [Na, H, dk, La] (a decoder's self-attention history, keys transposed
 ** per head): the same bytes in one op (kcpu_fold_keys).  Inference only;
 ** mt_pack_rows_kt_supported: the device has it vectorized (else the three
 ** ops are as fast). */
 mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
-                         mt_node *start, int64_t out_len);
+                         mt_node *b_ids, mt_node *start, int64_t out_len);
 bool mt_pack_rows_kt_supported(const mt_graph *g);
 /* Reductions over one axis (negative counts from the end), keeping it as 1. */
 mt_node *mt_sum(mt_graph *g, mt_node *x, int axis);

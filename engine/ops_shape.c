@@ -520,26 +520,28 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
 }
 
 /* ------------------------------------------------------------------------
-** pack_rows:  a [Na, A, La, B] (or none), b [N, A, Lb, B] (axis 1 of the
-**   views), ids, len, start i32 [N] -> y [N, A, L, B]:
+** pack_rows:  a [Na, A, La, B] (or none), b [Nb, A, Lb, B] (axis 1 of the
+**   views), ids, len, start, b_ids i32 [N] -> y [N, A, L, B]:
 **   y[r, :, 0:len[r]] = a[ids[r], :, 0:len[r]]
-**   y[r, :, len[r]:len[r] + Lb - start[r]] = b[r, :, start[r]:Lb]
+**   y[r, :, len[r]:len[r] + Lb - start[r]] = b[b_ids[r], :, start[r]:Lb]
 **   the rest 0.  f32 or f16 values as they are; inference only.  No len:
-**   every row takes all La; no start: all of b's row.
-** attr.i = {A, La, Lb, B, L, Na, flags (PR_*)}; src: b, then start, a,
-** ids, len as present.  The host copies the ids and lengths in chunks and
+**   every row takes all La; no start: all of b's row; no b_ids: row r of b
+**   (N = Nb).
+** attr.i = {A, La, Lb, B, L, Na, flags (PR_*), Nb}; src: b, then b_ids,
+** start, a, ids, len as present.  The host copies the ids and lengths in chunks and
 ** checks them.  Whole rows with L = La + Lb (a fold of rows at the same
 ** position) leave no gap, so nothing is zeroed first.
 */
-enum { PR_START = 1, PR_A = 2, PR_LEN = 4, PR_KT = 8 };
+enum { PR_START = 1, PR_A = 2, PR_LEN = 4, PR_KT = 8, PR_BIDS = 16 };
 
 static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
     int64_t flags = y->attr.i[6], at = 1;
-    const mt_node *b = y->src[0], *start = flags & PR_START ? y->src[at++] : NULL;
+    const mt_node *b = y->src[0], *bids = flags & PR_BIDS ? y->src[at++] : NULL;
+    const mt_node *start = flags & PR_START ? y->src[at++] : NULL;
     const mt_node *a = flags & PR_A ? y->src[at++] : NULL, *ids = a ? y->src[at++] : NULL;
     const mt_node *len = flags & PR_LEN ? y->src[at++] : NULL;
     int64_t na = y->attr.i[5], aa = y->attr.i[0], la = y->attr.i[1], lb = y->attr.i[2];
-    int64_t bb = y->attr.i[3], l = y->attr.i[4], n = b->val.shape.dim[0];
+    int64_t bb = y->attr.i[3], l = y->attr.i[4], n = y->val.shape.dim[0], nbr = y->attr.i[7];
     size_t es = mt_dtype_size(y->val.dtype), pos = (size_t)bb * es; /* bytes per position */
     const mt_device_ops *ops = graph_ops(g);
     mt_device *d = graph_device(g);
@@ -548,23 +550,29 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
     bool whole = !start && !len && la + lb == l;
     mt_status rc = whole ? MT_OK : ops->memset0(d, y->val.data, (size_t)node_numel(y) * es);
     int32_t bi[CHUNK] = {0}, bl[CHUNK] = {0}, bs[CHUNK] = {0}; /* (no a: no history rows) */
+    int32_t br[CHUNK];
     for (int64_t off = 0; off < n && rc == MT_OK; off += CHUNK) {
         int64_t k = n - off < CHUNK ? n - off : CHUNK;
         size_t bytes = (size_t)k * sizeof(int32_t);
         if (a) rc = ops->copy(d, bi, node_i32(ids) + off, bytes, 1);
         if (len && rc == MT_OK) rc = ops->copy(d, bl, node_i32(len) + off, bytes, 1);
         if (start && rc == MT_OK) rc = ops->copy(d, bs, node_i32(start) + off, bytes, 1);
+        if (bids && rc == MT_OK) rc = ops->copy(d, br, node_i32(bids) + off, bytes, 1);
+        for (int64_t t = 0; !bids && t < k; t++)
+            br[t] = (int32_t)(off + t);
         for (int64_t t = 0; a && !len && t < k; t++)
             bl[t] = (int32_t)la;
         for (int64_t t = 0; t < k && rc == MT_OK; t++) {
             int64_t r = off + t, nb = lb - bs[t];
             if (bl[t] < 0 || bl[t] > la || (bl[t] > 0 && (bi[t] < 0 || bi[t] >= na)) || bs[t] < 0 ||
-                bs[t] > lb || bl[t] + nb > l)
+                bs[t] > lb || bl[t] + nb > l || br[t] < 0 || br[t] >= nbr)
                 return mt_seterr(MT_ERR_INVALID,
                                  "mt_pack_rows: row %lld takes %d positions of row %d of %lld "
-                                 "(of %lld) and %lld from %d (of %lld): more than %lld",
+                                 "(of %lld) and %lld from %d (of %lld) of row %d of %lld: more "
+                                 "than %lld or outside",
                                  (long long)r, (int)bl[t], (int)bi[t], (long long)na, (long long)la,
-                                 (long long)nb, (int)bs[t], (long long)lb, (long long)l);
+                                 (long long)nb, (int)bs[t], (long long)lb, (int)br[t],
+                                 (long long)nbr, (long long)l);
             if (flags & PR_KT) continue; /* the chunk's rows in one call below */
             char *yr = (char *)y->val.data + (size_t)(r * aa * l) * pos;
             if (bl[t] > 0)
@@ -573,13 +581,13 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
                                   (size_t)la * pos, yr, (size_t)l * pos);
             if (nb > 0)
                 ops->copy2d_bytes(d, aa, (size_t)nb * pos,
-                                  (const char *)b->val.data + (size_t)(r * aa * lb + bs[t]) * pos,
+                                  (const char *)b->val.data +
+                                      (size_t)(br[t] * aa * lb + bs[t]) * pos,
                                   (size_t)lb * pos, yr + (size_t)bl[t] * pos, (size_t)l * pos);
         }
         if ((flags & PR_KT) && rc == MT_OK) { /* aa = heads, bb = dk */
-            ops->fold_keys(d, k, aa, bb, a ? a->val.data : NULL, la, bi, bl,
-                           node_f32(b) + off * aa * lb * bb, lb, bs,
-                           (uint16_t *)y->val.data + off * aa * bb * l, l);
+            ops->fold_keys(d, k, aa, bb, a ? a->val.data : NULL, la, bi, bl, node_f32(b), br, lb,
+                           bs, (uint16_t *)y->val.data + off * aa * bb * l, l);
         }
     }
     return rc;
@@ -588,18 +596,19 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
 static const mt_op_def op_pack_rows = {"pack_rows", pack_rows_forward, NULL};
 
 mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
-                      mt_node *start, int axis, int64_t out_len) {
+                      mt_node *b_ids, mt_node *start, int axis, int64_t out_len) {
     if (b == NULL || (a && ids == NULL)) return NULL;
-    mt_node *all[5] = {b, start, a, a ? ids : NULL, a ? len : NULL}, *src[5];
+    mt_node *all[6] = {b, b_ids, start, a, a ? ids : NULL, a ? len : NULL}, *src[6];
+    int64_t n = b_ids ? b_ids->val.shape.dim[0] : b->val.shape.dim[0];
     int n_src = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         if (all[i] == NULL) continue;
         if (node_wants_grad(all[i]))
             return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows: inference only");
-        if (i == 0 || i == 2) {
+        if (i == 0 || i == 3) {
             if (!need_f32_or_f16(g, "mt_pack_rows", all[i])) return NULL;
         } else if (all[i]->val.dtype != MT_I32 || all[i]->val.shape.ndim != 1 ||
-                   all[i]->val.shape.dim[0] != b->val.shape.dim[0]) {
+                   all[i]->val.shape.dim[0] != n) {
             return graph_fail(g, MT_ERR_INVALID,
                               "mt_pack_rows: ids, lengths and starts must be "
                               "int32 [N], one per row of b");
@@ -622,6 +631,7 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
                           a ? mt_shape_str(&a->val.shape, s1, sizeof s1) : "none",
                           mt_shape_str(sb, s2, sizeof s2), axis, (long long)out_len);
     mt_shape out = *sb;
+    out.dim[0] = n;
     out.dim[ax] = out_len;
     mt_attrs at = zero_attrs();
     at.i[0] = prod_dims(sb, 1, ax);
@@ -630,7 +640,9 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
     at.i[3] = prod_dims(sb, ax + 1, sb->ndim);
     at.i[4] = out_len;
     at.i[5] = a ? a->val.shape.dim[0] : 0;
-    at.i[6] = (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0);
+    at.i[6] =
+        (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0) | (b_ids ? PR_BIDS : 0);
+    at.i[7] = sb->dim[0];
     return graph_push(g, &op_pack_rows, out, b->val.dtype, n_src, src, &at);
 }
 
@@ -646,20 +658,21 @@ bool mt_pack_rows_kt_supported(const mt_graph *g) {
 }
 
 mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
-                         mt_node *start, int64_t out_len) {
+                         mt_node *b_ids, mt_node *start, int64_t out_len) {
     if (b == NULL || (a && ids == NULL)) return NULL;
     if (graph_ops(g)->fold_keys == NULL)
         return graph_fail(g, MT_ERR_UNSUPPORTED, "mt_pack_rows_kt: not on device %s",
                           graph_ops(g)->name);
-    mt_node *all[5] = {b, start, a, a ? ids : NULL, a ? len : NULL}, *src[5];
+    mt_node *all[6] = {b, b_ids, start, a, a ? ids : NULL, a ? len : NULL}, *src[6];
+    int64_t n = b_ids ? b_ids->val.shape.dim[0] : b->val.shape.dim[0];
     int n_src = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         if (all[i] == NULL) continue;
         if (node_wants_grad(all[i]))
             return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows_kt: inference only");
-        if (i >= 1 && i != 2 &&
+        if (i >= 1 && i != 3 &&
             (all[i]->val.dtype != MT_I32 || all[i]->val.shape.ndim != 1 ||
-             all[i]->val.shape.dim[0] != b->val.shape.dim[0]))
+             all[i]->val.shape.dim[0] != n))
             return graph_fail(g, MT_ERR_INVALID,
                               "mt_pack_rows_kt: ids, lengths and starts must be int32 [N], one "
                               "per row of b");
@@ -685,9 +698,11 @@ mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt
     at.i[3] = sb->dim[3];
     at.i[4] = out_len;
     at.i[5] = a ? sa->dim[0] : 0;
-    at.i[6] = PR_KT | (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0);
-    return graph_push(g, &op_pack_rows, mt_shape4(sb->dim[0], sb->dim[1], sb->dim[3], out_len),
-                      MT_F16, n_src, src, &at);
+    at.i[6] = PR_KT | (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0) |
+              (b_ids ? PR_BIDS : 0);
+    at.i[7] = sb->dim[0];
+    return graph_push(g, &op_pack_rows, mt_shape4(n, sb->dim[1], sb->dim[3], out_len), MT_F16,
+                      n_src, src, &at);
 }
 
 /* ------------------------------------------------------------------------

@@ -812,15 +812,16 @@ mt_status mt_model_fold(mt_model *m, mt_graph *g, const mt_dec_state *in, bool f
     int64_t n = (int64_t)in->batch * in->beam;
     if (!m->arch->can_fold(&m->cfg))
         return mt_seterr(MT_ERR_UNSUPPORTED, "%s model: no growing caches to fold", m->cfg.type);
-    if (in->row_ids || in->row_off || (in->row_pos && !freeze) || in->hist_len < 0 ||
-        in->hist_len > in->pos ||
+    if (in->row_off || (in->row_ids && (in->row_pos || mt_node_shape(in->row_ids).dim[0] != n)) ||
+        (in->row_pos && !freeze) || in->hist_len < 0 || in->hist_len > in->pos ||
         (in->hist_len > 0 && (in->hist_ids == NULL || mt_node_shape(in->hist_ids).dim[0] != n ||
                               (in->row_pos && in->hist_lens == NULL))))
         return mt_seterr(MT_ERR_INVALID,
-                         "model fold: a state with a pending selection, or a history of %d "
-                         "positions of %d without ids (and lengths, with rows at their own "
-                         "positions) for its %lld rows",
-                         (int)in->hist_len, (int)in->pos, (long long)n);
+                         "model fold: a state with a pending offset or a selection of other than "
+                         "its %lld rows (or with rows at their own positions), or a history of "
+                         "%d positions of %d without ids (and lengths, with rows at their own "
+                         "positions)",
+                         (long long)n, (int)in->hist_len, (int)in->pos);
     return m->arch->fold(&m->cfg, g, in, freeze, out);
 }
 

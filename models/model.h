@@ -358,7 +358,9 @@ bool mt_model_can_fold(const mt_model *m);
 ** hist_ids), rows) along the positions, made the frozen history (freeze:
 ** rows become NULL, hist_len = pos, hist_ids is then the identity) or put
 ** back into the rows (!freeze: no history left).  in has no pending
-** row_ids or row_off.  With freeze and in->row_pos (rows at their own
+** row_off; a pending selection row_ids (batch x beam of them, hist_ids
+** then per selected row; not with row_pos) folds those rows, as the fold
+** of every row followed by the selection.  With freeze and in->row_pos (rows at their own
 ** positions, each with row_pos[r] positions in all, and hist_lens of them
 ** in the history when there is one), each row's positions are packed from
 ** the left (mt_pack_rows): out->pos = hist_len = the largest row_pos[r],

@@ -1567,14 +1567,14 @@ static mt_status fold_rows(mt_graph *g, const mt_dec_state *in, mt_dec_state *ou
             rec = mt_cast(g, mt_constant(g, sh, 0.0f), want);
         } else if (keys && want == MT_F16 && mt_node_dtype(rec) == MT_F32 &&
                    mt_pack_rows_kt_supported(g)) { /* transposed and rounded as it is packed */
-            st.hist[r] = mt_pack_rows_kt(g, h, in->hist_ids, nhl, rec, nfirst, top);
+            st.hist[r] = mt_pack_rows_kt(g, h, in->hist_ids, nhl, rec, NULL, nfirst, top);
             st.rows[r] = NULL;
             continue;
         } else {
             if (keys) rec = swap_kt(g, rec);
             rec = mt_cast(g, rec, want);
         }
-        st.hist[r] = mt_pack_rows(g, h, in->hist_ids, nhl, rec, nfirst, keys ? 3 : 2, top);
+        st.hist[r] = mt_pack_rows(g, h, in->hist_ids, nhl, rec, NULL, nfirst, keys ? 3 : 2, top);
         st.rows[r] = NULL;
     }
     st.pos = st.hist_len = (int32_t)top;
@@ -1599,11 +1599,14 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
         if (keys && all && freeze && mt_node_dtype(all) == MT_F32 &&
             (hr ? mt_node_dtype(hr) == MT_F16 : mt_graph_kv_f16(g)) &&
             mt_pack_rows_kt_supported(g)) { /* transposed and rounded as it is packed */
-            st.hist[r] = mt_pack_rows_kt(g, hr, hr ? in->hist_ids : NULL, NULL, all, NULL,
-                                         (hr ? in->hist_len : 0) + mt_node_shape(all).dim[2]);
+            st.hist[r] = mt_pack_rows_kt(g, hr, hr ? in->hist_ids : NULL, NULL, all, in->row_ids,
+                                         NULL, (hr ? in->hist_len : 0) + mt_node_shape(all).dim[2]);
             st.rows[r] = NULL;
             continue;
         }
+        /* the rows of a pending selection: picked by the pack, or first */
+        bool packed = freeze && hr && all;
+        if (in->row_ids && all && !packed) all = mt_index_select(g, all, 0, in->row_ids);
         if (keys && all && freeze) all = swap_kt(g, all); /* a node of g */
         if (all && freeze) {
             mt_dtype want = in->hist_len > 0 && in->hist[r] ? mt_node_dtype(in->hist[r])
@@ -1615,7 +1618,7 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
             /* the history's rows by hist_ids, then the positions since, in
             ** one copy (not a selected copy of the history, then the concat) */
             int axis = keys ? 3 : 2;
-            all = mt_pack_rows(g, in->hist[r], in->hist_ids, NULL, all, NULL, axis,
+            all = mt_pack_rows(g, in->hist[r], in->hist_ids, NULL, all, in->row_ids, NULL, axis,
                                in->hist_len + mt_node_shape(all).dim[axis]);
         } else if (in->hist_len > 0 && in->hist[r]) {
             mt_node *h = mt_index_select(g, in->hist[r], 0, in->hist_ids);
@@ -1632,6 +1635,7 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
     }
     st.hist_len = freeze ? in->pos : 0;
     st.hist_ids = NULL;
+    st.row_ids = NULL;
     (void)c;
     mt_status rc = mt_graph_status(g);
     if (rc == MT_OK) *out = st;

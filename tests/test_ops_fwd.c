@@ -583,13 +583,14 @@ static void test_f16_storage(void) {
 ** head sizes of whole and partial vectors, 1 to 20 recent positions (one or
 ** two heads per transpose in the AVX-512 kernel), histories of 0 to 70
 ** positions (line copies of whole vectors, overlapping and masked tails),
-** whole rows and per-row lengths and starts (top-up folds); values that
-** round (and some beyond f16's range); shapes that do not fit fail. */
+** whole rows and per-row lengths and starts (top-up folds), b's rows in
+** order or picked by b_ids; values that round (and some beyond f16's
+** range); shapes that do not fit fail. */
 static void test_pack_rows_kt(void) {
     TEST("pack_rows_kt: a fold of transposed keys as permute + cast + pack") {
         static const int64_t hs[] = {1, 3, 8}, dks[] = {5, 16, 17, 32, 40};
         static const int64_t lbs[] = {1, 8, 9, 20}, las[] = {0, 3, 8, 17, 33, 70};
-        static float a[4 * 8 * 40 * 70], b[5 * 8 * 20 * 40];
+        static float a[4 * 8 * 40 * 70], b[7 * 8 * 20 * 40];
         int cases = 0, bad = 0;
         for (size_t hi = 0; hi < 3; hi++)
             for (size_t di = 0; di < 5; di++)
@@ -599,7 +600,7 @@ static void test_pack_rows_kt(void) {
                             int64_t h = hs[hi], dk = dks[di], lb = lbs[bi], la = las[ai], n = 5;
                             for (int64_t i = 0; i < 4 * h * dk * la; i++)
                                 a[i] = 3.0f * mt_rng_normal(&rng);
-                            for (int64_t i = 0; i < n * h * lb * dk; i++)
+                            for (int64_t i = 0; i < (n + 2) * h * lb * dk; i++)
                                 b[i] = (i % 97 == 5 ? 1e5f : 3.0f) * mt_rng_normal(&rng);
                             int32_t ids[5] = {3, 0, 3, 1, 2}, len[5], st[5];
                             for (int r = 0; r < 5; r++) {
@@ -616,10 +617,16 @@ static void test_pack_rows_kt(void) {
                             mt_node *nl = varlen ? mt_input_i32(g, mt_shape1(n), len) : NULL;
                             mt_node *ns = varlen ? mt_input_i32(g, mt_shape1(n), st) : NULL;
                             static const int swap[4] = {0, 1, 3, 2};
+                            /* b's rows picked by b_ids (repeated, out of order) or in order */
+                            int32_t bsel[5] = {6, 0, 3, 3, 1};
+                            mt_node *nsel =
+                                (ai + bi) % 2 ? mt_input_i32(g, mt_shape1(n), bsel) : NULL;
+                            if (nsel) nb = mt_input(g, mt_shape4(n + 2, h, lb, dk), b);
                             mt_node *want = mt_pack_rows(
                                 g, na, na ? ni : NULL, nl,
-                                mt_cast(g, mt_permute(g, nb, swap), MT_F16), ns, 3, out);
-                            mt_node *got = mt_pack_rows_kt(g, na, na ? ni : NULL, nl, nb, ns, out);
+                                mt_cast(g, mt_permute(g, nb, swap), MT_F16), nsel, ns, 3, out);
+                            mt_node *got =
+                                mt_pack_rows_kt(g, na, na ? ni : NULL, nl, nb, nsel, ns, out);
                             CHECK(got && mt_node_dtype(got) == MT_F16 &&
                                       shape_is(got, mt_shape4(n, h, dk, out)),
                                   "pack_rows_kt: dtype and shape: %s", mt_errmsg());
@@ -646,7 +653,7 @@ static void test_pack_rows_kt(void) {
         mt_graph *g = new_graph(false);
         mt_node *y = mt_pack_rows_kt(g, mt_cast(g, mt_input(g, mt_shape4(2, 2, 3, 4), a), MT_F16),
                                      mt_input_i32(g, mt_shape1(2), (int32_t[]){0, 1}), NULL,
-                                     mt_input(g, mt_shape4(2, 2, 5, 4), b), NULL, 9);
+                                     mt_input(g, mt_shape4(2, 2, 5, 4), b), NULL, NULL, 9);
         CHECK(y == NULL && strstr(mt_errmsg(), "mt_pack_rows_kt") != NULL,
               "pack_rows_kt: a head size that differs: %s", mt_errmsg());
         mt_graph_free(g);
@@ -677,10 +684,10 @@ static void test_pack_rows(void) {
                     nb = mt_cast(g, nb, MT_F16);
                 }
                 /* without a, ids and lengths are not needed */
-                mt_node *y = mt_pack_rows(
-                    g, with_a ? na : NULL, with_a ? mt_input_i32(g, mt_shape1(4), ids) : NULL,
-                    with_a ? mt_input_i32(g, mt_shape1(4), len) : NULL, nb,
-                    mt_input_i32(g, mt_shape1(4), st), 2, out_len);
+                mt_node *y = mt_pack_rows(g, with_a ? na : NULL,
+                                          with_a ? mt_input_i32(g, mt_shape1(4), ids) : NULL,
+                                          with_a ? mt_input_i32(g, mt_shape1(4), len) : NULL, nb,
+                                          NULL, mt_input_i32(g, mt_shape1(4), st), 2, out_len);
                 CHECK(y && mt_node_dtype(y) == (f16 ? MT_F16 : MT_F32) &&
                           shape_is(y, mt_shape4(4, 2, out_len, 3)),
                       "pack_rows: dtype and shape");
@@ -707,7 +714,7 @@ static void test_pack_rows(void) {
         mt_node *y =
             mt_pack_rows(g, mt_input(g, mt_shape3(3, 2, 15), a), mt_input_i32(g, mt_shape1(4), ids),
                          mt_input_i32(g, mt_shape1(4), len), mt_input(g, mt_shape3(4, 2, 12), b),
-                         mt_input_i32(g, mt_shape1(4), st), -1, 17);
+                         NULL, mt_input_i32(g, mt_shape1(4), st), -1, 17);
         for (int r = 0; r < 4; r++)
             for (int aa = 0; aa < 2; aa++)
                 for (int p = 0; p < 17; p++)
@@ -732,7 +739,7 @@ static void test_pack_rows(void) {
                     nb = mt_cast(g, nb, MT_F16);
                 }
                 int64_t la = last ? 15 : 5, lb = last ? 12 : 4, inner = last ? 1 : 3;
-                y = mt_pack_rows(g, na, mt_input_i32(g, mt_shape1(4), ids), NULL, nb, NULL,
+                y = mt_pack_rows(g, na, mt_input_i32(g, mt_shape1(4), ids), NULL, nb, NULL, NULL,
                                  last ? -1 : 2, la + lb);
                 CHECK(
                     y && shape_is(y, last ? mt_shape3(4, 2, la + lb) : mt_shape4(4, 2, la + lb, 3)),
@@ -755,7 +762,7 @@ static void test_pack_rows(void) {
             g = new_graph(false);
             y = mt_pack_rows(g, mt_input(g, mt_shape4(3, 2, 5, 3), a),
                              mt_input_i32(g, mt_shape1(4), bad), NULL,
-                             mt_input(g, mt_shape4(4, 2, 4, 3), b), NULL, 2, 9);
+                             mt_input(g, mt_shape4(4, 2, 4, 3), b), NULL, NULL, 2, 9);
             CHECK(y != NULL && mt_graph_forward(g) == MT_ERR_INVALID &&
                       strstr(mt_errmsg(), "mt_pack_rows") != NULL,
                   "pack_rows: whole rows of a row outside a: %s", mt_errmsg());
@@ -765,8 +772,8 @@ static void test_pack_rows(void) {
         g = new_graph(false);
         y = mt_pack_rows(g, mt_input(g, mt_shape4(3, 2, 5, 3), a),
                          mt_input_i32(g, mt_shape1(4), ids), mt_input_i32(g, mt_shape1(4), len),
-                         mt_input(g, mt_shape4(4, 2, 4, 3), b), mt_input_i32(g, mt_shape1(4), st),
-                         2, 8);
+                         mt_input(g, mt_shape4(4, 2, 4, 3), b), NULL,
+                         mt_input_i32(g, mt_shape1(4), st), 2, 8);
         CHECK(y != NULL && mt_graph_forward(g) == MT_ERR_INVALID &&
                   strstr(mt_errmsg(), "mt_pack_rows") != NULL,
               "pack_rows: a row longer than the result: %s", mt_errmsg());

@@ -475,7 +475,13 @@ static void test_fold(const char *dir, const char *sv, const char *tv, bool kv16
         fixture_close(&fx);
         return;
     }
-    enum { COUNT = 4, K = 3, STEPS = 40, FOLD = 5, UNFOLD_AT = 23 };
+    enum {
+        COUNT = 4,
+        K = 3,
+        STEPS = 42,
+        FOLD = 5,
+        UNFOLD_AT = 23
+    };                              /* the last state: a history and recent rows */
     mt_graph *g = NULL, *gb = NULL; /* chains A and B */
     mt_graph_params pb = mt_graph_default_params();
     pb.kv_f16 = kv16;
@@ -507,7 +513,8 @@ static void test_fold(const char *dir, const char *sv, const char *tv, bool kv16
     mt_rng r;
     mt_rng_seed(&r, 11);
     double worst = 0;
-    int folds = 0, hist_steps = 0, bad_argmax = 0, hist_f16 = 0;
+    int folds = 0, hist_steps = 0, bad_argmax = 0, hist_f16 = 0, last_beam = 0;
+    int32_t hold[COUNT * K]; /* hmap before the last selection */
     for (int t = 0; t < STEPS; t++) {
         mt_dec_state na, nb;
         mt_dec_step oa, ob;
@@ -557,6 +564,8 @@ static void test_fold(const char *dir, const char *sv, const char *tv, bool kv16
         sb = nb;
         sb.row_ids = mt_input_i32(gb, mt_shape1(COUNT * K), rows);
         sb.beam = K;
+        last_beam = beam;
+        memcpy(hold, hmap, sizeof hold);
         if (sb.hist_len > 0) {
             for (int i = 0; i < COUNT * K; i++)
                 hnew[i] = hmap[rows[i]];
@@ -572,10 +581,43 @@ static void test_fold(const char *dir, const char *sv, const char *tv, bool kv16
           hist_f16, hist_steps);
     CHECK(worst <= (kv16 ? 1e-2 : 1e-4), "log-probs differ by %g with a frozen history", worst);
     CHECK(kv16 || bad_argmax == 0, "%d rows with another best token", bad_argmax);
-    { /* a pending selection cannot be folded, nor a history without ids */
-        mt_dec_state junk, nohist = sb;
-        CHECK(mt_model_fold(fx.m, gb, &sb, true, &junk) == MT_ERR_INVALID,
-              "fold of a state with pending row ids");
+    { /* a pending selection folds the selected rows (app/scorer_model.c folds
+      ** the rows the next step continues): the fold of every row, then the
+      ** selection, bit for bit; a selection of another count is refused */
+        mt_dec_state whole = sb, fa, fs;
+        whole.row_ids = NULL;
+        whole.beam = last_beam;
+        if (whole.hist_len > 0)
+            whole.hist_ids = mt_input_i32(gb, mt_shape1(COUNT * last_beam), hold);
+        if (sb.hist_len > 0) sb.hist_ids = mt_input_i32(gb, mt_shape1(COUNT * K), hmap);
+        mt_status rc = mt_model_fold(fx.m, gb, &whole, true, &fa);
+        if (rc == MT_OK) rc = mt_model_fold(fx.m, gb, &sb, true, &fs);
+        mt_node *d[2 * MT_MAX_STREAMS * 16] = {0};
+        int nd = 0;
+        for (int q = 0; rc == MT_OK && q < fs.n_rows && nd < (int)(sizeof d / sizeof d[0]); q++) {
+            if (fs.hist[q] == NULL) continue;
+            mt_node *want = mt_index_select(gb, fa.hist[q], 0, sb.row_ids);
+            d[nd++] = mt_sub(gb, mt_cast(gb, fs.hist[q], MT_F32), mt_cast(gb, want, MT_F32));
+        }
+        if (rc == MT_OK) rc = mt_graph_forward(gb);
+        double off = 0;
+        int64_t seen = 0;
+        static float dv[1 << 20];
+        for (int q = 0; rc == MT_OK && q < nd; q++) {
+            int64_t m = mt_node_numel(d[q]);
+            if (m > (int64_t)(sizeof dv / sizeof dv[0])) continue;
+            rc = mt_node_get(d[q], dv, m);
+            for (int64_t i = 0; rc == MT_OK && i < m; i++)
+                off = fmax(off, fabs((double)dv[i]));
+            seen += m;
+        }
+        CHECK(rc == MT_OK && nd > 0 && seen > 0 && off == 0.0,
+              "%s: fold of selected rows: %d caches, %lld values, largest difference %g (%s)", dir,
+              nd, (long long)seen, off, rc == MT_OK ? "" : mt_errmsg());
+        mt_dec_state junk, odd = sb, nohist = sb;
+        odd.row_ids = mt_input_i32(gb, mt_shape1(COUNT * K - 1), rows);
+        CHECK(mt_model_fold(fx.m, gb, &odd, true, &junk) == MT_ERR_INVALID,
+              "fold of a selection of another count of rows");
         nohist.row_ids = NULL;
         nohist.hist_ids = NULL;
         CHECK(nohist.hist_len == 0 ||

@@ -91,8 +91,9 @@ void kcpu_fold_keys_ref(const kcpu_fold_job *j) {
                     memcpy(y, j->hist + (((int64_t)j->ids[r] * j->heads + h) * j->dk + c) * j->la,
                            sizeof(uint16_t) * (size_t)bl);
                 }
+                const int64_t rr = j->rec_ids ? j->rec_ids[r] : r;
                 for (int64_t t = bs; t < j->lb; t++) {
-                    kcpu_f32_to_f16_ref(1, j->rec + ((r * j->heads + h) * j->lb + t) * j->dk + c,
+                    kcpu_f32_to_f16_ref(1, j->rec + ((rr * j->heads + h) * j->lb + t) * j->dk + c,
                                         y + bl + t - bs);
                 }
             }

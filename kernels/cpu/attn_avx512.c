@@ -799,7 +799,7 @@ void kcpu_fold_keys_avx512(const kcpu_fold_job *j) {
         const int pair = nt <= 8; /* two heads per transpose */
         for (int64_t h = 0; h < hn; h += pair ? 2 : 1) {
             const int64_t h2 = pair && h + 1 < hn ? h + 1 : -1;
-            const float *rec = j->rec + (r * hn + h) * lb * dk;
+            const float *rec = j->rec + ((j->rec_ids ? j->rec_ids[r] : r) * hn + h) * lb * dk;
             uint16_t *y = j->out + (r * hn + h) * dk * l;
             for (int64_t t0 = 0; t0 < nt; t0 += 16) {
                 const int64_t cnt = nt - t0 < 16 ? nt - t0 : 16;

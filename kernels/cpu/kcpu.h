@@ -792,7 +792,8 @@ void kcpu_attn_rows_avx512(const kcpu_attn_job *j);
 ** (out + ((r heads + h) dk + c) l, f16) gets lens[r] positions of line c
 ** of history row ids[r] (hist [na, heads, dk, la] f16; lens[r] = 0: none,
 ** hist may then be NULL), then the keys of positions starts[r] .. lb - 1
-** of rec (f32 [n, heads, lb, dk], untransposed) rounded to f16 (nearest
+** of row rec_ids[r] of rec (f32 [., heads, lb, dk], untransposed; rec_ids
+** NULL: row r) rounded to f16 (nearest
 ** even, as kcpu_f32_to_f16).  Positions past them are not written.  The
 ** values of mt_pack_rows over the transposed, converted keys, bit for bit;
 ** the caller checks lens[r] <= la, starts[r] <= lb, lens[r] + lb -
@@ -805,6 +806,7 @@ typedef struct kcpu_fold_job {
     int64_t la;
     const int32_t *ids, *lens;
     const float *rec;
+    const int32_t *rec_ids;
     int64_t lb;
     const int32_t *starts;
     uint16_t *out;
