@@ -296,6 +296,22 @@ static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void 
     return rc;
 }
 
+/* The fold of imp (a state imported into g, the other history graph)
+** computed, and its caches made the state's. */
+static mt_status fold_run(app_model_scorer *s, mt_graph *g, mt_dec_state *imp, mt_dec_state *out) {
+    mt_status rc = mt_model_fold(s->m, g, imp, true, out);
+    if (rc == MT_OK) keep_state(g, out);
+    if (rc == MT_OK) rc = mt_graph_forward(g);
+    if (rc != MT_OK) return rc;
+    memcpy(s->st.rows, out->rows, sizeof out->rows);
+    memcpy(s->st.hist, out->hist, sizeof out->hist);
+    s->st.hist_len = out->hist_len;
+    s->st.pos = out->pos;
+    s->hcur = 1 - s->hcur;
+    s->stats.folds++;
+    return MT_OK;
+}
+
 /* The caches of the state's rows frozen into a new history on the other
 ** history graph (with top-up each row's positions packed from the left). */
 static mt_status fold(app_model_scorer *s) {
@@ -314,20 +330,12 @@ static mt_status fold(app_model_scorer *s) {
         imp.row_pos = s->vpos;
         imp.hist_lens = imp.hist_len > 0 ? s->hlen : NULL;
     }
-    if (rc == MT_OK) rc = mt_model_fold(s->m, g, &imp, true, &out);
-    if (rc == MT_OK) keep_state(g, &out);
-    if (rc == MT_OK) rc = mt_graph_forward(g);
+    if (rc == MT_OK) rc = fold_run(s, g, &imp, &out);
     if (rc != MT_OK) return rc;
-    memcpy(s->st.rows, out.rows, sizeof out.rows);
-    memcpy(s->st.hist, out.hist, sizeof out.hist);
-    s->st.hist_len = out.hist_len;
-    s->st.pos = out.pos;
     for (int32_t r = 0; r < n; r++) {
         s->hmap[r] = r;
         s->hlen[r] = s->topup ? s->vpos[r] : out.hist_len;
     }
-    s->hcur = 1 - s->hcur;
-    s->stats.folds++;
     s->stats.topup_folds += s->topup;
     return MT_OK;
 }
@@ -363,20 +371,12 @@ static mt_status fold_parents(app_model_scorer *s, int32_t n) {
     imp.row_ids = mt_input_i32(g, mt_shape1(nu), par); /* picked by the packs */
     if (rc == MT_OK && imp.hist_len > 0) imp.hist_ids = mt_input_i32(g, mt_shape1(nu), hsel);
     if (rc == MT_OK) rc = mt_graph_status(g);
-    if (rc == MT_OK) rc = mt_model_fold(s->m, g, &imp, true, &out);
-    if (rc == MT_OK) keep_state(g, &out);
-    if (rc == MT_OK) rc = mt_graph_forward(g);
+    if (rc == MT_OK) rc = fold_run(s, g, &imp, &out);
     if (rc != MT_OK) return rc;
-    memcpy(s->st.rows, out.rows, sizeof out.rows);
-    memcpy(s->st.hist, out.hist, sizeof out.hist);
-    s->st.hist_len = out.hist_len;
-    s->st.pos = out.pos;
     for (int32_t j = 0; j < nu; j++) {
         s->hmap[par[j]] = j;
         s->hlen[par[j]] = out.hist_len;
     }
-    s->hcur = 1 - s->hcur;
-    s->stats.folds++;
     return MT_OK;
 }
 

@@ -595,26 +595,45 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
 
 static const mt_op_def op_pack_rows = {"pack_rows", pack_rows_forward, NULL};
 
+/* The sources of a pack_rows node in their order (b, b_ids, start, a, ids,
+** len as present) into src, their count into *n_src; the rows of the
+** result (b_ids', or b's) into *n.  Checks the integer ones (and with
+** floats, a and b are f32 or f16); false after recording the error. */
+static bool pack_sources(mt_graph *g, const char *op, bool floats, mt_node *a, mt_node *ids,
+                         mt_node *len, mt_node *b, mt_node *b_ids, mt_node *start, mt_node **src,
+                         int *n_src, int64_t *n) {
+    mt_node *all[6] = {b, b_ids, start, a, a ? ids : NULL, a ? len : NULL};
+    *n = b_ids ? b_ids->val.shape.dim[0] : b->val.shape.dim[0];
+    *n_src = 0;
+    for (int i = 0; i < 6; i++) {
+        if (all[i] == NULL) continue;
+        if (node_wants_grad(all[i])) {
+            graph_fail(g, MT_ERR_INVALID, "%s: inference only", op);
+            return false;
+        }
+        if (i == 0 || i == 3) {
+            if (floats && !need_f32_or_f16(g, op, all[i])) return false;
+        } else if (all[i]->val.dtype != MT_I32 || all[i]->val.shape.ndim != 1 ||
+                   all[i]->val.shape.dim[0] != *n) {
+            graph_fail(g, MT_ERR_INVALID,
+                       "%s: ids, lengths, starts and b's ids must be int32 [N], one per row of "
+                       "the result",
+                       op);
+            return false;
+        }
+        src[(*n_src)++] = all[i];
+    }
+    return true;
+}
+
 mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
                       mt_node *b_ids, mt_node *start, int axis, int64_t out_len) {
     if (b == NULL || (a && ids == NULL)) return NULL;
-    mt_node *all[6] = {b, b_ids, start, a, a ? ids : NULL, a ? len : NULL}, *src[6];
-    int64_t n = b_ids ? b_ids->val.shape.dim[0] : b->val.shape.dim[0];
-    int n_src = 0;
-    for (int i = 0; i < 6; i++) {
-        if (all[i] == NULL) continue;
-        if (node_wants_grad(all[i]))
-            return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows: inference only");
-        if (i == 0 || i == 3) {
-            if (!need_f32_or_f16(g, "mt_pack_rows", all[i])) return NULL;
-        } else if (all[i]->val.dtype != MT_I32 || all[i]->val.shape.ndim != 1 ||
-                   all[i]->val.shape.dim[0] != n) {
-            return graph_fail(g, MT_ERR_INVALID,
-                              "mt_pack_rows: ids, lengths and starts must be "
-                              "int32 [N], one per row of b");
-        }
-        src[n_src++] = all[i];
-    }
+    mt_node *src[6];
+    int n_src;
+    int64_t n;
+    if (!pack_sources(g, "mt_pack_rows", true, a, ids, len, b, b_ids, start, src, &n_src, &n))
+        return NULL;
     const mt_shape *sb = &b->val.shape;
     int ax = norm_axis(axis, sb->ndim);
     char s1[64], s2[64];
@@ -663,21 +682,11 @@ mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt
     if (graph_ops(g)->fold_keys == NULL)
         return graph_fail(g, MT_ERR_UNSUPPORTED, "mt_pack_rows_kt: not on device %s",
                           graph_ops(g)->name);
-    mt_node *all[6] = {b, b_ids, start, a, a ? ids : NULL, a ? len : NULL}, *src[6];
-    int64_t n = b_ids ? b_ids->val.shape.dim[0] : b->val.shape.dim[0];
-    int n_src = 0;
-    for (int i = 0; i < 6; i++) {
-        if (all[i] == NULL) continue;
-        if (node_wants_grad(all[i]))
-            return graph_fail(g, MT_ERR_INVALID, "mt_pack_rows_kt: inference only");
-        if (i >= 1 && i != 3 &&
-            (all[i]->val.dtype != MT_I32 || all[i]->val.shape.ndim != 1 ||
-             all[i]->val.shape.dim[0] != n))
-            return graph_fail(g, MT_ERR_INVALID,
-                              "mt_pack_rows_kt: ids, lengths and starts must be int32 [N], one "
-                              "per row of b");
-        src[n_src++] = all[i];
-    }
+    mt_node *src[6];
+    int n_src;
+    int64_t n;
+    if (!pack_sources(g, "mt_pack_rows_kt", false, a, ids, len, b, b_ids, start, src, &n_src, &n))
+        return NULL;
     const mt_shape *sb = &b->val.shape, *sa = a ? &a->val.shape : NULL;
     bool ok = b->val.dtype == MT_F32 && sb->ndim == 4 && out_len >= 0 &&
               (!a || (a->val.dtype == MT_F16 && sa->ndim == 4 && sa->dim[1] == sb->dim[1] &&

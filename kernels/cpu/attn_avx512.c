@@ -744,7 +744,7 @@ void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
 ** to lines of pitch l.  Whole vectors only, the last one of a line ending
 ** at its last element (overlapping the one before) as memmove does for
 ** short copies: masked stores of the tails were most of this kernel's
-** samples.  Lines under 8 elements: masked. */
+** samples.  Lines under 16 elements (the first folds): masked. */
 ALWAYS_INLINE void fold_hist_lines(const uint16_t *x, int64_t la, int64_t bl, int64_t dk,
                                    uint16_t *y, int64_t l) {
     if (bl >= 32) {
@@ -764,17 +764,10 @@ ALWAYS_INLINE void fold_hist_lines(const uint16_t *x, int64_t la, int64_t bl, in
             _mm256_storeu_si256((__m256i *)(y + c * l + bl - 16),
                                 _mm256_loadu_si256((const __m256i *)(x + c * la + bl - 16)));
         }
-    } else if (bl >= 8) {
+    } else { /* the first folds only */
+        const __mmask16 mk = tail_mask(bl);
         for (int64_t c = 0; c < dk; c++) {
-            _mm_storeu_si128((__m128i *)(y + c * l),
-                             _mm_loadu_si128((const __m128i *)(x + c * la)));
-            _mm_storeu_si128((__m128i *)(y + c * l + bl - 8),
-                             _mm_loadu_si128((const __m128i *)(x + c * la + bl - 8)));
-        }
-    } else {
-        const __mmask8 mk = (__mmask8)((1u << bl) - 1u);
-        for (int64_t c = 0; c < dk; c++) {
-            _mm_mask_storeu_epi16(y + c * l, mk, _mm_maskz_loadu_epi16(mk, x + c * la));
+            _mm256_mask_storeu_epi16(y + c * l, mk, _mm256_maskz_loadu_epi16(mk, x + c * la));
         }
     }
 }
