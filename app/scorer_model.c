@@ -349,15 +349,13 @@ static mt_status fold(app_model_scorer *s) {
 ** same values as a fold of every row: the rows left out are never read.
 ** Not with top-up (fold, as the step asked). */
 static mt_status fold_parents(app_model_scorer *s, int32_t n) {
-    int32_t *at = s->vpos, *par = s->hlen_new, *hsel = s->hnew; /* scratch [rows] */
-    for (int32_t p = 0; p < s->n_rows; p++)
-        at[p] = -1;
+    int32_t *used = s->vpos, *par = s->hlen_new, *hsel = s->hnew; /* scratch [rows] */
+    memset(used, 0, sizeof(int32_t) * (size_t)s->n_rows);
     for (int32_t i = 0; i < n; i++)
-        if (s->sel_rows[i] >= 0 && s->sel_rows[i] < s->n_rows) at[s->sel_rows[i]] = 0;
+        if (s->sel_rows[i] >= 0 && s->sel_rows[i] < s->n_rows) used[s->sel_rows[i]] = 1;
     int32_t nu = 0;
     for (int32_t p = 0; p < s->n_rows; p++)
-        if (at[p] == 0) {
-            at[p] = nu;
+        if (used[p]) {
             hsel[nu] = s->hmap[p];
             par[nu++] = p;
         }

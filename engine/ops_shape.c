@@ -596,13 +596,16 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
 static const mt_op_def op_pack_rows = {"pack_rows", pack_rows_forward, NULL};
 
 /* The sources of a pack_rows node in their order (b, b_ids, start, a, ids,
-** len as present) into src, their count into *n_src; the rows of the
-** result (b_ids', or b's) into *n.  Checks the integer ones (and with
-** floats, a and b are f32 or f16); false after recording the error. */
+** len as present) into src, their count into *n_src, the flags saying which
+** are there (PR_*) into *flags; the rows of the result (b_ids', or b's)
+** into *n.  Checks the integer ones (and with floats, a and b are f32 or
+** f16); false after recording the error. */
 static bool pack_sources(mt_graph *g, const char *op, bool floats, mt_node *a, mt_node *ids,
                          mt_node *len, mt_node *b, mt_node *b_ids, mt_node *start, mt_node **src,
-                         int *n_src, int64_t *n) {
+                         int *n_src, int64_t *flags, int64_t *n) {
     mt_node *all[6] = {b, b_ids, start, a, a ? ids : NULL, a ? len : NULL};
+    *flags =
+        (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0) | (b_ids ? PR_BIDS : 0);
     *n = b_ids ? b_ids->val.shape.dim[0] : b->val.shape.dim[0];
     *n_src = 0;
     for (int i = 0; i < 6; i++) {
@@ -631,8 +634,9 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
     if (b == NULL || (a && ids == NULL)) return NULL;
     mt_node *src[6];
     int n_src;
-    int64_t n;
-    if (!pack_sources(g, "mt_pack_rows", true, a, ids, len, b, b_ids, start, src, &n_src, &n))
+    int64_t flags, n;
+    if (!pack_sources(g, "mt_pack_rows", true, a, ids, len, b, b_ids, start, src, &n_src, &flags,
+                      &n))
         return NULL;
     const mt_shape *sb = &b->val.shape;
     int ax = norm_axis(axis, sb->ndim);
@@ -659,8 +663,7 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
     at.i[3] = prod_dims(sb, ax + 1, sb->ndim);
     at.i[4] = out_len;
     at.i[5] = a ? a->val.shape.dim[0] : 0;
-    at.i[6] =
-        (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0) | (b_ids ? PR_BIDS : 0);
+    at.i[6] = flags;
     at.i[7] = sb->dim[0];
     return graph_push(g, &op_pack_rows, out, b->val.dtype, n_src, src, &at);
 }
@@ -668,7 +671,8 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
 /* mt_pack_rows of keys transposed per head and converted to f16 in one op
 ** (kcpu_fold_keys): b f32 [N, H, Lb, dk] untransposed, a f16 [Na, H, dk,
 ** La] or NULL; y f16 [N, H, dk, out_len] = mt_pack_rows(a, ids, len,
-** f16(b with its last two axes swapped), start, 3, out_len), bit for bit.
+** f16(b with its last two axes swapped), b_ids, start, 3, out_len), bit for
+** bit.
 ** attr.i as pack_rows's with A = H, B = dk. */
 bool mt_pack_rows_kt_supported(const mt_graph *g) {
     const mt_device_ops *ops = graph_ops(g);
@@ -684,8 +688,9 @@ mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt
                           graph_ops(g)->name);
     mt_node *src[6];
     int n_src;
-    int64_t n;
-    if (!pack_sources(g, "mt_pack_rows_kt", false, a, ids, len, b, b_ids, start, src, &n_src, &n))
+    int64_t flags, n;
+    if (!pack_sources(g, "mt_pack_rows_kt", false, a, ids, len, b, b_ids, start, src, &n_src,
+                      &flags, &n))
         return NULL;
     const mt_shape *sb = &b->val.shape, *sa = a ? &a->val.shape : NULL;
     bool ok = b->val.dtype == MT_F32 && sb->ndim == 4 && out_len >= 0 &&
@@ -707,8 +712,7 @@ mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt
     at.i[3] = sb->dim[3];
     at.i[4] = out_len;
     at.i[5] = a ? sa->dim[0] : 0;
-    at.i[6] = PR_KT | (start ? PR_START : 0) | (a ? PR_A : 0) | (a && len ? PR_LEN : 0) |
-              (b_ids ? PR_BIDS : 0);
+    at.i[6] = PR_KT | flags;
     at.i[7] = sb->dim[0];
     return graph_push(g, &op_pack_rows, mt_shape4(n, sb->dim[1], sb->dim[3], out_len), MT_F16,
                       n_src, src, &at);

@@ -1528,6 +1528,14 @@ mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g, con
 
 bool mt_transformer_can_fold(const mt_model_config *c) { return !is_aan(c); }
 
+/* The cache slot's a fold writes in one op (mt_pack_rows_kt): keys (even
+** slots), recent rows in f32 into an f16 history, where the device has the
+** op vectorized. */
+static bool fold_keys_in_one(mt_graph *g, bool keys, const mt_node *rec, mt_dtype want) {
+    return keys && rec && want == MT_F16 && mt_node_dtype(rec) == MT_F32 &&
+           mt_pack_rows_kt_supported(g);
+}
+
 /* mt_transformer_fold of rows at their own positions: each row's history
 ** positions (hist_lens) and its positions since (the last ones of the
 ** rows' caches) packed from the left, in the history's dtype. */
@@ -1565,8 +1573,7 @@ static mt_status fold_rows(mt_graph *g, const mt_dec_state *in, mt_dec_state *ou
             sh.dim[0] = n;
             sh.dim[keys ? 3 : 2] = 0;
             rec = mt_cast(g, mt_constant(g, sh, 0.0f), want);
-        } else if (keys && want == MT_F16 && mt_node_dtype(rec) == MT_F32 &&
-                   mt_pack_rows_kt_supported(g)) { /* transposed and rounded as it is packed */
+        } else if (fold_keys_in_one(g, keys, rec, want)) { /* transposed, rounded, packed */
             st.hist[r] = mt_pack_rows_kt(g, h, in->hist_ids, nhl, rec, NULL, nfirst, top);
             st.rows[r] = NULL;
             continue;
@@ -1596,9 +1603,8 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
         bool keys = r % 2 == 0;
         mt_node *all = in->rows[r];
         mt_node *hr = in->hist_len > 0 ? in->hist[r] : NULL;
-        if (keys && all && freeze && mt_node_dtype(all) == MT_F32 &&
-            (hr ? mt_node_dtype(hr) == MT_F16 : mt_graph_kv_f16(g)) &&
-            mt_pack_rows_kt_supported(g)) { /* transposed and rounded as it is packed */
+        mt_dtype want = hr ? mt_node_dtype(hr) : mt_graph_kv_f16(g) ? MT_F16 : MT_F32;
+        if (freeze && fold_keys_in_one(g, keys, all, want)) { /* transposed, rounded, packed */
             st.hist[r] = mt_pack_rows_kt(g, hr, hr ? in->hist_ids : NULL, NULL, all, in->row_ids,
                                          NULL, (hr ? in->hist_len : 0) + mt_node_shape(all).dim[2]);
             st.rows[r] = NULL;
@@ -1608,13 +1614,8 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
         bool packed = freeze && hr && all;
         if (in->row_ids && all && !packed) all = mt_index_select(g, all, 0, in->row_ids);
         if (keys && all && freeze) all = swap_kt(g, all); /* a node of g */
-        if (all && freeze) {
-            mt_dtype want = in->hist_len > 0 && in->hist[r] ? mt_node_dtype(in->hist[r])
-                            : mt_graph_kv_f16(g)             ? MT_F16
-                                                             : MT_F32;
-            all = mt_cast(g, all, want);
-        }
-        if (in->hist_len > 0 && in->hist[r] && all && freeze) {
+        if (all && freeze) all = mt_cast(g, all, want);
+        if (packed) {
             /* the history's rows by hist_ids, then the positions since, in
             ** one copy (not a selected copy of the history, then the concat) */
             int axis = keys ? 3 : 2;

@@ -83,7 +83,7 @@ void kcpu_attn_rows(const kcpu_attn_job *j) {
 
 void kcpu_fold_keys_ref(const kcpu_fold_job *j) {
     for (int64_t r = 0; r < j->n; r++) {
-        const int64_t bl = j->lens[r], bs = j->starts[r];
+        const int64_t bl = j->lens[r], bs = j->starts[r], rr = j->rec_ids ? j->rec_ids[r] : r;
         for (int64_t h = 0; h < j->heads; h++) {
             for (int64_t c = 0; c < j->dk; c++) {
                 uint16_t *y = j->out + ((r * j->heads + h) * j->dk + c) * j->l;
@@ -91,7 +91,6 @@ void kcpu_fold_keys_ref(const kcpu_fold_job *j) {
                     memcpy(y, j->hist + (((int64_t)j->ids[r] * j->heads + h) * j->dk + c) * j->la,
                            sizeof(uint16_t) * (size_t)bl);
                 }
-                const int64_t rr = j->rec_ids ? j->rec_ids[r] : r;
                 for (int64_t t = bs; t < j->lb; t++) {
                     kcpu_f32_to_f16_ref(1, j->rec + ((rr * j->heads + h) * j->lb + t) * j->dk + c,
                                         y + bl + t - bs);

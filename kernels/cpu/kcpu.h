@@ -793,8 +793,8 @@ void kcpu_attn_rows_avx512(const kcpu_attn_job *j);
 ** of history row ids[r] (hist [na, heads, dk, la] f16; lens[r] = 0: none,
 ** hist may then be NULL), then the keys of positions starts[r] .. lb - 1
 ** of row rec_ids[r] of rec (f32 [., heads, lb, dk], untransposed; rec_ids
-** NULL: row r) rounded to f16 (nearest
-** even, as kcpu_f32_to_f16).  Positions past them are not written.  The
+** NULL: row r) rounded to f16 (nearest even, as kcpu_f32_to_f16).
+** Positions past them are not written.  The
 ** values of mt_pack_rows over the transposed, converted keys, bit for bit;
 ** the caller checks lens[r] <= la, starts[r] <= lb, lens[r] + lb -
 ** starts[r] <= l and the ids.  kcpu_fold_keys_fast: whether the dispatch
