@@ -136,29 +136,37 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
 ** activations, far more than f16 rounding) the context and frozen history
 ** are kept in f16 (kv_f16): half the attention's memory traffic; float32
 ** decoding keeps them in f32 and stays bit for bit with Marian's. */
-static mt_status new_graph(mt_gemm_type gemm_type, bool kv_f16, mt_graph **g) {
+static mt_status new_graph(mt_gemm_type gemm_type, app_kv_cache kv, mt_graph **g) {
     mt_graph_params gp = mt_graph_default_params();
     gp.workspace_bytes = 1 << 20;
     gp.training = false;
     gp.memoize = true;
     gp.release_values = true;
     gp.gemm_type = gemm_type;
-    gp.kv_f16 = kv_f16;
+    gp.kv_f16 = app_kv_cache_f16(kv, gemm_type);
+    gp.kv_bf16 = app_kv_cache_bf16(kv, gemm_type);
     return mt_graph_init(NULL, gp, g);
 }
 
 mt_status app_kv_cache_parse(const char *s, app_kv_cache *out) {
-    static const char *const names[] = {"auto", "float32", "float16"};
+    static const char *const names[] = {"auto", "float32", "float16", "bfloat16"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (!strcmp(s, names[i])) {
             *out = (app_kv_cache)i;
             return MT_OK;
         }
-    return mt_seterr(MT_ERR_INVALID, "--kv-cache: '%s' is not auto, float32 or float16", s);
+    return mt_seterr(MT_ERR_INVALID, "--kv-cache: '%s' is not auto, float32, float16 or bfloat16",
+                     s);
 }
 
 bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt) {
-    return kv == APP_KV_FLOAT16 || (kv == APP_KV_AUTO && gt != MT_GEMM_FLOAT32);
+    return kv == APP_KV_FLOAT16 || kv == APP_KV_BFLOAT16 ||
+           (kv == APP_KV_AUTO && gt != MT_GEMM_FLOAT32);
+}
+
+bool app_kv_cache_bf16(app_kv_cache kv, mt_gemm_type gt) {
+    (void)gt;
+    return kv == APP_KV_BFLOAT16;
 }
 
 /* The state's nodes outlive the graph's forward (the next graph imports them). */
@@ -171,7 +179,7 @@ static void keep_state(mt_graph *g, const mt_dec_state *st) {
         mt_graph_keep(g, st->fixed[r]);
 }
 
-mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, bool kv_f16,
+mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_kv_cache kv,
                                 app_model_scorer **out) {
     *out = NULL;
     app_model_scorer *s = mt_try_calloc(1, sizeof *s);
@@ -179,12 +187,12 @@ mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, bool kv_f16
     s->m = m;
     mt_status rc = MT_OK;
     for (int i = 0; i < 2 && rc == MT_OK; i++) {
-        rc = new_graph(gemm_type, kv_f16, &s->enc[i]);
-        if (rc == MT_OK) rc = new_graph(gemm_type, kv_f16, &s->step[i]);
-        if (rc == MT_OK) rc = new_graph(gemm_type, kv_f16, &s->hist[i]);
+        rc = new_graph(gemm_type, kv, &s->enc[i]);
+        if (rc == MT_OK) rc = new_graph(gemm_type, kv, &s->step[i]);
+        if (rc == MT_OK) rc = new_graph(gemm_type, kv, &s->hist[i]);
     }
     s->can_fold = mt_model_can_fold(m);
-    if (rc == MT_OK) rc = new_graph(gemm_type, kv_f16, &s->enc_add);
+    if (rc == MT_OK) rc = new_graph(gemm_type, kv, &s->enc_add);
     /* one GEMM state for all: the alternate step graphs select a mini-batch's
     ** shortlist columns once (not once each: 128 -> 64 selections of the
     ** packed output layer on the test set), shapes are tuned once (auto) */

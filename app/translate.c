@@ -72,8 +72,7 @@ mt_status app_translate_worker_init(const app_translator *t, app_translate_worke
     w->t = t;
     mt_status rc = mt_beam_init(&w->beam);
     for (int i = 0; i < t->models->n_models && rc == MT_OK; i++) {
-        rc = app_model_scorer_init(t->models->models[i], t->p.gemm_type,
-                                   app_kv_cache_f16(t->p.kv_cache, t->p.gemm_type), &w->sc[i]);
+        rc = app_model_scorer_init(t->models->models[i], t->p.gemm_type, t->p.kv_cache, &w->sc[i]);
         if (rc == MT_OK) w->scorers[i] = app_model_scorer_get(w->sc[i]);
     }
     if (rc == MT_OK && t->sl) {

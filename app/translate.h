@@ -60,17 +60,28 @@ typedef struct app_model_scorer app_model_scorer;
 
 /* Precision of the decoder's cross-attention context and frozen
 ** self-attention history (--kv-cache): auto = float16 with an integer gemm
-** type, float32 with float32 (mt_graph_params.kv_f16). */
-typedef enum app_kv_cache { APP_KV_AUTO = 0, APP_KV_FLOAT32, APP_KV_FLOAT16 } app_kv_cache;
-/* "auto", "float32" or "float16" -> *out; MT_ERR_INVALID otherwise. */
+** type, float32 with float32 (mt_graph_params.kv_f16); bfloat16: the
+** history in float16 and the context in bfloat16 pairs where the CPU
+** multiplies them directly (AVX-512 BF16: mt_graph_kv_bf16), else float16. */
+typedef enum app_kv_cache {
+    APP_KV_AUTO = 0,
+    APP_KV_FLOAT32,
+    APP_KV_FLOAT16,
+    APP_KV_BFLOAT16
+} app_kv_cache;
+/* "auto", "float32", "float16" or "bfloat16" -> *out; MT_ERR_INVALID
+** otherwise. */
 mt_status app_kv_cache_parse(const char *s, app_kv_cache *out);
 /* Whether caches of kind kv are kept in f16 with gemm type gt. */
 bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt);
+/* Whether the contexts are asked for in bfloat16 pairs (the graph keeps
+** them so where its device can: mt_graph_kv_bf16). */
+bool app_kv_cache_bf16(app_kv_cache kv, mt_gemm_type gt);
 
 /* A scorer for model m (not owned; shared read-only with other threads);
 ** its graphs multiply by weight matrices as gemm_type says (engine/mt.h)
-** and keep the decoder's caches in f16 when kv_f16. */
-mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, bool kv_f16,
+** and keep the decoder's caches as kv says (app_kv_cache_f16, _bf16). */
+mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_kv_cache kv,
                                 app_model_scorer **out);
 void app_model_scorer_free(app_model_scorer *s); /* NULL is a no-op */
 /* The sentences the next search may decode: sentence i, source stream k is

@@ -27,6 +27,7 @@ typedef struct mt_dev_attn {
     float *scratch;
     const uint16_t *kh16, *vh16;
     const int32_t *starts;
+    const uint32_t *khp, *vhp; /* bfloat16 pairs (kcpu_attn_job) */
 } mt_dev_attn;
 
 typedef struct mt_device_ops {
@@ -99,6 +100,8 @@ typedef struct mt_device_ops {
                          const void *table, void *out);
     void (*f16_to_f32)(mt_device *d, int64_t n, const uint16_t *x, float *y);
     void (*f32_to_f16)(mt_device *d, int64_t n, const float *x, uint16_t *y);
+    void (*bf16_to_f32)(mt_device *d, int64_t n, const uint16_t *x, float *y);
+    void (*f32_to_bf16)(mt_device *d, int64_t n, const float *x, uint16_t *y);
     void (*adam_f32)(mt_device *d, int64_t n, float *w, const float *g, float *m, float *v,
                      float lr, float b1, float b2, float eps, float wd, float c1, float c2);
     void (*smooth_f32)(mt_device *d, int64_t n, const float *w, float *s, float beta);
@@ -175,6 +178,11 @@ typedef struct mt_device_ops {
                       const int32_t *rec_ids, int64_t lb, const int32_t *starts, uint16_t *out,
                       int64_t l);
     bool (*fold_keys_fast)(mt_device *d);
+    /* Appended: kcpu_f32_to_bf16_pairs (the bfloat16 pairs of mt_cast_pairs). */
+    void (*f32_to_bf16_pairs)(mt_device *d, int64_t rows, int64_t len, const float *x, uint32_t *y);
+    /* Appended: whether attn_rows multiplies bfloat16 pairs (mt_dev_attn khp, vhp)
+    ** without widening them (kcpu_attn_bf16_fast); NULL: no. */
+    bool (*attn_bf16)(mt_device *d);
 } mt_device_ops;
 
 /* Mirrors of the kcpu enums, so that engine code need not include kcpu.h. */

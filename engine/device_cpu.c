@@ -152,8 +152,21 @@ static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
                        .scratch = a->scratch,
                        .kh16 = a->kh16,
                        .vh16 = a->vh16,
-                       .starts = a->starts};
+                       .starts = a->starts,
+                       .khp = a->khp,
+                       .vhp = a->vhp};
     kcpu_attn_rows(&j);
+}
+
+static void cpu_f32_to_bf16_pairs(mt_device *d, int64_t rows, int64_t len, const float *x,
+                                  uint32_t *y) {
+    (void)d;
+    kcpu_f32_to_bf16_pairs(rows, len, x, y);
+}
+
+static bool cpu_attn_bf16(mt_device *d) {
+    (void)d;
+    return kcpu_attn_bf16_fast();
 }
 
 static size_t cpu_attn_scratch_bytes(mt_device *d, int64_t heads, int64_t dk, int64_t keys) {
@@ -262,6 +275,16 @@ static void cpu_f16_to_f32(mt_device *d, int64_t n, const uint16_t *x, float *y)
 static void cpu_f32_to_f16(mt_device *d, int64_t n, const float *x, uint16_t *y) {
     (void)d;
     kcpu_f32_to_f16(n, x, y);
+}
+
+static void cpu_bf16_to_f32(mt_device *d, int64_t n, const uint16_t *x, float *y) {
+    (void)d;
+    kcpu_bf16_to_f32(n, x, y);
+}
+
+static void cpu_f32_to_bf16(mt_device *d, int64_t n, const float *x, uint16_t *y) {
+    (void)d;
+    kcpu_f32_to_bf16(n, x, y);
 }
 
 static void cpu_adam_f32(mt_device *d, int64_t n, float *w, const float *g, float *m, float *v,
@@ -441,6 +464,8 @@ static const mt_device_ops cpu_ops = {
     .softmax_topk = cpu_softmax_topk,
     .attn_rows = cpu_attn_rows,
     .attn_scratch_bytes = cpu_attn_scratch_bytes,
+    .attn_bf16 = cpu_attn_bf16,
+    .f32_to_bf16_pairs = cpu_f32_to_bf16_pairs,
     .argmax_rows = cpu_argmax_rows,
     .igemm_quant = cpu_igemm_quant,
     .igemm_prepared = cpu_igemm_prepared,
@@ -464,6 +489,8 @@ static const mt_device_ops cpu_ops = {
     .gather_bytes = cpu_gather_bytes,
     .f16_to_f32 = cpu_f16_to_f32,
     .f32_to_f16 = cpu_f32_to_f16,
+    .bf16_to_f32 = cpu_bf16_to_f32,
+    .f32_to_bf16 = cpu_f32_to_bf16,
     .adam_f32 = cpu_adam_f32,
     .smooth_f32 = cpu_smooth_f32,
     .sumsq_f32 = cpu_sumsq_f32,

@@ -1009,6 +1009,12 @@ void mt_graph_free(mt_graph *g) {
 void mt_graph_set_training(mt_graph *g, bool training) { g->training = training; }
 bool mt_graph_training(const mt_graph *g) { return g->training; }
 bool mt_graph_kv_f16(const mt_graph *g) { return g->prm.kv_f16 && !g->training; }
+
+bool mt_graph_kv_bf16(const mt_graph *g) {
+    const mt_device_ops *ops = graph_ops(g);
+    return mt_graph_kv_f16(g) && g->prm.kv_bf16 && ops->attn_bf16 &&
+           ops->attn_bf16(graph_device(g));
+}
 mt_status mt_graph_status(const mt_graph *g) { return g->err; }
 
 mt_graph_stats mt_graph_get_stats(const mt_graph *g) {
@@ -1226,6 +1232,12 @@ static mt_status copy_as_f32(const mt_tensor *t, float *host, int64_t numel, con
     case MT_F16:
         for (int64_t i = numel - 1; i >= 0; i--)
             host[i] = mt_f16_to_f32(((uint16_t *)host)[i]);
+        break;
+    case MT_BF16:
+        for (int64_t i = numel - 1; i >= 0; i--) {
+            uint32_t u = (uint32_t)((uint16_t *)host)[i] << 16;
+            memcpy(&host[i], &u, sizeof u);
+        }
         break;
     case MT_I8:
         for (int64_t i = numel - 1; i >= 0; i--)

@@ -222,7 +222,7 @@ static mt_status check_shape(const char *name, const mt_shape *s) {
 
 mt_status mt_model_file_add(mt_model_file *m, const char *name, const mt_tensor *t) {
     MT_ASSERT(m != NULL && name != NULL && t != NULL);
-    if (t->dtype < 0 || t->dtype >= MT_DTYPE_COUNT)
+    if (t->dtype < 0 || t->dtype >= MT_DTYPE_COUNT || t->dtype == MT_BF16)
         return mt_seterr(MT_ERR_INVALID, "model item '%s': bad dtype %d", name, (int)t->dtype);
     mt_status rc = check_shape(name, &t->shape);
     if (rc != MT_OK) return rc;

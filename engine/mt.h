@@ -30,6 +30,7 @@ typedef enum mt_dtype {
     MT_I8 = 2,
     MT_I16 = 3,
     MT_I32 = 4,
+    MT_BF16 = 5, /* storage only: the fused attention's bfloat16 pairs      */
     MT_DTYPE_COUNT
 } mt_dtype;
 
@@ -226,6 +227,13 @@ typedef struct mt_graph_params {
     ** the keys and values (about 2^-11 relative).  mtpe turns it on with
     ** the integer gemm types (app/scorer_model.c), never for float32. */
     bool kv_f16;
+    /* With kv_f16: the cross-attention contexts in bfloat16 pairs instead
+    ** (the layout of kcpu.h's bfloat16-pair jobs), where the device's fused
+    ** attention multiplies them without widening (AVX-512 BF16:
+    ** mt_graph_kv_bf16); the queries and weights are then rounded to
+    ** bfloat16 too (2^-9 relative).  mtpe turns it on with the integer gemm
+    ** types (app/scorer_model.c). */
+    bool kv_bf16;
 } mt_graph_params;
 
 mt_graph_params mt_graph_default_params(void);
@@ -237,6 +245,9 @@ void mt_graph_free(mt_graph *g);  /* NULL is a no-op                          */
 void mt_graph_set_training(mt_graph *g, bool training);
 bool mt_graph_training(const mt_graph *g);
 bool mt_graph_kv_f16(const mt_graph *g); /* kv_f16 and not training */
+/* kv_f16, kv_bf16, not training, and the device's fused attention has the
+** bfloat16 dot products (mt_device_ops.attn_bf16). */
+bool mt_graph_kv_bf16(const mt_graph *g);
 /* Reseeds the dropout RNG (engine/graph_seed.c).  mtpe train reseeds from
 ** (seed, update) before every update, so that a run resumed from a
 ** checkpoint draws the same dropout masks as one that never stopped. */
@@ -453,12 +464,18 @@ mt_node *mt_gather_rows(mt_graph *g, mt_node *table, mt_node *ids);
 /* Selects entries along axis by ids (i32 1-D): beam reordering.  f32, or
 ** f16 (no gradient). */
 mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids);
-/* x converted to float16 (round to nearest even, +-inf beyond the range) or
-** from float16 to float32 (exact); the same dtype: x itself.  Inference
-** only (an input that wants a gradient is refused).  Storage of decoding
-** caches (mt_graph_params.kv_f16); no other op computes on f16 values
-** except mt_attn_rows_kt, which reads its keys and values so. */
+/* x converted to float16 (round to nearest even, +-inf beyond the range)
+** or bfloat16 (nearest even, subnormals to zero), or from either to
+** float32 (exact); the same dtype: x itself.  Inference only (an input that
+** wants a gradient is refused).  Storage of decoding caches
+** (mt_graph_params.kv_f16, kv_bf16); no other op computes on f16 or
+** bfloat16 values except mt_attn_rows_kt, which reads its keys and values
+** so. */
 mt_node *mt_cast(mt_graph *g, mt_node *x, mt_dtype dtype);
+/* x [..., 2, L] float32 as bfloat16 pairs [..., L, 2]: y[..., i, z] =
+** x[..., z, i] rounded as mt_cast does (the layout of the fused attention's
+** bfloat16 keys and values, kcpu.h).  Inference only. */
+mt_node *mt_cast_pairs(mt_graph *g, mt_node *x);
 /* A decoding cache extended by one position in one copy: cache [N0, A, T, B],
 ** ids i32 [N] (NULL: N = N0, row i is row i), 0 <= off <= T, cur [N, A, 1, B]
 ** -> [N, A, T - off + 1, B] = concat(slice(index_select(cache, 0, ids), 2, off,

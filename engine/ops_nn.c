@@ -589,9 +589,13 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
                      .o = node_f32(y),
                      .ldo = d,
                      .scratch = y->aux};
-    if (kh->val.dtype == MT_F16) { /* mt_attn_rows_kt only (the builder) */
+    bool pairs = kh->val.dtype == MT_BF16; /* mt_attn_rows_kt only (the builder) */
+    if (kh->val.dtype == MT_F16) {
         j.kh16 = (const uint16_t *)kh->val.data;
         j.vh16 = (const uint16_t *)vh->val.data;
+    } else if (pairs) {
+        j.khp = (const uint32_t *)kh->val.data;
+        j.vhp = (const uint32_t *)vh->val.data;
     } else {
         j.kh = node_f32(kh);
         j.vh = node_f32(vh);
@@ -614,15 +618,15 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         const mt_node *mask = flags & ATTN_MASK ? y->src[at++] : NULL;
         const mt_node *spans = flags & ATTN_ROW_SPANS ? y->src[at++] : NULL;
         const mt_shape *sk = &kh->val.shape;
-        bool kt = flags & ATTN_KT, vsplit = vh->val.shape.ndim == 4;
+        bool kt = flags & ATTN_KT, vsplit = vh->val.shape.ndim == 4 && !pairs;
         j.th = kt ? sk->dim[3] : sk->dim[sk->ndim == 4 ? 2 : 1];
         j.tr = kr ? kr->val.shape.dim[2] : 0;
         j.st = vsplit ? j.dk : d; /* values (and keys unless kt) */
         j.sh = vsplit ? j.th * j.dk : j.dk;
-        j.sr = j.th * d;
-        if (kt) { /* keys [N0, H, dk, Th] */
+        j.sr = (pairs ? vh->val.shape.dim[1] : j.th) * d; /* pairs: [N0, Th2, D, 2] */
+        if (kt) { /* keys [N0, H, dk, Th] (pairs: [N0, H, dk / 2, Th, 2]) */
             j.ksc = j.th;
-            j.ksh = j.dk * j.th;
+            j.ksh = (pairs ? j.dk / 2 : j.dk) * j.th;
             j.ksr = heads * j.ksh;
         }
         j.ids = ids ? node_i32(ids) : NULL;
@@ -665,7 +669,8 @@ static bool attn_inputs_ok(mt_graph *g, const char *op, mt_node *const *src, int
                 graph_fail(g, MT_ERR_INVALID, "%s: input %d must be int32", op, i);
                 return false;
             }
-        } else if (((half >> i) & 1) && src[i]->val.dtype == MT_F16) {
+        } else if (((half >> i) & 1) &&
+                   (src[i]->val.dtype == MT_F16 || src[i]->val.dtype == MT_BF16)) {
             continue;
         } else if (!need_f32(g, op, src[i])) {
             return false;
@@ -701,24 +706,31 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
     if (kr || vr) src[n_src++] = kr, src[n_src++] = vr, flags |= ATTN_RECENT;
     if (mask) src[n_src++] = mask, flags |= ATTN_MASK;
     if (spans) is_int |= 1u << n_src, src[n_src++] = spans, flags |= ATTN_ROW_SPANS;
-    /* keys and values of mt_attn_rows_kt: both f32 or both f16 */
+    /* keys and values of mt_attn_rows_kt: both f32, both f16 or both
+    ** bfloat16 pairs */
     if (!attn_inputs_ok(g, op, src, n_src, is_int, kt ? 3u << 1 : 0)) return NULL;
     if (kh->val.dtype != vh->val.dtype)
         return graph_fail(g, MT_ERR_INVALID, "%s: keys of %s, values of %s", op,
                           mt_dtype_name(kh->val.dtype), mt_dtype_name(vh->val.dtype));
     const mt_shape *sq = &q->val.shape, *sk = &kh->val.shape, *sv = &vh->val.shape;
+    bool pairs = kh->val.dtype == MT_BF16;
     int64_t n = sq->ndim > 0 ? sq->dim[0] : 0, d = last_dim(q), dk = heads > 0 ? d / heads : 0;
-    int64_t th = kt              ? (sk->ndim == 4 ? sk->dim[3] : 0)
+    int64_t th = kt              ? (sk->ndim == (pairs ? 5 : 4) ? sk->dim[3] : 0)
                  : sk->ndim == 4 ? sk->dim[2]
                  : sk->ndim == 3 ? sk->dim[1]
                                  : 0;
     int64_t tr = kr ? kr->val.shape.dim[2] : 0;
     mt_shape v4 = mt_shape4(sk->dim[0], heads, th, dk), v3 = mt_shape3(sk->dim[0], th, d);
     mt_shape k4 = kt ? mt_shape4(sk->dim[0], heads, dk, th) : v4;
+    if (pairs) { /* kcpu.h: keys [N0, H, dk / 2, Th, 2], values [N0, ceil(Th / 2), D, 2] */
+        k4 = mt_shape4(sk->dim[0], heads, dk / 2, th);
+        k4.dim[k4.ndim++] = 2;
+        v4 = mt_shape4(sk->dim[0], (th + 1) / 2, d, 2);
+    }
     bool ok = (sq->ndim == 2 || (sq->ndim == 3 && sq->dim[1] == 1)) && heads > 0 &&
-              d % heads == 0 && (ids || sk->dim[0] == n) &&
+              d % heads == 0 && (ids || sk->dim[0] == n) && (!pairs || (kt && dk % 2 == 0)) &&
               (mt_shape_eq(sk, &k4) || (!kt && mt_shape_eq(sk, &v3))) &&
-              (kt ? mt_shape_eq(sv, &v4) || mt_shape_eq(sv, &v3) : mt_shape_eq(sv, sk));
+              (kt ? mt_shape_eq(sv, &v4) || (!pairs && mt_shape_eq(sv, &v3)) : mt_shape_eq(sv, sk));
     if (ok && ids) ok = ids->val.shape.ndim == 1 && ids->val.shape.dim[0] == n;
     if (ok && kr) {
         mt_shape want = mt_shape4(n, heads, tr, dk);

@@ -26,11 +26,11 @@ static bool need_f32(mt_graph *g, const char *op, const mt_node *x) {
     return false;
 }
 
-/* concat and index_select also move f16 values (the decoding caches kept in
-** half precision, mt_graph_params.kv_f16), and mt_cast converts them; f16
-** never wants a gradient. */
+/* concat and index_select also move f16 and bfloat16 values (the decoding
+** caches kept in half precision, mt_graph_params.kv_f16 and kv_bf16), and
+** mt_cast converts them; they never want a gradient. */
 static bool need_f32_or_f16(mt_graph *g, const char *op, const mt_node *x) {
-    if (x->val.dtype == MT_F32 || x->val.dtype == MT_F16) return true;
+    if (x->val.dtype == MT_F32 || x->val.dtype == MT_F16 || x->val.dtype == MT_BF16) return true;
     graph_fail(g, MT_ERR_INVALID, "%s: expected a float32 or float16 input, got %s", op,
                mt_dtype_name(x->val.dtype));
     return false;
@@ -780,14 +780,21 @@ mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids) {
 
 /* ------------------------------------------------------------------------
 ** cast:  y = x as float16 (round to nearest even; beyond the f16 range:
-**   +-inf) or back as float32 (exact).  Inference only: the builder refuses
-**   an input that wants a gradient.  attr.i[0] = the target dtype.
+**   +-inf) or bfloat16 (nearest even, subnormals to zero: kcpu_f32_to_bf16),
+**   or back as float32 (exact).  Inference only: the builder refuses an
+**   input that wants a gradient.  attr.i[0] = the target dtype.
 */
 static mt_status cast_forward(mt_graph *g, mt_node *y) {
     const mt_node *x = y->src[0];
     if (y->val.dtype == MT_F16) {
         graph_ops(g)->f32_to_f16(graph_device(g), node_numel(y), node_f32(x),
                                  (uint16_t *)y->val.data);
+    } else if (y->val.dtype == MT_BF16) {
+        graph_ops(g)->f32_to_bf16(graph_device(g), node_numel(y), node_f32(x),
+                                  (uint16_t *)y->val.data);
+    } else if (x->val.dtype == MT_BF16) {
+        graph_ops(g)->bf16_to_f32(graph_device(g), node_numel(y), (const uint16_t *)x->val.data,
+                                  node_f32(y));
     } else {
         graph_ops(g)->f16_to_f32(graph_device(g), node_numel(y), (const uint16_t *)x->val.data,
                                  node_f32(y));
@@ -797,14 +804,56 @@ static mt_status cast_forward(mt_graph *g, mt_node *y) {
 
 static const mt_op_def op_cast = {"cast", cast_forward, NULL};
 
+/* ------------------------------------------------------------------------
+** cast_pairs:  x [..., 2, L] f32 -> y [..., L, 2] bfloat16: y[..., i, z] =
+**   x[..., z, i] rounded as mt_cast to bfloat16 (kcpu_f32_to_bf16_pairs: the
+**   fused attention's bfloat16 pairs, kcpu.h).  Inference only.
+*/
+static mt_status cast_pairs_forward(mt_graph *g, mt_node *y) {
+    const mt_node *x = y->src[0];
+    int64_t len = x->val.shape.dim[x->val.shape.ndim - 1];
+    graph_ops(g)->f32_to_bf16_pairs(graph_device(g), node_numel(x) / (2 * len), len, node_f32(x),
+                                    (uint32_t *)y->val.data);
+    return MT_OK;
+}
+
+static const mt_op_def op_cast_pairs = {"cast_pairs", cast_pairs_forward, NULL};
+
+mt_node *mt_cast_pairs(mt_graph *g, mt_node *x) {
+    if (x == NULL) return NULL;
+    if (!need_f32(g, "mt_cast_pairs", x)) return NULL;
+    const mt_shape *s = &x->val.shape;
+    char s1[64];
+    if (s->ndim < 2 || s->ndim >= MT_MAX_DIMS || s->dim[s->ndim - 2] != 2 ||
+        graph_ops(g)->f32_to_bf16_pairs == NULL) {
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_cast_pairs: need [..., 2, L] float32 (up to %d axes) on a device "
+                          "with bfloat16 pairs, got %s",
+                          MT_MAX_DIMS - 1, mt_shape_str(s, s1, sizeof s1));
+    }
+    if (node_wants_grad(x)) {
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_cast_pairs: inference only, the input wants a gradient");
+    }
+    mt_shape out = *s;
+    out.dim[s->ndim - 2] = s->dim[s->ndim - 1];
+    out.dim[s->ndim - 1] = 2;
+    mt_node *src[1] = {x};
+    return graph_push(g, &op_cast_pairs, out, MT_BF16, 1, src, NULL);
+}
+
 mt_node *mt_cast(mt_graph *g, mt_node *x, mt_dtype dtype) {
     if (x == NULL) return NULL;
     if (!need_f32_or_f16(g, "mt_cast", x)) return NULL;
-    if (dtype != MT_F32 && dtype != MT_F16) {
-        return graph_fail(g, MT_ERR_INVALID, "mt_cast: to %s (float32 and float16 only)",
+    if (dtype != MT_F32 && dtype != MT_F16 && dtype != MT_BF16) {
+        return graph_fail(g, MT_ERR_INVALID, "mt_cast: to %s (float32, float16 and bfloat16 only)",
                           mt_dtype_name(dtype));
     }
     if (x->val.dtype == dtype) return x;
+    if (x->val.dtype != MT_F32 && dtype != MT_F32) {
+        return graph_fail(g, MT_ERR_INVALID, "mt_cast: %s to %s (one of them must be float32)",
+                          mt_dtype_name(x->val.dtype), mt_dtype_name(dtype));
+    }
     if (node_wants_grad(x)) {
         return graph_fail(g, MT_ERR_INVALID, "mt_cast: inference only, the input wants a gradient");
     }

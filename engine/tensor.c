@@ -18,6 +18,7 @@ size_t mt_dtype_size(mt_dtype t) {
     switch (t) {
     case MT_F32: return 4;
     case MT_F16: return 2;
+    case MT_BF16: return 2;
     case MT_I8: return 1;
     case MT_I16: return 2;
     case MT_I32: return 4;
@@ -31,6 +32,7 @@ const char *mt_dtype_name(mt_dtype t) {
     switch (t) {
     case MT_F32: return "float32";
     case MT_F16: return "float16";
+    case MT_BF16: return "bfloat16";
     case MT_I8: return "int8";
     case MT_I16: return "int16";
     case MT_I32: return "int32";

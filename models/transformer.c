@@ -517,6 +517,41 @@ static mt_node *kv_store(mt_graph *g, mt_node *x) {
     return mt_graph_kv_f16(g) ? mt_cast(g, x, MT_F16) : x;
 }
 
+/* Whether the state keeps the cross-attention contexts in bfloat16 pairs
+** (mt_graph_kv_bf16; head sizes the device's bfloat16 attention takes:
+** kcpu_attn_bf16_shape). */
+static bool ctx_pairs(const mt_graph *g, int64_t dk) {
+    return mt_graph_kv_bf16(g) && dk % 16 == 0 && dk <= 64;
+}
+
+/* Context keys [B, S, D] as bfloat16 pairs of elements per key, [B, H,
+** dk / 2, S, 2] (kcpu.h): transposed per head as the f16 keys, then lines
+** 2c and 2c + 1 paired. */
+static mt_node *ctx_key_pairs(mt_graph *g, mt_node *kh, int64_t b, int64_t s, int64_t h,
+                              int64_t dk) {
+    static const int to_kt[4] = {0, 2, 3, 1}; /* [B, S, H, dk] -> [B, H, dk, S] */
+    mt_node *kt = mt_permute(g, mt_reshape(g, kh, mt_shape4(b, s, h, dk)), to_kt);
+    mt_shape sh = mt_shape4(b, h, dk / 2, 2);
+    sh.dim[sh.ndim++] = s;
+    return mt_cast_pairs(g, mt_reshape(g, kt, sh));
+}
+
+/* Context values [B, S, D] as bfloat16 pairs of positions, [B, ceil(S / 2),
+** D, 2] (an odd last position paired with zeros). */
+static mt_node *ctx_value_pairs(mt_graph *g, mt_node *vh, int64_t b, int64_t s, int64_t d) {
+    if (s % 2) {
+        mt_node *parts[2] = {vh, mt_constant(g, mt_shape3(b, 1, d), 0.0f)};
+        vh = mt_concat(g, parts, 2, 1);
+    }
+    return mt_cast_pairs(g, mt_reshape(g, vh, mt_shape4(b, (s + 1) / 2, 2, d)));
+}
+
+/* A context's length along its values' axis 1: pairs of positions when the
+** state keeps bfloat16 pairs. */
+static int64_t ctx_value_len(const mt_node *vh, int64_t len) {
+    return mt_node_dtype(vh) == MT_BF16 ? (len + 1) / 2 : len;
+}
+
 /* How multi_head runs: composed ops, the fused op, or the fused op over
 ** keys transposed per head (mt_attn_rows_kt). */
 enum { ATT_COMPOSED = 0, ATT_FUSED, ATT_FUSED_KT };
@@ -594,7 +629,17 @@ static mt_node *cross_block(tf *t, const char *prefix, mt_node *x, int64_t b, in
     ** the padding (spans: mt_dec_state.ctx_lens) */
     gather_kv gk = {sent, NULL, NULL, fused ? spans : NULL};
     if (gk.spans) mask = NULL;
-    if (step && !fused) { /* the state's keys are transposed: [B, H, D/H, S] */
+    if (step && !fused && mt_node_dtype(kh) == MT_BF16) { /* pairs: ctx_key_pairs */
+        mt_graph *g = t->g;
+        static const int pk[5] = {0, 1, 3, 2, 4}, pv[4] = {0, 1, 3, 2};
+        mt_shape sk = mt_node_shape(kh), sv = mt_node_shape(vh);
+        int64_t s = sk.dim[3];
+        kh = mt_reshape(g, mt_permute(g, as_f32(g, kh), pk),
+                        mt_shape4(sk.dim[0], sk.dim[1], s, 2 * sk.dim[2]));
+        vh = mt_reshape(g, mt_permute(g, as_f32(g, vh), pv),
+                        mt_shape3(sv.dim[0], 2 * sv.dim[1], sv.dim[2]));
+        vh = split_heads(t, 2 * sv.dim[1] != s ? mt_slice(g, vh, 1, 0, s) : vh);
+    } else if (step && !fused) { /* the state's keys are transposed: [B, H, D/H, S] */
         kh = swap_kt(t->g, as_f32(t->g, kh));
         vh = split_heads(t, as_f32(t->g, vh));
     }
@@ -1240,6 +1285,11 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
             }
             static const int to_kt[4] = {0, 2, 3, 1}; /* [B, S, H, dk] -> [B, H, dk, S] */
             int64_t s_len = dim_of(kh, 1), h = c->heads;
+            if (ctx_pairs(g, t.d / h)) {
+                out->fixed[k] = ctx_key_pairs(g, kh, enc->batch, s_len, h, t.d / h);
+                out->fixed[k + 1] = ctx_value_pairs(g, vh, enc->batch, s_len, t.d);
+                continue;
+            }
             out->fixed[k] = kv_store(
                 g, mt_permute(g, mt_reshape(g, kh, mt_shape4(enc->batch, s_len, h, t.d / h)),
                               to_kt));
@@ -1467,8 +1517,9 @@ mt_status mt_transformer_append(const mt_model_config *c, mt_graph *g, const mt_
                 for (int kv = 0; kv < 2; kv++) {
                     int slot = 2 * (i * nc + j) + kv;
                     int axis = kv == 0 ? 3 : 1; /* keys [B, H, D/H, S], values [B, S, D] */
-                    mt_node *x2[2] = {pad_to(g, in->fixed[slot], axis, len, 0.0f),
-                                      pad_to(g, add->fixed[slot], axis, len, 0.0f)};
+                    int64_t l = kv == 0 ? len : ctx_value_len(in->fixed[slot], len);
+                    mt_node *x2[2] = {pad_to(g, in->fixed[slot], axis, l, 0.0f),
+                                      pad_to(g, add->fixed[slot], axis, l, 0.0f)};
                     st.fixed[slot] = mt_concat(g, x2, 2, 0);
                 }
             }
@@ -1516,8 +1567,10 @@ mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g, con
         for (int i = 0; i < c->dec_depth; i++) {
             for (int kv = 0; kv < 2; kv++) {
                 int slot = 2 * (i * nc + j) + kv;
-                /* keys [B, H, D/H, S], values [B, S, D] */
-                st.fixed[slot] = mt_slice(g, in->fixed[slot], kv == 0 ? 3 : 1, 0, len[j]);
+                /* keys [B, H, D/H, S], values [B, S, D] (bfloat16 pairs: ctx_key_pairs) */
+                st.fixed[slot] =
+                    mt_slice(g, in->fixed[slot], kv == 0 ? 3 : 1, 0,
+                             kv == 0 ? len[j] : ctx_value_len(in->fixed[slot], len[j]));
             }
         }
     }

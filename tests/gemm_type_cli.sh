@@ -118,18 +118,27 @@ grep -q -- "--gemm-type: 'int4'" "$tmp/err" || fail "score --gemm-type int4: mes
 
 # ------------------------------------------------------- --kv-cache
 # float32 caches with int8 products, float16 ones with float32 products
-# (a config key too), and a bad value refused with the option's name
-for kv in int8:float32 float32:float16; do
+# (a config key too), bfloat16 contexts with int8 products (also with
+# --top-up, whose contexts are padded and trimmed, and --alignment, whose
+# aligned layer reads them through the composed ops), and a bad value
+# refused with the option's name
+for kv in int8:float32 float32:float16 int8:bfloat16; do
     g=${kv%:*} c=${kv#*:}
-    "$mtpe" translate "${tiny[@]}" --gemm-type "$g" --kv-cache "$c" >"$tmp/kv.$g" 2>"$tmp/err" ||
+    "$mtpe" translate "${tiny[@]}" --gemm-type "$g" --kv-cache "$c" >"$tmp/kv.$g.$c" 2>"$tmp/err" ||
         fail "--gemm-type $g --kv-cache $c: $(head -3 "$tmp/err")"
-    [ "$(wc -l <"$tmp/kv.$g")" = "$n_in" ] || fail "--kv-cache $c: $(wc -l <"$tmp/kv.$g") lines"
-    echo "--gemm-type $g --kv-cache $c: $(equal_lines "$tmp/kv.$g" "$tmp/$g.out") of $n_in lines equal to the default caches"
+    [ "$(wc -l <"$tmp/kv.$g.$c")" = "$n_in" ] || fail "--kv-cache $c: $(wc -l <"$tmp/kv.$g.$c") lines"
+    echo "--gemm-type $g --kv-cache $c: $(equal_lines "$tmp/kv.$g.$c" "$tmp/$g.out") of $n_in lines equal to the default caches"
+done
+for extra in --top-up --alignment; do
+    "$mtpe" translate "${tiny[@]}" --gemm-type int8 --kv-cache bfloat16 "$extra" >"$tmp/kvx" \
+        2>"$tmp/err" || fail "--kv-cache bfloat16 $extra: $(head -3 "$tmp/err")"
+    [ "$(wc -l <"$tmp/kvx")" = "$n_in" ] || fail "--kv-cache bfloat16 $extra: $(wc -l <"$tmp/kvx") lines"
+    echo "--gemm-type int8 --kv-cache bfloat16 $extra: $(sed 's/ ||| .*//' "$tmp/kvx" | equal_lines /dev/stdin "$tmp/kv.int8.float32") of $n_in lines equal to float32 caches"
 done
 printf 'gemm-type: int8\nkv-cache: float32\n' >"$tmp/kv.yml"
 "$mtpe" translate "${tiny[@]}" -c "$tmp/kv.yml" >"$tmp/kvcfg.out" 2>"$tmp/err" ||
     fail "kv-cache in a config: $(cat "$tmp/err")"
-cmp -s "$tmp/kvcfg.out" "$tmp/kv.int8" || fail "kv-cache: float32 in a config differs from --kv-cache float32"
+cmp -s "$tmp/kvcfg.out" "$tmp/kv.int8.float32" || fail "kv-cache: float32 in a config differs from --kv-cache float32"
 "$mtpe" translate "${tiny[@]}" --kv-cache half >/dev/null 2>"$tmp/err" && fail "--kv-cache half: exit 0"
 grep -q -- "--kv-cache: 'half'" "$tmp/err" || fail "--kv-cache half: message: $(cat "$tmp/err")"
 

@@ -39,10 +39,13 @@
 #include <string.h>
 
 #define TOL 2e-5
+/* bfloat16 histories: each weight rounded to 8 significant bits (relative
+** error <= 2^-9) moves an output by up to 2^-9 max |v| = 2^-8 */
+#define TOL_BF16 6e-3
 #define SENTINEL -12345.0f
 
 static const char *isa_tag = "?";
-static double worst;
+static double worst, worst_bf16;
 
 static float *frand(int64_t n) {
     float *p = mt_try_malloc(sizeof(float) * (size_t)(n ? n : 1));
@@ -58,6 +61,15 @@ static double hist_at(const kcpu_attn_job *j, bool values, int64_t off) {
     return (values ? j->vh : j->kh)[off];
 }
 
+/* Element c of history key (values: value) t of id r, head h, of a job in
+** bfloat16 pairs (kcpu.h: keys pair elements, values pair positions). */
+static double pair_at(const kcpu_attn_job *j, bool values, int64_t r, int64_t h, int64_t t,
+                      int64_t c) {
+    uint32_t u = values ? j->vhp[r * j->sr + (t / 2) * j->st + h * j->sh + c]
+                        : j->khp[r * j->ksr + h * j->ksh + (c / 2) * j->ksc + t];
+    return kcpu_bf16_val((uint16_t)((values ? t & 1 : c & 1) ? u >> 16 : u & 0xffffu));
+}
+
 /* Double evaluation of row i, head h of job j into want[dk] (kcpu.h's
 ** definition). */
 static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) {
@@ -68,10 +80,13 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
     for (int64_t t = t0; t < tk; t++) {
         double dot = 0.0;
         for (int64_t c = 0; c < dk; c++) {
-            double k = t >= tn     ? j->kr[((i * j->heads + h) * j->tr + t - tn) * dk + c]
+            double k = t >= tn      ? j->kr[((i * j->heads + h) * j->tr + t - tn) * dk + c]
+                       : j->khp     ? pair_at(j, false, r, h, t, c)
                        : j->ksc > 0 ? hist_at(j, false, r * j->ksr + h * j->ksh + c * j->ksc + t)
                                     : hist_at(j, false, r * j->sr + h * j->sh + t * j->st + c);
-            dot += (double)q[c] * k;
+            /* the query in bfloat16 against a bfloat16 history */
+            double qc = j->khp && t < tn ? kcpu_bf16_val(kcpu_bf16_of(q[c])) : q[c];
+            dot += qc * k;
         }
         s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0);
         mx = s[t] > mx ? s[t] : mx;
@@ -83,8 +98,9 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
     for (int64_t c = 0; c < dk; c++) {
         double a = 0.0;
         for (int64_t t = t0; t < tk; t++) {
-            a += s[t] * (t < tn ? hist_at(j, true, r * j->sr + h * j->sh + t * j->st + c)
-                                : j->vr[((i * j->heads + h) * j->tr + t - tn) * dk + c]);
+            a += s[t] * (t < tn && j->khp ? pair_at(j, true, r, h, t, c)
+                         : t < tn         ? hist_at(j, true, r * j->sr + h * j->sh + t * j->st + c)
+                                          : j->vr[((i * j->heads + h) * j->tr + t - tn) * dk + c]);
         }
         want[c] = a / sum;
     }
@@ -113,6 +129,11 @@ static void check_job(kcpu_attn_job *j, int64_t d, const char *what) {
             for (int64_t c = 0; c < dk; c++) {
                 double got = o[i * j->ldo + h * dk + c],
                        e = fabs(got - want[c]) / (1 + fabs(want[c]));
+                if (j->khp) { /* the weights rounded to bfloat16: TOL_BF16 */
+                    worst_bf16 = e > worst_bf16 ? e : worst_bf16;
+                    bad += !(e <= TOL_BF16);
+                    continue;
+                }
                 worst = e > worst ? e : worst;
                 bad += !(e <= TOL);
             }
@@ -194,12 +215,19 @@ static void maybe_f16(kcpu_attn_job *j, bool f16, int64_t nk, int64_t nv, uint16
 /* A cross-attention context with transposed keys [n0, heads, dk, th] and
 ** values [n0, th, heads dk]; rows in runs of one id (a sentence's
 ** hypotheses: 1 to 5 in a row, so runs of 1 to 4 and a split one). */
-static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, bool f16) {
+static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, int kind) {
     int64_t n0 = 1 + irand(4), d = heads * dk, n = 0;
-    int32_t ids[32];
+    int32_t ids[32], spans[64], slen[4], sst[4];
+    bool f16 = kind == 1, bf16 = kind == 2, use_lens = bf16 && irand(2);
+    for (int64_t r = 0; r < n0; r++) { /* each sentence's own length and first key (bf16) */
+        slen[r] = use_lens && irand(2) ? 1 + irand((int)th) : (int32_t)th;
+        sst[r] = use_lens && irand(2) ? irand((int)slen[r]) : 0;
+    }
     for (int64_t r = 0; r < n0; r++)
         for (int64_t c = 1 + irand(5); c > 0 && n < 32; c--)
             ids[n++] = (int32_t)r;
+    for (int64_t i = 0; i < n; i++) /* lens, then starts */
+        spans[i] = slen[ids[i]], spans[n + i] = sst[ids[i]];
     float *q = frand(n * d), *kt = frand(n0 * heads * dk * th), *v = frand(n0 * th * d);
     float *mask = frand(n0 * th);
     for (int64_t t = 0; t < n0 * th; t++)
@@ -224,11 +252,37 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, bool f1
                        .ldo = d};
     uint16_t *k16, *v16;
     maybe_f16(&j, f16, n0 * heads * dk * th, n0 * th * d, &k16, &v16);
+    uint32_t *kp = NULL, *vp = NULL;
+    if (bf16) { /* the f32 arrays as bfloat16 pairs (kcpu.h), the odd tail zero */
+        int64_t tp = (th + 1) / 2;
+        kp = calloc((size_t)(n0 * heads * (dk / 2) * th + 1), sizeof *kp);
+        vp = calloc((size_t)(n0 * tp * d + 1), sizeof *vp);
+        for (int64_t r = 0; r < n0; r++)
+            for (int64_t h = 0; h < heads; h++)
+                for (int64_t c = 0; c < dk; c++)
+                    for (int64_t t = 0; t < th; t++) {
+                        uint32_t kb = kcpu_bf16_of(kt[((r * heads + h) * dk + c) * th + t]);
+                        uint32_t vb = kcpu_bf16_of(v[(r * th + t) * d + h * dk + c]);
+                        kp[((r * heads + h) * (dk / 2) + c / 2) * th + t] |= kb << (16 * (c & 1));
+                        vp[(r * tp + t / 2) * d + h * dk + c] |= vb << (16 * (t & 1));
+                    }
+        j.khp = kp;
+        j.vhp = vp;
+        j.kh = j.vh = NULL;
+        j.ksh = dk / 2 * th;
+        j.ksr = heads * j.ksh;
+        j.sr = tp * d;
+        j.lens = use_lens ? spans : NULL;
+        j.starts = use_lens ? spans + n : NULL;
+    }
     char what[160];
     snprintf(what, sizeof what,
-             "keys transposed dk %lld heads %lld th %lld rows %lld mask %d f16 %d", (long long)dk,
-             (long long)heads, (long long)th, (long long)n, use_mask, f16);
+             "keys transposed dk %lld heads %lld th %lld rows %lld mask %d f16 %d bf16 %d spans %d",
+             (long long)dk, (long long)heads, (long long)th, (long long)n, use_mask, f16, bf16,
+             use_lens);
     check_job(&j, d, what);
+    free(kp);
+    free(vp);
     mt_free(k16);
     mt_free(v16);
     mt_free(q);
@@ -357,6 +411,8 @@ static void test_shapes(void) {
     for (size_t a = 0; a < sizeof dks / sizeof dks[0]; a++) {
         run_spans(dks[a], 1 + irand(8), 1 + irand(8));
         for (size_t b = 1; b < sizeof ths / sizeof ths[0]; b++) {
+            if (dks[a] % 2 == 0) /* bfloat16 pairs: dk even */
+                run_kt(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), irand(2), 2);
             for (int f16 = 0; f16 < 2; f16++) {
                 run_kt(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), irand(2), f16);
                 for (int st = 0; st < 2; st++)
@@ -457,6 +513,12 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
     ** on the same values widened back to f32 */
     float *got16 = mt_try_malloc(sizeof(float) * (size_t)(n * d)),
           *want16 = mt_try_malloc(sizeof(float) * (size_t)(n * d));
+    /* pass 6 (dk even): keys and values as bfloat16 pairs (mt_cast_pairs of
+    ** the transposed keys and of the values, an odd last position paired
+    ** with zeros); pass 7: the composed ops on the same values widened back
+    ** (the op also rounds queries and weights: TOL_BF16) */
+    float *gotb = mt_try_malloc(sizeof(float) * (size_t)(n * d)),
+          *wantb = mt_try_malloc(sizeof(float) * (size_t)(n * d));
     for (int64_t r = 0; r < n0; r++)
         for (int64_t hh = 0; hh < h; hh++)
             for (int64_t t = 0; t < th; t++)
@@ -465,7 +527,7 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
                     vh3[(r * th + t) * d + hh * dk + c] = vh[((r * h + hh) * th + t) * dk + c];
                     kt[((r * h + hh) * dk + c) * th + t] = kh[((r * h + hh) * th + t) * dk + c];
                 }
-    for (int pass = 0; pass < 6; pass++) {
+    for (int pass = 0; pass < (dk % 2 ? 6 : 8); pass++) {
         mt_graph *g = new_graph(false);
         mt_node *nq = mt_input(g, mt_shape3(n, 1, d), q);
         mt_node *nkh = pass == 3 || pass == 4 ? mt_input(g, mt_shape4(n0, h, dk, th), kt)
@@ -479,6 +541,23 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
         mt_node *nvr = tr ? mt_input(g, mt_shape4(n, h, tr, dk), vr) : NULL;
         mt_node *nm = use_mask ? mt_input(g, mt_shape4(n0, 1, 1, tk), mask) : NULL;
         float alpha = 1.0f / sqrtf((float)dk);
+        if (pass >= 6) { /* kcpu.h's pairs: keys [n0, h, dk/2, th, 2], values [n0, th2, d, 2] */
+            mt_shape sk = mt_shape4(n0, h, dk / 2, 2);
+            sk.dim[sk.ndim++] = th;
+            nkh = mt_cast_pairs(g, mt_reshape(g, mt_input(g, mt_shape4(n0, h, dk, th), kt), sk));
+            nvh = mt_input(g, mt_shape3(n0, th, d), vh3);
+            if (th % 2) {
+                mt_node *parts[2] = {nvh, mt_constant(g, mt_shape3(n0, 1, d), 0.0f)};
+                nvh = mt_concat(g, parts, 2, 1);
+            }
+            nvh = mt_cast_pairs(g, mt_reshape(g, nvh, mt_shape4(n0, (th + 1) / 2, 2, d)));
+        }
+        if (pass == 7) { /* the same bfloat16 values for the composed ops */
+            nkh =
+                mt_cast(g, mt_cast(g, mt_input(g, mt_shape4(n0, h, th, dk), kh), MT_BF16), MT_F32);
+            nvh =
+                mt_cast(g, mt_cast(g, mt_input(g, mt_shape4(n0, h, th, dk), vh), MT_BF16), MT_F32);
+        }
         if (pass == 4) {
             nkh = mt_cast(g, nkh, MT_F16);
             nvh = mt_cast(g, nvh, MT_F16);
@@ -486,9 +565,9 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
             nkh = mt_cast(g, mt_cast(g, nkh, MT_F16), MT_F32);
             nvh = mt_cast(g, mt_cast(g, nvh, MT_F16), MT_F32);
         }
-        mt_node *y = pass == 3 || pass == 4
+        mt_node *y = pass == 3 || pass == 4 || pass == 6
                          ? mt_attn_rows_kt(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha)
-                     : pass == 5 || pass == 0
+                     : pass == 5 || pass == 0 || pass == 7
                          ? composed(g, nq, nkh, nvh, nid, nkr, nvr, nm, h, alpha)
                          : mt_attn_rows(g, nq, nkh, nvh, nid, nkr, nvr, nm, (int)h, alpha);
         mt_status rc = mt_graph_forward(g);
@@ -496,7 +575,7 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
         if (rc == MT_OK && y != NULL) {
             CHECK(mt_node_shape(y).ndim == 3 && mt_node_shape(y).dim[0] == n,
                   "attn_rows op: shape of q");
-            float *dst[6] = {want, got, got3, gotk, got16, want16};
+            float *dst[8] = {want, got, got3, gotk, got16, want16, gotb, wantb};
             CHECK_STATUS(mt_node_get(y, dst[pass], n * d));
         }
         mt_graph_free(g);
@@ -519,6 +598,14 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
         bad += !(fabsf(got16[t] - want16[t]) <= 1e-5f * (1.0f + fabsf(want16[t])));
     CHECK(bad == 0, "[%s] mt_attn_rows_kt on f16 keys and values vs composed ops: %d differ",
           isa_tag, bad);
+    for (int64_t t = 0; dk % 2 == 0 && t < n * d; t++)
+        bad += !(fabsf(gotb[t] - wantb[t]) <= TOL_BF16 * (1.0f + fabsf(wantb[t])));
+    CHECK(bad == 0,
+          "[%s] mt_attn_rows_kt on bfloat16 pairs vs composed ops (dk %lld th %lld tr %lld): %d "
+          "differ",
+          isa_tag, (long long)dk, (long long)th, (long long)tr, bad);
+    mt_free(gotb);
+    mt_free(wantb);
     mt_free(got16);
     mt_free(want16);
     mt_free(kt);
@@ -775,13 +862,16 @@ int main(void) {
     for (int lvl = KCPU_ISA_REF; lvl <= (int)best; lvl++) {
         kcpu_isa_force((kcpu_isa)lvl);
         isa_tag = kcpu_isa_name((kcpu_isa)lvl);
-        worst = 0.0;
+        worst = worst_bf16 = 0.0;
         test_shapes();
         test_one_position();
         test_op();
         test_spans_op();
-        fprintf(stderr, "[%s] worst scaled error vs double: %.3g (tolerance %g)\n", isa_tag, worst,
-                TOL);
+        fprintf(stderr,
+                "[%s] worst scaled error vs double: %.3g (tolerance %g); bfloat16 pairs "
+                "%.3g (%g, %s)\n",
+                isa_tag, worst, TOL, worst_bf16, TOL_BF16,
+                kcpu_attn_bf16_fast() ? "vdpbf16ps" : "reference");
     }
     kcpu_isa_force(best);
     test_op_errors();

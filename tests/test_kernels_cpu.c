@@ -987,6 +987,71 @@ static float bitsf(uint32_t u) {
     return f;
 }
 
+/* bfloat16: the dispatching conversion (AVX-512 integer variant where
+** active) against the scalar definition (kcpu_bf16_of) on special values
+** and random bit patterns, the definition against exact values (ties to
+** even, subnormal inputs to signed zero, NaN quiet with its sign), and the
+** pair layout of kcpu_f32_to_bf16_pairs. */
+static void test_bf16(void) {
+    static const struct {
+        uint32_t f;
+        uint16_t h;
+    } cases[] = {
+        {0x3f800000u, 0x3f80}, /* 1 */
+        {0x3f808000u, 0x3f80}, /* 1 + 2^-8: a tie, to even */
+        {0x3f818000u, 0x3f82}, /* 1 + 3 2^-8: a tie, to even (up) */
+        {0x3f808001u, 0x3f81}, /* just above the tie */
+        {0x00400000u, 0x0000}, /* a subnormal: +0 */
+        {0x80400000u, 0x8000}, /* a negative subnormal: -0 */
+        {0x7f800000u, 0x7f80}, /* +inf */
+        {0x7f7fffffu, 0x7f80}, /* the largest float rounds to inf */
+        {0x7f800001u, 0x7fc0}, /* a signalling NaN, quieted */
+        {0xffc12345u, 0xffc1}, /* a negative quiet NaN keeps its top payload */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        float x = bitsf(cases[i].f);
+        uint16_t h = 0;
+        kcpu_f32_to_bf16(1, &x, &h);
+        CHECK(h == cases[i].h && kcpu_bf16_of(x) == cases[i].h,
+              "[%s] f32_to_bf16(0x%08x) = 0x%04x, definition 0x%04x, want 0x%04x", isa_tag,
+              cases[i].f, h, kcpu_bf16_of(x), cases[i].h);
+    }
+    int64_t n = (1 << 16) + 7;
+    float *x = falloc(2 * n), *back = falloc(n);
+    for (int64_t i = 0; i < 2 * n; i++)
+        x[i] = bitsf((uint32_t)(test_rng_next() >> 32));
+    uint16_t *y = malloc((size_t)n * sizeof *y);
+    uint32_t *p = malloc((size_t)n * sizeof *p);
+    kcpu_f32_to_bf16(n, x, y);
+    kcpu_bf16_to_f32(n, y, back);
+    int bad = 0, bad_near = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bad += y[i] != kcpu_bf16_of(x[i]);
+        if (!isfinite(x[i]) || fabsf(x[i]) < 1.1754944e-38f || fabsf(x[i]) > 3.38e38f) continue;
+        /* nearest: within half a unit of the last place (2^-8 of the exponent) */
+        int e;
+        frexpf(x[i], &e);
+        bad_near += fabs((double)back[i] - (double)x[i]) > ldexp(1.0, e - 9);
+    }
+    CHECK(bad == 0, "[%s] f32_to_bf16 vs kcpu_bf16_of: %d differ", isa_tag, bad);
+    CHECK(bad_near == 0, "[%s] bfloat16 farther than half a unit: %d", isa_tag, bad_near);
+    /* pairs: 3 row pairs of (n / 3) */
+    int64_t len = n / 3;
+    kcpu_f32_to_bf16_pairs(3, len, x, p);
+    bad = 0;
+    for (int64_t r = 0; r < 3; r++)
+        for (int64_t i = 0; i < len; i++) {
+            uint32_t want = kcpu_bf16_of(x[2 * r * len + i]) |
+                            (uint32_t)kcpu_bf16_of(x[(2 * r + 1) * len + i]) << 16;
+            bad += p[r * len + i] != want;
+        }
+    CHECK(bad == 0, "[%s] f32_to_bf16_pairs: %d differ", isa_tag, bad);
+    free(x);
+    free(back);
+    free(y);
+    free(p);
+}
+
 static void test_f16(void) {
     /* Hand-picked values: rounding to nearest even, overflow, subnormals. */
     struct {
@@ -1451,6 +1516,7 @@ int main(void) {
         test_reduce();
         test_movement();
         test_f16();
+        test_bf16();
         test_adam();
         test_tails();
         test_add_layernorm(); /* last: the others keep their random draws */

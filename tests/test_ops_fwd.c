@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kcpu.h"
 #include "mt.h"
 
 #define NMAX 8192
@@ -472,6 +473,71 @@ static void test_concat_slice_permute(void) {
 
 /* The f16 value of x as a float (what mt_node_get gives for an f16 node). */
 static double f16_of(float x) { return mt_f16_to_f32(mt_f32_to_f16(x)); }
+
+/* bfloat16 storage (the contexts of mt_graph_params.kv_bf16): mt_cast there
+** and back (kcpu_bf16_of's values), mt_cast_pairs' layout [..., 2, L] ->
+** [..., L, 2] (read back as floats: element i of pair row r at 2 (r L + i)
+** + z), concat, slice and index_select moving bfloat16 values as the f32
+** ops move the rounded ones, and the refusals: a cast between two 16-bit
+** types, pairs of a [..., 3, L] input. */
+static void test_bf16_storage(void) {
+    TEST("bfloat16 storage: cast, cast_pairs, concat, slice, index_select") {
+        mt_graph *g = new_graph(false);
+        randn(buf_a, 2 * 2 * 9);
+        mt_node *a = mt_input(g, mt_shape3(2, 2, 9), buf_a);
+        mt_node *b16 = mt_cast(g, a, MT_BF16);
+        CHECK(b16 && mt_node_dtype(b16) == MT_BF16, "mt_cast to bfloat16: dtype");
+        for (int i = 0; i < 36; i++)
+            ref[i] = kcpu_bf16_val(kcpu_bf16_of(buf_a[i]));
+        expect(g, mt_cast(g, b16, MT_F32), 36, 0, 0, "cast to bfloat16 and back");
+        mt_graph_free(g);
+
+        g = new_graph(false);
+        a = mt_input(g, mt_shape3(2, 2, 9), buf_a);
+        mt_node *pr = mt_cast_pairs(g, a);
+        CHECK(pr && mt_node_shape(pr).ndim == 3 && mt_node_shape(pr).dim[1] == 9 &&
+                  mt_node_shape(pr).dim[2] == 2 && mt_node_dtype(pr) == MT_BF16,
+              "mt_cast_pairs: [2, 9, 2] bfloat16");
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < 9; i++)
+                for (int z = 0; z < 2; z++)
+                    ref[(r * 9 + i) * 2 + z] =
+                        kcpu_bf16_val(kcpu_bf16_of(buf_a[(r * 2 + z) * 9 + i]));
+        expect(g, pr, 36, 0, 0, "cast_pairs");
+        mt_graph_free(g);
+
+        g = new_graph(false);
+        a = mt_input(g, mt_shape3(2, 2, 9), buf_a);
+        b16 = mt_cast(g, a, MT_BF16);
+        mt_node *ar = mt_cast(g, b16, MT_F32); /* the rounded values in f32 */
+        mt_node *ids = mt_input_i32(g, mt_shape1(3), (const int32_t[]){1, 0, 1});
+        mt_node *two[2] = {b16, mt_slice(g, b16, 2, 3, 4)},
+                *ftwo[2] = {ar, mt_slice(g, ar, 2, 3, 4)};
+        mt_node *mv = mt_index_select(g, mt_concat(g, two, 2, 2), 0, ids);
+        mt_node *fmv = mt_index_select(g, mt_concat(g, ftwo, 2, 2), 0, ids);
+        mt_graph_keep(g, fmv);
+        mt_node *y = mt_cast(g, mv, MT_F32);
+        CHECK(mv && mt_node_dtype(mv) == MT_BF16, "moves keep bfloat16");
+        CHECK_STATUS(mt_graph_forward(g));
+        CHECK_STATUS(mt_node_get(fmv, buf_b, 3 * 2 * 13));
+        for (int i = 0; i < 3 * 2 * 13; i++)
+            ref[i] = buf_b[i];
+        expect(g, y, 3 * 2 * 13, 0, 0, "concat, slice, index_select of bfloat16");
+        mt_graph_free(g);
+
+        g = new_graph(false);
+        mt_node *x = mt_input(g, mt_shape3(2, 3, 4), buf_a);
+        CHECK(mt_cast(g, mt_cast(g, x, MT_F16), MT_BF16) == NULL &&
+                  strstr(mt_errmsg(), "mt_cast") != NULL,
+              "a cast from f16 to bfloat16: %s", mt_errmsg());
+        mt_graph_free(g);
+        g = new_graph(false);
+        x = mt_input(g, mt_shape3(2, 3, 4), buf_a);
+        CHECK(mt_cast_pairs(g, x) == NULL && strstr(mt_errmsg(), "mt_cast_pairs") != NULL,
+              "pairs of [2, 3, 4]: %s", mt_errmsg());
+        mt_graph_free(g);
+    }
+}
 
 static void test_f16_storage(void) {
     TEST("f16 storage: cast, concat, index_select, slice") {
@@ -1417,6 +1483,7 @@ int main(void) {
     test_gather_index();
     test_concat_slice_permute();
     test_f16_storage();
+    test_bf16_storage();
     test_pack_rows();
     test_pack_rows_kt();
     test_products();

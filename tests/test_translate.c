@@ -189,6 +189,12 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
 static void test_kv_cache(void) {
     app_kv_cache kv;
     CHECK(app_kv_cache_parse("float16", &kv) == MT_OK && kv == APP_KV_FLOAT16, "parse float16");
+    CHECK(app_kv_cache_parse("bfloat16", &kv) == MT_OK && kv == APP_KV_BFLOAT16, "parse bfloat16");
+    CHECK(app_kv_cache_f16(APP_KV_BFLOAT16, MT_GEMM_FLOAT32) &&
+              app_kv_cache_bf16(APP_KV_BFLOAT16, MT_GEMM_INT8) &&
+              !app_kv_cache_bf16(APP_KV_AUTO, MT_GEMM_INT8) &&
+              !app_kv_cache_bf16(APP_KV_FLOAT16, MT_GEMM_INT8),
+          "bfloat16 contexts only when asked for (with f16 histories)");
     CHECK(app_kv_cache_parse("f16", &kv) == MT_ERR_INVALID && strstr(mt_errmsg(), "f16"),
           "parse f16: %s", mt_errmsg());
     CHECK(app_kv_cache_f16(APP_KV_AUTO, MT_GEMM_INT8) &&
@@ -582,7 +588,7 @@ static void test_bounded_memory(void) {
         seqs[i] = (mt_batch_seq){ids[i], (int32_t)len[i]};
         src_len[i] = (int32_t)len[i];
     }
-    if (CHECK_OK(app_model_scorer_init(am.models[0], MT_GEMM_FLOAT32, false, &ms)) &&
+    if (CHECK_OK(app_model_scorer_init(am.models[0], MT_GEMM_FLOAT32, APP_KV_FLOAT32, &ms)) &&
         CHECK_OK(mt_beam_init(&beam))) {
         app_model_scorer_set_batch(ms, seqs, 3, 1);
         spy sp = {app_model_scorer_get(ms), false, 0, 0};

@@ -31,6 +31,28 @@ static float kv_el(const kcpu_attn_job *j, int kv, int64_t i, int64_t r, int64_t
                    r * j->sr + h * j->sh + t * j->st + c);
 }
 
+/* Element c of key (kv = 0) or value (kv = 1) t < tn of a bfloat16-pair
+** history (kcpu.h). */
+static float pair_el(const kcpu_attn_job *j, int kv, int64_t r, int64_t h, int64_t t, int64_t c) {
+    uint32_t u = kv ? j->vhp[r * j->sr + (t / 2) * j->st + h * j->sh + c]
+                    : j->khp[r * j->ksr + h * j->ksh + (c / 2) * j->ksc + t];
+    int half = kv ? (int)(t & 1) : (int)(c & 1);
+    return kcpu_bf16_val((uint16_t)(half ? u >> 16 : u & 0xffffu));
+}
+
+/* kv_el, or pair_el for the history of a bfloat16-pair job. */
+static float el(const kcpu_attn_job *j, int kv, int64_t i, int64_t r, int64_t h, int64_t tn,
+                int64_t t, int64_t c) {
+    if (j->khp && t < tn) return pair_el(j, kv, r, h, t, c);
+    return kv_el(j, kv, i, r, h, tn, t, c);
+}
+
+/* A query element or weight as the job uses it: rounded to bfloat16 for
+** the history of a bfloat16-pair job. */
+static float as_used(const kcpu_attn_job *j, float x, bool hist) {
+    return j->khp && hist ? kcpu_bf16_val(kcpu_bf16_of(x)) : x;
+}
+
 void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
     float *s = j->scratch;
     for (int64_t i = 0; i < j->n; i++) {
@@ -42,7 +64,7 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
             for (int64_t t = t0; t < tk; t++) {
                 float dot = 0.0f;
                 for (int64_t c = 0; c < j->dk; c++) {
-                    dot += q[c] * kv_el(j, 0, i, r, h, tn, t, c);
+                    dot += as_used(j, q[c], t < tn) * el(j, 0, i, r, h, tn, t, c);
                 }
                 s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0f);
                 mx = s[t] > mx ? s[t] : mx;
@@ -56,7 +78,7 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
             for (int64_t c = 0; c < j->dk; c++) {
                 float acc = 0.0f;
                 for (int64_t t = t0; t < tk; t++) {
-                    acc += s[t] * kv_el(j, 1, i, r, h, tn, t, c);
+                    acc += as_used(j, s[t], t < tn) * el(j, 1, i, r, h, tn, t, c);
                 }
                 o[c] = acc * inv;
             }
@@ -64,8 +86,26 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
     }
 }
 
+bool kcpu_attn_bf16_fast(void) {
+#ifdef MT_HAVE_AVX512_BUILD
+    return kcpu_isa_active() >= KCPU_ISA_AVX512 && kcpu_cpu_has_avx512_bf16();
+#else
+    return false;
+#endif
+}
+
 void kcpu_attn_rows(const kcpu_attn_job *j) {
     kcpu_isa isa = kcpu_isa_active();
+    if (j->khp) {
+#ifdef MT_HAVE_AVX512_BUILD
+        if (kcpu_attn_bf16_fast() && kcpu_attn_bf16_shape(j)) {
+            kcpu_attn_rows_bf16_avx512(j);
+            return;
+        }
+#endif
+        kcpu_attn_rows_ref(j);
+        return;
+    }
 #ifdef MT_HAVE_AVX512_BUILD
     if (isa >= KCPU_ISA_AVX512) {
         kcpu_attn_rows_avx512(j);

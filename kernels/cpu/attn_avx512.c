@@ -235,7 +235,12 @@ ALWAYS_INLINE attn_next next_keys(const kcpu_attn_job *j, int64_t i, int64_t r) 
     attn_next nx = {NULL, NULL, 0, 0};
     const int64_t rn = i < j->n ? (j->ids ? j->ids[i] : i) : r;
     if (rn == r) return nx;
-    if (j->kh16) { /* keys [N0, H, dk, th] (ksc > 0), values sr per row */
+    if (j->khp) { /* bfloat16 pairs: 32-bit units */
+        nx.k = (const char *)(j->khp + rn * j->ksr);
+        nx.v = (const char *)(j->vhp + rn * j->sr);
+        nx.kbytes = 4 * j->heads * j->ksh;
+        nx.vbytes = 4 * j->sr;
+    } else if (j->kh16) { /* keys [N0, H, dk, th] (ksc > 0), values sr per row */
         nx.k = (const char *)(j->kh16 + rn * j->ksr);
         nx.v = (const char *)(j->vh16 + rn * j->sr);
         nx.kbytes = 2 * j->heads * j->ksh;
@@ -735,6 +740,236 @@ void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
         span_rows(j);
     } else {
         rows_f32(j);
+    }
+}
+
+/* --------------------------------------------- bfloat16 pairs (contexts) */
+
+/* tail_mask for any count: none below 1. */
+ALWAYS_INLINE __mmask16 any_mask(int64_t left) { return left > 0 ? tail_mask(left) : 0; }
+
+/* Scratch of the bfloat16 path past the scores (kcpu_attn_scratch_floats'
+** second part, heads dk (th rounded up to 16) floats): each row's query in
+** bfloat16 pairs (a head's written as whole vectors of 16 pairs, the next
+** head's written after it), then one head's weights in pairs per row. */
+typedef struct bp_scratch {
+    uint32_t *qp; /* [4][heads][dk / 2] */
+    uint32_t *ep; /* [4][np]: np = (th + 1) / 2 rounded up to 16 */
+    int64_t np;
+} bp_scratch;
+
+/* Floats lo <= i < n of p as bfloat16 pairs (unit u: floats 2u, 2u + 1)
+** to units from lo / 2 on, the floats outside [lo, n) as zeros; whole
+** vectors of 16 units stored (from lo / 2 rounded down to 16). */
+ALWAYS_INLINE void bf16_pairs(int64_t lo, int64_t n, const float *p, uint32_t *y) {
+    for (int64_t c = lo / 32 * 16; 2 * c < n; c += 16) {
+        const int64_t e = 2 * c;
+        const __mmask16 m0 = any_mask(n - e) & (__mmask16)~any_mask(lo - e);
+        const __mmask16 m1 = any_mask(n - e - 16) & (__mmask16)~any_mask(lo - e - 16);
+        const __m512 a = _mm512_maskz_loadu_ps(m0, p + e),
+                     b = _mm512_maskz_loadu_ps(m1, p + e + 16);
+        _mm512_storeu_si512(y + c, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+    }
+}
+
+/* Scores of the m rows of a run (one id) over keys [0, hi): for each head,
+** kb blocks of 16 keys per pass, each pair of elements one vdpbf16ps of a
+** key vector (16 keys x 2 elements) by the row's broadcast query pair. */
+ALWAYS_INLINE void bp_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
+                             int64_t ld, int64_t hi, const uint32_t *qp, const attn_next *nx) {
+    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->ksc, d2 = j->dk / 2, hn = j->heads;
+    const __m512 va = _mm512_set1_ps(j->alpha);
+    for (int64_t h = 0; h < hn; h++) {
+        prefetch_part(nx, h, hn);
+        const uint32_t *kp = j->khp + r * j->ksr + h * j->ksh;
+        for (int64_t t0 = 0; t0 < hi; t0 += 16 * kb) {
+            __mmask16 mk[4];
+            __m512 a[4][4];
+#pragma GCC unroll 4
+            for (int b = 0; b < kb; b++) {
+                mk[b] = any_mask(hi - t0 - 16 * b);
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    a[u][b] = _mm512_setzero_ps();
+                }
+            }
+            for (int64_t c2 = 0; c2 < d2; c2++) {
+                __m512i kv[4];
+#pragma GCC unroll 4
+                for (int b = 0; b < kb; b++) {
+                    kv[b] = _mm512_maskz_loadu_epi32(mk[b], kp + c2 * ksc + t0 + 16 * b);
+                }
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    const __m512i qb = _mm512_set1_epi32((int)qp[(u * hn + h) * d2 + c2]);
+#pragma GCC unroll 4
+                    for (int b = 0; b < kb; b++) {
+                        a[u][b] = _mm512_dpbf16_ps(a[u][b], (__m512bh)kv[b], (__m512bh)qb);
+                    }
+                }
+            }
+#pragma GCC unroll 4
+            for (int u = 0; u < m; u++) {
+#pragma GCC unroll 4
+                for (int b = 0; b < kb; b++) {
+                    _mm512_storeu_ps(j->scratch + (u * hn + h) * ld + t0 + 16 * b,
+                                     _mm512_mul_ps(a[u][b], va));
+                }
+            }
+        }
+    }
+}
+
+/* bp_scores with m and the blocks per pass constants: at most 16
+** accumulators, and no more blocks than the keys have. */
+static __attribute__((noinline)) void bp_scores_run(const kcpu_attn_job *j, int64_t m, int64_t i0,
+                                                    int64_t ld, int64_t hi, const uint32_t *qp,
+                                                    const attn_next *nx) {
+    const int64_t nb = (hi + 15) / 16;
+    const int64_t kb = nb < (m >= 3 ? 3 : 4) ? (nb < 1 ? 1 : nb) : (m >= 3 ? 3 : 4);
+    switch (m * 8 + kb) {
+    case 8 + 1: bp_scores(1, 1, j, i0, ld, hi, qp, nx); break;
+    case 8 + 2: bp_scores(1, 2, j, i0, ld, hi, qp, nx); break;
+    case 8 + 3: bp_scores(1, 3, j, i0, ld, hi, qp, nx); break;
+    case 8 + 4: bp_scores(1, 4, j, i0, ld, hi, qp, nx); break;
+    case 16 + 1: bp_scores(2, 1, j, i0, ld, hi, qp, nx); break;
+    case 16 + 2: bp_scores(2, 2, j, i0, ld, hi, qp, nx); break;
+    case 16 + 3: bp_scores(2, 3, j, i0, ld, hi, qp, nx); break;
+    case 16 + 4: bp_scores(2, 4, j, i0, ld, hi, qp, nx); break;
+    case 24 + 1: bp_scores(3, 1, j, i0, ld, hi, qp, nx); break;
+    case 24 + 2: bp_scores(3, 2, j, i0, ld, hi, qp, nx); break;
+    case 24 + 3: bp_scores(3, 3, j, i0, ld, hi, qp, nx); break;
+    case 32 + 1: bp_scores(4, 1, j, i0, ld, hi, qp, nx); break;
+    case 32 + 2: bp_scores(4, 2, j, i0, ld, hi, qp, nx); break;
+    default: bp_scores(4, 3, j, i0, ld, hi, qp, nx); break;
+    }
+}
+
+/* The weighted sums of head h for the m rows of a run: each pair of
+** positions one vdpbf16ps of a value vector (16 elements x 2 positions) by
+** the row's broadcast weight pair; nx = dk / 16 vectors per pair of
+** positions, chains by the pair's parity where the registers allow. */
+ALWAYS_INLINE void bp_weigh(const int m, const int nx, const kcpu_attn_job *j, int64_t r, int64_t h,
+                            int64_t p0, int64_t tn, const uint32_t *ep, int64_t np,
+                            const float *inv, float *const *o) {
+    enum { W = 2 };
+    const int w2 = m * nx <= 8 ? 2 : 1;
+    const uint32_t *vp = j->vhp + r * j->sr + h * j->sh;
+    __m512 a[W][4][4];
+#pragma GCC unroll 2
+    for (int w = 0; w < W; w++) {
+#pragma GCC unroll 4
+        for (int u = 0; u < m; u++) {
+#pragma GCC unroll 4
+            for (int x = 0; x < nx; x++) {
+                a[w][u][x] = _mm512_setzero_ps();
+            }
+        }
+    }
+    const int64_t p_n = (tn + 1) / 2;
+    for (int64_t p = p0; p < p_n; p += w2) {
+#pragma GCC unroll 2
+        for (int w = 0; w < w2; w++) {
+            if (w == 1 && p + 1 >= p_n) {
+                break;
+            }
+            __m512i v[4];
+#pragma GCC unroll 4
+            for (int x = 0; x < nx; x++) {
+                v[x] = _mm512_loadu_si512(vp + (p + w) * j->st + 16 * x);
+            }
+#pragma GCC unroll 4
+            for (int u = 0; u < m; u++) {
+                const __m512i wb = _mm512_set1_epi32((int)ep[u * np + p + w]);
+#pragma GCC unroll 4
+                for (int x = 0; x < nx; x++) {
+                    a[w][u][x] = _mm512_dpbf16_ps(a[w][u][x], (__m512bh)v[x], (__m512bh)wb);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < m; u++) {
+        const __m512 vi = _mm512_set1_ps(inv[u]);
+#pragma GCC unroll 4
+        for (int x = 0; x < nx; x++) {
+            __m512 s = w2 == 2 ? _mm512_add_ps(a[0][u][x], a[1][u][x]) : a[0][u][x];
+            _mm512_storeu_ps(o[u] + 16 * x, _mm512_mul_ps(s, vi));
+        }
+    }
+}
+
+static __attribute__((noinline)) void bp_weigh_run(const kcpu_attn_job *j, int64_t m, int64_t r,
+                                                   int64_t h, int64_t p0, int64_t tn,
+                                                   const uint32_t *ep, int64_t np, const float *inv,
+                                                   float *const *o) {
+    switch (m * 8 + j->dk / 16) {
+    case 8 + 1: bp_weigh(1, 1, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 8 + 2: bp_weigh(1, 2, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 8 + 3: bp_weigh(1, 3, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 8 + 4: bp_weigh(1, 4, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 16 + 1: bp_weigh(2, 1, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 16 + 2: bp_weigh(2, 2, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 16 + 3: bp_weigh(2, 3, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 16 + 4: bp_weigh(2, 4, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 24 + 1: bp_weigh(3, 1, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 24 + 2: bp_weigh(3, 2, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 24 + 3: bp_weigh(3, 3, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 24 + 4: bp_weigh(3, 4, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 32 + 1: bp_weigh(4, 1, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 32 + 2: bp_weigh(4, 2, j, r, h, p0, tn, ep, np, inv, o); break;
+    case 32 + 3: bp_weigh(4, 3, j, r, h, p0, tn, ep, np, inv, o); break;
+    default: bp_weigh(4, 4, j, r, h, p0, tn, ep, np, inv, o); break;
+    }
+}
+
+/* A job over bfloat16 pairs (kcpu_attn_bf16_shape: transposed keys, no
+** recent keys, dk 16, 32, 48 or 64): runs of up to 4 rows with the same id, length
+** and first key (a sentence's hypotheses over its context) share each key
+** and value vector.  Per run: the queries to pairs, the scores of every
+** head, the softmaxes (as the other histories'), then per head the
+** weights to pairs (those before the first key zero) and the weighted
+** sums from the first key's pair on. */
+void kcpu_attn_rows_bf16_avx512(const kcpu_attn_job *j) {
+    const int64_t hn = j->heads, dk = j->dk, d2 = dk / 2, ld = j->th + 64;
+    bp_scratch bs;
+    bs.qp = (uint32_t *)(j->scratch + 4 * hn * (j->th + 64));
+    bs.np = ((j->th + 1) / 2 + 15) / 16 * 16;
+    bs.ep = bs.qp + 4 * hn * d2;
+    for (int64_t i0 = 0; i0 < j->n;) {
+        int64_t m = 1;
+        while (m < 4 && i0 + m < j->n && j->ids && j->ids[i0 + m] == j->ids[i0] &&
+               (!j->lens || j->lens[i0 + m] == j->lens[i0]) &&
+               (!j->starts || j->starts[i0 + m] == j->starts[i0])) {
+            m++;
+        }
+        const int64_t r = j->ids ? j->ids[i0] : i0, tn = j->lens ? j->lens[i0] : j->th;
+        const int64_t s0 = j->starts ? j->starts[i0] : 0;
+        for (int64_t u = 0; u < m; u++) {
+            for (int64_t h = 0; h < hn; h++) {
+                bf16_pairs(0, dk, j->q + (i0 + u) * j->ldq + h * dk, bs.qp + (u * hn + h) * d2);
+            }
+        }
+        const attn_next nx = next_keys(j, i0 + m, r); /* the next run's, prefetched */
+        bp_scores_run(j, m, i0, ld, tn, bs.qp, &nx);
+        const float *mrow = j->mask ? j->mask + r * j->th + s0 : NULL;
+        float inv[4][8];
+        for (int64_t h8 = 0; h8 < hn; h8 += 8) {
+            const int nh = hn - h8 < 8 ? (int)(hn - h8) : 8;
+            for (int64_t u = 0; u < m; u++) {
+                softmax_heads(nh, tn - s0, j->scratch + (u * hn + h8) * ld + s0, ld, mrow, inv[u]);
+            }
+            for (int64_t h = h8; h < h8 + nh; h++) {
+                float iv[4], *o[4];
+                for (int64_t u = 0; u < m; u++) {
+                    bf16_pairs(s0, tn, j->scratch + (u * hn + h) * ld, bs.ep + u * bs.np);
+                    iv[u] = inv[u][h - h8];
+                    o[u] = j->o + (i0 + u) * j->ldo + h * dk;
+                }
+                bp_weigh_run(j, m, r, h, s0 / 2, tn, bs.ep, bs.np, iv, o);
+            }
+        }
+        i0 += m;
     }
 }
 

@@ -87,3 +87,40 @@ void kcpu_f32_to_f16(int64_t n, const float *x, uint16_t *y) {
     }
     kcpu_f32_to_f16_ref(n, x, y);
 }
+
+void kcpu_bf16_to_f32(int64_t n, const uint16_t *x, float *y) {
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = kcpu_bf16_val(x[i]);
+    }
+}
+
+void kcpu_f32_to_bf16_ref(int64_t n, const float *x, uint16_t *y) {
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = kcpu_bf16_of(x[i]);
+    }
+}
+
+void kcpu_f32_to_bf16(int64_t n, const float *x, uint16_t *y) {
+#ifdef MT_HAVE_AVX512_BUILD
+    if (kcpu_isa_active() >= KCPU_ISA_AVX512) {
+        kcpu_f32_to_bf16_avx512(n, x, y);
+        return;
+    }
+#endif
+    kcpu_f32_to_bf16_ref(n, x, y);
+}
+
+void kcpu_f32_to_bf16_pairs(int64_t rows, int64_t len, const float *x, uint32_t *y) {
+#ifdef MT_HAVE_AVX512_BUILD
+    if (kcpu_isa_active() >= KCPU_ISA_AVX512) {
+        kcpu_f32_to_bf16_pairs_avx512(rows, len, x, y);
+        return;
+    }
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        const float *e = x + 2 * r * len, *o = e + len;
+        for (int64_t i = 0; i < len; i++) {
+            y[r * len + i] = (uint32_t)kcpu_bf16_of(e[i]) | (uint32_t)kcpu_bf16_of(o[i]) << 16;
+        }
+    }
+}

@@ -24,7 +24,7 @@
 char *openblas_get_corename(void);
 
 typedef struct cpu_caps {
-    bool avx2, fma, f16c, avx512, vnni;
+    bool avx2, fma, f16c, avx512, vnni, bf16;
     bool amd;
     unsigned family;
 } cpu_caps;
@@ -68,6 +68,11 @@ static cpu_caps cpu_probe(void) {
     bool f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
     c.avx512 = os_avx512 && f && dq && bw && vl && c.avx2 && c.fma && c.f16c;
     c.vnni = c.avx512 && ((cx >> 11) & 1);
+    unsigned max_sub = a;
+    if (c.avx512 && max_sub >= 1) {
+        __cpuid_count(7, 1, a, b, cx, d);
+        c.bf16 = (a >> 5) & 1; /* AVX512_BF16 */
+    }
     return c;
 }
 
@@ -141,6 +146,8 @@ const char *kcpu_isa_name(kcpu_isa isa) {
 bool kcpu_cpu_has_avx512_vnni(void) {
     return cpu_caps_get()->vnni;
 }
+
+bool kcpu_cpu_has_avx512_bf16(void) { return cpu_caps_get()->bf16; }
 
 /* OpenBLAS 0.3.21 knows AMD up to family 0x19 (Zen 3/4: it picks Cooperlake
 ** or SkylakeX there); family 0x1a (Zen 5) and later get a non-AVX-512 set. */

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,7 @@ kcpu_isa kcpu_isa_detect(void);
 kcpu_isa kcpu_isa_force(kcpu_isa isa);
 const char *kcpu_isa_name(kcpu_isa isa);
 bool kcpu_cpu_has_avx512_vnni(void);
+bool kcpu_cpu_has_avx512_bf16(void); /* AVX-512 with the BF16 instructions */
 
 /* Sets OPENBLAS_CORETYPE=SkylakeX (unless already set) when the CPU has
 ** AVX-512 but OpenBLAS 0.3.21 would not recognise it (Zen 4/5).  Must run
@@ -201,6 +203,32 @@ void kcpu_gather_bytes(int64_t n_ids, const int32_t *ids, size_t bytes, const vo
 /* f16 <-> f32 arrays. */
 void kcpu_f16_to_f32(int64_t n, const uint16_t *x, float *y);
 void kcpu_f32_to_f16(int64_t n, const float *x, uint16_t *y);
+/* bfloat16 (the upper half of a float32) <-> f32 arrays, as the AVX-512
+** BF16 conversion (vcvtne2ps2bf16): rounded to nearest even, subnormal
+** inputs to signed zero, NaN kept quiet; widening is exact. */
+void kcpu_bf16_to_f32(int64_t n, const uint16_t *x, float *y);
+void kcpu_f32_to_bf16(int64_t n, const float *x, uint16_t *y);
+void kcpu_f32_to_bf16_ref(int64_t n, const float *x, uint16_t *y);
+void kcpu_f32_to_bf16_avx512(int64_t n, const float *x, uint16_t *y);
+/* Row pairs to bfloat16 pairs: for each of rows pairs of f32 rows (x + 2 r
+** len: the even row, then the odd one), y[r len + i] holds element i of
+** the even row in its low half and of the odd one in its high half
+** (kcpu_bf16_of each): [R, 2, L] -> [R, L, 2]. */
+void kcpu_f32_to_bf16_pairs(int64_t rows, int64_t len, const float *x, uint32_t *y);
+void kcpu_f32_to_bf16_pairs_avx512(int64_t rows, int64_t len, const float *x, uint32_t *y);
+static inline uint16_t kcpu_bf16_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN */
+    if ((u & 0x7f800000u) == 0) u &= 0x80000000u; /* subnormal: signed zero */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static inline float kcpu_bf16_val(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /* ---------------------------------------------------------- optimizer */
 
@@ -762,7 +790,30 @@ typedef struct kcpu_attn_job {
     const uint16_t *kh16, *vh16; /* f16 history (ksc > 0), or NULL */
     const int32_t *starts;       /* or NULL: row i's keys t < starts[i] are left
                                     out (0 <= starts[i] < tn + tr)          */
+    const uint32_t *khp, *vhp;   /* bfloat16 pairs (below), or NULL         */
 } kcpu_attn_job;
+
+/* bfloat16 pairs (khp, vhp; kh, vh, kh16 and vh16 unused; ksc > 0, dk
+** even): each 32-bit unit holds two bfloat16, the even one in the low
+** half, so that one AVX-512 BF16 dot product (vdpbf16ps) takes two
+** multiply-adds per lane with no conversion.  Keys pair elements: unit
+** r ksr + h ksh + (c / 2) ksc + t holds elements c & ~1 and c | 1 of key t
+** ([N0, H, dk / 2, Th, 2]); values pair positions: unit r sr + (t / 2) st +
+** h sh + c holds element c of positions t & ~1 and t | 1 ([N0, ceil(Th /
+** 2), H dk, 2]: st = H dk, sh = dk), a position past the last one zero.
+** The query and the softmax weights are rounded to bfloat16 (nearest
+** even, as kcpu_f32_to_bf16) before their products; scores, softmax and
+** sums stay f32 (the weights' sum, 1 / sum, from the unrounded weights).
+** The vectorized variant (kcpu_attn_bf16_fast: AVX-512 with BF16) takes
+** rows without recent keys and dk of 16, 32, 48 or 64; the reference
+** takes any (its recent keys and values stay f32). */
+bool kcpu_attn_bf16_fast(void);
+void kcpu_attn_rows_bf16_avx512(const kcpu_attn_job *j);
+/* Whether kcpu_attn_rows_bf16_avx512 takes the job (else the reference
+** runs it). */
+static inline bool kcpu_attn_bf16_shape(const kcpu_attn_job *j) {
+    return j->ksc > 0 && j->tr == 0 && j->dk % 16 == 0 && j->dk <= 64;
+}
 
 void kcpu_attn_rows(const kcpu_attn_job *j);
 /* Scratch floats of kcpu_attn_rows for rows of up to `keys` keys: the
