@@ -54,6 +54,9 @@
 ** the length limit) are scored too; the rows/out column is the ratio.
 ** Padding is not counted (a sentence's finished hypotheses leave the rows).
 **
+** --kv-cache: the decoder caches of every row (as mtpe translate's: auto,
+** float32, float16 or bfloat16), to time the bfloat16 contexts.
+**
 ** Threads: each thread has its own app_translate_worker (made before the
 ** clock starts, and warmed by one mini-batch) and single-threaded BLAS;
 ** searches, in input order, go to whichever thread is free.  Sentences are
@@ -108,6 +111,8 @@ static const app_opt bt_opts[] = {
      "int8 GOP/s of one core for the limit (0: measure vpdpbusd)"},
     {"rows", 0, APP_OPT_STRING, NULL, NULL,
      "gemm table: only these rows, GEMM:BEAM:BATCH comma-separated (e.g. int8:1:32,int8+sl:1:32)"},
+    {"kv-cache", 0, APP_OPT_STRING, "auto", NULL,
+     "decoder caches of every row, as mtpe translate's --kv-cache"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages"},
 };
 static const int n_bt_opts = (int)(sizeof bt_opts / sizeof bt_opts[0]);
@@ -300,6 +305,7 @@ typedef struct bt_ctx {
     char peak_buf[96];    /* "measured ... throughput" */
     double f32_b4_b32, i8sl_b4_b32; /* src tok/s for the ratio */
     const char *rows;               /* --rows: the gemm rows to run (NULL: all) */
+    app_kv_cache kv_cache;          /* --kv-cache */
 } bt_ctx;
 
 typedef struct bt_row {
@@ -335,6 +341,7 @@ static mt_status bt_row_run(bt_ctx *c, const bt_row *row, bt_meas *out) {
     app_translate_params p = app_translate_default_params();
     p.beam_size = row->beam;
     p.gemm_type = row->gemm;
+    p.kv_cache = c->kv_cache;
     int per_search = row->batch;
     if (row->topup) {
         p.max_active = c->max_active > 0 ? c->max_active : row->batch;
@@ -630,6 +637,11 @@ int app_bench_translate_main(int argc, char **argv) {
         !(c.usd_per_hour > 0) || app_opts_float(o, "peak-gops") < 0) {
         fprintf(stderr, "mtpe bench translate: --lines and --top-up-pool must be >= 1, "
                         "--repeat 1..64, --max-active >= 0, --usd-per-hour > 0\n");
+        ret = 2;
+        goto done;
+    }
+    if (app_kv_cache_parse(app_opts_str(o, "kv-cache"), &c.kv_cache) != MT_OK) {
+        fprintf(stderr, "mtpe bench translate: %s\n", mt_errmsg());
         ret = 2;
         goto done;
     }

@@ -118,5 +118,11 @@ got=$(grep -E '^(float32|int8|int8\+sl) +[14] +(1|32) ' "$tmp/r" | awk '{print $
 grep -q 'GEMM:BEAM:BATCH' "$tmp/r" || fail "--rows int8:2:32: $(cat "$tmp/r")"
 "$mtpe" bench translate "${m[@]}" --tables nothing >/dev/null 2>&1 && fail "--tables nothing: exit 0"
 "$mtpe" bench translate "${m[@]}" --usd-per-hour 0 >/dev/null 2>&1 && fail "--usd-per-hour 0: exit 0"
+# --kv-cache: as translate's (bfloat16 contexts timed), a bad value refused
+"$mtpe" bench translate "${m[@]}" --tables gemm --peak-gops 500 --rows int8:4:32 --kv-cache bfloat16 \
+    >"$tmp/k" 2>&1 || fail "--kv-cache bfloat16: $(cat "$tmp/k")"
+grep -qE '^int8 +4 +32 ' "$tmp/k" || fail "--kv-cache bfloat16: no int8 row: $(cat "$tmp/k")"
+"$mtpe" bench translate "${m[@]}" --kv-cache half >"$tmp/k" 2>&1 && fail "--kv-cache half: exit 0"
+grep -q -- "--kv-cache: 'half'" "$tmp/k" || fail "--kv-cache half: $(cat "$tmp/k")"
 
 cli_finish bench_translate_cli
