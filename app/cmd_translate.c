@@ -888,7 +888,7 @@ static mt_status load_everything(tr_ctx *c) {
     if (krc != MT_OK) return krc;
     if (!app_opts_flag(o, "quiet") && app_kv_cache_f16(p.kv_cache, p.gemm_type))
         mt_log(MT_LOG_INFO, "decoder caches: float16%s (--kv-cache)",
-               app_kv_cache_bf16(p.kv_cache, p.gemm_type)
+               app_kv_cache_bf16(p.kv_cache)
                    ? ", the contexts in bfloat16 where the CPU has AVX-512 BF16"
                    : "");
     if (p.max_length < 0) p.max_length = 0;

@@ -144,7 +144,7 @@ static mt_status new_graph(mt_gemm_type gemm_type, app_kv_cache kv, mt_graph **g
     gp.release_values = true;
     gp.gemm_type = gemm_type;
     gp.kv_f16 = app_kv_cache_f16(kv, gemm_type);
-    gp.kv_bf16 = app_kv_cache_bf16(kv, gemm_type);
+    gp.kv_bf16 = app_kv_cache_bf16(kv);
     return mt_graph_init(NULL, gp, g);
 }
 
@@ -164,10 +164,7 @@ bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt) {
            (kv == APP_KV_AUTO && gt != MT_GEMM_FLOAT32);
 }
 
-bool app_kv_cache_bf16(app_kv_cache kv, mt_gemm_type gt) {
-    (void)gt;
-    return kv == APP_KV_BFLOAT16;
-}
+bool app_kv_cache_bf16(app_kv_cache kv) { return kv == APP_KV_BFLOAT16; }
 
 /* The state's nodes outlive the graph's forward (the next graph imports them). */
 static void keep_state(mt_graph *g, const mt_dec_state *st) {

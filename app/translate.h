@@ -76,7 +76,7 @@ mt_status app_kv_cache_parse(const char *s, app_kv_cache *out);
 bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt);
 /* Whether the contexts are asked for in bfloat16 pairs (the graph keeps
 ** them so where its device can: mt_graph_kv_bf16). */
-bool app_kv_cache_bf16(app_kv_cache kv, mt_gemm_type gt);
+bool app_kv_cache_bf16(app_kv_cache kv);
 
 /* A scorer for model m (not owned; shared read-only with other threads);
 ** its graphs multiply by weight matrices as gemm_type says (engine/mt.h)

@@ -181,8 +181,8 @@ typedef struct mt_device_ops {
     /* Appended: kcpu_f32_to_bf16_pairs (the bfloat16 pairs of mt_cast_pairs). */
     void (*f32_to_bf16_pairs)(mt_device *d, int64_t rows, int64_t len, const float *x, uint32_t *y);
     /* Appended: whether attn_rows multiplies bfloat16 pairs (mt_dev_attn khp, vhp)
-    ** without widening them (kcpu_attn_bf16_fast); NULL: no. */
-    bool (*attn_bf16)(mt_device *d);
+    ** of heads of dk without widening them (kcpu_attn_bf16_fast, _dk); NULL: no. */
+    bool (*attn_bf16)(mt_device *d, int64_t dk);
 } mt_device_ops;
 
 /* Mirrors of the kcpu enums, so that engine code need not include kcpu.h. */

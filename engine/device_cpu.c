@@ -164,9 +164,9 @@ static void cpu_f32_to_bf16_pairs(mt_device *d, int64_t rows, int64_t len, const
     kcpu_f32_to_bf16_pairs(rows, len, x, y);
 }
 
-static bool cpu_attn_bf16(mt_device *d) {
+static bool cpu_attn_bf16(mt_device *d, int64_t dk) {
     (void)d;
-    return kcpu_attn_bf16_fast();
+    return kcpu_attn_bf16_fast() && kcpu_attn_bf16_dk(dk);
 }
 
 static size_t cpu_attn_scratch_bytes(mt_device *d, int64_t heads, int64_t dk, int64_t keys) {

@@ -1010,10 +1010,10 @@ void mt_graph_set_training(mt_graph *g, bool training) { g->training = training;
 bool mt_graph_training(const mt_graph *g) { return g->training; }
 bool mt_graph_kv_f16(const mt_graph *g) { return g->prm.kv_f16 && !g->training; }
 
-bool mt_graph_kv_bf16(const mt_graph *g) {
+bool mt_graph_kv_bf16(const mt_graph *g, int64_t dk) {
     const mt_device_ops *ops = graph_ops(g);
     return mt_graph_kv_f16(g) && g->prm.kv_bf16 && ops->attn_bf16 &&
-           ops->attn_bf16(graph_device(g));
+           ops->attn_bf16(graph_device(g), dk);
 }
 mt_status mt_graph_status(const mt_graph *g) { return g->err; }
 

@@ -231,8 +231,8 @@ typedef struct mt_graph_params {
     ** (the layout of kcpu.h's bfloat16-pair jobs), where the device's fused
     ** attention multiplies them without widening (AVX-512 BF16:
     ** mt_graph_kv_bf16); the queries and weights are then rounded to
-    ** bfloat16 too (2^-9 relative).  mtpe turns it on with the integer gemm
-    ** types (app/scorer_model.c). */
+    ** bfloat16 too (2^-9 relative).  mtpe turns it on with --kv-cache
+    ** bfloat16 only (app/scorer_model.c). */
     bool kv_bf16;
 } mt_graph_params;
 
@@ -246,8 +246,8 @@ void mt_graph_set_training(mt_graph *g, bool training);
 bool mt_graph_training(const mt_graph *g);
 bool mt_graph_kv_f16(const mt_graph *g); /* kv_f16 and not training */
 /* kv_f16, kv_bf16, not training, and the device's fused attention has the
-** bfloat16 dot products (mt_device_ops.attn_bf16). */
-bool mt_graph_kv_bf16(const mt_graph *g);
+** bfloat16 dot products for heads of dk (mt_device_ops.attn_bf16). */
+bool mt_graph_kv_bf16(const mt_graph *g, int64_t dk);
 /* Reseeds the dropout RNG (engine/graph_seed.c).  mtpe train reseeds from
 ** (seed, update) before every update, so that a run resumed from a
 ** checkpoint draws the same dropout masks as one that never stopped. */

@@ -31,7 +31,7 @@ static bool need_f32(mt_graph *g, const char *op, const mt_node *x) {
 ** mt_cast converts them; they never want a gradient. */
 static bool need_f32_or_f16(mt_graph *g, const char *op, const mt_node *x) {
     if (x->val.dtype == MT_F32 || x->val.dtype == MT_F16 || x->val.dtype == MT_BF16) return true;
-    graph_fail(g, MT_ERR_INVALID, "%s: expected a float32 or float16 input, got %s", op,
+    graph_fail(g, MT_ERR_INVALID, "%s: expected a float32, float16 or bfloat16 input, got %s", op,
                mt_dtype_name(x->val.dtype));
     return false;
 }

@@ -517,23 +517,13 @@ static mt_node *kv_store(mt_graph *g, mt_node *x) {
     return mt_graph_kv_f16(g) ? mt_cast(g, x, MT_F16) : x;
 }
 
-/* Whether the state keeps the cross-attention contexts in bfloat16 pairs
-** (mt_graph_kv_bf16; head sizes the device's bfloat16 attention takes:
-** kcpu_attn_bf16_shape). */
-static bool ctx_pairs(const mt_graph *g, int64_t dk) {
-    return mt_graph_kv_bf16(g) && dk % 16 == 0 && dk <= 64;
-}
-
-/* Context keys [B, S, D] as bfloat16 pairs of elements per key, [B, H,
-** dk / 2, S, 2] (kcpu.h): transposed per head as the f16 keys, then lines
-** 2c and 2c + 1 paired. */
-static mt_node *ctx_key_pairs(mt_graph *g, mt_node *kh, int64_t b, int64_t s, int64_t h,
-                              int64_t dk) {
-    static const int to_kt[4] = {0, 2, 3, 1}; /* [B, S, H, dk] -> [B, H, dk, S] */
-    mt_node *kt = mt_permute(g, mt_reshape(g, kh, mt_shape4(b, s, h, dk)), to_kt);
-    mt_shape sh = mt_shape4(b, h, dk / 2, 2);
-    sh.dim[sh.ndim++] = s;
-    return mt_cast_pairs(g, mt_reshape(g, kt, sh));
+/* Context keys transposed per head, kt [B, H, dk, S], as bfloat16 pairs of
+** elements per key, [B, H, dk / 2, S, 2] (kcpu.h): lines 2c and 2c + 1
+** paired. */
+static mt_node *ctx_key_pairs(mt_graph *g, mt_node *kt) {
+    mt_shape sh = mt_node_shape(kt), sp = mt_shape4(sh.dim[0], sh.dim[1], sh.dim[2] / 2, 2);
+    sp.dim[sp.ndim++] = sh.dim[3];
+    return mt_cast_pairs(g, mt_reshape(g, kt, sp));
 }
 
 /* Context values [B, S, D] as bfloat16 pairs of positions, [B, ceil(S / 2),
@@ -1285,15 +1275,15 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
             }
             static const int to_kt[4] = {0, 2, 3, 1}; /* [B, S, H, dk] -> [B, H, dk, S] */
             int64_t s_len = dim_of(kh, 1), h = c->heads;
-            if (ctx_pairs(g, t.d / h)) {
-                out->fixed[k] = ctx_key_pairs(g, kh, enc->batch, s_len, h, t.d / h);
+            mt_node *kt =
+                mt_permute(g, mt_reshape(g, kh, mt_shape4(enc->batch, s_len, h, t.d / h)), to_kt);
+            if (mt_graph_kv_bf16(g, t.d / h)) { /* the bfloat16 attention's head sizes */
+                out->fixed[k] = ctx_key_pairs(g, kt);
                 out->fixed[k + 1] = ctx_value_pairs(g, vh, enc->batch, s_len, t.d);
-                continue;
+            } else {
+                out->fixed[k] = kv_store(g, kt);
+                out->fixed[k + 1] = kv_store(g, vh);
             }
-            out->fixed[k] = kv_store(
-                g, mt_permute(g, mt_reshape(g, kh, mt_shape4(enc->batch, s_len, h, t.d / h)),
-                              to_kt));
-            out->fixed[k + 1] = kv_store(g, vh);
         }
     }
     for (int j = 0; j < enc->n; j++)

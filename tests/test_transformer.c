@@ -508,7 +508,10 @@ static void test_fold(const char *dir, const char *sv, const char *tv, int kv) {
         fprintf(stderr, "%s: no growing caches, fold refused\n", dir);
         goto done;
     }
-    const mt_dtype ctx_dtype = kv == 2 && mt_graph_kv_bf16(gb) ? MT_BF16 : kv16 ? MT_F16 : MT_F32;
+    const mt_model_config *mc = mt_model_get_config(fx.m);
+    const mt_dtype ctx_dtype = kv == 2 && mt_graph_kv_bf16(gb, mc->dim_emb / mc->heads) ? MT_BF16
+                               : kv16                                                   ? MT_F16
+                                                                                        : MT_F32;
     CHECK(sb.n_fixed > 0 && mt_node_dtype(sb.fixed[0]) == ctx_dtype &&
               mt_node_dtype(sb.fixed[1]) == mt_node_dtype(sb.fixed[0]),
           "%s: the context's keys and values as %s", dir, mt_dtype_name(ctx_dtype));

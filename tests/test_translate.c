@@ -191,9 +191,8 @@ static void test_kv_cache(void) {
     CHECK(app_kv_cache_parse("float16", &kv) == MT_OK && kv == APP_KV_FLOAT16, "parse float16");
     CHECK(app_kv_cache_parse("bfloat16", &kv) == MT_OK && kv == APP_KV_BFLOAT16, "parse bfloat16");
     CHECK(app_kv_cache_f16(APP_KV_BFLOAT16, MT_GEMM_FLOAT32) &&
-              app_kv_cache_bf16(APP_KV_BFLOAT16, MT_GEMM_INT8) &&
-              !app_kv_cache_bf16(APP_KV_AUTO, MT_GEMM_INT8) &&
-              !app_kv_cache_bf16(APP_KV_FLOAT16, MT_GEMM_INT8),
+              app_kv_cache_bf16(APP_KV_BFLOAT16) && !app_kv_cache_bf16(APP_KV_AUTO) &&
+              !app_kv_cache_bf16(APP_KV_FLOAT16),
           "bfloat16 contexts only when asked for (with f16 histories)");
     CHECK(app_kv_cache_parse("f16", &kv) == MT_ERR_INVALID && strstr(mt_errmsg(), "f16"),
           "parse f16: %s", mt_errmsg());

@@ -809,10 +809,12 @@ typedef struct kcpu_attn_job {
 ** takes any (its recent keys and values stay f32). */
 bool kcpu_attn_bf16_fast(void);
 void kcpu_attn_rows_bf16_avx512(const kcpu_attn_job *j);
+/* The head sizes kcpu_attn_rows_bf16_avx512 takes. */
+static inline bool kcpu_attn_bf16_dk(int64_t dk) { return dk % 16 == 0 && dk <= 64; }
 /* Whether kcpu_attn_rows_bf16_avx512 takes the job (else the reference
 ** runs it). */
 static inline bool kcpu_attn_bf16_shape(const kcpu_attn_job *j) {
-    return j->ksc > 0 && j->tr == 0 && j->dk % 16 == 0 && j->dk <= 64;
+    return j->ksc > 0 && j->tr == 0 && kcpu_attn_bf16_dk(j->dk);
 }
 
 void kcpu_attn_rows(const kcpu_attn_job *j);
