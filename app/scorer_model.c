@@ -36,6 +36,9 @@
 **
 ** When the beam only needs each row's argmax (beam 1, no scores asked for),
 ** the step returns the logits without the log-softmax (WNMT 2018 sec. 2.3).
+** When it needs each row's k best (beam > 1) and the output layer takes a
+** fixed integer GEMM, the step gives those instead of the logits
+** (mt_matmul_cols_topk: blocks of rows whose logits stay in cache).
 */
 #include <string.h>
 
@@ -93,6 +96,8 @@ struct app_model_scorer {
     int32_t cap_seqs;
     float *align_buf;
     size_t cap_align;
+    float *topk_buf; /* a step's mt_dec_step.topk rows [n, 2 k] */
+    size_t cap_topk;
     app_model_scorer_stats stats;
 };
 
@@ -219,6 +224,7 @@ void app_model_scorer_free(app_model_scorer *s) {
         mt_free(bufs[i]);
     mt_free(s->bseqs);
     mt_free(s->align_buf);
+    mt_free(s->topk_buf);
     mt_free(s);
 }
 
@@ -452,6 +458,27 @@ typedef struct step_out {
     int32_t *am_cols;
 } step_out;
 
+/* want's top_cols / logprobs [n, k] from the step's topk node [n, 2 k]
+** (each row's values, then their columns as floats). */
+static mt_status get_topk(app_model_scorer *s, mt_node *top, int32_t n, int32_t k,
+                          const step_out *want) {
+    size_t need = 2 * (size_t)n * (size_t)k;
+    if (need > s->cap_topk) {
+        float *q = mt_try_realloc(s->topk_buf, sizeof(float) * need);
+        if (q == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory (top-k)");
+        s->topk_buf = q;
+        s->cap_topk = need;
+    }
+    mt_status rc = mt_node_get(top, s->topk_buf, (int64_t)need);
+    for (size_t r = 0; rc == MT_OK && r < (size_t)n; r++) {
+        const float *row = s->topk_buf + 2 * (size_t)k * r;
+        memcpy(want->logprobs + (size_t)k * r, row, sizeof(float) * (size_t)k);
+        for (int32_t j = 0; j < k; j++)
+            want->top_cols[(size_t)k * r + (size_t)j] = (int32_t)row[k + j];
+    }
+    return rc;
+}
+
 /* One step (want: step_out). */
 static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const step_out *want,
                            float *align) {
@@ -588,6 +615,7 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const 
     cur.logits_only = in->argmax_only || k > 0; /* beam 1: the argmax of the logits */
     cur.argmax = want->am_cols != NULL;         /* ... from the output layer's epilogue if it can */
     cur.argmax_skip = want->skip;
+    cur.topk = want->am_cols == NULL ? k : 0; /* ... and beam > 1 its top-k, in blocks of rows */
     cur.no_align = align == NULL;
     if (rc == MT_OK) rc = mt_model_step(s->m, g, NULL, &cur, s->prev_tok, &next, &out);
     if (rc != MT_OK) return rc;
@@ -596,12 +624,15 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const 
     mt_graph_keep(g, lp);
     mt_graph_keep(g, al);
     mt_graph_keep(g, out.argmax);
+    mt_graph_keep(g, out.topk);
     rc = mt_graph_forward(g);
     int32_t cols = in->shortlist ? in->n_shortlist : mt_model_trg_vocab(s->m);
     if (rc == MT_OK && want->am_cols && out.argmax)
         rc = mt_node_get_i32(out.argmax, want->am_cols, n);
     else if (rc == MT_OK && want->am_cols)
         rc = mt_node_argmax(lp, want->skip, want->am_cols);
+    else if (rc == MT_OK && k > 0 && out.topk)
+        rc = get_topk(s, out.topk, n, k, want);
     else if (rc == MT_OK && k > 0)
         rc = mt_node_logsoftmax_topk(lp, k, want->top_cols, want->logprobs);
     else if (rc == MT_OK)

@@ -183,6 +183,13 @@ typedef struct mt_device_ops {
     /* Appended: whether attn_rows multiplies bfloat16 pairs (mt_dev_attn khp, vhp)
     ** of heads of dk without widening them (kcpu_attn_bf16_fast, _dk); NULL: no. */
     bool (*attn_bf16)(mt_device *d, int64_t dk);
+    /* Appended: a beam step's output layer, the k best log-probabilities of
+    ** each row of C = A.B + bias and their columns, without C in memory
+    ** (kcpu_gemm_int_topk); NULL: not supported. */
+    size_t (*igemm_topk_scratch_bytes)(mt_device *d, int bits, int64_t m, int64_t k, int64_t n);
+    void (*igemm_topk)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
+                       const void *packed, const float *bias, int32_t top, int32_t *idx,
+                       float *logp, void *scratch);
 } mt_device_ops;
 
 /* Mirrors of the kcpu enums, so that engine code need not include kcpu.h. */

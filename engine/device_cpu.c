@@ -442,6 +442,20 @@ static void cpu_igemm_argmax(mt_device *d, int bits, int64_t m, const float *a, 
                          scratch);
 }
 
+static size_t cpu_igemm_topk_scratch_bytes(mt_device *d, int bits, int64_t m, int64_t k,
+                                           int64_t n) {
+    (void)d;
+    return kcpu_gemm_int_topk_scratch_bytes(bits, m, k, n);
+}
+
+static void cpu_igemm_topk(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
+                           const void *packed, const float *bias, int32_t top, int32_t *idx,
+                           float *logp, void *scratch) {
+    (void)d;
+    kcpu_gemm_int_topk(bits, kcpu_igemm_active(), m, a, lda, packed, bias, top, idx, logp,
+                       scratch);
+}
+
 static const mt_device_ops cpu_ops = {
     .name = "cpu",
     .alloc = cpu_alloc,
@@ -465,6 +479,8 @@ static const mt_device_ops cpu_ops = {
     .attn_rows = cpu_attn_rows,
     .attn_scratch_bytes = cpu_attn_scratch_bytes,
     .attn_bf16 = cpu_attn_bf16,
+    .igemm_topk_scratch_bytes = cpu_igemm_topk_scratch_bytes,
+    .igemm_topk = cpu_igemm_topk,
     .f32_to_bf16_pairs = cpu_f32_to_bf16_pairs,
     .argmax_rows = cpu_argmax_rows,
     .igemm_quant = cpu_igemm_quant,

@@ -392,6 +392,16 @@ mt_node *mt_matmul_cols(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_no
 ** caller then takes the logits and mt_node_argmax. */
 mt_node *mt_matmul_cols_argmax(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
                                mt_node *bias, const float *skip);
+/* A beam step's output layer: each row's k best log-softmax values of
+** mt_matmul_cols(a, b, trans_b, cols, bias) and their columns, as f32
+** [rows, 2k] (row r: the k values best first, then their columns as floats,
+** -1 past the row's columns): mt_node_logsoftmax_topk of the product, bit
+** for bit, from the integer GEMM in blocks of rows whose logits stay in
+** cache (kcpu_gemm_int_topk).  NULL without an error where the product takes
+** no fixed int8/int16 GEMM or the device has no such path: the caller then
+** takes the logits and mt_node_logsoftmax_topk. */
+mt_node *mt_matmul_cols_topk(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
+                             mt_node *bias, int32_t k);
 /* Batched: a [B..., M, K], b [B..., K, N] (same leading dims), scaled. */
 mt_node *mt_bmm(mt_graph *g, mt_node *a, mt_node *b, bool trans_a, bool trans_b, float alpha);
 /* mt_bmm with the leading index of b picked by ids: a [N, J..., M, K], b [N0,

@@ -614,6 +614,38 @@ static mt_status gemm_q_argmax_forward(mt_graph *g, mt_node *y) {
 
 static const mt_op_def op_gemm_q_argmax = {"gemm_q_argmax", gemm_q_argmax_forward, NULL};
 
+/* gemm_q_topk: each row's k best log-softmax values of gemm_q's C and their
+** columns as f32 [rows, 2k]: the values best first, then the columns (as
+** floats: exact below 2^24; -1 where the row has fewer than k columns)
+** (mt_matmul_cols_topk).  attrs as gemm_q's (mode int8 or int16), k in
+** i[5] (the tuner's slot: fixed modes have none).  src: {A, P, [bias]}.  aux: the indices, then the kernel's
+** scratch. */
+static mt_status gemm_q_topk_forward(mt_graph *g, mt_node *y) {
+    int64_t rows = y->attr.i[0];
+    int mode = (int)y->attr.i[4];
+    int32_t top = (int32_t)y->attr.i[5];
+    int bias_idx = (int)((y->attr.i[7] >> 4) & 15);
+    const char *p = packed_of(y->src[1]);
+    if (mode == MT_GEMM_I16) p += y->attr.i[6];
+    int32_t *idx = y->aux;
+    float *out = node_f32(y), *logp = out; /* row r's values go to row r of out below */
+    graph_ops(g)->igemm_topk(graph_device(g), mode == MT_GEMM_I8 ? 8 : 16, rows,
+                             node_f32(y->src[0]), y->attr.i[1], p,
+                             bias_idx ? node_f32(y->src[bias_idx]) : NULL, top, idx, logp,
+                             (char *)y->aux + align64((size_t)rows * (size_t)top * sizeof(int32_t)));
+    /* the CPU device: host memory.  The kernel wrote [rows, k] values at the
+    ** start of out; spread them to [rows, 2k] from the last row back (row r's
+    ** values move to 2 k r >= k r, never over a row not yet moved). */
+    for (int64_t r = rows - 1; r >= 0; r--) {
+        memmove(out + 2 * top * r, logp + top * r, sizeof(float) * (size_t)top);
+        for (int32_t j = 0; j < top; j++)
+            out[2 * top * r + top + j] = (float)idx[top * r + j];
+    }
+    return MT_OK;
+}
+
+static const mt_op_def op_gemm_q_topk = {"gemm_q_topk", gemm_q_topk_forward, NULL};
+
 /* ------------------------------------------------------------------ router */
 
 /* What a product does besides C = A op(B) + bias (gemm_const_b; NULL:
@@ -624,6 +656,7 @@ typedef struct gemm_extra {
     mt_node *res;
     bool argmax;
     const float *skip;
+    int32_t topk; /* > 0: each row's topk best log-softmax values (gemm_q_topk) */
 } gemm_extra;
 
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
@@ -706,6 +739,17 @@ mt_node *mt_matmul_cols_argmax(mt_graph *g, mt_node *a, mt_node *b, bool trans_b
     return taken ? y : NULL;
 }
 
+mt_node *mt_matmul_cols_topk(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,
+                             mt_node *bias, int32_t k) {
+    if (a == NULL || b == NULL || g == NULL || mt_graph_status(g) != MT_OK) return NULL;
+    if (k < 1) return graph_fail(g, MT_ERR_INVALID, "mt_matmul_cols_topk: k %d", (int)k);
+    if (!cols_bias_ok(g, b, trans_b, cols, bias, "mt_matmul_cols_topk")) return NULL;
+    gemm_extra ex = {.topk = k};
+    bool taken = false;
+    mt_node *y = gemm_const_b(g, a, b, bias, trans_b, cols, &ex, &taken);
+    return taken ? y : NULL;
+}
+
 /* graph_gemm_const_b; cols (i32 [n'], or NULL): only those columns of op(B),
 ** from the packed B (fixed int8/int16 only: the tuner times whole products). */
 static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias, bool trans_b,
@@ -758,7 +802,8 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
         *taken = false; /* the caller selects fp32 columns */
         return NULL;
     }
-    if (x->argmax && (mode < 0 || ops->igemm_argmax == NULL)) {
+    if ((x->argmax && (mode < 0 || ops->igemm_argmax == NULL)) ||
+        (x->topk > 0 && (mode < 0 || ops->igemm_topk == NULL))) {
         *taken = false; /* the caller takes the logits */
         return NULL;
     }
@@ -789,7 +834,7 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
     }
 
     /* the activation quantized once for every fixed-mode product reading it */
-    mt_node *qa_node = mode >= 0 && !x->argmax && cols == NULL
+    mt_node *qa_node = mode >= 0 && !x->argmax && x->topk == 0 && cols == NULL
                            ? quant_a_of(g, a, mode == MT_GEMM_I8 ? 8 : 16)
                            : NULL;
     mt_node *src[MT_MAX_SRC] = {qa_node ? qa_node : a, p, NULL, NULL};
@@ -828,6 +873,16 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
         if (y == NULL) return NULL;
         size_t bytes = align64((size_t)rows * sizeof(float)) +
                        ops->igemm_argmax_scratch_bytes(d, mode == MT_GEMM_I8 ? 8 : 16, rows, k, n);
+        return graph_node_aux(g, y, bytes) ? y : NULL;
+    }
+    if (x->topk > 0) { /* f32 [rows, 2 topk]; aux: the indices, then the scratch */
+        at.i[5] = x->topk;
+        mt_node *y =
+            graph_push(g, &op_gemm_q_topk, mt_shape2(rows, 2 * (int64_t)x->topk), MT_F32, n_src,
+                       src, &at);
+        if (y == NULL) return NULL;
+        size_t bytes = align64((size_t)rows * (size_t)x->topk * sizeof(int32_t)) +
+                       ops->igemm_topk_scratch_bytes(d, mode == MT_GEMM_I8 ? 8 : 16, rows, k, n);
         return graph_node_aux(g, y, bytes) ? y : NULL;
     }
     mt_shape out = *sa;

@@ -836,6 +836,7 @@ mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned part
     st.row_sent = NULL;
     st.argmax = false;
     st.argmax_skip = NULL;
+    st.topk = 0;
     for (int r = 0; (parts & MT_DEC_ROWS) && r < in->n_rows; r++) {
         if (in->rows[r]) st.rows[r] = mt_tensor_node(g, mt_node_value(in->rows[r]));
         if (in->hist[r]) st.hist[r] = mt_tensor_node(g, mt_node_value(in->hist[r]));

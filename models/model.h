@@ -269,6 +269,12 @@ typedef struct mt_dec_state {
     ** mt_dec_state_import. */
     bool argmax;
     const float *argmax_skip;
+    /* Set by the caller (> 0) for a step that needs only each row's topk
+    ** best log-softmax values and their columns: where the model can take
+    ** them from the output layer's integer GEMM (mt_matmul_cols_topk) the
+    ** step gives mt_dec_step.topk instead of the logits; else it behaves as
+    ** with logits_only.  Not copied by mt_dec_state_import. */
+    int32_t topk;
 } mt_dec_state;
 
 typedef struct mt_dec_step {
@@ -278,6 +284,8 @@ typedef struct mt_dec_step {
                           guided-alignment layer over the first context            */
     mt_node *argmax;   /* mt_dec_state.argmax: i32 [B * K] each row's argmax (-1:
                           no column above -inf), or NULL: use logprobs             */
+    mt_node *topk;     /* mt_dec_state.topk: f32 [B * K, 2 topk] (mt_matmul_cols_topk),
+                          or NULL: use logprobs                                   */
 } mt_dec_step;
 
 mt_status mt_model_encode(mt_model *m, mt_graph *g, const mt_batch *b, mt_model_encoding *out);

@@ -692,7 +692,7 @@ static mt_node *aan_block(tf *t, const char *prefix, mt_node *x, mt_node *avg) {
 ** (mt_matmul_cols_argmax), and the logits are not made (NULL); where it
 ** cannot, *argmax is NULL and the logits come back. */
 static mt_node *output_layer_ex(tf *t, mt_node *x, mt_node *shortlist, const float *skip,
-                                mt_node **argmax) {
+                                mt_node **argmax, int32_t topk, mt_node **top) {
     const mt_model_config *c = t->c;
     int64_t v = c->dim_vocabs[c->n_vocabs - 1], d = t->d;
     mt_node *w;
@@ -716,11 +716,15 @@ static mt_node *output_layer_ex(tf *t, mt_node *x, mt_node *shortlist, const flo
         *argmax = mt_matmul_cols_argmax(t->g, x, w, !legacy, shortlist, bs, skip);
         if (*argmax) return NULL;
     }
+    if (top && topk > 0) {
+        *top = mt_matmul_cols_topk(t->g, x, w, !legacy, shortlist, bs, topk);
+        if (*top) return NULL;
+    }
     return mt_matmul_cols(t->g, x, w, !legacy, shortlist, bs);
 }
 
 static mt_node *output_layer(tf *t, mt_node *x, mt_node *shortlist) {
-    return output_layer_ex(t, x, shortlist, NULL, NULL);
+    return output_layer_ex(t, x, shortlist, NULL, NULL, 0, NULL);
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -1445,14 +1449,20 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     }
     x = decoder_stack(&t, NULL, x, &io);
     /* beam 1: each row's argmax from the GEMM's epilogue where it can */
-    mt_node *logits = output_layer_ex(&t, mt_reshape(g, x, mt_shape2(n, d)), in->shortlist,
-                                      in->argmax_skip, in->argmax ? &out->argmax : NULL);
-    if (logits) out->logprobs = in->logits_only || in->argmax ? logits : mt_log_softmax(g, logits);
+    /* beam > 1: each row's top-k from the GEMM in blocks of rows where it can */
+    mt_node *logits =
+        output_layer_ex(&t, mt_reshape(g, x, mt_shape2(n, d)), in->shortlist, in->argmax_skip,
+                        in->argmax ? &out->argmax : NULL, in->topk, &out->topk);
+    if (logits) {
+        bool raw = in->logits_only || in->argmax || in->topk > 0;
+        out->logprobs = raw ? logits : mt_log_softmax(g, logits);
+    }
     if (io.align) out->align = mt_reshape(g, io.align, mt_shape2(n, dim_of(io.align, -1)));
     st.pos = in->pos + 1;
     st.logits_only = false;
     st.argmax = false;
     st.argmax_skip = NULL;
+    st.topk = 0;
     st.no_align = false;
     st.row_pos = NULL;
     st.row_ids = NULL;

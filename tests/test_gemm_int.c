@@ -1100,6 +1100,66 @@ static void test_argmax(void) {
           ties, tie_rows, empty);
 }
 
+/* kcpu_gemm_int_topk: every variant gives kcpu_softmax_topk of the same
+** variant's C (+ bias) bit for bit, indices and log-probabilities: one block
+** (small products) and several (C over 1.5 MB: every block quantized with
+** the qa of all rows), k above the columns (-1 / -inf entries), repeated
+** columns (ties: the lower column first). */
+static void test_topk_blocks(void) {
+    static const int64_t shape[][3] = {{1, 40, 7},  {7, 40, 65},  {29, 33, 200},
+                                       {4, 40, 3},  {101, 24, 4099}, {250, 17, 1777}};
+    static const int32_t ks[] = {1, 5, 9};
+    int bad = 0, runs = 0, blocked = 0, pads = 0;
+    for (size_t si = 0; si < sizeof shape / sizeof shape[0]; si++) {
+        problem p;
+        problem_alloc(&p, shape[si][0], shape[si][1], shape[si][2]);
+        problem_random(&p);
+        for (int64_t j = 2; j + 5 < p.n; j += 61) { /* column j + 5 repeats column j */
+            for (int64_t k = 0; k < p.k; k++)
+                p.b[k * p.n + j + 5] = p.b[k * p.n + j];
+            p.bias[j + 5] = p.bias[j];
+        }
+        blocked += p.m * p.n * 4 > 1536 * 1024;
+        float *c = xalloc(sizeof(float) * (size_t)(p.m * p.n));
+        for (int bits = 8; bits <= 16; bits += 8) {
+            void *pk = pack(bits, &p);
+            for (size_t v = 0; v < 3; v++) {
+                if (!kcpu_igemm_available(all_impls[v])) continue;
+                size_t sc = bits == 8 ? kcpu_gemm_i8_scratch_bytes(p.m, p.k)
+                                      : kcpu_gemm_i16_scratch_bytes(p.m, p.k);
+                char *s1 = xalloc(sc);
+                char *s2 = xalloc(kcpu_gemm_int_topk_scratch_bytes(bits, p.m, p.k, p.n) + 5);
+                kcpu_gemm_int_ex(bits, all_impls[v], p.m, p.a, p.lda, pk, p.bias, false, c, p.n,
+                                 s1);
+                for (size_t ki = 0; ki < 3; ki++) {
+                    int32_t k = ks[ki];
+                    size_t e = (size_t)(p.m * k);
+                    int32_t *wi = xalloc(sizeof(int32_t) * e), *gi = xalloc(sizeof(int32_t) * e);
+                    float *wv = xalloc(sizeof(float) * e), *gv = xalloc(sizeof(float) * e);
+                    kcpu_softmax_topk(p.m, p.n, c, NULL, k, wi, wv, NULL);
+                    kcpu_gemm_int_topk(bits, all_impls[v], p.m, p.a, p.lda, pk, p.bias, k, gi, gv,
+                                       s2 + 5);
+                    bad += memcmp(wi, gi, sizeof(int32_t) * e) != 0 ||
+                           memcmp(wv, gv, sizeof(float) * e) != 0;
+                    for (size_t i = 0; i < e; i++)
+                        pads += gi[i] < 0 && gv[i] == -INFINITY;
+                    runs++;
+                    mt_aligned_free(wi), mt_aligned_free(gi), mt_aligned_free(wv),
+                        mt_aligned_free(gv);
+                }
+                mt_aligned_free(s1), mt_aligned_free(s2);
+            }
+            mt_aligned_free(pk);
+        }
+        mt_aligned_free(c);
+        problem_free(&p);
+    }
+    CHECK(bad == 0 && runs > 0, "top-k in blocks: %d of %d results differ from the scan of C", bad,
+          runs);
+    CHECK(blocked == 2 && pads > 0, "top-k in blocks: %d shapes in blocks, %d padding entries",
+          blocked, pads);
+}
+
 /* kcpu_pack_select of ascending columns (a shortlist: the AVX-512 path,
 ** which compresses each source panel's run of columns) equals the column by
 ** column oracle byte for byte, header, corrections and padding included,
@@ -1160,6 +1220,7 @@ int main(void) {
     test_select();
     test_relu();
     test_argmax();
+    test_topk_blocks();
     test_res();
     test_prepared();
     test_max();

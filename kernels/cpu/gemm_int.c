@@ -688,3 +688,50 @@ void kcpu_gemm_int_max(int bits, kcpu_igemm_impl impl, int64_t m, const float *a
                    .c_maxabs = c_maxabs};
     run_ex(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, NULL, 0, scratch, &x);
 }
+
+/* Rows per block of kcpu_gemm_int_topk: all m where their C is within
+** TOPK_WHOLE_BYTES (one pass over the weights; blocks of a 25-row product
+** were 6% slower), else C of a block within TOPK_BLOCK_BYTES, a multiple
+** of the VNNI kernel's 6-row chunks, at least 1.  (Blocks of 384 KB, in L2
+** with the panels they read, gained half as much at 109 x 4816 and 8000:
+** more passes over the weights.) */
+enum { TOPK_BLOCK_BYTES = 1024 * 1024, TOPK_WHOLE_BYTES = 1536 * 1024 };
+
+static int64_t topk_block_rows(int64_t m, int64_t n) {
+    n = n > 0 ? n : 1;
+    if (m <= TOPK_WHOLE_BYTES / (4 * n)) {
+        return m;
+    }
+    int64_t r = TOPK_BLOCK_BYTES / (4 * n);
+    r = r >= 6 ? r / 6 * 6 : (r > 0 ? r : 1);
+    return r < m ? r : m;
+}
+
+size_t kcpu_gemm_int_topk_scratch_bytes(int bits, int64_t m, int64_t k, int64_t n) {
+    int64_t r = topk_block_rows(m, n);
+    size_t prod = bits == 8 ? kcpu_gemm_i8_scratch_bytes(r, k) : kcpu_gemm_i16_scratch_bytes(r, k);
+    return prod + 64 + (size_t)r * (size_t)n * sizeof(float) + 64;
+}
+
+void kcpu_gemm_int_topk(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                        const void *packed_b, const float *bias, int32_t k, int32_t *out_idx,
+                        float *out_logp, void *scratch) {
+    if (m <= 0) {
+        return;
+    }
+    const pack_hdr *h = packed_b;
+    const int64_t n = h->n, r = topk_block_rows(m, n);
+    size_t prod = bits == 8 ? kcpu_gemm_i8_scratch_bytes(r, h->k)
+                            : kcpu_gemm_i16_scratch_bytes(r, h->k);
+    float *c = (float *)(((uintptr_t)scratch + prod + 63) & ~(uintptr_t)63);
+    /* int8: every block quantizes with the qa of all m rows (int16's is
+    ** fixed; one block measures its own), so each row's C is the whole
+    ** product's, bit for bit */
+    float amax = bits == 8 && r < m ? kcpu_maxabs_f32(m, h->k, a, lda) : -1.0f;
+    for (int64_t r0 = 0; r0 < m; r0 += r) {
+        int64_t rows = m - r0 < r ? m - r0 : r;
+        kcpu_gemm_int_max(bits, impl, rows, a + r0 * lda, lda, packed_b, bias, false, NULL, amax,
+                          NULL, c, n, scratch);
+        kcpu_softmax_topk(rows, n, c, NULL, k, out_idx + r0 * k, out_logp + r0 * k, NULL);
+    }
+}

@@ -570,6 +570,19 @@ size_t kcpu_gemm_int_argmax_scratch_bytes(int bits, kcpu_igemm_impl impl, int64_
 void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                           const void *packed_b, const float *bias, const float *skip,
                           int32_t *out_idx, float *out_val, void *scratch);
+/* A beam step's output layer: out_idx / out_logp [m, k] = kcpu_softmax_topk
+** (bias NULL) of C = kcpu_gemm_int_ex's A.B + bias, bit for bit, without a
+** whole C in memory: all rows at once where C is at most 1.5 MB, else
+** blocks of rows whose C (at most 1 MB) is still in cache for their top-k
+** (a beam-4 step's C, 109 x 8000 floats, went out to L3 and back: the
+** microbenchmark's product + top-k 5-7% faster, 2-3% with a shortlist of
+** 4816 columns).  int8: max|A| of all m rows first, so that each block
+** quantizes as the whole product.
+** scratch: kcpu_gemm_int_topk_scratch_bytes (any alignment). */
+size_t kcpu_gemm_int_topk_scratch_bytes(int bits, int64_t m, int64_t k, int64_t n);
+void kcpu_gemm_int_topk(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                        const void *packed_b, const float *bias, int32_t k, int32_t *out_idx,
+                        float *out_logp, void *scratch);
 /* The raw int32 accumulators acc[m, n] (row stride ldacc) instead of C;
 ** returns qa (int8: 127/max|A|; int16: 2^10).  For tests. */
 float kcpu_gemm_i8_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
