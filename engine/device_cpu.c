@@ -452,8 +452,7 @@ static void cpu_igemm_topk(mt_device *d, int bits, int64_t m, const float *a, in
                            const void *packed, const float *bias, int32_t top, int32_t *idx,
                            float *logp, void *scratch) {
     (void)d;
-    kcpu_gemm_int_topk(bits, kcpu_igemm_active(), m, a, lda, packed, bias, top, idx, logp,
-                       scratch);
+    kcpu_gemm_int_topk(bits, kcpu_igemm_active(), m, a, lda, packed, bias, top, idx, logp, scratch);
 }
 
 static const mt_device_ops cpu_ops = {

@@ -618,8 +618,8 @@ static const mt_op_def op_gemm_q_argmax = {"gemm_q_argmax", gemm_q_argmax_forwar
 ** columns as f32 [rows, 2k]: the values best first, then the columns (as
 ** floats: exact below 2^24; -1 where the row has fewer than k columns)
 ** (mt_matmul_cols_topk).  attrs as gemm_q's (mode int8 or int16), k in
-** i[5] (the tuner's slot: fixed modes have none).  src: {A, P, [bias]}.  aux: the indices, then the kernel's
-** scratch. */
+** i[5] (the tuner's slot: fixed modes have none).  src: {A, P, [bias]}.
+** aux: the indices, then the kernel's scratch. */
 static mt_status gemm_q_topk_forward(mt_graph *g, mt_node *y) {
     int64_t rows = y->attr.i[0];
     int mode = (int)y->attr.i[4];
@@ -629,10 +629,10 @@ static mt_status gemm_q_topk_forward(mt_graph *g, mt_node *y) {
     if (mode == MT_GEMM_I16) p += y->attr.i[6];
     int32_t *idx = y->aux;
     float *out = node_f32(y), *logp = out; /* row r's values go to row r of out below */
-    graph_ops(g)->igemm_topk(graph_device(g), mode == MT_GEMM_I8 ? 8 : 16, rows,
-                             node_f32(y->src[0]), y->attr.i[1], p,
-                             bias_idx ? node_f32(y->src[bias_idx]) : NULL, top, idx, logp,
-                             (char *)y->aux + align64((size_t)rows * (size_t)top * sizeof(int32_t)));
+    graph_ops(g)->igemm_topk(
+        graph_device(g), mode == MT_GEMM_I8 ? 8 : 16, rows, node_f32(y->src[0]), y->attr.i[1], p,
+        bias_idx ? node_f32(y->src[bias_idx]) : NULL, top, idx, logp,
+        (char *)y->aux + align64((size_t)rows * (size_t)top * sizeof(int32_t)));
     /* the CPU device: host memory.  The kernel wrote [rows, k] values at the
     ** start of out; spread them to [rows, 2k] from the last row back (row r's
     ** values move to 2 k r >= k r, never over a row not yet moved). */
@@ -877,9 +877,8 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
     }
     if (x->topk > 0) { /* f32 [rows, 2 topk]; aux: the indices, then the scratch */
         at.i[5] = x->topk;
-        mt_node *y =
-            graph_push(g, &op_gemm_q_topk, mt_shape2(rows, 2 * (int64_t)x->topk), MT_F32, n_src,
-                       src, &at);
+        mt_node *y = graph_push(g, &op_gemm_q_topk, mt_shape2(rows, 2 * (int64_t)x->topk), MT_F32,
+                                n_src, src, &at);
         if (y == NULL) return NULL;
         size_t bytes = align64((size_t)rows * (size_t)x->topk * sizeof(int32_t)) +
                        ops->igemm_topk_scratch_bytes(d, mode == MT_GEMM_I8 ? 8 : 16, rows, k, n);

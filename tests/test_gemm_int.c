@@ -1106,8 +1106,8 @@ static void test_argmax(void) {
 ** the qa of all rows), k above the columns (-1 / -inf entries), repeated
 ** columns (ties: the lower column first). */
 static void test_topk_blocks(void) {
-    static const int64_t shape[][3] = {{1, 40, 7},  {7, 40, 65},  {29, 33, 200},
-                                       {4, 40, 3},  {101, 24, 4099}, {250, 17, 1777}};
+    static const int64_t shape[][3] = {{1, 40, 7}, {7, 40, 65},     {29, 33, 200},
+                                       {4, 40, 3}, {101, 24, 4099}, {250, 17, 1777}};
     static const int32_t ks[] = {1, 5, 9};
     int bad = 0, runs = 0, blocked = 0, pads = 0;
     for (size_t si = 0; si < sizeof shape / sizeof shape[0]; si++) {

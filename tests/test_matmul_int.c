@@ -344,13 +344,16 @@ static void test_ops(int bits) {
 
     /* mt_matmul_cols_argmax: the argmax of the same graph's logits (+ skip)
     ** with and without a column selection, -1 for rows with every column
-    ** skipped (pass 2); NULL without an error in a float32 graph */
+    ** skipped (pass 2); mt_matmul_cols_topk: mt_node_logsoftmax_topk of the
+    ** logits, values then columns, k above the columns in pass 2 (-1 /
+    ** -inf); both NULL without an error in a float32 graph */
     for (int pass = 0; pass < 3; pass++) {
         int sel = pass == 1;
-        enum { R = 9 };
-        int32_t ids[40], got_i[R], want_i[R];
-        float skip[67];
+        enum { R = 9, KMAX = 70 };
+        int32_t ids[40], got_i[R], want_i[R], want_ti[R * KMAX];
+        float skip[67], want_tv[R * KMAX], tkv[R * 2 * KMAX];
         int64_t nc = sel ? 40 : n;
+        int32_t top = pass == 2 ? (int32_t)n + 3 : 4;
         for (int j = 0; j < 40; j++)
             ids[j] = (int32_t)((j * 13 + 5) % n);
         for (int64_t j = 0; j < nc; j++)
@@ -363,11 +366,15 @@ static void test_ops(int bits) {
         mt_node *b = mt_input(g, mt_shape2(1, nc), bias);
         mt_node *lg = mt_matmul_cols(g, x, W, true, cols, b);
         mt_node *am = mt_matmul_cols_argmax(g, x, W, true, cols, b, skip);
+        mt_node *tk = mt_matmul_cols_topk(g, x, W, true, cols, b, top);
         mt_graph_keep(g, lg);
         mt_graph_keep(g, am);
+        mt_graph_keep(g, tk);
         CHECK_STATUS(mt_graph_forward(g));
-        if (!CHECK(am != NULL && !strcmp(mt_node_op_name(am), "gemm_q_argmax"),
-                   "int%d: argmax op %s", bits, am ? mt_node_op_name(am) : "NULL"))
+        if (!CHECK(am != NULL && !strcmp(mt_node_op_name(am), "gemm_q_argmax") && tk != NULL &&
+                       !strcmp(mt_node_op_name(tk), "gemm_q_topk") && top <= KMAX,
+                   "int%d: argmax op %s, top-k op %s", bits, am ? mt_node_op_name(am) : "NULL",
+                   tk ? mt_node_op_name(tk) : "NULL"))
             break;
         CHECK_STATUS(mt_node_argmax(lg, skip, want_i));
         CHECK_STATUS(mt_node_get_i32(am, got_i, R));
@@ -377,54 +384,14 @@ static void test_ops(int bits) {
         CHECK(memcmp(got_i, want_i, sizeof got_i) == 0 && skipped == (pass == 2 ? R : 0),
               "int%d pass %d: fused argmax differs from the logits' (%d skipped)", bits, pass,
               skipped);
-    }
-    {
-        mt_graph *gf = new_graph(MT_GEMM_FLOAT32, true, false);
-        mt_node *x = mt_input(gf, mt_shape2(3, k), a);
-        mt_node *W = mt_param(gf, p, "out_Wt", mt_shape2(n, k), mt_init_values(wt, k * n));
-        float skip[67] = {0};
-        int64_t before = mt_graph_get_stats(gf).n_nodes;
-        CHECK(mt_matmul_cols_argmax(gf, x, W, true, NULL, NULL, skip) == NULL &&
-                  mt_graph_status(gf) == MT_OK && mt_graph_get_stats(gf).n_nodes == before,
-              "float32 graph: argmax from the logits, no error, nothing built");
-        mt_graph_free(gf);
-    }
-
-    /* mt_matmul_cols_topk: mt_node_logsoftmax_topk of the same graph's
-    ** logits, values then columns, with and without a column selection and
-    ** k above the columns (pass 2: -1 / -inf); NULL without an error in a
-    ** float32 graph */
-    for (int pass = 0; pass < 3; pass++) {
-        int sel = pass == 1;
-        enum { R = 9, KMAX = 70 };
-        int32_t ids[40], want_i[R * KMAX];
-        float want_v[R * KMAX], tkv[R * 2 * KMAX];
-        int64_t nc = sel ? 40 : n;
-        int32_t top = pass == 2 ? (int32_t)n + 3 : 4;
-        for (int j = 0; j < 40; j++)
-            ids[j] = (int32_t)((j * 13 + 5) % n);
-        test_fill_rand(a, R * k, -3.0f, 3.0f);
-        mt_graph_clear(g);
-        mt_node *x = mt_input(g, mt_shape2(R, k), a);
-        mt_node *W = mt_param(g, p, "out_Wt", mt_shape2(n, k), mt_init_values(wt, k * n));
-        mt_node *cols = sel ? mt_input_i32(g, mt_shape1(40), ids) : NULL;
-        mt_node *b = mt_input(g, mt_shape2(1, nc), bias);
-        mt_node *lg = mt_matmul_cols(g, x, W, true, cols, b);
-        mt_node *tk = mt_matmul_cols_topk(g, x, W, true, cols, b, top);
-        mt_graph_keep(g, lg);
-        mt_graph_keep(g, tk);
-        CHECK_STATUS(mt_graph_forward(g));
-        if (!CHECK(tk != NULL && !strcmp(mt_node_op_name(tk), "gemm_q_topk") && top <= KMAX,
-                   "int%d: top-k op %s", bits, tk ? mt_node_op_name(tk) : "NULL"))
-            break;
-        CHECK_STATUS(mt_node_logsoftmax_topk(lg, top, want_i, want_v));
+        CHECK_STATUS(mt_node_logsoftmax_topk(lg, top, want_ti, want_tv));
         CHECK_STATUS(mt_node_get(tk, tkv, R * 2 * top));
         int bad = 0, pads = 0;
         for (int r = 0; r < R; r++)
             for (int j = 0; j < top; j++) {
                 float v = tkv[r * 2 * top + j], c = tkv[r * 2 * top + top + j];
-                bad += memcmp(&v, &want_v[r * top + j], sizeof v) != 0 ||
-                       c != (float)want_i[r * top + j];
+                bad += memcmp(&v, &want_tv[r * top + j], sizeof v) != 0 ||
+                       c != (float)want_ti[r * top + j];
                 pads += c == -1.0f;
             }
         CHECK(bad == 0 && (pads > 0) == (pass == 2),
@@ -435,10 +402,12 @@ static void test_ops(int bits) {
         mt_graph *gf = new_graph(MT_GEMM_FLOAT32, true, false);
         mt_node *x = mt_input(gf, mt_shape2(3, k), a);
         mt_node *W = mt_param(gf, p, "out_Wt", mt_shape2(n, k), mt_init_values(wt, k * n));
+        float skip[67] = {0};
         int64_t before = mt_graph_get_stats(gf).n_nodes;
-        CHECK(mt_matmul_cols_topk(gf, x, W, true, NULL, NULL, 4) == NULL &&
+        CHECK(mt_matmul_cols_argmax(gf, x, W, true, NULL, NULL, skip) == NULL &&
+                  mt_matmul_cols_topk(gf, x, W, true, NULL, NULL, 4) == NULL &&
                   mt_graph_status(gf) == MT_OK && mt_graph_get_stats(gf).n_nodes == before,
-              "float32 graph: top-k from the logits, no error, nothing built");
+              "float32 graph: argmax and top-k from the logits, no error, nothing built");
         mt_graph_free(gf);
     }
 

@@ -721,8 +721,8 @@ void kcpu_gemm_int_topk(int bits, kcpu_igemm_impl impl, int64_t m, const float *
     }
     const pack_hdr *h = packed_b;
     const int64_t n = h->n, r = topk_block_rows(m, n);
-    size_t prod = bits == 8 ? kcpu_gemm_i8_scratch_bytes(r, h->k)
-                            : kcpu_gemm_i16_scratch_bytes(r, h->k);
+    size_t prod =
+        bits == 8 ? kcpu_gemm_i8_scratch_bytes(r, h->k) : kcpu_gemm_i16_scratch_bytes(r, h->k);
     float *c = (float *)(((uintptr_t)scratch + prod + 63) & ~(uintptr_t)63);
     /* int8: every block quantizes with the qa of all m rows (int16's is
     ** fixed; one block measures its own), so each row's C is the whole
