@@ -619,7 +619,7 @@ static const mt_op_def op_gemm_q_argmax = {"gemm_q_argmax", gemm_q_argmax_forwar
 ** floats: exact below 2^24; -1 where the row has fewer than k columns)
 ** (mt_matmul_cols_topk).  attrs as gemm_q's (mode int8 or int16), k in
 ** i[5] (the tuner's slot: fixed modes have none).  src: {A, P, [bias]}.
-** aux: the indices, then the kernel's scratch. */
+** aux: the indices, the values, then the kernel's scratch. */
 static mt_status gemm_q_topk_forward(mt_graph *g, mt_node *y) {
     int64_t rows = y->attr.i[0];
     int mode = (int)y->attr.i[4];
@@ -627,20 +627,17 @@ static mt_status gemm_q_topk_forward(mt_graph *g, mt_node *y) {
     int bias_idx = (int)((y->attr.i[7] >> 4) & 15);
     const char *p = packed_of(y->src[1]);
     if (mode == MT_GEMM_I16) p += y->attr.i[6];
+    size_t part = align64((size_t)rows * (size_t)top * sizeof(int32_t));
     int32_t *idx = y->aux;
-    float *out = node_f32(y), *logp = out; /* row r's values go to row r of out below */
+    float *logp = (float *)((char *)y->aux + part), *out = node_f32(y);
     graph_ops(g)->igemm_topk(
         graph_device(g), mode == MT_GEMM_I8 ? 8 : 16, rows, node_f32(y->src[0]), y->attr.i[1], p,
-        bias_idx ? node_f32(y->src[bias_idx]) : NULL, top, idx, logp,
-        (char *)y->aux + align64((size_t)rows * (size_t)top * sizeof(int32_t)));
-    /* the CPU device: host memory.  The kernel wrote [rows, k] values at the
-    ** start of out; spread them to [rows, 2k] from the last row back (row r's
-    ** values move to 2 k r >= k r, never over a row not yet moved). */
-    for (int64_t r = rows - 1; r >= 0; r--) {
-        memmove(out + 2 * top * r, logp + top * r, sizeof(float) * (size_t)top);
-        for (int32_t j = 0; j < top; j++)
+        bias_idx ? node_f32(y->src[bias_idx]) : NULL, top, idx, logp, (char *)y->aux + 2 * part);
+    for (int64_t r = 0; r < rows; r++) /* the CPU device: host memory */
+        for (int32_t j = 0; j < top; j++) {
+            out[2 * top * r + j] = logp[top * r + j];
             out[2 * top * r + top + j] = (float)idx[top * r + j];
-    }
+        }
     return MT_OK;
 }
 
@@ -875,12 +872,12 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
                        ops->igemm_argmax_scratch_bytes(d, mode == MT_GEMM_I8 ? 8 : 16, rows, k, n);
         return graph_node_aux(g, y, bytes) ? y : NULL;
     }
-    if (x->topk > 0) { /* f32 [rows, 2 topk]; aux: the indices, then the scratch */
+    if (x->topk > 0) { /* f32 [rows, 2 topk]; aux: indices, values, then the scratch */
         at.i[5] = x->topk;
         mt_node *y = graph_push(g, &op_gemm_q_topk, mt_shape2(rows, 2 * (int64_t)x->topk), MT_F32,
                                 n_src, src, &at);
         if (y == NULL) return NULL;
-        size_t bytes = align64((size_t)rows * (size_t)x->topk * sizeof(int32_t)) +
+        size_t bytes = 2 * align64((size_t)rows * (size_t)x->topk * sizeof(int32_t)) +
                        ops->igemm_topk_scratch_bytes(d, mode == MT_GEMM_I8 ? 8 : 16, rows, k, n);
         return graph_node_aux(g, y, bytes) ? y : NULL;
     }

@@ -597,8 +597,9 @@ void kcpu_gemm_int_res(int bits, kcpu_igemm_impl impl, int64_t m, const float *a
 }
 
 /* The product's scratch, then (64-aligned) the running maxima [m, 16] and
-** their columns [m, 16] (VNNI) or C [m, n] (the others). */
-static size_t argmax_base(int bits, int64_t m, int64_t k) {
+** their columns [m, 16] (VNNI) or C [m, n] (the others) of
+** kcpu_gemm_int_argmax, or a block's C of kcpu_gemm_int_topk. */
+static size_t epilogue_base(int bits, int64_t m, int64_t k) {
     size_t b = bits == 8 ? kcpu_gemm_i8_scratch_bytes(m, k) : kcpu_gemm_i16_scratch_bytes(m, k);
     return b + 64;
 }
@@ -607,7 +608,7 @@ size_t kcpu_gemm_int_argmax_scratch_bytes(int bits, kcpu_igemm_impl impl, int64_
                                           int64_t n) {
     size_t extra = impl == KCPU_IGEMM_VNNI ? (size_t)m * 16 * (sizeof(float) + sizeof(int32_t))
                                            : (size_t)m * (size_t)n * sizeof(float);
-    return argmax_base(bits, m, k) + extra;
+    return epilogue_base(bits, m, k) + extra;
 }
 
 void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
@@ -617,7 +618,7 @@ void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float
         return;
     }
     const pack_hdr *h = packed_b;
-    uintptr_t x = ((uintptr_t)scratch + argmax_base(bits, m, h->k)) & ~(uintptr_t)63;
+    uintptr_t x = ((uintptr_t)scratch + epilogue_base(bits, m, h->k)) & ~(uintptr_t)63;
     if (impl != KCPU_IGEMM_VNNI) {
         float *c = (float *)x;
         run(bits, impl, m, a, lda, packed_b, bias, false, c, h->n, NULL, 0, scratch);
@@ -709,8 +710,7 @@ static int64_t topk_block_rows(int64_t m, int64_t n) {
 
 size_t kcpu_gemm_int_topk_scratch_bytes(int bits, int64_t m, int64_t k, int64_t n) {
     int64_t r = topk_block_rows(m, n);
-    size_t prod = bits == 8 ? kcpu_gemm_i8_scratch_bytes(r, k) : kcpu_gemm_i16_scratch_bytes(r, k);
-    return prod + 64 + (size_t)r * (size_t)n * sizeof(float) + 64;
+    return epilogue_base(bits, r, k) + (size_t)r * (size_t)n * sizeof(float);
 }
 
 void kcpu_gemm_int_topk(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
@@ -721,9 +721,7 @@ void kcpu_gemm_int_topk(int bits, kcpu_igemm_impl impl, int64_t m, const float *
     }
     const pack_hdr *h = packed_b;
     const int64_t n = h->n, r = topk_block_rows(m, n);
-    size_t prod =
-        bits == 8 ? kcpu_gemm_i8_scratch_bytes(r, h->k) : kcpu_gemm_i16_scratch_bytes(r, h->k);
-    float *c = (float *)(((uintptr_t)scratch + prod + 63) & ~(uintptr_t)63);
+    float *c = (float *)(((uintptr_t)scratch + epilogue_base(bits, r, h->k)) & ~(uintptr_t)63);
     /* int8: every block quantizes with the qa of all m rows (int16's is
     ** fixed; one block measures its own), so each row's C is the whole
     ** product's, bit for bit */
