@@ -1100,12 +1100,7 @@ static void test_argmax(void) {
           ties, tie_rows, empty);
 }
 
-/* kcpu_gemm_int_topk: every variant gives kcpu_softmax_topk of the same
-** variant's C (+ bias) bit for bit, indices and log-probabilities: one block
-** (small products) and several (C over 1.5 MB: every block quantized with
-** the qa of all rows), k above the columns (-1 / -inf entries), repeated
-** columns (ties: the lower column first). */
-static void test_topk_blocks(void) {
+static void test_topk_paths(void) {
     static const int64_t shape[][3] = {{1, 40, 7}, {7, 40, 65},     {29, 33, 200},
                                        {4, 40, 3}, {101, 24, 4099}, {250, 17, 1777}};
     static const int32_t ks[] = {1, 5, 9};
@@ -1154,10 +1149,32 @@ static void test_topk_blocks(void) {
         mt_aligned_free(c);
         problem_free(&p);
     }
-    CHECK(bad == 0 && runs > 0, "top-k in blocks: %d of %d results differ from the scan of C", bad,
-          runs);
+    CHECK(bad == 0 && runs > 0, "[%s] top-k in blocks: %d of %d results differ from the scan of C",
+          kcpu_isa_name(kcpu_isa_active()), bad, runs);
     CHECK(blocked == 2 && pads > 0, "top-k in blocks: %d shapes in blocks, %d padding entries",
           blocked, pads);
+}
+
+/* kcpu_gemm_int_topk: every variant gives kcpu_softmax_topk of the same
+** variant's C (+ bias) bit for bit, indices and log-probabilities, on both
+** of its paths (kcpu_isa_force): C in pieces of columns (AVX-512: one piece
+** and several, one block of rows and two) and C in blocks of rows (AVX2:
+** one block for small products, several where C is over 1.5 MB), every
+** block quantized with the qa of all rows; k above the columns (-1 / -inf
+** entries), repeated columns (ties: the lower column first). */
+static void test_topk_blocks(void) {
+    kcpu_isa best = kcpu_isa_detect();
+    int pieces = 0, blocks = 0;
+    for (int lvl = KCPU_ISA_AVX2; lvl <= (int)best; lvl++) {
+        if (lvl != KCPU_ISA_AVX2 && lvl != (int)best) continue;
+        kcpu_isa old = kcpu_isa_force((kcpu_isa)lvl);
+        pieces += kcpu_topk_resumable(), blocks += !kcpu_topk_resumable();
+        test_topk_paths();
+        kcpu_isa_force(old);
+    }
+    CHECK(blocks == (best >= KCPU_ISA_AVX2) && pieces <= 1,
+          "top-k: %d runs in pieces, %d in blocks", pieces, blocks);
+    if (pieces == 0) fprintf(stderr, "top-k in pieces: not on this machine or build\n");
 }
 
 /* kcpu_pack_select of ascending columns (a shortlist: the AVX-512 path,

@@ -184,6 +184,69 @@ static bool check_row(const char *who, int64_t cols, int32_t k, const oracle *o,
     return true;
 }
 
+/* ------------------------------------------------------- resumable top-k */
+
+/* kcpu_topk_start / piece / end over columns cut at random points (64 to
+** 640 columns past the first not yet counted, the last piece at cols) give
+** kcpu_softmax_topk_ex's results bit for bit: every row kind, widths below
+** one vector to several pieces, k within a vector, across several, and
+** beyond the 64 lanes. */
+static void test_topk_pieces(void) {
+    if (!kcpu_topk_resumable()) {
+        return;
+    }
+    static const int64_t colss[] = {17, 100, 1777, 4001};
+    static const int32_t ks[] = {1, 5, 20, 70};
+    enum { ROWS = 3 };
+    int bad = -1, runs = 0, multi = 0;
+    for (size_t ci = 0; ci < sizeof colss / sizeof colss[0]; ci++) {
+        const int64_t cols = colss[ci];
+        float *x = xalloc(sizeof(float) * (size_t)(ROWS * cols));
+        kcpu_topk_row *st = xalloc(sizeof(kcpu_topk_row) * ROWS);
+        for (int kind = 0; kind < ROW_KINDS; kind++) {
+            for (int r = 0; r < ROWS; r++) {
+                fill_row(kind, cols, x + r * cols);
+            }
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                const int32_t k = ks[ki];
+                const size_t e = (size_t)(ROWS * k);
+                int32_t *wi = xalloc(sizeof(int32_t) * e), *gi = xalloc(sizeof(int32_t) * e);
+                float *wv = xalloc(sizeof(float) * e), *gv = xalloc(sizeof(float) * e);
+                kcpu_softmax_topk_ex(ROWS, cols, x, NULL, NULL, NULL, k, wi, wv, NULL);
+                kcpu_topk_start(ROWS, st);
+                int64_t done = 0;
+                int pieces = 0;
+                while (done < cols) {
+                    int64_t avail = done + 64 * (1 + irand(10));
+                    avail = avail < cols ? avail : cols;
+                    int64_t c =
+                        kcpu_topk_piece(ROWS, cols, x + done, cols, done, avail, k, st, gi, gv);
+                    pieces++;
+                    if (c < done || c > avail || (avail < cols && avail - c >= 64) ||
+                        (avail == cols && c != cols)) {
+                        bad = (int)c;
+                        break;
+                    }
+                    done = c;
+                }
+                multi += pieces > 1;
+                kcpu_topk_end(ROWS, cols, k, st, gi, gv);
+                if (memcmp(wi, gi, sizeof(int32_t) * e) != 0 ||
+                    memcmp(wv, gv, sizeof(float) * e) != 0) {
+                    bad = (int)(cols * 100 + kind * 10 + (int)ki);
+                }
+                runs++;
+                mt_free(wi), mt_free(gi), mt_free(wv), mt_free(gv);
+            }
+        }
+        mt_free(x);
+        mt_free(st);
+    }
+    CHECK(bad < 0 && runs > 0 && multi > 0,
+          "[%s] top-k in pieces: case %d differs from the whole rows' (%d runs, %d in pieces)",
+          isa_tag, bad, runs, multi);
+}
+
 /* ------------------------------------------------------ full-vocab top-k */
 
 static void test_topk_full(void) {
@@ -663,6 +726,7 @@ int main(void) {
         test_topk_offset();
         test_argmax();
         test_topk_tails();
+        test_topk_pieces();
         test_merge();
         test_beam();
         fprintf(stderr,

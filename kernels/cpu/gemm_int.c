@@ -460,6 +460,8 @@ typedef struct run_extra {
     bool a_max_known;
     float a_maxabs;
     float *c_maxabs;
+    int64_t col0, ncols; /* ncols > 0: only B's columns col0 .. col0 + ncols
+                            (col0 a multiple of NC), C's from c */
 } run_extra;
 
 static void run_job(int bits, kcpu_igemm_impl impl, kcpu_igemm_job *jp);
@@ -502,6 +504,14 @@ static float run_ex(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, i
     };
     if (j.phase == KCPU_IGEMM_PRODUCT) {
         j.qa = x->qa;
+    }
+    if (x && x->ncols > 0) {
+        j.n = x->ncols;
+        j.np = round_up(x->ncols, NC);
+        j.panels = (const char *)j.panels +
+                   (size_t)(x->col0 / NC) * (size_t)(h->kp * NC) * (size_t)(bits / 8);
+        j.corr = j.corr ? j.corr + x->col0 : NULL;
+        j.bias = bias ? bias + x->col0 : NULL;
     }
     if (m <= 0) {
         if (j.c_maxabs) {
@@ -690,13 +700,24 @@ void kcpu_gemm_int_max(int bits, kcpu_igemm_impl impl, int64_t m, const float *a
     run_ex(bits, impl, m, a, lda, packed_b, bias, relu, c, ldc, NULL, 0, scratch, &x);
 }
 
-/* Rows per block of kcpu_gemm_int_topk: all m where their C is within
-** TOPK_WHOLE_BYTES (one pass over the weights; blocks of a 25-row product
-** were 6% slower), else C of a block within TOPK_BLOCK_BYTES, a multiple
-** of the VNNI kernel's 6-row chunks, at least 1.  (Blocks of 384 KB, in L2
-** with the panels they read, gained half as much at 109 x 4816 and 8000:
-** more passes over the weights.) */
-enum { TOPK_BLOCK_BYTES = 1024 * 1024, TOPK_WHOLE_BYTES = 1536 * 1024 };
+/* kcpu_gemm_int_topk where the top-k can take C in pieces
+** (kcpu_topk_resumable): blocks of up to TOPK_PIECE_ROWS rows (one in
+** decoding), each quantized once (int8 with max|A| of all m rows when there
+** are several, so that each block quantizes as the whole product), then
+** per TOPK_PIECE_COLS columns of B their product into a buffer and its
+** top-k while it is in L1/L2.  The weights are read once per block, and no
+** C larger than a piece goes out of cache and back (a beam-4 step with a
+** shortlist: 109 x 4816 floats, 2 MB).  The columns a piece leaves for the
+** next (less than 64) move to the buffer's start.  Otherwise blocks of rows
+** whose whole C is at most TOPK_BLOCK_BYTES (all rows where C is within
+** TOPK_WHOLE_BYTES), a multiple of the VNNI kernel's 6-row chunks, then
+** their top-k.  Both are the top-k of the whole C, bit for bit. */
+enum {
+    TOPK_PIECE_COLS = 512,
+    TOPK_PIECE_ROWS = 192,
+    TOPK_BLOCK_BYTES = 1024 * 1024,
+    TOPK_WHOLE_BYTES = 1536 * 1024
+};
 
 static int64_t topk_block_rows(int64_t m, int64_t n) {
     n = n > 0 ? n : 1;
@@ -708,15 +729,56 @@ static int64_t topk_block_rows(int64_t m, int64_t n) {
     return r < m ? r : m;
 }
 
+static int64_t topk_piece_rows(int64_t m) { return m < TOPK_PIECE_ROWS ? m : TOPK_PIECE_ROWS; }
+
 size_t kcpu_gemm_int_topk_scratch_bytes(int bits, int64_t m, int64_t k, int64_t n) {
-    int64_t r = topk_block_rows(m, n);
-    return epilogue_base(bits, r, k) + (size_t)r * (size_t)n * sizeof(float);
+    int64_t r = topk_block_rows(m, n), rp = topk_piece_rows(m);
+    size_t blocks = epilogue_base(bits, r, k) + (size_t)r * (size_t)n * sizeof(float);
+    size_t pieces = epilogue_base(bits, rp, k) +
+                    (size_t)rp * ((TOPK_PIECE_COLS + NC) * sizeof(float) + sizeof(kcpu_topk_row));
+    return blocks > pieces ? blocks : pieces;
+}
+
+static void topk_pieces(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
+                        const void *packed_b, const float *bias, int32_t k, int32_t *out_idx,
+                        float *out_logp, void *scratch) {
+    const pack_hdr *h = packed_b;
+    const int64_t n = h->n, rb = topk_piece_rows(m), w = TOPK_PIECE_COLS + NC;
+    float *buf = (float *)(((uintptr_t)scratch + epilogue_base(bits, rb, h->k)) & ~(uintptr_t)63);
+    kcpu_topk_row *st = (kcpu_topk_row *)(buf + rb * w);
+    float amax = bits == 8 && rb < m ? kcpu_maxabs_f32(m, h->k, a, lda) : -1.0f;
+    for (int64_t r0 = 0; r0 < m; r0 += rb) {
+        const int64_t rows = m - r0 < rb ? m - r0 : rb;
+        int32_t *oi = out_idx + r0 * k;
+        float *ov = out_logp + r0 * k;
+        run_extra q = {.phase = KCPU_IGEMM_QUANT, .a_max_known = amax >= 0.0f, .a_maxabs = amax};
+        float qa = run_ex(bits, impl, rows, a + r0 * lda, lda, packed_b, NULL, false, NULL, 0, NULL,
+                          0, scratch, &q);
+        kcpu_topk_start(rows, st);
+        int64_t done = 0; /* the first column not counted: the buffer's column 0 */
+        for (int64_t j0 = 0; j0 < n; j0 += TOPK_PIECE_COLS) {
+            const int64_t j1 = n - j0 < TOPK_PIECE_COLS ? n : j0 + TOPK_PIECE_COLS;
+            run_extra x = {.phase = KCPU_IGEMM_PRODUCT, .qa = qa, .col0 = j0, .ncols = j1 - j0};
+            run_ex(bits, impl, rows, NULL, 0, packed_b, bias, false, buf + (j0 - done), w, NULL, 0,
+                   scratch, &x);
+            int64_t c = kcpu_topk_piece(rows, n, buf, w, done, j1, k, st, oi, ov);
+            for (int64_t i = 0; c < j1 && i < rows; i++) {
+                memmove(buf + i * w, buf + i * w + (c - done), (size_t)(j1 - c) * sizeof(float));
+            }
+            done = c;
+        }
+        kcpu_topk_end(rows, n, k, st, oi, ov);
+    }
 }
 
 void kcpu_gemm_int_topk(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                         const void *packed_b, const float *bias, int32_t k, int32_t *out_idx,
                         float *out_logp, void *scratch) {
     if (m <= 0) {
+        return;
+    }
+    if (kcpu_topk_resumable()) {
+        topk_pieces(bits, impl, m, a, lda, packed_b, bias, k, out_idx, out_logp, scratch);
         return;
     }
     const pack_hdr *h = packed_b;

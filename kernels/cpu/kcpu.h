@@ -572,12 +572,14 @@ void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float
                           int32_t *out_idx, float *out_val, void *scratch);
 /* A beam step's output layer: out_idx / out_logp [m, k] = kcpu_softmax_topk
 ** (bias NULL) of C = kcpu_gemm_int_ex's A.B + bias, bit for bit, without a
-** whole C in memory: all rows at once where C is at most 1.5 MB, else
-** blocks of rows whose C (at most 1 MB) is still in cache for their top-k
-** (a beam-4 step's C, 109 x 8000 floats, went out to L3 and back: the
-** microbenchmark's product + top-k 5-7% faster, 2-3% with a shortlist of
-** 4816 columns).  int8: max|A| of all m rows first, so that each block
-** quantizes as the whole product.
+** whole C in memory.  Where the top-k is resumable (kcpu_topk_resumable):
+** C a few panels of columns at a time, their top-k while they are in cache
+** (the weights read once per step; test set, int8 + shortlist, beam 4: 3.5%
+** faster end to end than the blocks of rows below).  Elsewhere: all rows at
+** once where C is at most 1.5 MB, else blocks of rows whose C (at most 1 MB)
+** is still in cache for their top-k.  int8: max|A| of all m rows first
+** where there are several blocks, so that each quantizes as the whole
+** product.
 ** scratch: kcpu_gemm_int_topk_scratch_bytes (any alignment). */
 size_t kcpu_gemm_int_topk_scratch_bytes(int bits, int64_t m, int64_t k, int64_t n);
 void kcpu_gemm_int_topk(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
@@ -702,6 +704,41 @@ void kcpu_softmax_topk_ex_avx512(int64_t rows, int64_t cols, const float *logits
 void kcpu_softmax_topk_ex_avx2(int64_t rows, int64_t cols, const float *logits, const float *bias,
                                const int32_t *cols_idx, const float *row_off, int32_t k,
                                int32_t *out_idx, float *out_val, float *out_lse);
+
+/* The same, resumable: the columns of each row arrive in pieces (the output
+** layer's GEMM writes a few panels of C at a time, whose top-k is taken
+** while they are in cache: kcpu_gemm_int_topk).  Per row a kcpu_topk_row
+** keeps its online (m, d) lanes, heap count and first column not yet
+** counted between pieces; the heap lives in the outputs as above.
+** kcpu_topk_start: rows begin empty.  kcpu_topk_piece: x [rows] (row
+** stride ldx) holds the columns base .. avail of the rows (every row's
+** first column not counted is the same, >= base; avail a multiple of 64
+** past it, or cols for the last piece); returns the first column not
+** counted (below avail by less than 64, whose columns the next piece must
+** hold again from its base; cols after the last).  kcpu_topk_end writes
+** the outputs (no lse, cols_idx or row_off).  The results are
+** kcpu_softmax_topk_ex's of the whole rows (bias NULL), bit for bit,
+** however the columns are cut.  Only where kcpu_topk_resumable() (the
+** AVX-512 variant is the one that dispatches). */
+typedef struct kcpu_topk_row {
+    float m[64], d[64];
+    int64_t c;
+    int32_t n;
+    int32_t pad[13];
+} kcpu_topk_row;
+bool kcpu_topk_resumable(void);
+void kcpu_topk_start(int64_t rows, kcpu_topk_row *st);
+int64_t kcpu_topk_piece(int64_t rows, int64_t cols, const float *x, int64_t ldx, int64_t base,
+                        int64_t avail, int32_t k, kcpu_topk_row *st, int32_t *out_idx,
+                        float *out_val);
+void kcpu_topk_end(int64_t rows, int64_t cols, int32_t k, const kcpu_topk_row *st, int32_t *out_idx,
+                   float *out_val);
+void kcpu_topk_start_avx512(int64_t rows, kcpu_topk_row *st);
+int64_t kcpu_topk_piece_avx512(int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                               int64_t base, int64_t avail, int32_t k, kcpu_topk_row *st,
+                               int32_t *out_idx, float *out_val);
+void kcpu_topk_end_avx512(int64_t rows, int64_t cols, int32_t k, const kcpu_topk_row *st,
+                          int32_t *out_idx, float *out_val);
 
 /* Merges n_lists lists of k_in entries (list l at val + l*k_in, idx +
 ** l*k_in), each sorted best first as kcpu_softmax_topk_ex writes them, into

@@ -148,6 +148,40 @@ void kcpu_softmax_topk_ex(int64_t rows, int64_t cols, const float *logits, const
                              out_lse);
 }
 
+bool kcpu_topk_resumable(void) { return simd_level() >= KCPU_ISA_AVX512; }
+
+/* The resumable entries: only the AVX-512 variant (callers check
+** kcpu_topk_resumable first; elsewhere they do nothing). */
+void kcpu_topk_start(int64_t rows, kcpu_topk_row *st) {
+#ifdef MT_HAVE_AVX512_BUILD
+    if (kcpu_topk_resumable()) kcpu_topk_start_avx512(rows, st);
+#else
+    (void)rows, (void)st;
+#endif
+}
+
+int64_t kcpu_topk_piece(int64_t rows, int64_t cols, const float *x, int64_t ldx, int64_t base,
+                        int64_t avail, int32_t k, kcpu_topk_row *st, int32_t *out_idx,
+                        float *out_val) {
+#ifdef MT_HAVE_AVX512_BUILD
+    if (kcpu_topk_resumable())
+        return kcpu_topk_piece_avx512(rows, cols, x, ldx, base, avail, k, st, out_idx, out_val);
+#else
+    (void)rows, (void)cols, (void)x, (void)ldx, (void)avail, (void)k, (void)st, (void)out_idx,
+        (void)out_val;
+#endif
+    return base;
+}
+
+void kcpu_topk_end(int64_t rows, int64_t cols, int32_t k, const kcpu_topk_row *st, int32_t *out_idx,
+                   float *out_val) {
+#ifdef MT_HAVE_AVX512_BUILD
+    if (kcpu_topk_resumable()) kcpu_topk_end_avx512(rows, cols, k, st, out_idx, out_val);
+#else
+    (void)rows, (void)cols, (void)k, (void)st, (void)out_idx, (void)out_val;
+#endif
+}
+
 void kcpu_softmax_topk(int64_t rows, int64_t cols, const float *logits, const float *bias,
                        int32_t k, int32_t *out_idx, float *out_logp, float *out_lse) {
     kcpu_softmax_topk_ex(rows, cols, logits, bias, NULL, NULL, k, out_idx, out_logp, out_lse);

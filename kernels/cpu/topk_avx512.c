@@ -170,56 +170,137 @@ __attribute__((noinline)) static int64_t scan_blocks(const float *xr, const floa
     return c;
 }
 
+/* Row r's columns from c (its first not yet counted) up to avail: x and
+** bias (NULL: none) hold the columns from base on (xr[0] is column base);
+** cols is the row's whole width.  The same steps as one pass over the row
+** whatever avail is (a multiple of 64 past base, or cols): the heap is
+** filled vector by vector, then 64-column blocks from where the filling
+** ended while they lie below avail, and only at avail == cols the columns
+** left after the last block (acc[0], masked).  Returns the first column
+** not counted: below avail by less than 64 until avail == cols. */
+static int64_t row_resume(const float *xr, const float *bias, int64_t base, int64_t cols,
+                          int64_t avail, int64_t c, row_heap *h, row_acc acc[4]) {
+    const bool last = avail == cols;
+    /* Filling the heap: every column is offered. */
+    for (; c < cols && h->n < h->cap && (last || c + 16 <= avail); c += 16) {
+        __mmask16 mk = tail_mask(cols - c);
+        __m512 x = load_x(xr, bias, c - base, mk);
+        acc_update(&acc[0], x, mk);
+        offer_all(h, x, mk, c);
+    }
+    if (h->n < h->cap) {
+        return c < cols ? c : cols;
+    }
+    /* Full heap: only columns above its root, re-checked in order. */
+    while (c + 64 <= avail) {
+        uint64_t hits;
+        c = base + scan_blocks(xr, bias, c - base, avail - base, h->val[0], acc, &hits);
+        if (hits == 0) {
+            break;
+        }
+        for (int q = 0; q < 4; q++) {
+            __mmask16 kq = (__mmask16)(hits >> (16 * q));
+            if (kq) {
+                offer_all(h, load_x(xr, bias, c - base + 16 * q, 0xffff), kq, c + 16 * q);
+            }
+        }
+        c += 64;
+    }
+    for (; last && c < cols; c += 16) {
+        __mmask16 mk = tail_mask(cols - c);
+        __m512 x = load_x(xr, bias, c - base, mk);
+        acc_update(&acc[0], x, mk);
+        __mmask16 kc = _mm512_mask_cmp_ps_mask(mk, x, _mm512_set1_ps(h->val[0]), _CMP_GT_OQ);
+        if (kc) {
+            offer_all(h, x, kc, c);
+        }
+    }
+    return c < cols ? c : cols;
+}
+
+ALWAYS_INLINE void acc_start(row_acc acc[4]) {
+    for (int a = 0; a < 4; a++) {
+        acc[a].m = _mm512_set1_ps(-FLT_MAX);
+        acc[a].d = _mm512_setzero_ps();
+    }
+}
+
+/* Row r's outputs from its heap and (m, d) lanes (kcpu_softmax_topk_ex). */
+static void row_finish(const row_heap *h, const row_acc acc[4], int32_t k, const int32_t *cols_idx,
+                       const float *row_off, float *out_lse) {
+    float m, logd;
+    acc_finish(acc, 4, &m, &logd);
+    kcpu_topk_row_finish(h->n, k, h->val, h->pos, m, logd, cols_idx, row_off);
+    if (out_lse) {
+        *out_lse = logd == -INFINITY ? -INFINITY : m + logd;
+    }
+}
+
 void kcpu_softmax_topk_ex_avx512(int64_t rows, int64_t cols, const float *logits, const float *bias,
                                  const int32_t *cols_idx, const float *row_off, int32_t k,
                                  int32_t *out_idx, float *out_val, float *out_lse) {
     int32_t cap = (int64_t)k < cols ? k : (int32_t)cols;
     for (int64_t r = 0; r < rows; r++) {
-        const float *xr = logits + r * cols;
         row_heap h = {out_val + r * k, out_idx + r * k, 0, cap};
         row_acc acc[4];
-        for (int a = 0; a < 4; a++) {
-            acc[a].m = _mm512_set1_ps(-FLT_MAX);
-            acc[a].d = _mm512_setzero_ps();
-        }
-        int64_t c = 0;
-        /* Filling the heap: every column is offered. */
-        for (; c < cols && h.n < h.cap; c += 16) {
-            __mmask16 mk = tail_mask(cols - c);
-            __m512 x = load_x(xr, bias, c, mk);
-            acc_update(&acc[0], x, mk);
-            offer_all(&h, x, mk, c);
-        }
-        /* Full heap: only columns above its root, re-checked in order. */
-        while (c + 64 <= cols) {
-            uint64_t hits;
-            c = scan_blocks(xr, bias, c, cols, h.val[0], acc, &hits);
-            if (hits == 0) {
-                break;
-            }
-            for (int q = 0; q < 4; q++) {
-                __mmask16 kq = (__mmask16)(hits >> (16 * q));
-                if (kq) {
-                    offer_all(&h, load_x(xr, bias, c + 16 * q, 0xffff), kq, c + 16 * q);
-                }
-            }
-            c += 64;
-        }
-        for (; c < cols; c += 16) {
-            __mmask16 mk = tail_mask(cols - c);
-            __m512 x = load_x(xr, bias, c, mk);
-            acc_update(&acc[0], x, mk);
-            __mmask16 kc = _mm512_mask_cmp_ps_mask(mk, x, _mm512_set1_ps(h.val[0]), _CMP_GT_OQ);
-            if (kc) {
-                offer_all(&h, x, kc, c);
-            }
-        }
-        float m, logd;
-        acc_finish(acc, 4, &m, &logd);
-        kcpu_topk_row_finish(h.n, k, h.val, h.pos, m, logd, cols_idx, row_off ? row_off + r : NULL);
-        if (out_lse) {
-            out_lse[r] = logd == -INFINITY ? -INFINITY : m + logd;
-        }
+        acc_start(acc);
+        row_resume(logits + r * cols, bias, 0, cols, cols, 0, &h, acc);
+        row_finish(&h, acc, k, cols_idx, row_off ? row_off + r : NULL,
+                   out_lse ? out_lse + r : NULL);
+    }
+}
+
+/* The resumable form (kcpu.h, kcpu_topk_piece): each row's lanes and heap
+** count between pieces in its kcpu_topk_row. */
+static void load_row(const kcpu_topk_row *s, row_acc acc[4], row_heap *h) {
+    for (int a = 0; a < 4; a++) {
+        acc[a].m = _mm512_loadu_ps(s->m + 16 * a);
+        acc[a].d = _mm512_loadu_ps(s->d + 16 * a);
+    }
+    h->n = s->n;
+}
+
+static void store_row(kcpu_topk_row *s, const row_acc acc[4], const row_heap *h, int64_t c) {
+    for (int a = 0; a < 4; a++) {
+        _mm512_storeu_ps(s->m + 16 * a, acc[a].m);
+        _mm512_storeu_ps(s->d + 16 * a, acc[a].d);
+    }
+    s->n = h->n;
+    s->c = c;
+}
+
+void kcpu_topk_start_avx512(int64_t rows, kcpu_topk_row *st) {
+    for (int64_t r = 0; r < rows; r++) {
+        row_acc acc[4];
+        acc_start(acc);
+        row_heap h = {NULL, NULL, 0, 0};
+        store_row(st + r, acc, &h, 0);
+    }
+}
+
+int64_t kcpu_topk_piece_avx512(int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                               int64_t base, int64_t avail, int32_t k, kcpu_topk_row *st,
+                               int32_t *out_idx, float *out_val) {
+    int32_t cap = (int64_t)k < cols ? k : (int32_t)cols;
+    int64_t c = base;
+    for (int64_t r = 0; r < rows; r++) {
+        row_heap h = {out_val + r * k, out_idx + r * k, 0, cap};
+        row_acc acc[4];
+        load_row(st + r, acc, &h);
+        c = row_resume(x + r * ldx, NULL, base, cols, avail, st[r].c, &h, acc);
+        store_row(st + r, acc, &h, c);
+    }
+    return c;
+}
+
+void kcpu_topk_end_avx512(int64_t rows, int64_t cols, int32_t k, const kcpu_topk_row *st,
+                          int32_t *out_idx, float *out_val) {
+    int32_t cap = (int64_t)k < cols ? k : (int32_t)cols;
+    for (int64_t r = 0; r < rows; r++) {
+        row_heap h = {out_val + r * k, out_idx + r * k, 0, cap};
+        row_acc acc[4];
+        load_row(st + r, acc, &h);
+        row_finish(&h, acc, k, NULL, NULL, NULL);
     }
 }
 
