@@ -13,10 +13,10 @@
 ** e = exp(-inf) = 0 and no -inf - -inf arises; a lane that saw only -inf
 ** keeps m = -FLT_MAX, d = 0.  The 64 (m, d) pairs are combined at the end of
 ** the row: M = max m,  D = sum d exp(m - M); D = 0 is an all-masked row.
-** Selection: while the heap is not full every column goes to it (scalar);
-** then a column is a candidate iff x > root, one vector compare per 16
-** columns, and candidates are re-checked in column order against the root
-** as it rises, so the result equals the reference's exactly.
+** Selection, after the sums of a row (or of a piece of it): a column is a
+** candidate iff x is at or above a lower bound of the row's k-th largest
+** (row_resume), one vector compare per 16 columns, and candidates go to
+** the heap in column order, so the result equals the reference's exactly.
 */
 #include "kcpu.h"
 #include "kcpu_simd.h"
@@ -103,119 +103,158 @@ ALWAYS_INLINE void acc_second(row_acc *a, __m512 r, __m512 n, __mmask16 gt) {
 }
 
 /* The first halves of a block of 64 columns from c (acc a gets columns c +
-** 16 a ..), and the lanes above thr in kq. */
-ALWAYS_INLINE void block_first(const float *xr, const float *bias, int64_t c, __m512 vt, row_acc *a,
-                               __m512 *r, __m512 *n, __mmask16 *gt, __mmask16 *kq) {
+** 16 a ..). */
+ALWAYS_INLINE void block_first(const float *xr, const float *bias, int64_t c, row_acc *a, __m512 *r,
+                               __m512 *n, __mmask16 *gt) {
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++) {
-        __m512 x = load_x(xr, bias, c + 16 * q, 0xffff);
-        acc_first(&a[q], x, &r[q], &n[q], &gt[q]);
-        kq[q] = _mm512_cmp_ps_mask(x, vt, _CMP_GT_OQ);
+        acc_first(&a[q], load_x(xr, bias, c + 16 * q, 0xffff), &r[q], &n[q], &gt[q]);
     }
 }
 
-/* The steady state: online (m, d) over 64-column blocks from c while at
-** least 64 columns are left, until a block has a column with x > thr.
-** Returns that block's start (its columns already counted in acc) with the
-** per-column hit bits in *hits, or the first column not scanned with *hits
-** = 0.  Software-pipelined: the first halves of a block's updates (up to
-** the exp's reduced argument) are issued before the second halves of the
-** block before (the polynomial, the sums), so the instructions the core
-** takes in together have their operands ready sooner: an exp is a chain of
-** about 14 dependent instructions, and with each vector's chain issued
-** whole the scan ran at about 12 cycles per vector of 16 columns. Kept out
-** of line and free of calls so that the accumulators and the constants of
-** the exp stay in registers. */
-__attribute__((noinline)) static int64_t scan_blocks(const float *xr, const float *bias, int64_t c,
-                                                     int64_t cols, float thr, row_acc *acc,
-                                                     uint64_t *hits) {
-    *hits = 0;
-    if (c + 64 > cols) {
+/* The steady state: online (m, d) over the 64-column blocks from c while
+** they end at or before `end`; returns the first column not counted.
+** Software-pipelined: the first halves of a block's updates (up to the
+** exp's reduced argument) are issued before the second halves of the block
+** before (the polynomial, the sums), so the instructions the core takes in
+** together have their operands ready sooner: an exp is a chain of about 14
+** dependent instructions, and with each vector's chain issued whole the
+** scan ran at about 12 cycles per vector of 16 columns.  Kept out of line
+** and free of calls so that the accumulators and the constants of the exp
+** stay in registers. */
+__attribute__((noinline)) static int64_t sum_blocks(const float *xr, const float *bias, int64_t c,
+                                                    int64_t end, row_acc *acc) {
+    if (c + 64 > end) {
         return c;
     }
     row_acc a[4] = {acc[0], acc[1], acc[2], acc[3]};
-    const __m512 vt = _mm512_set1_ps(thr);
     __m512 r[4], n[4];
-    __mmask16 gt[4], kq[4];
-    block_first(xr, bias, c, vt, a, r, n, gt, kq);
-    for (;;) {
-        bool hit = _kortestz_mask16_u8(_kor_mask16(kq[0], kq[1]), _kor_mask16(kq[2], kq[3])) == 0;
-        if (__builtin_expect(hit, 0) || c + 128 > cols) {
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) {
-                acc_second(&a[q], r[q], n[q], gt[q]);
-            }
-            if (hit) {
-                *hits = (uint64_t)kq[0] | (uint64_t)kq[1] << 16 | (uint64_t)kq[2] << 32 |
-                        (uint64_t)kq[3] << 48;
-            } else {
-                c += 64;
-            }
-            break;
-        }
+    __mmask16 gt[4];
+    block_first(xr, bias, c, a, r, n, gt);
+    for (; c + 128 <= end; c += 64) {
         /* vector q of the next block, then of this one: 8 of the halves'
         ** vectors live at a time, not 16 (the 16 spilled) */
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++) {
-            __m512 x = load_x(xr, bias, c + 64 + 16 * q, 0xffff), r2, n2;
+            __m512 r2, n2;
             __mmask16 gt2;
-            acc_first(&a[q], x, &r2, &n2, &gt2);
-            kq[q] = _mm512_cmp_ps_mask(x, vt, _CMP_GT_OQ);
+            acc_first(&a[q], load_x(xr, bias, c + 64 + 16 * q, 0xffff), &r2, &n2, &gt2);
             acc_second(&a[q], r[q], n[q], gt[q]);
             r[q] = r2, n[q] = n2, gt[q] = gt2;
         }
-        c += 64;
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) {
+        acc_second(&a[q], r[q], n[q], gt[q]);
     }
     acc[0] = a[0], acc[1] = a[1], acc[2] = a[2], acc[3] = a[3];
-    return c;
+    return c + 64;
+}
+
+/* A lower bound of the row's k-th largest x (k = the heap's capacity) from
+** what is counted so far: the heap's root once it is full (k columns at or
+** above it), else, for k <= 16, the k-th largest of the 16 lane maxima over
+** the four accumulators (the largest x of 16 disjoint sets of columns; a
+** lane that saw no finite x says -FLT_MAX, which bounds nothing: -inf),
+** else -inf. */
+static float select_floor(const row_heap *h, const row_acc acc[4]) {
+    if (h->n == h->cap) {
+        return h->val[0];
+    }
+    if (h->cap > 16) {
+        return -INFINITY;
+    }
+    __m512 v = _mm512_max_ps(_mm512_max_ps(acc[0].m, acc[1].m), _mm512_max_ps(acc[2].m, acc[3].m));
+    float t = -INFINITY;
+    for (int32_t i = 0; i < h->cap; i++) {
+        t = _mm512_reduce_max_ps(v);
+        __mmask16 eq = _mm512_cmp_ps_mask(v, _mm512_set1_ps(t), _CMP_EQ_OQ);
+        v = _mm512_mask_mov_ps(v, eq & (__mmask16)-eq, _mm512_set1_ps(-INFINITY)); /* one lane */
+    }
+    return t > -FLT_MAX ? t : -INFINITY;
+}
+
+/* The selection of row_resume over the columns from .. to: those at or
+** above floor to the heap in column order, the floor raised to the root
+** once the heap is full.  64 columns per test of the masks; has_bias a
+** constant. */
+ALWAYS_INLINE void select_range(const int has_bias, const float *xr, const float *bias,
+                                int64_t base, int64_t cols, int64_t from, int64_t to, row_heap *h,
+                                float floor) {
+    const float *bp = has_bias ? bias : NULL;
+    __m512 vf = _mm512_set1_ps(floor);
+    int64_t s = from;
+    for (; s + 64 <= to; s += 64) {
+        __m512 x[4];
+        __mmask16 kq[4];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            x[q] = load_x(xr, bp, s - base + 16 * q, 0xffff);
+            kq[q] = _mm512_cmp_ps_mask(x[q], vf, _CMP_GE_OQ);
+        }
+        if (_kortestz_mask16_u8(_kor_mask16(kq[0], kq[1]), _kor_mask16(kq[2], kq[3])) == 0) {
+            for (int q = 0; q < 4; q++) {
+                if (kq[q]) { /* the earlier vectors' offers may have raised the root */
+                    offer_all(h, x[q], kq[q], s + 16 * q);
+                }
+            }
+            if (h->n == h->cap && h->val[0] > floor) {
+                floor = h->val[0];
+                vf = _mm512_set1_ps(floor);
+            }
+        }
+    }
+    for (; s < to; s += 16) {
+        __mmask16 mk = tail_mask(cols - s);
+        __m512 x = load_x(xr, bp, s - base, mk);
+        __mmask16 kq = _mm512_mask_cmp_ps_mask(mk, x, vf, _CMP_GE_OQ);
+        if (kq) {
+            offer_all(h, x, kq, s);
+            if (h->n == h->cap && h->val[0] > floor) {
+                floor = h->val[0];
+                vf = _mm512_set1_ps(floor);
+            }
+        }
+    }
 }
 
 /* Row r's columns from c (its first not yet counted) up to avail: x and
 ** bias (NULL: none) hold the columns from base on (xr[0] is column base);
-** cols is the row's whole width.  The same steps as one pass over the row
-** whatever avail is (a multiple of 64 past base, or cols): the heap is
-** filled vector by vector, then 64-column blocks from where the filling
-** ended while they lie below avail, and only at avail == cols the columns
-** left after the last block (acc[0], masked).  Returns the first column
-** not counted: below avail by less than 64 until avail == cols. */
+** cols is the row's whole width.  Two passes over them.  First (m, d), as
+** one pass over the row would count them whatever avail is (a multiple of
+** 64 past base, or cols): the first ceil(cap / 16) vectors into acc[0]
+** (where one pass fills the heap), then 64-column blocks while they lie
+** below avail, and only at avail == cols the columns left after the last
+** block (acc[0], masked).  Then the selection: the columns at or above a
+** floor of the k-th largest x (select_floor; raised to the root as the
+** heap fills) go to the heap in column order, which keeps the k best by
+** (x descending, column ascending) of what it is offered: every column of
+** the row's k best is offered, so the heap ends as one pass's, and a
+** column that beats the root no longer stops the exp's pipeline.  Returns
+** the first column not counted: below avail by less than 64 until avail ==
+** cols. */
 static int64_t row_resume(const float *xr, const float *bias, int64_t base, int64_t cols,
                           int64_t avail, int64_t c, row_heap *h, row_acc acc[4]) {
     const bool last = avail == cols;
-    /* Filling the heap: every column is offered. */
-    for (; c < cols && h->n < h->cap && (last || c + 16 <= avail); c += 16) {
+    const int64_t from = c, fill_end = 16 * (((int64_t)h->cap + 15) / 16);
+    for (; c < fill_end && c < cols && (last || c + 16 <= avail); c += 16) {
         __mmask16 mk = tail_mask(cols - c);
-        __m512 x = load_x(xr, bias, c - base, mk);
-        acc_update(&acc[0], x, mk);
-        offer_all(h, x, mk, c);
+        acc_update(&acc[0], load_x(xr, bias, c - base, mk), mk);
     }
-    if (h->n < h->cap) {
-        return c < cols ? c : cols;
-    }
-    /* Full heap: only columns above its root, re-checked in order. */
-    while (c + 64 <= avail) {
-        uint64_t hits;
-        c = base + scan_blocks(xr, bias, c - base, avail - base, h->val[0], acc, &hits);
-        if (hits == 0) {
-            break;
-        }
-        for (int q = 0; q < 4; q++) {
-            __mmask16 kq = (__mmask16)(hits >> (16 * q));
-            if (kq) {
-                offer_all(h, load_x(xr, bias, c - base + 16 * q, 0xffff), kq, c + 16 * q);
-            }
-        }
-        c += 64;
-    }
-    for (; last && c < cols; c += 16) {
-        __mmask16 mk = tail_mask(cols - c);
-        __m512 x = load_x(xr, bias, c - base, mk);
-        acc_update(&acc[0], x, mk);
-        __mmask16 kc = _mm512_mask_cmp_ps_mask(mk, x, _mm512_set1_ps(h->val[0]), _CMP_GT_OQ);
-        if (kc) {
-            offer_all(h, x, kc, c);
+    if (c >= fill_end) {
+        c = base + sum_blocks(xr, bias, c - base, avail - base, acc);
+        for (; last && c < cols; c += 16) {
+            __mmask16 mk = tail_mask(cols - c);
+            acc_update(&acc[0], load_x(xr, bias, c - base, mk), mk);
         }
     }
-    return c < cols ? c : cols;
+    c = c < cols ? c : cols;
+    if (bias) {
+        select_range(1, xr, bias, base, cols, from, c, h, select_floor(h, acc));
+    } else {
+        select_range(0, xr, NULL, base, cols, from, c, h, select_floor(h, acc));
+    }
+    return c;
 }
 
 ALWAYS_INLINE void acc_start(row_acc acc[4]) {
