@@ -38,7 +38,7 @@
 ** the step returns the logits without the log-softmax (WNMT 2018 sec. 2.3).
 ** When it needs each row's k best (beam > 1) and the output layer takes a
 ** fixed integer GEMM, the step gives those instead of the logits
-** (mt_matmul_cols_topk: blocks of rows whose logits stay in cache).
+** (mt_matmul_cols_topk: pieces of the product whose logits stay in cache).
 */
 #include <string.h>
 
@@ -615,7 +615,7 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const 
     cur.logits_only = in->argmax_only || k > 0; /* beam 1: the argmax of the logits */
     cur.argmax = want->am_cols != NULL;         /* ... from the output layer's epilogue if it can */
     cur.argmax_skip = want->skip;
-    cur.topk = want->am_cols == NULL ? k : 0; /* ... and beam > 1 its top-k, in blocks of rows */
+    cur.topk = want->am_cols == NULL ? k : 0; /* ... and beam > 1 its top-k from the product */
     cur.no_align = align == NULL;
     if (rc == MT_OK) rc = mt_model_step(s->m, g, NULL, &cur, s->prev_tok, &next, &out);
     if (rc != MT_OK) return rc;

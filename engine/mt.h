@@ -396,8 +396,8 @@ mt_node *mt_matmul_cols_argmax(mt_graph *g, mt_node *a, mt_node *b, bool trans_b
 ** mt_matmul_cols(a, b, trans_b, cols, bias) and their columns, as f32
 ** [rows, 2k] (row r: the k values best first, then their columns as floats,
 ** -1 past the row's columns): mt_node_logsoftmax_topk of the product, bit
-** for bit, from the integer GEMM in blocks of rows whose logits stay in
-** cache (kcpu_gemm_int_topk).  NULL without an error where the product takes
+** for bit, from the integer GEMM in pieces whose logits stay in cache
+** (kcpu_gemm_int_topk).  NULL without an error where the product takes
 ** no fixed int8/int16 GEMM or the device has no such path: the caller then
 ** takes the logits and mt_node_logsoftmax_topk. */
 mt_node *mt_matmul_cols_topk(mt_graph *g, mt_node *a, mt_node *b, bool trans_b, mt_node *cols,

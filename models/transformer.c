@@ -1449,7 +1449,7 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     }
     x = decoder_stack(&t, NULL, x, &io);
     /* beam 1: each row's argmax from the GEMM's epilogue where it can */
-    /* beam > 1: each row's top-k from the GEMM in blocks of rows where it can */
+    /* beam > 1: each row's top-k from the GEMM where it can */
     mt_node *logits =
         output_layer_ex(&t, mt_reshape(g, x, mt_shape2(n, d)), in->shortlist, in->argmax_skip,
                         in->argmax ? &out->argmax : NULL, in->topk, &out->topk);

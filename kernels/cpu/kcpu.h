@@ -708,23 +708,22 @@ void kcpu_softmax_topk_ex_avx2(int64_t rows, int64_t cols, const float *logits, 
 /* The same, resumable: the columns of each row arrive in pieces (the output
 ** layer's GEMM writes a few panels of C at a time, whose top-k is taken
 ** while they are in cache: kcpu_gemm_int_topk).  Per row a kcpu_topk_row
-** keeps its online (m, d) lanes, heap count and first column not yet
-** counted between pieces; the heap lives in the outputs as above.
-** kcpu_topk_start: rows begin empty.  kcpu_topk_piece: x [rows] (row
-** stride ldx) holds the columns base .. avail of the rows (every row's
-** first column not counted is the same, >= base; avail a multiple of 64
-** past it, or cols for the last piece); returns the first column not
-** counted (below avail by less than 64, whose columns the next piece must
-** hold again from its base; cols after the last).  kcpu_topk_end writes
-** the outputs (no lse, cols_idx or row_off).  The results are
+** keeps its online (m, d) lanes and heap count between pieces; the heap
+** lives in the outputs as above.  kcpu_topk_start: rows begin empty.
+** kcpu_topk_piece: base is the first column not yet counted (0, then what
+** the previous piece returned, the same for every row); x [rows] (row
+** stride ldx) holds the columns base .. avail of the rows (avail a
+** multiple of 64 past base, or cols for the last piece); returns the first
+** column not counted (below avail by less than 64, whose columns the next
+** piece must hold again from its base; cols after the last).  kcpu_topk_end
+** writes the outputs (no lse, cols_idx or row_off).  The results are
 ** kcpu_softmax_topk_ex's of the whole rows (bias NULL), bit for bit,
 ** however the columns are cut.  Only where kcpu_topk_resumable() (the
 ** AVX-512 variant is the one that dispatches). */
 typedef struct kcpu_topk_row {
     float m[64], d[64];
-    int64_t c;
     int32_t n;
-    int32_t pad[13];
+    int32_t pad[15];
 } kcpu_topk_row;
 bool kcpu_topk_resumable(void);
 void kcpu_topk_start(int64_t rows, kcpu_topk_row *st);

@@ -63,6 +63,13 @@ typedef struct row_heap {
     int32_t n, cap;
 } row_heap;
 
+/* Row r's empty heap of min(k, cols) entries in the outputs (row r at
+** out_idx + r k, out_val + r k). */
+ALWAYS_INLINE row_heap heap_of(int64_t r, int32_t k, int64_t cols, int32_t *out_idx,
+                               float *out_val) {
+    return (row_heap){out_val + r * k, out_idx + r * k, 0, (int64_t)k < cols ? k : (int32_t)cols};
+}
+
 /* Offers the live lanes of x (columns c0 + lane) to the heap, in order. */
 static void offer_all(row_heap *h, __m512 x, __mmask16 live, int64_t c0) {
     float t[16];
@@ -278,9 +285,8 @@ static void row_finish(const row_heap *h, const row_acc acc[4], int32_t k, const
 void kcpu_softmax_topk_ex_avx512(int64_t rows, int64_t cols, const float *logits, const float *bias,
                                  const int32_t *cols_idx, const float *row_off, int32_t k,
                                  int32_t *out_idx, float *out_val, float *out_lse) {
-    int32_t cap = (int64_t)k < cols ? k : (int32_t)cols;
     for (int64_t r = 0; r < rows; r++) {
-        row_heap h = {out_val + r * k, out_idx + r * k, 0, cap};
+        row_heap h = heap_of(r, k, cols, out_idx, out_val);
         row_acc acc[4];
         acc_start(acc);
         row_resume(logits + r * cols, bias, 0, cols, cols, 0, &h, acc);
@@ -299,13 +305,12 @@ static void load_row(const kcpu_topk_row *s, row_acc acc[4], row_heap *h) {
     h->n = s->n;
 }
 
-static void store_row(kcpu_topk_row *s, const row_acc acc[4], const row_heap *h, int64_t c) {
+static void store_row(kcpu_topk_row *s, const row_acc acc[4], const row_heap *h) {
     for (int a = 0; a < 4; a++) {
         _mm512_storeu_ps(s->m + 16 * a, acc[a].m);
         _mm512_storeu_ps(s->d + 16 * a, acc[a].d);
     }
     s->n = h->n;
-    s->c = c;
 }
 
 void kcpu_topk_start_avx512(int64_t rows, kcpu_topk_row *st) {
@@ -313,30 +318,28 @@ void kcpu_topk_start_avx512(int64_t rows, kcpu_topk_row *st) {
         row_acc acc[4];
         acc_start(acc);
         row_heap h = {NULL, NULL, 0, 0};
-        store_row(st + r, acc, &h, 0);
+        store_row(st + r, acc, &h);
     }
 }
 
 int64_t kcpu_topk_piece_avx512(int64_t rows, int64_t cols, const float *x, int64_t ldx,
                                int64_t base, int64_t avail, int32_t k, kcpu_topk_row *st,
                                int32_t *out_idx, float *out_val) {
-    int32_t cap = (int64_t)k < cols ? k : (int32_t)cols;
     int64_t c = base;
     for (int64_t r = 0; r < rows; r++) {
-        row_heap h = {out_val + r * k, out_idx + r * k, 0, cap};
+        row_heap h = heap_of(r, k, cols, out_idx, out_val);
         row_acc acc[4];
         load_row(st + r, acc, &h);
-        c = row_resume(x + r * ldx, NULL, base, cols, avail, st[r].c, &h, acc);
-        store_row(st + r, acc, &h, c);
+        c = row_resume(x + r * ldx, NULL, base, cols, avail, base, &h, acc);
+        store_row(st + r, acc, &h);
     }
     return c;
 }
 
 void kcpu_topk_end_avx512(int64_t rows, int64_t cols, int32_t k, const kcpu_topk_row *st,
                           int32_t *out_idx, float *out_val) {
-    int32_t cap = (int64_t)k < cols ? k : (int32_t)cols;
     for (int64_t r = 0; r < rows; r++) {
-        row_heap h = {out_val + r * k, out_idx + r * k, 0, cap};
+        row_heap h = heap_of(r, k, cols, out_idx, out_val);
         row_acc acc[4];
         load_row(st + r, acc, &h);
         row_finish(&h, acc, k, NULL, NULL, NULL);
