@@ -225,7 +225,18 @@ ALWAYS_INLINE void kt_elem(const int m, const int kb, const int h16, const int f
 ** with the f16 rows, the f32 caches' rows 64-84 -> 43-53 ms.  Prefetching
 ** the next rows' recent keys, which the step has just written, into L2,
 ** or two runs ahead gained nothing; the AVX2 variant, whose products are
-** slower, showed no gain either.) */
+** slower, showed no gain either.)  At most PF_ROW_BYTES of the keys and as
+** many of the values: a long output's history is many times L1 (the test
+** set's longest sentences loop to 400 positions, 200 KB of f16 keys per
+** row and layer): prefetching all of it evicted the prefetched lines, and
+** the current row's, before their use.  Those 32 sentences at int8 +
+** shortlist, beam 4, mini-batch 32: 0.335 -> 0.323 s (median of 6
+** alternating bench runs); the whole test set, where they are a fifth of
+** the time: within noise (1.427 vs 1.429 s, 4 runs each).  8, 12 and 24 KB
+** were not distinguishable from 16.  Ordinary sentences' rows are below
+** it. */
+enum { PF_ROW_BYTES = 16 << 10 };
+
 typedef struct attn_next {
     const char *k, *v; /* NULL: nothing to prefetch */
     int64_t kbytes, vbytes;
@@ -251,6 +262,8 @@ ALWAYS_INLINE attn_next next_keys(const kcpu_attn_job *j, int64_t i, int64_t r) 
         nx.kbytes = 4 * (j->ksc > 0 ? j->heads * j->ksh : j->sr);
         nx.vbytes = 4 * j->sr;
     }
+    nx.kbytes = nx.kbytes < PF_ROW_BYTES ? nx.kbytes : PF_ROW_BYTES;
+    nx.vbytes = nx.vbytes < PF_ROW_BYTES ? nx.vbytes : PF_ROW_BYTES;
     return nx;
 }
 
