@@ -57,7 +57,8 @@ static int irand(int n) { return (int)((test_rng_next() >> 33) % (uint64_t)n); }
 
 /* Element off of a history array (f16 when the job has kh16). */
 static double hist_at(const kcpu_attn_job *j, bool values, int64_t off) {
-    if (j->kh16) return mt_f16_to_f32((values ? j->vh16 : j->kh16)[off]);
+    if (values ? j->vh16 != NULL : j->kh16 != NULL)
+        return mt_f16_to_f32((values ? j->vh16 : j->kh16)[off]);
     return (values ? j->vh : j->kh)[off];
 }
 
@@ -70,14 +71,48 @@ static double pair_at(const kcpu_attn_job *j, bool values, int64_t r, int64_t h,
     return kcpu_bf16_val((uint16_t)((values ? t & 1 : c & 1) ? u >> 16 : u & 0xffffu));
 }
 
+/* int8 keys as kcpu.h defines them, written out here: x * (127 / max
+** |x|) in float, clamped to [-127, 127], rounded half to even
+** (nearbyintf in the default mode); returns the scale max / 127. */
+static float spec_q8(const float *x, int64_t n, int32_t *x8) {
+    float mx = 0.0f;
+    for (int64_t c = 0; c < n; c++)
+        mx = fabsf(x[c]) > mx ? fabsf(x[c]) : mx;
+    float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
+    for (int64_t c = 0; c < n; c++)
+        x8[c] = (int32_t)nearbyintf(fminf(fmaxf(x[c] * inv, -127.0f), 127.0f));
+    return mx / 127.0f;
+}
+
+/* The score of int8 key t of row i (id r), head h, from the spec: the exact
+** integer sum of the query's and the key's int8 elements, then
+** (float)sum * (scale * qa), qa = alpha * the query's scale. */
+static double spec_q8_score(const kcpu_attn_job *j, int64_t i, int64_t r, int64_t h, int64_t t) {
+    int32_t q8[256];
+    float qa = j->alpha * spec_q8(j->q + i * j->ldq + h * j->dk, j->dk, q8);
+    const uint32_t *k = j->khq + r * j->ksr + h * j->ksh + t;
+    int64_t sum = 0;
+    for (int64_t c = 0; c < j->dk; c++)
+        sum += (int64_t)q8[c] * ((int32_t)((k[(c / 4) * j->ksc] >> (8 * (c % 4))) & 0xffu) - 128);
+    float sc;
+    memcpy(&sc, k + (j->dk / 4) * j->ksc, sizeof sc);
+    return (double)((float)sum * (sc * qa));
+}
+
 /* Double evaluation of row i, head h of job j into want[dk] (kcpu.h's
-** definition). */
+** definition; int8 keys: spec_q8_score). */
 static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) {
     int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + j->tr;
     int64_t dk = j->dk, t0 = j->starts ? j->starts[i] : 0;
     double *s = malloc(sizeof(double) * (size_t)tk), mx = -INFINITY, sum = 0.0;
     const float *q = j->q + i * j->ldq + h * dk;
     for (int64_t t = t0; t < tk; t++) {
+        if (j->khq && t < tn) {
+            s[t] =
+                spec_q8_score(j, i, r, h, t) + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0);
+            mx = s[t] > mx ? s[t] : mx;
+            continue;
+        }
         double dot = 0.0;
         for (int64_t c = 0; c < dk; c++) {
             double k = t >= tn      ? j->kr[((i * j->heads + h) * j->tr + t - tn) * dk + c]
@@ -231,7 +266,9 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, int kin
     float *q = frand(n * d), *kt = frand(n0 * heads * dk * th), *v = frand(n0 * th * d);
     float *mask = frand(n0 * th);
     for (int64_t t = 0; t < n0 * th; t++)
-        mask[t] = t % th != 0 && irand(3) == 0 ? -1e9f : 0.0f;
+        /* each sentence's first key stays in: a window of masked keys only
+        ** (-1e9 + score in float) has no scores left to compare */
+        mask[t] = t % th != 0 && irand(3) == 0 && t % th != sst[t / th] ? -1e9f : 0.0f;
     kcpu_attn_job j = {.n = n,
                        .heads = heads,
                        .dk = dk,
@@ -354,6 +391,190 @@ static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool 
     mt_free(vr);
 }
 
+static double worst_q8_logit; /* int8 keys: the largest score error */
+
+/* A frozen history with int8 keys (kcpu.h: khq [n0, heads, dk / 4 + 1, th]
+** units, built here from f32 keys by spec_q8) and f16 values, rows by ids
+** at their own lengths and starts (as run_kt_hist), then tr recent keys:
+** against the double evaluation of the spec's scores (TOL), and against
+** the attention of the f32 keys within the bound their scores' error gives. */
+static void run_kt_q8(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use_starts) {
+    int64_t n = 1 + irand(6), n0 = 1 + irand(6), d = heads * dk, d4 = dk / 4;
+    int32_t ids[8], starts[8], lens[8], k8[256];
+    for (int64_t i = 0; i < n; i++) {
+        ids[i] = (int32_t)irand((int)n0);
+        int64_t tn = irand(3) == 0 ? th : irand((int)th + 1);
+        if (tn == 0 && tr == 0) tn = th;
+        lens[i] = (int32_t)tn;
+        starts[i] = use_starts ? (int32_t)irand((int)(tn + tr)) : 0;
+    }
+    /* keys [n0, heads, th, dk] (one key's elements together) */
+    float *q = frand(n * d), *kf = frand(n0 * heads * th * dk), *v = frand(n0 * heads * th * dk);
+    float *kr = frand(n * heads * tr * dk), *vr = frand(n * heads * tr * dk);
+    for (int64_t u = 0; u < n0 * heads * th; u++) /* keys of other magnitudes */
+        for (int64_t c = 0; c < dk; c++)
+            kf[u * dk + c] *= (float)(1 + u % 5) * 0.5f;
+    uint32_t *kq = mt_try_malloc(sizeof(uint32_t) * (size_t)(n0 * heads * (d4 + 1) * th + 1));
+    float *kt = mt_try_malloc(sizeof(float) * (size_t)(n0 * heads * dk * th + 1));
+    uint16_t *v16 = mt_try_malloc(sizeof(uint16_t) * (size_t)(n0 * heads * th * dk + 1));
+    if (!kq || !kt || !v16) exit(2);
+    int bad = 0;
+    for (int64_t rh = 0; rh < n0 * heads; rh++) {
+        for (int64_t t = 0; t < th; t++) {
+            const float *key = kf + (rh * th + t) * dk;
+            float sc = spec_q8(key, dk, k8);
+            uint8_t got[256];
+            bad += kcpu_q8_key(key, dk, got) != sc; /* the kernels' helper = the spec */
+            for (int64_t c = 0; c < dk; c++) {
+                bad += got[c] != (uint8_t)(k8[c] + 128);
+                kt[(rh * dk + c) * th + t] = key[c];
+            }
+            for (int64_t c4 = 0; c4 < d4; c4++) {
+                uint32_t u = 0;
+                for (int e = 0; e < 4; e++)
+                    u |= (uint32_t)(uint8_t)(k8[4 * c4 + e] + 128) << (8 * e);
+                kq[(rh * (d4 + 1) + c4) * th + t] = u;
+            }
+            memcpy(&kq[(rh * (d4 + 1) + d4) * th + t], &sc, sizeof sc);
+        }
+    }
+    for (int64_t t = 0; t < n0 * heads * th * dk; t++)
+        v16[t] = mt_f32_to_f16(v[t]);
+    kcpu_attn_job j = {.n = n,
+                       .heads = heads,
+                       .dk = dk,
+                       .th = th,
+                       .tr = tr,
+                       .alpha = 1.0f / sqrtf((float)dk),
+                       .q = q,
+                       .ldq = d,
+                       .vh16 = v16,
+                       .sr = heads * th * dk,
+                       .sh = th * dk,
+                       .st = dk,
+                       .ksr = heads * (d4 + 1) * th,
+                       .ksh = (d4 + 1) * th,
+                       .ksc = th,
+                       .khq = kq,
+                       .ids = ids,
+                       .kr = tr ? kr : NULL,
+                       .vr = tr ? vr : NULL,
+                       .ldo = d,
+                       .lens = lens,
+                       .starts = use_starts ? starts : NULL};
+    char what[160];
+    snprintf(what, sizeof what, "int8 keys: dk %lld heads %lld th %lld tr %lld starts %d",
+             (long long)dk, (long long)heads, (long long)th, (long long)tr, use_starts);
+    CHECK(bad == 0, "%s: kcpu_q8_key differs from the spec in %d places", what, bad);
+    check_job(&j, d, what);
+    /* the same rows over the f32 keys (transposed), the same f16 values:
+    ** scores off by at most E (the largest of the row and head, in double)
+    ** move each weight by a factor within exp(+-2 E), so an output by at
+    ** most (exp(2 E) - 1) max |v| (2: inputs in [-2, 2]), plus TOL */
+    kcpu_attn_job f = j;
+    f.khq = NULL;
+    f.kh = kt;
+    f.ksr = heads * dk * th;
+    f.ksh = dk * th;
+    float *o2 = mt_try_malloc(sizeof(float) * (size_t)(n * d));
+    double *want = malloc(sizeof(double) * (size_t)dk);
+    j.o = o2;
+    kcpu_attn_rows(&j);
+    bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t h = 0; h < heads; h++) {
+            double e_max = 0.0;
+            for (int64_t t = j.starts ? j.starts[i] : 0; t < lens[i]; t++) {
+                double dot = 0.0;
+                for (int64_t c = 0; c < dk; c++)
+                    dot += (double)q[i * d + h * dk + c] *
+                           kf[((ids[i] * heads + h) * th + t) * dk + c];
+                double e = fabs(spec_q8_score(&j, i, ids[i], h, t) - j.alpha * dot);
+                e_max = e > e_max ? e : e_max;
+            }
+            worst_q8_logit = e_max > worst_q8_logit ? e_max : worst_q8_logit;
+            want_of(&f, i, h, want);
+            for (int64_t c = 0; c < dk; c++) {
+                double e = fabs(o2[i * d + h * dk + c] - want[c]);
+                bad += !(e <= (exp(2 * e_max) - 1) * 2.0 + TOL * (1 + fabs(want[c])));
+            }
+        }
+    CHECK(bad == 0, "%s: %d outputs off the f32 keys' by more than their scores' error allows",
+          what, bad);
+    free(want);
+    mt_free(o2);
+    mt_free(kq);
+    mt_free(kt);
+    mt_free(v16);
+    mt_free(q);
+    mt_free(kf);
+    mt_free(v);
+    mt_free(kr);
+    mt_free(vr);
+}
+
+/* kcpu_fold_keys into int8 keys: each row's lens[r] positions of its
+** history row (every unit line, the scales' too) copied, then its recent
+** keys from starts[r] on quantized per key as the spec says. */
+static void test_fold_q8(void) {
+    const int64_t heads = 3, dk = 20, d4 = dk / 4, la = 11, lb = 6, n = 5, na = 3;
+    const int64_t l = la + lb;
+    int32_t ids[5], lens[5], starts[5], rec_ids[5], k8[256];
+    uint32_t *hist = mt_try_malloc(sizeof(uint32_t) * (size_t)(na * heads * (d4 + 1) * la));
+    uint32_t *out = mt_try_malloc(sizeof(uint32_t) * (size_t)(n * heads * (d4 + 1) * l));
+    float *rec = frand(n * heads * lb * dk);
+    if (!hist || !out) exit(2);
+    for (int64_t t = 0; t < na * heads * (d4 + 1) * la; t++)
+        hist[t] = (uint32_t)(test_rng_next() >> 32);
+    for (int64_t r = 0; r < n; r++) {
+        ids[r] = (int32_t)irand((int)na);
+        lens[r] = r == 0 ? 0 : (int32_t)irand((int)la + 1);
+        starts[r] = (int32_t)irand((int)lb + 1);
+        rec_ids[r] = (int32_t)(n - 1 - r);
+    }
+    memset(out, 0xab, sizeof(uint32_t) * (size_t)(n * heads * (d4 + 1) * l));
+    kcpu_fold_job fj = {.n = n,
+                        .heads = heads,
+                        .dk = dk,
+                        .la = la,
+                        .ids = ids,
+                        .lens = lens,
+                        .rec = rec,
+                        .rec_ids = rec_ids,
+                        .lb = lb,
+                        .starts = starts,
+                        .l = l,
+                        .histq = hist,
+                        .outq = out};
+    kcpu_fold_keys(&fj);
+    int bad = 0;
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t h = 0; h < heads; h++) {
+            const uint32_t *y = out + (r * heads + h) * (d4 + 1) * l;
+            for (int64_t c4 = 0; c4 <= d4; c4++)
+                for (int64_t t = 0; t < lens[r]; t++)
+                    bad += y[c4 * l + t] != hist[((ids[r] * heads + h) * (d4 + 1) + c4) * la + t];
+            for (int64_t t = starts[r]; t < lb; t++) {
+                const float *key = rec + ((rec_ids[r] * heads + h) * lb + t) * dk;
+                float sc = spec_q8(key, dk, k8), got;
+                int64_t p = lens[r] + t - starts[r];
+                memcpy(&got, &y[d4 * l + p], sizeof got);
+                bad += got != sc;
+                for (int64_t c = 0; c < dk; c++)
+                    bad += (int32_t)((y[(c / 4) * l + p] >> (8 * (c % 4))) & 0xffu) - 128 != k8[c];
+            }
+            /* past the row's positions: untouched */
+            int64_t end = lens[r] + lb - starts[r];
+            for (int64_t c4 = 0; c4 <= d4; c4++)
+                for (int64_t t = end; t < l; t++)
+                    bad += y[c4 * l + t] != 0xababababu;
+        }
+    CHECK(bad == 0, "fold into int8 keys: %d units differ from the spec", bad);
+    mt_free(hist);
+    mt_free(out);
+    mt_free(rec);
+}
+
 /* Packed sentences [T0, heads dk]: each row over its sentence's rows
 ** (ids = the first row, lens = the length), keys heads dk apart. */
 static void run_spans(int64_t dk, int64_t heads, int64_t n_sent) {
@@ -413,6 +634,9 @@ static void test_shapes(void) {
         for (size_t b = 1; b < sizeof ths / sizeof ths[0]; b++) {
             if (dks[a] % 2 == 0) /* bfloat16 pairs: dk even */
                 run_kt(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), irand(2), 2);
+            if (dks[a] % 4 == 0) /* int8 keys: dk a multiple of 4 */
+                for (int st = 0; st < 2; st++)
+                    run_kt_q8(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), trs[irand(5)], st);
             for (int f16 = 0; f16 < 2; f16++) {
                 run_kt(dks[a], 1 + irand(8), ths[b] + (b == 9 ? 40 : 0), irand(2), f16);
                 for (int st = 0; st < 2; st++)
@@ -515,8 +739,8 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
           *want16 = mt_try_malloc(sizeof(float) * (size_t)(n * d));
     /* pass 6 (dk even): keys and values as bfloat16 pairs (mt_cast_pairs of
     ** the transposed keys and of the values, an odd last position paired
-    ** with zeros); pass 7: the composed ops on the same values widened back
-    ** (the op also rounds queries and weights: TOL_BF16) */
+    ** with zeros); pass 7: the composed ops on the same values and queries
+    ** widened back (the op also rounds the weights: TOL_BF16) */
     float *gotb = mt_try_malloc(sizeof(float) * (size_t)(n * d)),
           *wantb = mt_try_malloc(sizeof(float) * (size_t)(n * d));
     for (int64_t r = 0; r < n0; r++)
@@ -552,7 +776,8 @@ static void op_case(int64_t n, int64_t n0, int64_t h, int64_t dk, int64_t th, in
             }
             nvh = mt_cast_pairs(g, mt_reshape(g, nvh, mt_shape4(n0, (th + 1) / 2, 2, d)));
         }
-        if (pass == 7) { /* the same bfloat16 values for the composed ops */
+        if (pass == 7) { /* the same bfloat16 values (and queries) for the composed ops */
+            nq = mt_cast(g, mt_cast(g, nq, MT_BF16), MT_F32);
             nkh =
                 mt_cast(g, mt_cast(g, mt_input(g, mt_shape4(n0, h, th, dk), kh), MT_BF16), MT_F32);
             nvh =
@@ -862,8 +1087,9 @@ int main(void) {
     for (int lvl = KCPU_ISA_REF; lvl <= (int)best; lvl++) {
         kcpu_isa_force((kcpu_isa)lvl);
         isa_tag = kcpu_isa_name((kcpu_isa)lvl);
-        worst = worst_bf16 = 0.0;
+        worst = worst_bf16 = worst_q8_logit = 0.0;
         test_shapes();
+        test_fold_q8();
         test_one_position();
         test_op();
         test_spans_op();
@@ -872,6 +1098,8 @@ int main(void) {
                 "%.3g (%g, %s)\n",
                 isa_tag, worst, TOL, worst_bf16, TOL_BF16,
                 kcpu_attn_bf16_fast() ? "vdpbf16ps" : "reference");
+        fprintf(stderr, "[%s] int8 keys: scores off the f32 keys' by at most %.3g\n", isa_tag,
+                worst_q8_logit);
     }
     kcpu_isa_force(best);
     test_op_errors();

@@ -53,20 +53,44 @@ static float as_used(const kcpu_attn_job *j, float x, bool hist) {
     return j->khp && hist ? kcpu_bf16_val(kcpu_bf16_of(x)) : x;
 }
 
+/* The score of int8 key t of row r, head h (kcpu.h: int8 keys) for the
+** query q8 (qa: its factor). */
+static float q8_score(const kcpu_attn_job *j, int64_t r, int64_t h, int64_t t, const int8_t *q8,
+                      float qa) {
+    const uint32_t *k = j->khq + r * j->ksr + h * j->ksh + t;
+    int32_t dot = 0;
+    for (int64_t c = 0; c < j->dk; c++) {
+        int32_t b = (int32_t)((k[(c / 4) * j->ksc] >> (8 * (c % 4))) & 0xffu) - 128;
+        dot += q8[c] * b;
+    }
+    float sc;
+    memcpy(&sc, k + (j->dk / 4) * j->ksc, sizeof sc);
+    return (float)dot * (sc * qa);
+}
+
 void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
     float *s = j->scratch;
+    int8_t q8[KCPU_Q8_DK_MAX];
     for (int64_t i = 0; i < j->n; i++) {
         int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + j->tr;
         int64_t t0 = j->starts ? j->starts[i] : 0;
         for (int64_t h = 0; h < j->heads; h++) {
             const float *q = j->q + i * j->ldq + h * j->dk;
-            float mx = -INFINITY;
+            float mx = -INFINITY, qa = 0.0f;
+            int32_t qsum;
+            if (j->khq) qa = kcpu_q8_query(q, j->dk, j->alpha, q8, &qsum);
             for (int64_t t = t0; t < tk; t++) {
+                float mk = j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0f;
+                if (j->khq && t < tn) {
+                    s[t] = q8_score(j, r, h, t, q8, qa) + mk;
+                    mx = s[t] > mx ? s[t] : mx;
+                    continue;
+                }
                 float dot = 0.0f;
                 for (int64_t c = 0; c < j->dk; c++) {
                     dot += as_used(j, q[c], t < tn) * el(j, 0, i, r, h, tn, t, c);
                 }
-                s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0f);
+                s[t] = j->alpha * dot + mk;
                 mx = s[t] > mx ? s[t] : mx;
             }
             float sum = 0.0f;
@@ -121,7 +145,13 @@ void kcpu_attn_rows(const kcpu_attn_job *j) {
 
 /* ------------------------------------------------------------ fold keys */
 
+static void fold_keys_q8(const kcpu_fold_job *j);
+
 void kcpu_fold_keys_ref(const kcpu_fold_job *j) {
+    if (j->outq) {
+        fold_keys_q8(j);
+        return;
+    }
     for (int64_t r = 0; r < j->n; r++) {
         const int64_t bl = j->lens[r], bs = j->starts[r], rr = j->rec_ids ? j->rec_ids[r] : r;
         for (int64_t h = 0; h < j->heads; h++) {
@@ -140,6 +170,35 @@ void kcpu_fold_keys_ref(const kcpu_fold_job *j) {
     }
 }
 
+/* kcpu_fold_keys into int8 keys (outq): one variant, the copies by memcpy
+** and at most a fold's few recent keys per row quantized. */
+static void fold_keys_q8(const kcpu_fold_job *j) {
+    const int64_t d4 = j->dk / 4;
+    uint8_t k8[KCPU_Q8_DK_MAX];
+    for (int64_t r = 0; r < j->n; r++) {
+        const int64_t bl = j->lens[r], bs = j->starts[r], rr = j->rec_ids ? j->rec_ids[r] : r;
+        for (int64_t h = 0; h < j->heads; h++) {
+            uint32_t *y = j->outq + (r * j->heads + h) * (d4 + 1) * j->l;
+            for (int64_t c4 = 0; c4 <= d4 && bl > 0; c4++) {
+                memcpy(y + c4 * j->l,
+                       j->histq + (((int64_t)j->ids[r] * j->heads + h) * (d4 + 1) + c4) * j->la,
+                       sizeof(uint32_t) * (size_t)bl);
+            }
+            for (int64_t t = bs; t < j->lb; t++) {
+                float sc =
+                    kcpu_q8_key(j->rec + ((rr * j->heads + h) * j->lb + t) * j->dk, j->dk, k8);
+                uint32_t *col = y + bl + t - bs;
+                for (int64_t c4 = 0; c4 < d4; c4++) {
+                    col[c4 * j->l] = (uint32_t)k8[4 * c4] | (uint32_t)k8[4 * c4 + 1] << 8 |
+                                     (uint32_t)k8[4 * c4 + 2] << 16 |
+                                     (uint32_t)k8[4 * c4 + 3] << 24;
+                }
+                memcpy(col + d4 * j->l, &sc, sizeof sc);
+            }
+        }
+    }
+}
+
 bool kcpu_fold_keys_fast(void) {
 #ifdef MT_HAVE_AVX512_BUILD
     return kcpu_isa_active() >= KCPU_ISA_AVX512;
@@ -149,6 +208,10 @@ bool kcpu_fold_keys_fast(void) {
 }
 
 void kcpu_fold_keys(const kcpu_fold_job *j) {
+    if (j->outq) {
+        fold_keys_q8(j);
+        return;
+    }
 #ifdef MT_HAVE_AVX512_BUILD
     if (kcpu_isa_active() >= KCPU_ISA_AVX512) {
         kcpu_fold_keys_avx512(j);

@@ -195,6 +195,69 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcp
     }
 }
 
+/* int8 keys (kcpu.h): the scores of rows i0 .. i0 + m - 1 (one id) over
+** keys [lo, hi) into the scratch as kt_scores, kb blocks of 8 keys per pass.
+** Per unit line (4 elements of 8 keys): the bytes k8 + 128 back to signed
+** (xor 0x80), |k8| by q8 with k8's sign (vpsignb) in vpmaddubsw (pairs of
+** at most 2 127^2: no saturation), then vpmaddwd by ones: the exact sums of
+** k8 q8, so the same scores as the VNNI variant and the reference. */
+ALWAYS_INLINE void q8_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
+                             int64_t ld, int64_t lo, int64_t hi) {
+    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->ksc, d4 = j->dk / 4, hn = j->heads;
+    const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
+    for (int64_t h = 0; h < hn; h++) {
+        int32_t qq[4][KCPU_Q8_DK_MAX / 4];
+        float qa[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < m; u++) {
+            int32_t sum;
+            qa[u] = kcpu_q8_query(j->q + (i0 + u) * j->ldq + h * j->dk, j->dk, j->alpha,
+                                  (int8_t *)qq[u], &sum);
+        }
+        const uint32_t *kp = j->khq + r * j->ksr + h * j->ksh;
+        for (int64_t t0 = lo; t0 < hi; t0 += 8 * kb) {
+            __m256i mk[4], a[4][4];
+#pragma GCC unroll 4
+            for (int b = 0; b < kb; b++) {
+                mk[b] = tail_mask8(hi - t0 - 8 * b > 0 ? hi - t0 - 8 * b : 0);
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    a[u][b] = _mm256_setzero_si256();
+                }
+            }
+            for (int64_t c4 = 0; c4 < d4; c4++) {
+                __m256i ks[4], ak[4];
+#pragma GCC unroll 4
+                for (int b = 0; b < kb; b++) {
+                    const int *p = (const int *)(kp + c4 * ksc + t0 + 8 * b);
+                    ks[b] = _mm256_xor_si256(_mm256_maskload_epi32(p, mk[b]), flip);
+                    ak[b] = _mm256_abs_epi8(ks[b]);
+                }
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    const __m256i qb = _mm256_set1_epi32(qq[u][c4]);
+#pragma GCC unroll 4
+                    for (int b = 0; b < kb; b++) {
+                        __m256i p = _mm256_maddubs_epi16(ak[b], _mm256_sign_epi8(qb, ks[b]));
+                        a[u][b] = _mm256_add_epi32(a[u][b], _mm256_madd_epi16(p, ones));
+                    }
+                }
+            }
+#pragma GCC unroll 4
+            for (int b = 0; b < kb; b++) {
+                const __m256 sc =
+                    _mm256_maskload_ps((const float *)(kp + d4 * ksc + t0 + 8 * b), mk[b]);
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    __m256 d = _mm256_cvtepi32_ps(a[u][b]);
+                    _mm256_storeu_ps(j->scratch + (u * hn + h) * ld + t0 + 8 * b,
+                                     _mm256_mul_ps(d, _mm256_mul_ps(sc, _mm256_set1_ps(qa[u]))));
+                }
+            }
+        }
+    }
+}
+
 ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j) {
     const int64_t dk = j->dk, tr = j->tr, h_n = j->heads, ld = j->th + tr + 64;
     const int full = dk % 8 == 0;
@@ -206,12 +269,20 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
                 m++;
             }
             kcpu_attn_run_keys(j, i0, m, &lo, &hi);
-            switch (m) {
-            case 1: kt_scores(1, 4, h16, j, i0, ld, lo, hi); break;
-            case 2: kt_scores(2, 3, h16, j, i0, ld, lo, hi); break;
-            case 3: kt_scores(3, 2, h16, j, i0, ld, lo, hi); break;
-            default: kt_scores(4, 2, h16, j, i0, ld, lo, hi); break;
-            }
+            if (j->khq) { /* int8 keys (f16 values: h16) */
+                switch (m) {
+                case 1: q8_scores(1, 4, j, i0, ld, lo, hi); break;
+                case 2: q8_scores(2, 3, j, i0, ld, lo, hi); break;
+                case 3: q8_scores(3, 2, j, i0, ld, lo, hi); break;
+                default: q8_scores(4, 2, j, i0, ld, lo, hi); break;
+                }
+            } else
+                switch (m) {
+                case 1: kt_scores(1, 4, h16, j, i0, ld, lo, hi); break;
+                case 2: kt_scores(2, 3, h16, j, i0, ld, lo, hi); break;
+                case 3: kt_scores(3, 2, h16, j, i0, ld, lo, hi); break;
+                default: kt_scores(4, 2, h16, j, i0, ld, lo, hi); break;
+                }
         }
         for (int64_t i = i0; i < i0 + m; i++) {
             int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
@@ -292,7 +363,7 @@ ALWAYS_INLINE void attn_rows_nq(const int h16, const kcpu_attn_job *j) {
 }
 
 void kcpu_attn_rows_avx2(const kcpu_attn_job *j) {
-    if (j->kh16 && j->ksc > 0) {
+    if ((j->kh16 || j->khq) && j->ksc > 0) { /* f16 values */
         attn_rows_nq(1, j);
     } else {
         attn_rows_nq(0, j);

@@ -251,6 +251,11 @@ ALWAYS_INLINE attn_next next_keys(const kcpu_attn_job *j, int64_t i, int64_t r) 
         nx.v = (const char *)(j->vhp + rn * j->sr);
         nx.kbytes = 4 * j->heads * j->ksh;
         nx.vbytes = 4 * j->sr;
+    } else if (j->khq) { /* int8 keys: 32-bit units; f16 values sr per row */
+        nx.k = (const char *)(j->khq + rn * j->ksr);
+        nx.v = (const char *)(j->vh16 + rn * j->sr);
+        nx.kbytes = 4 * j->heads * j->ksh;
+        nx.vbytes = 2 * j->sr;
     } else if (j->kh16) { /* keys [N0, H, dk, th] (ksc > 0), values sr per row */
         nx.k = (const char *)(j->kh16 + rn * j->ksr);
         nx.v = (const char *)(j->vh16 + rn * j->sr);
@@ -451,12 +456,135 @@ KT_FN(1, 2)
 KT_FN(1, 3)
 KT_FN(1, 4)
 
+/* ------------------------------------------------------------ int8 keys */
+
+/* tail_mask for any count: none below 1. */
+ALWAYS_INLINE __mmask16 any_mask(int64_t left) { return left > 0 ? tail_mask(left) : 0; }
+
+/* Row i's query at head h as int8 (kcpu_q8_query, vectorized for dk a
+** multiple of 16: the same max, multiplier, clamp and rounding) into qq
+** (dk / 4 units of 4 bytes); returns qa, the query's sum times 128 to
+** *corr (the VNNI product of the unsigned keys k8 + 128 adds it). */
+ALWAYS_INLINE float q8_query(const kcpu_attn_job *j, int64_t i, int64_t h, int32_t *qq,
+                             int32_t *corr) {
+    const int64_t dk = j->dk;
+    const float *q = j->q + i * j->ldq + h * dk;
+    int32_t sum;
+    if (dk % 16 != 0) {
+        float qa = kcpu_q8_query(q, dk, j->alpha, (int8_t *)qq, &sum);
+        *corr = 128 * sum;
+        return qa;
+    }
+    __m512 mx = _mm512_setzero_ps();
+    for (int64_t c = 0; c < dk; c += 16) {
+        mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_loadu_ps(q + c)));
+    }
+    const float m = _mm512_reduce_max_ps(mx), inv = m > 0.0f ? 127.0f / m : 0.0f;
+    const __m512 vi = _mm512_set1_ps(inv), lo = _mm512_set1_ps(-127.0f),
+                 hi = _mm512_set1_ps(127.0f);
+    __m512i acc = _mm512_setzero_si512();
+    for (int64_t c = 0; c < dk; c += 16) {
+        __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_loadu_ps(q + c), vi), lo), hi);
+        __m512i x = _mm512_cvtps_epi32(v);
+        acc = _mm512_add_epi32(acc, x);
+        _mm_storeu_si128((__m128i *)((int8_t *)qq + c), _mm512_cvtepi32_epi8(x));
+    }
+    *corr = 128 * _mm512_reduce_add_epi32(acc);
+    return j->alpha * kcpu_q8_scale_of(m);
+}
+
+/* The scores of a run of m rows (one id) over int8 keys [lo, hi), kb
+** blocks of 16 keys per pass: per head, each unit line (4 elements of 16
+** keys) one vpdpbusd by each row's broadcast query unit (m kb chains), then
+** (float)(sum - corr) * (scale_t * qa) into the scratch as kt_scores. */
+ALWAYS_INLINE void q8_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
+                             int64_t ld, int64_t lo, int64_t hi) {
+    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->ksc, d4 = j->dk / 4, hn = j->heads;
+    const attn_next nx = next_keys(j, i0 + m, r); /* prefetched */
+    for (int64_t h = 0; h < hn; h++) {
+        prefetch_part(&nx, h, hn);
+        int32_t qq[4][KCPU_Q8_DK_MAX / 4], corr[4];
+        float qa[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < m; u++) {
+            qa[u] = q8_query(j, i0 + u, h, qq[u], &corr[u]);
+        }
+        const uint32_t *kp = j->khq + r * j->ksr + h * j->ksh;
+        for (int64_t t0 = lo; t0 < hi; t0 += 16 * kb) {
+            __mmask16 mk[4];
+            __m512i a[4][4];
+#pragma GCC unroll 4
+            for (int b = 0; b < kb; b++) {
+                mk[b] = any_mask(hi - t0 - 16 * b);
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    a[u][b] = _mm512_setzero_si512();
+                }
+            }
+            for (int64_t c4 = 0; c4 < d4; c4++) {
+                __m512i kv[4];
+#pragma GCC unroll 4
+                for (int b = 0; b < kb; b++) {
+                    kv[b] = _mm512_maskz_loadu_epi32(mk[b], kp + c4 * ksc + t0 + 16 * b);
+                }
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    const __m512i qb = _mm512_set1_epi32(qq[u][c4]);
+#pragma GCC unroll 4
+                    for (int b = 0; b < kb; b++) {
+                        a[u][b] = _mm512_dpbusd_epi32(a[u][b], kv[b], qb);
+                    }
+                }
+            }
+#pragma GCC unroll 4
+            for (int b = 0; b < kb; b++) {
+                const __m512 ks =
+                    _mm512_maskz_loadu_ps(mk[b], (const float *)(kp + d4 * ksc + t0 + 16 * b));
+#pragma GCC unroll 4
+                for (int u = 0; u < m; u++) {
+                    __m512 d =
+                        _mm512_cvtepi32_ps(_mm512_sub_epi32(a[u][b], _mm512_set1_epi32(corr[u])));
+                    _mm512_storeu_ps(j->scratch + (u * hn + h) * ld + t0 + 16 * b,
+                                     _mm512_mul_ps(d, _mm512_mul_ps(ks, _mm512_set1_ps(qa[u]))));
+                }
+            }
+        }
+    }
+}
+
+/* q8_scores with m and the blocks per pass constants (at most 4 blocks, no
+** more than the keys have; 2 with 4 rows: at most 8 accumulators). */
+static __attribute__((noinline)) void q8_run(const kcpu_attn_job *j, int64_t m, int64_t nb,
+                                             int64_t i0, int64_t ld, int64_t lo, int64_t hi) {
+    const int64_t kb = nb < 4 ? nb : 4;
+    switch (m * 8 + kb) {
+    case 8 + 1: q8_scores(1, 1, j, i0, ld, lo, hi); break;
+    case 8 + 2: q8_scores(1, 2, j, i0, ld, lo, hi); break;
+    case 8 + 3: q8_scores(1, 3, j, i0, ld, lo, hi); break;
+    case 8 + 4: q8_scores(1, 4, j, i0, ld, lo, hi); break;
+    case 16 + 1: q8_scores(2, 1, j, i0, ld, lo, hi); break;
+    case 16 + 2: q8_scores(2, 2, j, i0, ld, lo, hi); break;
+    case 16 + 3: q8_scores(2, 3, j, i0, ld, lo, hi); break;
+    case 16 + 4: q8_scores(2, 4, j, i0, ld, lo, hi); break;
+    case 24 + 1: q8_scores(3, 1, j, i0, ld, lo, hi); break;
+    case 24 + 2: q8_scores(3, 2, j, i0, ld, lo, hi); break;
+    case 24 + 3: q8_scores(3, 3, j, i0, ld, lo, hi); break;
+    case 24 + 4: q8_scores(3, 2, j, i0, ld, lo, hi); break;
+    case 32 + 1: q8_scores(4, 1, j, i0, ld, lo, hi); break;
+    default: q8_scores(4, 2, j, i0, ld, lo, hi); break;
+    }
+}
+
 ALWAYS_INLINE void kt_run(const int nq, const int h16, const int share, const kcpu_attn_job *j,
                           int64_t m, int64_t nb, int64_t dk, int64_t i0, int64_t ld, int64_t lo,
                           int64_t hi) {
     void (*const fn[2][5])(const kcpu_attn_job *, int64_t, int64_t, int64_t, int64_t, int64_t,
                            int64_t, int64_t) = {{kt_0_0, kt_0_1, kt_0_2, kt_0_3, kt_0_4},
                                                 {kt_1_0, kt_1_1, kt_1_2, kt_1_3, kt_1_4}};
+    if (j->khq) { /* int8 keys (f16 values: h16) */
+        q8_run(j, m, nb, i0, ld, lo, hi);
+        return;
+    }
     fn[h16][share ? nq : 0](j, m, nb, dk, i0, ld, lo, hi);
 }
 
@@ -746,7 +874,7 @@ static void rows_f32(const kcpu_attn_job *j) { attn_rows_nq(0, j); }
 static void rows_f16(const kcpu_attn_job *j) { attn_rows_nq(1, j); }
 
 void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
-    if (j->kh16 && j->ksc > 0) {
+    if ((j->kh16 || j->khq) && j->ksc > 0) { /* f16 values */
         rows_f16(j);
     } else if (j->lens && j->ids && j->ksc == 0 && j->tr == 0 && !j->mask && !j->starts &&
                j->dk <= 16 * NQ_MAX) {
@@ -757,9 +885,6 @@ void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
 }
 
 /* --------------------------------------------- bfloat16 pairs (contexts) */
-
-/* tail_mask for any count: none below 1. */
-ALWAYS_INLINE __mmask16 any_mask(int64_t left) { return left > 0 ? tail_mask(left) : 0; }
 
 /* Scratch of the bfloat16 path past the scores (kcpu_attn_scratch_floats'
 ** second part, heads dk (th rounded up to 16) floats): each row's query in

@@ -840,7 +840,64 @@ typedef struct kcpu_attn_job {
     const int32_t *starts;       /* or NULL: row i's keys t < starts[i] are left
                                     out (0 <= starts[i] < tn + tr)          */
     const uint32_t *khp, *vhp;   /* bfloat16 pairs (below), or NULL         */
+    const uint32_t *khq;         /* int8 keys (below, with vh16), or NULL   */
 } kcpu_attn_job;
+
+/* int8 keys (khq; ksc > 0, dk % 4 == 0; the values t < tn are f16 at vh16,
+** kh and kh16 unused): each key (row, head, position) is quantized on its
+** own, scale = max |k_c| / 127, k8_c = k_c 127 / max rounded to nearest
+** even (kcpu_q8_key).  32-bit units, [N0, H, dk / 4 + 1, Th]: unit r ksr + h
+** ksh + c4 ksc + t (c4 < dk / 4) holds elements 4 c4 .. 4 c4 + 3 of key t,
+** byte e = k8 + 128 (element 4 c4 + e); unit c4 = dk / 4 holds the key's
+** scale (float bits); ksh = (dk / 4 + 1) ksc.  The query of each row and
+** head is quantized the same way (kcpu_q8_query), and the score of key t <
+** tn is (float)(sum_c q8_c k8_c) * (scale_t * qa), qa = alpha max |q| / 127:
+** the integer sum is exact (a VNNI product of unsigned keys by signed
+** query bytes, less 128 sum_c q8_c), so every variant gives these scores
+** bit for bit.  A quarter of the key bytes of f32, half of f16, and a
+** quarter of f16's instructions per key (AVX-512 VNNI). */
+static inline float kcpu_q8_scale_of(float amax) { return amax / 127.0f; }
+/* x clamped to [-127, 127] in float, then rounded half to even (as
+** vcvtps2dq in the default mode; 1.5 * 2^23 added and subtracted). */
+static inline int32_t kcpu_round_even(float x) {
+    x = x >= -127.0f ? x : -127.0f;
+    x = x <= 127.0f ? x : 127.0f;
+    return (int32_t)((x + 12582912.0f) - 12582912.0f);
+}
+/* The dk elements of k as bytes k8 + 128 (out[c]); returns the scale. */
+static inline float kcpu_q8_key(const float *k, int64_t dk, uint8_t *out) {
+    float mx = 0.0f;
+    for (int64_t c = 0; c < dk; c++) {
+        float a = k[c] < 0.0f ? -k[c] : k[c];
+        mx = a > mx ? a : mx;
+    }
+    const float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
+    for (int64_t c = 0; c < dk; c++) {
+        out[c] = (uint8_t)(kcpu_round_even(k[c] * inv) + 128);
+    }
+    return kcpu_q8_scale_of(mx);
+}
+/* The dk elements of q as int8 (q8[c]), their sum to *sum; returns qa =
+** alpha max |q| / 127 (0 when q is 0).  Inputs must be finite. */
+static inline float kcpu_q8_query(const float *q, int64_t dk, float alpha, int8_t *q8,
+                                  int32_t *sum) {
+    float mx = 0.0f;
+    for (int64_t c = 0; c < dk; c++) {
+        float a = q[c] < 0.0f ? -q[c] : q[c];
+        mx = a > mx ? a : mx;
+    }
+    const float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
+    int32_t s = 0;
+    for (int64_t c = 0; c < dk; c++) {
+        q8[c] = (int8_t)kcpu_round_even(q[c] * inv);
+        s += q8[c];
+    }
+    *sum = s;
+    return alpha * kcpu_q8_scale_of(mx);
+}
+/* The head sizes int8 keys take (every variant). */
+enum { KCPU_Q8_DK_MAX = 256 };
+static inline bool kcpu_attn_q8_dk(int64_t dk) { return dk % 4 == 0 && dk <= KCPU_Q8_DK_MAX; }
 
 /* bfloat16 pairs (khp, vhp; kh, vh, kh16 and vh16 unused; ksc > 0, dk
 ** even): each 32-bit unit holds two bfloat16, the even one in the low
@@ -913,6 +970,12 @@ typedef struct kcpu_fold_job {
     const int32_t *starts;
     uint16_t *out;
     int64_t l;
+    /* int8 keys (kcpu.h, kcpu_attn_job.khq) instead of f16 when outq is
+    ** set (hist, out unused): unit lines c4 <= dk / 4 of the history
+    ** [na, heads, dk / 4 + 1, la] and the output [n, heads, dk / 4 + 1, l],
+    ** the recent keys quantized per key (kcpu_q8_key) */
+    const uint32_t *histq;
+    uint32_t *outq;
 } kcpu_fold_job;
 void kcpu_fold_keys(const kcpu_fold_job *j);
 bool kcpu_fold_keys_fast(void);
