@@ -68,7 +68,9 @@
 ** decides that instead of auto (to compare int8 products with marian-
 ** decoder's without the f16 rounding, or f16 caches with float32);
 ** --kv-cache bfloat16 keeps the contexts in bfloat16 pairs that AVX-512
-** BF16 multiplies without widening (mt_graph_params.kv_bf16).
+** BF16 multiplies without widening (mt_graph_params.kv_bf16); --kv-cache
+** int8 the frozen self-attention history's keys in int8, quantized per key
+** and scored by integer products (mt_graph_params.kv_keys_i8).
 **
 ** --prefix-file F: line i of F is a target prefix for input line i, forced
 ** and then completed (prefix-constrained decoding).
@@ -141,8 +143,9 @@ static const app_opt tr_opts[] = {
     {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL,
      "weight products: float32, int16, int8 or auto (tuned per shape)"},
     {"kv-cache", 0, APP_OPT_STRING, "auto", NULL,
-     "decoder caches: auto (float16 with an integer --gemm-type), float32, float16 or bfloat16 "
-     "(float16, the contexts in bfloat16 on AVX-512 BF16 CPUs)"},
+     "decoder caches: auto (float16 with an integer --gemm-type), float32, float16, bfloat16 "
+     "(float16, the contexts in bfloat16 on AVX-512 BF16 CPUs) or int8 (float16, the "
+     "self-attention history's keys in int8)"},
     {"top-up", 0, APP_OPT_FLAG, NULL, NULL,
      "one search per maxi-batch, --mini-batch sentences at a time (mtpe extension)"},
     {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"},
@@ -890,6 +893,8 @@ static mt_status load_everything(tr_ctx *c) {
         mt_log(MT_LOG_INFO, "decoder caches: float16%s (--kv-cache)",
                app_kv_cache_bf16(p.kv_cache)
                    ? ", the contexts in bfloat16 where the CPU has AVX-512 BF16"
+               : app_kv_cache_keys_i8(p.kv_cache, p.gemm_type)
+                   ? ", the self-attention history's keys in int8"
                    : "");
     if (p.max_length < 0) p.max_length = 0;
     return app_translator_init(&c->am, c->sl, &p, &c->tr);

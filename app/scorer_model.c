@@ -150,26 +150,32 @@ static mt_status new_graph(mt_gemm_type gemm_type, app_kv_cache kv, mt_graph **g
     gp.gemm_type = gemm_type;
     gp.kv_f16 = app_kv_cache_f16(kv, gemm_type);
     gp.kv_bf16 = app_kv_cache_bf16(kv);
+    gp.kv_keys_i8 = app_kv_cache_keys_i8(kv, gemm_type);
     return mt_graph_init(NULL, gp, g);
 }
 
 mt_status app_kv_cache_parse(const char *s, app_kv_cache *out) {
-    static const char *const names[] = {"auto", "float32", "float16", "bfloat16"};
+    static const char *const names[] = {"auto", "float32", "float16", "bfloat16", "int8"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (!strcmp(s, names[i])) {
             *out = (app_kv_cache)i;
             return MT_OK;
         }
-    return mt_seterr(MT_ERR_INVALID, "--kv-cache: '%s' is not auto, float32, float16 or bfloat16",
-                     s);
+    return mt_seterr(MT_ERR_INVALID,
+                     "--kv-cache: '%s' is not auto, float32, float16, bfloat16 or int8", s);
 }
 
 bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt) {
-    return kv == APP_KV_FLOAT16 || kv == APP_KV_BFLOAT16 ||
+    return kv == APP_KV_FLOAT16 || kv == APP_KV_BFLOAT16 || kv == APP_KV_INT8 ||
            (kv == APP_KV_AUTO && gt != MT_GEMM_FLOAT32);
 }
 
 bool app_kv_cache_bf16(app_kv_cache kv) { return kv == APP_KV_BFLOAT16; }
+
+bool app_kv_cache_keys_i8(app_kv_cache kv, mt_gemm_type gt) {
+    (void)gt;
+    return kv == APP_KV_INT8;
+}
 
 /* The state's nodes outlive the graph's forward (the next graph imports them). */
 static void keep_state(mt_graph *g, const mt_dec_state *st) {

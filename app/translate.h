@@ -67,16 +67,20 @@ typedef enum app_kv_cache {
     APP_KV_AUTO = 0,
     APP_KV_FLOAT32,
     APP_KV_FLOAT16,
-    APP_KV_BFLOAT16
+    APP_KV_BFLOAT16,
+    APP_KV_INT8 /* float16, the history's keys in int8 (mt_graph_params.kv_keys_i8) */
 } app_kv_cache;
-/* "auto", "float32", "float16" or "bfloat16" -> *out; MT_ERR_INVALID
-** otherwise. */
+/* "auto", "float32", "float16", "bfloat16" or "int8" -> *out;
+** MT_ERR_INVALID otherwise. */
 mt_status app_kv_cache_parse(const char *s, app_kv_cache *out);
 /* Whether caches of kind kv are kept in f16 with gemm type gt. */
 bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt);
 /* Whether the contexts are asked for in bfloat16 pairs (the graph keeps
 ** them so where its device can: mt_graph_kv_bf16). */
 bool app_kv_cache_bf16(app_kv_cache kv);
+/* Whether the frozen history's keys are asked for in int8 (the graph keeps
+** them so where its device can: mt_graph_kv_keys_i8). */
+bool app_kv_cache_keys_i8(app_kv_cache kv, mt_gemm_type gt);
 
 /* A scorer for model m (not owned; shared read-only with other threads);
 ** its graphs multiply by weight matrices as gemm_type says (engine/mt.h)

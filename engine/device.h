@@ -28,6 +28,7 @@ typedef struct mt_dev_attn {
     const uint16_t *kh16, *vh16;
     const int32_t *starts;
     const uint32_t *khp, *vhp; /* bfloat16 pairs (kcpu_attn_job) */
+    const uint32_t *khq;       /* int8 keys (kcpu_attn_job) */
 } mt_dev_attn;
 
 typedef struct mt_device_ops {
@@ -178,6 +179,13 @@ typedef struct mt_device_ops {
                       const int32_t *rec_ids, int64_t lb, const int32_t *starts, uint16_t *out,
                       int64_t l);
     bool (*fold_keys_fast)(mt_device *d);
+    /* Appended: the same fold into int8 keys (kcpu_fold_job histq, outq:
+    ** units [., heads, dk / 4 + 1, len]; mt_pack_rows_kq).  NULL: not
+    ** supported. */
+    void (*fold_keys_q8)(mt_device *d, int64_t n, int64_t heads, int64_t dk, const uint32_t *hist,
+                         int64_t la, const int32_t *ids, const int32_t *lens, const float *rec,
+                         const int32_t *rec_ids, int64_t lb, const int32_t *starts, uint32_t *out,
+                         int64_t l);
     /* Appended: kcpu_f32_to_bf16_pairs (the bfloat16 pairs of mt_cast_pairs). */
     void (*f32_to_bf16_pairs)(mt_device *d, int64_t rows, int64_t len, const float *x, uint32_t *y);
     /* Appended: whether attn_rows multiplies bfloat16 pairs (mt_dev_attn khp, vhp)

@@ -154,7 +154,8 @@ static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
                        .vh16 = a->vh16,
                        .starts = a->starts,
                        .khp = a->khp,
-                       .vhp = a->vhp};
+                       .vhp = a->vhp,
+                       .khq = a->khq};
     kcpu_attn_rows(&j);
 }
 
@@ -419,6 +420,27 @@ static void cpu_fold_keys(mt_device *d, int64_t n, int64_t heads, int64_t dk, co
     kcpu_fold_keys(&j);
 }
 
+static void cpu_fold_keys_q8(mt_device *d, int64_t n, int64_t heads, int64_t dk,
+                             const uint32_t *hist, int64_t la, const int32_t *ids,
+                             const int32_t *lens, const float *rec, const int32_t *rec_ids,
+                             int64_t lb, const int32_t *starts, uint32_t *out, int64_t l) {
+    (void)d;
+    kcpu_fold_job j = {.n = n,
+                       .heads = heads,
+                       .dk = dk,
+                       .la = la,
+                       .ids = ids,
+                       .lens = lens,
+                       .rec = rec,
+                       .rec_ids = rec_ids,
+                       .lb = lb,
+                       .starts = starts,
+                       .l = l,
+                       .histq = hist,
+                       .outq = out};
+    kcpu_fold_keys(&j);
+}
+
 static bool cpu_fold_keys_fast(mt_device *d) {
     (void)d;
     return kcpu_fold_keys_fast();
@@ -488,6 +510,7 @@ static const mt_device_ops cpu_ops = {
     .igemm_argmax = cpu_igemm_argmax,
     .fold_keys = cpu_fold_keys,
     .fold_keys_fast = cpu_fold_keys_fast,
+    .fold_keys_q8 = cpu_fold_keys_q8,
     .log_softmax_bwd = cpu_log_softmax_bwd,
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,

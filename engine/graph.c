@@ -1015,6 +1015,11 @@ bool mt_graph_kv_bf16(const mt_graph *g, int64_t dk) {
     return mt_graph_kv_f16(g) && g->prm.kv_bf16 && ops->attn_bf16 &&
            ops->attn_bf16(graph_device(g), dk);
 }
+
+bool mt_graph_kv_keys_i8(const mt_graph *g, int64_t dk) {
+    return mt_graph_kv_f16(g) && g->prm.kv_keys_i8 && mt_attn_rows_supported(g) &&
+           mt_pack_rows_kq_supported(g, dk);
+}
 mt_status mt_graph_status(const mt_graph *g) { return g->err; }
 
 mt_graph_stats mt_graph_get_stats(const mt_graph *g) {

@@ -234,6 +234,14 @@ typedef struct mt_graph_params {
     ** bfloat16 too (2^-9 relative).  mtpe turns it on with --kv-cache
     ** bfloat16 only (app/scorer_model.c). */
     bool kv_bf16;
+    /* With kv_f16: the frozen self-attention history's keys in int8, each
+    ** key quantized on its own (kcpu.h: kcpu_attn_job.khq), the query per
+    ** row and head, scored by exact integer sums (mt_graph_kv_keys_i8;
+    ** mt_pack_rows_kq); the values stay f16.  A quarter of f16's
+    ** instructions per key and half its bytes; scores within the two
+    ** quantizations (about 1% of max |q| max |k| dk alpha).  mtpe turns it
+    ** on with --kv-cache int8 (app/scorer_model.c). */
+    bool kv_keys_i8;
 } mt_graph_params;
 
 mt_graph_params mt_graph_default_params(void);
@@ -248,6 +256,9 @@ bool mt_graph_kv_f16(const mt_graph *g); /* kv_f16 and not training */
 /* kv_f16, kv_bf16, not training, and the device's fused attention has the
 ** bfloat16 dot products for heads of dk (mt_device_ops.attn_bf16). */
 bool mt_graph_kv_bf16(const mt_graph *g, int64_t dk);
+/* kv_f16, kv_keys_i8, not training, the fused attention, and the device's
+** fold into int8 keys for heads of dk (mt_pack_rows_kq_supported). */
+bool mt_graph_kv_keys_i8(const mt_graph *g, int64_t dk);
 /* Reseeds the dropout RNG (engine/graph_seed.c).  mtpe train reseeds from
 ** (seed, update) before every update, so that a run resumed from a
 ** checkpoint draws the same dropout masks as one that never stopped. */
@@ -514,6 +525,13 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
 mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
                          mt_node *b_ids, mt_node *start, int64_t out_len);
 bool mt_pack_rows_kt_supported(const mt_graph *g);
+/* mt_pack_rows_kt into int8 keys (kcpu.h: kcpu_attn_job.khq), a int8 [Na,
+** H, dk/4 + 1, La, 4] or NULL, y int8 [N, H, dk/4 + 1, out_len, 4]: the
+** history's units as they are, b's keys quantized per key.  Supported where
+** the device has the fold and dk is a multiple of 4 up to 256. */
+mt_node *mt_pack_rows_kq(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
+                         mt_node *b_ids, mt_node *start, int64_t out_len);
+bool mt_pack_rows_kq_supported(const mt_graph *g, int64_t dk);
 /* Reductions over one axis (negative counts from the end), keeping it as 1. */
 mt_node *mt_sum(mt_graph *g, mt_node *x, int axis);
 mt_node *mt_mean(mt_graph *g, mt_node *x, int axis);

@@ -590,7 +590,11 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
                      .ldo = d,
                      .scratch = y->aux};
     bool pairs = kh->val.dtype == MT_BF16; /* mt_attn_rows_kt only (the builder) */
-    if (kh->val.dtype == MT_F16) {
+    bool q8 = kh->val.dtype == MT_I8;      /* int8 keys, f16 values: likewise */
+    if (q8) {
+        j.khq = (const uint32_t *)kh->val.data;
+        j.vh16 = (const uint16_t *)vh->val.data;
+    } else if (kh->val.dtype == MT_F16) {
         j.kh16 = (const uint16_t *)kh->val.data;
         j.vh16 = (const uint16_t *)vh->val.data;
     } else if (pairs) {
@@ -624,9 +628,10 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         j.st = vsplit ? j.dk : d; /* values (and keys unless kt) */
         j.sh = vsplit ? j.th * j.dk : j.dk;
         j.sr = (pairs ? vh->val.shape.dim[1] : j.th) * d; /* pairs: [N0, Th2, D, 2] */
-        if (kt) { /* keys [N0, H, dk, Th] (pairs: [N0, H, dk / 2, Th, 2]) */
+        if (kt) { /* keys [N0, H, dk, Th] (pairs: [N0, H, dk / 2, Th, 2]; int8 keys:
+                     units [N0, H, dk / 4 + 1, Th]) */
             j.ksc = j.th;
-            j.ksh = (pairs ? j.dk / 2 : j.dk) * j.th;
+            j.ksh = (pairs ? j.dk / 2 : q8 ? j.dk / 4 + 1 : j.dk) * j.th;
             j.ksr = heads * j.ksh;
         }
         j.ids = ids ? node_i32(ids) : NULL;
@@ -670,7 +675,8 @@ static bool attn_inputs_ok(mt_graph *g, const char *op, mt_node *const *src, int
                 return false;
             }
         } else if (((half >> i) & 1) &&
-                   (src[i]->val.dtype == MT_F16 || src[i]->val.dtype == MT_BF16)) {
+                   (src[i]->val.dtype == MT_F16 || src[i]->val.dtype == MT_BF16 ||
+                    (i == 1 && src[i]->val.dtype == MT_I8))) { /* int8 keys */
             continue;
         } else if (!need_f32(g, op, src[i])) {
             return false;
@@ -706,16 +712,17 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
     if (kr || vr) src[n_src++] = kr, src[n_src++] = vr, flags |= ATTN_RECENT;
     if (mask) src[n_src++] = mask, flags |= ATTN_MASK;
     if (spans) is_int |= 1u << n_src, src[n_src++] = spans, flags |= ATTN_ROW_SPANS;
-    /* keys and values of mt_attn_rows_kt: both f32, both f16 or both
-    ** bfloat16 pairs */
+    /* keys and values of mt_attn_rows_kt: both f32, both f16, both
+    ** bfloat16 pairs, or int8 keys and f16 values */
     if (!attn_inputs_ok(g, op, src, n_src, is_int, kt ? 3u << 1 : 0)) return NULL;
-    if (kh->val.dtype != vh->val.dtype)
+    bool q8 = kh->val.dtype == MT_I8;
+    if (kh->val.dtype != vh->val.dtype && !(q8 && vh->val.dtype == MT_F16))
         return graph_fail(g, MT_ERR_INVALID, "%s: keys of %s, values of %s", op,
                           mt_dtype_name(kh->val.dtype), mt_dtype_name(vh->val.dtype));
     const mt_shape *sq = &q->val.shape, *sk = &kh->val.shape, *sv = &vh->val.shape;
     bool pairs = kh->val.dtype == MT_BF16;
     int64_t n = sq->ndim > 0 ? sq->dim[0] : 0, d = last_dim(q), dk = heads > 0 ? d / heads : 0;
-    int64_t th = kt              ? (sk->ndim == (pairs ? 5 : 4) ? sk->dim[3] : 0)
+    int64_t th = kt              ? (sk->ndim == (pairs || q8 ? 5 : 4) ? sk->dim[3] : 0)
                  : sk->ndim == 4 ? sk->dim[2]
                  : sk->ndim == 3 ? sk->dim[1]
                                  : 0;
@@ -727,8 +734,13 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
         k4.dim[k4.ndim++] = 2;
         v4 = mt_shape4(sk->dim[0], (th + 1) / 2, d, 2);
     }
+    if (q8) { /* kcpu.h: int8 keys, units [N0, H, dk / 4 + 1, Th] of 4 bytes */
+        k4 = mt_shape4(sk->dim[0], heads, dk / 4 + 1, th);
+        k4.dim[k4.ndim++] = 4;
+    }
     bool ok = (sq->ndim == 2 || (sq->ndim == 3 && sq->dim[1] == 1)) && heads > 0 &&
               d % heads == 0 && (ids || sk->dim[0] == n) && (!pairs || (kt && dk % 2 == 0)) &&
+              (!q8 || (kt && dk % 4 == 0 && dk <= 256)) && /* kcpu_attn_q8_dk */
               (mt_shape_eq(sk, &k4) || (!kt && mt_shape_eq(sk, &v3))) &&
               (kt ? mt_shape_eq(sv, &v4) || (!pairs && mt_shape_eq(sv, &v3)) : mt_shape_eq(sv, sk));
     if (ok && ids) ok = ids->val.shape.ndim == 1 && ids->val.shape.dim[0] == n;

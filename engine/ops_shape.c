@@ -532,7 +532,7 @@ mt_node *mt_cache_append(mt_graph *g, mt_node *cache, mt_node *ids, int64_t off,
 ** checks them.  Whole rows with L = La + Lb (a fold of rows at the same
 ** position) leave no gap, so nothing is zeroed first.
 */
-enum { PR_START = 1, PR_A = 2, PR_LEN = 4, PR_KT = 8, PR_BIDS = 16 };
+enum { PR_START = 1, PR_A = 2, PR_LEN = 4, PR_KT = 8, PR_BIDS = 16, PR_KQ = 32 };
 
 static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
     int64_t flags = y->attr.i[6], at = 1;
@@ -585,7 +585,11 @@ static mt_status pack_rows_forward(mt_graph *g, mt_node *y) {
                                       (size_t)(br[t] * aa * lb + bs[t]) * pos,
                                   (size_t)lb * pos, yr + (size_t)bl[t] * pos, (size_t)l * pos);
         }
-        if ((flags & PR_KT) && rc == MT_OK) { /* aa = heads, bb = dk */
+        if ((flags & PR_KQ) && rc == MT_OK) { /* aa = heads, bb = dk: int8 keys */
+            ops->fold_keys_q8(d, k, aa, bb, a ? (const uint32_t *)a->val.data : NULL, la, bi, bl,
+                              node_f32(b), br, lb, bs,
+                              (uint32_t *)y->val.data + off * aa * (bb / 4 + 1) * l, l);
+        } else if ((flags & PR_KT) && rc == MT_OK) { /* aa = heads, bb = dk */
             ops->fold_keys(d, k, aa, bb, a ? a->val.data : NULL, la, bi, bl, node_f32(b), br, lb,
                            bs, (uint16_t *)y->val.data + off * aa * bb * l, l);
         }
@@ -716,6 +720,54 @@ mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt
     at.i[7] = sb->dim[0];
     return graph_push(g, &op_pack_rows, mt_shape4(n, sb->dim[1], sb->dim[3], out_len), MT_F16,
                       n_src, src, &at);
+}
+
+/* mt_pack_rows into int8 keys (kcpu.h, kcpu_attn_job.khq) in one op
+** (kcpu_fold_job histq, outq): b f32 [N, H, Lb, dk] untransposed, dk a
+** multiple of 4 up to KCPU_Q8_DK_MAX; a int8 keys [Na, H, dk / 4 + 1, La,
+** 4] or NULL; y int8 keys [N, H, dk / 4 + 1, out_len, 4]: a's positions as
+** they are, b's quantized per key.  attr.i as pack_rows_kt's. */
+bool mt_pack_rows_kq_supported(const mt_graph *g, int64_t dk) {
+    return graph_ops(g)->fold_keys_q8 != NULL && dk % 4 == 0 && dk > 0 && dk <= 256;
+}
+
+mt_node *mt_pack_rows_kq(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
+                         mt_node *b_ids, mt_node *start, int64_t out_len) {
+    if (b == NULL || (a && ids == NULL)) return NULL;
+    mt_node *src[6];
+    int n_src;
+    int64_t flags, n;
+    if (!pack_sources(g, "mt_pack_rows_kq", false, a, ids, len, b, b_ids, start, src, &n_src,
+                      &flags, &n))
+        return NULL;
+    const mt_shape *sb = &b->val.shape, *sa = a ? &a->val.shape : NULL;
+    int64_t dk = sb->ndim == 4 ? sb->dim[3] : 0;
+    bool ok = b->val.dtype == MT_F32 && sb->ndim == 4 && out_len >= 0 &&
+              mt_pack_rows_kq_supported(g, dk) &&
+              (!a || (a->val.dtype == MT_I8 && sa->ndim == 5 && sa->dim[1] == sb->dim[1] &&
+                      sa->dim[2] == dk / 4 + 1 && sa->dim[4] == 4));
+    if (!ok) {
+        char s1[64], s2[64];
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_pack_rows_kq: history %s %s and keys %s %s (length %lld) do not fit: "
+                          "need int8 [Na, H, dk/4 + 1, La, 4] and f32 [N, H, Lb, dk], dk a "
+                          "multiple of 4 up to 256, on a device with the fold (%s)",
+                          a ? mt_dtype_name(a->val.dtype) : "none",
+                          a ? mt_shape_str(sa, s1, sizeof s1) : "", mt_dtype_name(b->val.dtype),
+                          mt_shape_str(sb, s2, sizeof s2), (long long)out_len, graph_ops(g)->name);
+    }
+    mt_attrs at = zero_attrs();
+    at.i[0] = sb->dim[1];
+    at.i[1] = a ? sa->dim[3] : 0;
+    at.i[2] = sb->dim[2];
+    at.i[3] = dk;
+    at.i[4] = out_len;
+    at.i[5] = a ? sa->dim[0] : 0;
+    at.i[6] = PR_KT | PR_KQ | flags;
+    at.i[7] = sb->dim[0];
+    mt_shape out = mt_shape4(n, sb->dim[1], dk / 4 + 1, out_len);
+    out.dim[out.ndim++] = 4;
+    return graph_push(g, &op_pack_rows, out, MT_I8, n_src, src, &at);
 }
 
 /* ------------------------------------------------------------------------
@@ -850,6 +902,12 @@ mt_node *mt_cast(mt_graph *g, mt_node *x, mt_dtype dtype) {
                           mt_dtype_name(dtype));
     }
     if (x->val.dtype == dtype) return x;
+    if (x->val.dtype != MT_F32 && x->val.dtype != MT_F16 && x->val.dtype != MT_BF16) {
+        /* int8 keys (mt_pack_rows_kq) are read by the fused attention only */
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_cast: from %s (float32, float16 and bfloat16 only)",
+                          mt_dtype_name(x->val.dtype));
+    }
     if (x->val.dtype != MT_F32 && dtype != MT_F32) {
         return graph_fail(g, MT_ERR_INVALID, "mt_cast: %s to %s (one of them must be float32)",
                           mt_dtype_name(x->val.dtype), mt_dtype_name(dtype));

@@ -1589,6 +1589,22 @@ static bool fold_keys_in_one(mt_graph *g, bool keys, const mt_node *rec, mt_dtyp
            mt_pack_rows_kt_supported(g);
 }
 
+/* The dtype a fold keeps cache slot r in: the history's, else int8 keys
+** where the graph asks for them (mt_graph_kv_keys_i8; rec: the positions
+** since, [N, H, Lb, dk]), else f16 or f32 as the graph keeps caches. */
+static mt_dtype fold_dtype(mt_graph *g, bool keys, const mt_node *h, const mt_node *rec) {
+    if (h) return mt_node_dtype(h);
+    if (keys && rec && mt_graph_kv_keys_i8(g, mt_node_shape(rec).dim[3])) return MT_I8;
+    return mt_graph_kv_f16(g) ? MT_F16 : MT_F32;
+}
+
+/* No positions since the history (int8 keys h [Na, H, dk/4 + 1, La, 4]):
+** an empty f32 block of keys [n, H, 0, dk] for mt_pack_rows_kq. */
+static mt_node *no_keys(mt_graph *g, const mt_node *h, int64_t n) {
+    mt_shape sh = mt_node_shape(h);
+    return mt_constant(g, mt_shape4(n, sh.dim[1], 0, 4 * (sh.dim[2] - 1)), 0.0f);
+}
+
 /* mt_transformer_fold of rows at their own positions: each row's history
 ** positions (hist_lens) and its positions since (the last ones of the
 ** rows' caches) packed from the left, in the history's dtype. */
@@ -1620,7 +1636,13 @@ static mt_status fold_rows(mt_graph *g, const mt_dec_state *in, mt_dec_state *ou
         bool keys = r % 2 == 0; /* keys transposed: [N, H, D/H, positions] */
         mt_node *h = in->hist_len > 0 ? in->hist[r] : NULL, *rec = in->rows[r];
         if (rec == NULL && h == NULL) continue;
-        mt_dtype want = h ? mt_node_dtype(h) : mt_graph_kv_f16(g) ? MT_F16 : MT_F32;
+        mt_dtype want = fold_dtype(g, keys, h, rec);
+        if (want == MT_I8) { /* int8 keys: the history's units, the new keys quantized */
+            st.hist[r] = mt_pack_rows_kq(g, h, in->hist_ids, nhl, rec ? rec : no_keys(g, h, n),
+                                         NULL, nfirst, top);
+            st.rows[r] = NULL;
+            continue;
+        }
         if (rec == NULL) { /* no positions since: an empty block */
             mt_shape sh = mt_node_shape(h);
             sh.dim[0] = n;
@@ -1656,7 +1678,18 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
         bool keys = r % 2 == 0;
         mt_node *all = in->rows[r];
         mt_node *hr = in->hist_len > 0 ? in->hist[r] : NULL;
-        mt_dtype want = hr ? mt_node_dtype(hr) : mt_graph_kv_f16(g) ? MT_F16 : MT_F32;
+        mt_dtype want = fold_dtype(g, keys, hr, all);
+        if (freeze && want == MT_I8) { /* int8 keys: the history's units, the new keys quantized */
+            int64_t n = in->row_ids ? mt_node_shape(in->row_ids).dim[0]
+                        : all       ? mt_node_shape(all).dim[0]
+                                    : mt_node_shape(in->hist_ids).dim[0];
+            st.hist[r] =
+                mt_pack_rows_kq(g, hr, hr ? in->hist_ids : NULL, NULL,
+                                all ? all : no_keys(g, hr, n), all ? in->row_ids : NULL, NULL,
+                                (hr ? in->hist_len : 0) + (all ? mt_node_shape(all).dim[2] : 0));
+            st.rows[r] = NULL;
+            continue;
+        }
         if (freeze && fold_keys_in_one(g, keys, all, want)) { /* transposed, rounded, packed */
             st.hist[r] = mt_pack_rows_kt(g, hr, hr ? in->hist_ids : NULL, NULL, all, in->row_ids,
                                          NULL, (hr ? in->hist_len : 0) + mt_node_shape(all).dim[2]);

@@ -170,8 +170,9 @@ void kcpu_fold_keys_ref(const kcpu_fold_job *j) {
     }
 }
 
-/* kcpu_fold_keys into int8 keys (outq): one variant, the copies by memcpy
-** and at most a fold's few recent keys per row quantized. */
+/* kcpu_fold_keys into int8 keys (outq), the reference (the oracle of
+** kcpu_fold_keys_q8_avx512; AVX2 machines run it): the copies by memcpy,
+** the recent keys quantized by kcpu_q8_key. */
 static void fold_keys_q8(const kcpu_fold_job *j) {
     const int64_t d4 = j->dk / 4;
     uint8_t k8[KCPU_Q8_DK_MAX];
@@ -208,6 +209,12 @@ bool kcpu_fold_keys_fast(void) {
 }
 
 void kcpu_fold_keys(const kcpu_fold_job *j) {
+#ifdef MT_HAVE_AVX512_BUILD
+    if (j->outq && kcpu_isa_active() >= KCPU_ISA_AVX512) {
+        kcpu_fold_keys_q8_avx512(j);
+        return;
+    }
+#endif
     if (j->outq) {
         fold_keys_q8(j);
         return;

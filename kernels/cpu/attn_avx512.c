@@ -493,21 +493,41 @@ ALWAYS_INLINE float q8_query(const kcpu_attn_job *j, int64_t i, int64_t h, int32
     return j->alpha * kcpu_q8_scale_of(m);
 }
 
+/* The quantized queries of a run, in the scratch past the scores (its
+** second part, kcpu_attn_scratch_floats: heads dk 16 floats at least):
+** each row and head's dk / 4 units, then its qa and correction. */
+typedef struct q8_queries {
+    int32_t *qq;  /* [m heads][dk / 4] */
+    float *qa;    /* [m heads] */
+    int32_t *cor; /* [m heads] */
+} q8_queries;
+
 /* The scores of a run of m rows (one id) over int8 keys [lo, hi), kb
-** blocks of 16 keys per pass: per head, each unit line (4 elements of 16
+** blocks of 16 keys per pass: the queries of every head quantized first
+** (independent chains), then per head each unit line (4 elements of 16
 ** keys) one vpdpbusd by each row's broadcast query unit (m kb chains), then
 ** (float)(sum - corr) * (scale_t * qa) into the scratch as kt_scores. */
 ALWAYS_INLINE void q8_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
                              int64_t ld, int64_t lo, int64_t hi) {
     const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->ksc, d4 = j->dk / 4, hn = j->heads;
     const attn_next nx = next_keys(j, i0 + m, r); /* prefetched */
+    q8_queries qs;
+    qs.qq = (int32_t *)(j->scratch + 4 * hn * ld);
+    qs.qa = (float *)(qs.qq + 4 * hn * d4);
+    qs.cor = (int32_t *)(qs.qa + 4 * hn);
+    for (int64_t uh = 0; uh < m * hn; uh++) {
+        qs.qa[uh] = q8_query(j, i0 + uh / hn, uh % hn, qs.qq + uh * d4, qs.cor + uh);
+    }
     for (int64_t h = 0; h < hn; h++) {
         prefetch_part(&nx, h, hn);
-        int32_t qq[4][KCPU_Q8_DK_MAX / 4], corr[4];
+        const int32_t *qq[4];
+        int32_t corr[4];
         float qa[4];
 #pragma GCC unroll 4
         for (int u = 0; u < m; u++) {
-            qa[u] = q8_query(j, i0 + u, h, qq[u], &corr[u]);
+            qq[u] = qs.qq + (u * hn + h) * d4;
+            qa[u] = qs.qa[u * hn + h];
+            corr[u] = qs.cor[u * hn + h];
         }
         const uint32_t *kp = j->khq + r * j->ksr + h * j->ksh;
         for (int64_t t0 = lo; t0 < hi; t0 += 16 * kb) {
@@ -1198,6 +1218,69 @@ void kcpu_fold_keys_avx512(const kcpu_fold_job *j) {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------ fold int8 keys */
+
+/* n 32-bit units from x to y: whole vectors, the last one ending at the
+** last unit (overlapping the one before); under 16: masked. */
+ALWAYS_INLINE void copy_units(const uint32_t *x, uint32_t *y, int64_t n) {
+    if (n < 16) {
+        const __mmask16 mk = tail_mask(n);
+        _mm512_mask_storeu_epi32(y, mk, _mm512_maskz_loadu_epi32(mk, x));
+        return;
+    }
+    int64_t p = 0;
+    for (; p + 16 < n; p += 16) {
+        _mm512_storeu_si512(y + p, _mm512_loadu_si512(x + p));
+    }
+    _mm512_storeu_si512(y + n - 16, _mm512_loadu_si512(x + n - 16));
+}
+
+/* kcpu_fold_keys into int8 keys (outq): each head's unit lines copied, then
+** each recent key quantized as kcpu_q8_key does (the same max, multiplier,
+** clamp and rounding: vcvtps2dq) and its units stored down the lines. */
+void kcpu_fold_keys_q8_avx512(const kcpu_fold_job *j) {
+    const int64_t hn = j->heads, dk = j->dk, d4 = dk / 4, l = j->l, lb = j->lb;
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    uint32_t units[KCPU_Q8_DK_MAX / 4 + 4];
+    for (int64_t r = 0; r < j->n; r++) {
+        const int64_t bl = j->lens[r], bs = j->starts[r];
+        const int64_t rr = j->rec_ids ? j->rec_ids[r] : r;
+        for (int64_t h = 0; h < hn; h++) {
+            uint32_t *y = j->outq + (r * hn + h) * (d4 + 1) * l;
+            if (bl > 0) {
+                const uint32_t *x = j->histq + ((int64_t)j->ids[r] * hn + h) * (d4 + 1) * j->la;
+                for (int64_t c4 = 0; c4 <= d4; c4++) {
+                    copy_units(x + c4 * j->la, y + c4 * l, bl);
+                }
+            }
+            const float *rec = j->rec + (rr * hn + h) * lb * dk;
+            for (int64_t t = bs; t < lb; t++) {
+                const float *k = rec + t * dk;
+                __m512 mx = _mm512_setzero_ps();
+                for (int64_t c = 0; c < dk; c += 16) {
+                    mx = _mm512_max_ps(
+                        mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail_mask(dk - c), k + c)));
+                }
+                const float m = _mm512_reduce_max_ps(mx), inv = m > 0.0f ? 127.0f / m : 0.0f;
+                const __m512 vi = _mm512_set1_ps(inv);
+                for (int64_t c = 0; c < dk; c += 16) {
+                    __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail_mask(dk - c), k + c), vi);
+                    __m128i b = _mm512_cvtepi32_epi8(
+                        _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi)));
+                    _mm_storeu_si128((__m128i *)((uint8_t *)units + c),
+                                     _mm_xor_si128(b, _mm_set1_epi8((char)0x80)));
+                }
+                uint32_t *col = y + bl + t - bs;
+                for (int64_t c4 = 0; c4 < d4; c4++) {
+                    col[c4 * l] = units[c4];
+                }
+                const float sc = kcpu_q8_scale_of(m);
+                memcpy(col + d4 * l, &sc, sizeof sc);
             }
         }
     }

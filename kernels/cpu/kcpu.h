@@ -981,6 +981,7 @@ void kcpu_fold_keys(const kcpu_fold_job *j);
 bool kcpu_fold_keys_fast(void);
 void kcpu_fold_keys_ref(const kcpu_fold_job *j);
 void kcpu_fold_keys_avx512(const kcpu_fold_job *j);
+void kcpu_fold_keys_q8_avx512(const kcpu_fold_job *j); /* outq set */
 void kcpu_attn_rows_avx2(const kcpu_attn_job *j);
 
 /* Internal (topk.c, shared with topk_avx512.c): a heap of n entries (val,
