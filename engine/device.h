@@ -186,6 +186,9 @@ typedef struct mt_device_ops {
                          int64_t la, const int32_t *ids, const int32_t *lens, const float *rec,
                          const int32_t *rec_ids, int64_t lb, const int32_t *starts, uint32_t *out,
                          int64_t l);
+    /* Appended: int8 keys back to f32 (kcpu_keys_q8_f32; mt_keys_q8_f32). */
+    void (*keys_q8_f32)(mt_device *d, int64_t rows, int64_t d4, int64_t len, const uint32_t *x,
+                        float *y);
     /* Appended: kcpu_f32_to_bf16_pairs (the bfloat16 pairs of mt_cast_pairs). */
     void (*f32_to_bf16_pairs)(mt_device *d, int64_t rows, int64_t len, const float *x, uint32_t *y);
     /* Appended: whether attn_rows multiplies bfloat16 pairs (mt_dev_attn khp, vhp)

@@ -441,6 +441,12 @@ static void cpu_fold_keys_q8(mt_device *d, int64_t n, int64_t heads, int64_t dk,
     kcpu_fold_keys(&j);
 }
 
+static void cpu_keys_q8_f32(mt_device *d, int64_t rows, int64_t d4, int64_t len, const uint32_t *x,
+                            float *y) {
+    (void)d;
+    kcpu_keys_q8_f32(rows, d4, len, x, y);
+}
+
 static bool cpu_fold_keys_fast(mt_device *d) {
     (void)d;
     return kcpu_fold_keys_fast();
@@ -511,6 +517,7 @@ static const mt_device_ops cpu_ops = {
     .fold_keys = cpu_fold_keys,
     .fold_keys_fast = cpu_fold_keys_fast,
     .fold_keys_q8 = cpu_fold_keys_q8,
+    .keys_q8_f32 = cpu_keys_q8_f32,
     .log_softmax_bwd = cpu_log_softmax_bwd,
     .xent_fwd = cpu_xent_fwd,
     .xent_bwd = cpu_xent_bwd,

@@ -532,6 +532,10 @@ bool mt_pack_rows_kt_supported(const mt_graph *g);
 mt_node *mt_pack_rows_kq(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
                          mt_node *b_ids, mt_node *start, int64_t out_len);
 bool mt_pack_rows_kq_supported(const mt_graph *g, int64_t dk);
+/* int8 keys x [..., dk/4 + 1, L, 4] -> f32 [..., dk, L]: each key's
+** elements times its scale (what the fused attention's scores use), for
+** the composed ops.  Inference only. */
+mt_node *mt_keys_q8_f32(mt_graph *g, mt_node *x);
 /* Reductions over one axis (negative counts from the end), keeping it as 1. */
 mt_node *mt_sum(mt_graph *g, mt_node *x, int axis);
 mt_node *mt_mean(mt_graph *g, mt_node *x, int axis);

@@ -36,6 +36,12 @@ static bool need_f32_or_f16(mt_graph *g, const char *op, const mt_node *x) {
     return false;
 }
 
+/* The ops that only move bytes (concat, slice, index_select) also take int8
+** (the fused attention's int8 keys: mt_pack_rows_kq). */
+static bool need_movable(mt_graph *g, const char *op, const mt_node *x) {
+    return x->val.dtype == MT_I8 || need_f32_or_f16(g, op, x);
+}
+
 static int64_t node_numel(const mt_node *n) { return mt_shape_numel(&n->val.shape); }
 
 static mt_attrs zero_attrs(void) {
@@ -293,7 +299,7 @@ mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis) {
     }
     mt_shape out = *s0;
     for (int i = 0; i < n; i++) {
-        if (!need_f32_or_f16(g, "mt_concat", xs[i])) return NULL;
+        if (!need_movable(g, "mt_concat", xs[i])) return NULL;
         if (xs[i]->val.dtype != xs[0]->val.dtype) {
             return graph_fail(g, MT_ERR_INVALID, "mt_concat: inputs of %s and %s",
                               mt_dtype_name(xs[0]->val.dtype), mt_dtype_name(xs[i]->val.dtype));
@@ -351,7 +357,7 @@ static const mt_op_def op_slice = {"slice", slice_forward, slice_backward};
 
 mt_node *mt_slice(mt_graph *g, mt_node *x, int axis, int64_t start, int64_t len) {
     if (x == NULL) return NULL;
-    if (!need_f32_or_f16(g, "mt_slice", x)) return NULL;
+    if (!need_movable(g, "mt_slice", x)) return NULL;
     const mt_shape *s = &x->val.shape;
     int ax = norm_axis(axis, s->ndim);
     char s1[64];
@@ -771,6 +777,41 @@ mt_node *mt_pack_rows_kq(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt
 }
 
 /* ------------------------------------------------------------------------
+** keys_q8_f32:  int8 keys x [..., H, dk/4 + 1, L, 4] (mt_pack_rows_kq) ->
+**   y f32 [..., H, dk, L]: y[.., c, t] = k8_c(t) scale(t), the
+**   keys as the fused attention's int8 path holds them, for the composed
+**   ops (a decoding step that wants attention weights).  Inference only.
+*/
+static mt_status keys_q8_f32_forward(mt_graph *g, mt_node *y) {
+    const mt_node *x = y->src[0];
+    const mt_shape *s = &x->val.shape;
+    int64_t l = s->dim[s->ndim - 2], d4 = s->dim[s->ndim - 3] - 1;
+    graph_ops(g)->keys_q8_f32(graph_device(g), node_numel(x) / ((d4 + 1) * l * 4), d4, l,
+                              (const uint32_t *)x->val.data, node_f32(y));
+    return MT_OK;
+}
+
+static const mt_op_def op_keys_q8_f32 = {"keys_q8_f32", keys_q8_f32_forward, NULL};
+
+mt_node *mt_keys_q8_f32(mt_graph *g, mt_node *x) {
+    if (x == NULL) return NULL;
+    const mt_shape *s = &x->val.shape;
+    char s1[64];
+    if (x->val.dtype != MT_I8 || s->ndim < 3 || s->dim[s->ndim - 1] != 4 ||
+        s->dim[s->ndim - 3] < 2 || graph_ops(g)->keys_q8_f32 == NULL) {
+        return graph_fail(g, MT_ERR_INVALID,
+                          "mt_keys_q8_f32: need int8 keys [..., dk/4 + 1, L, 4] on a device that "
+                          "reads them, got %s %s",
+                          mt_dtype_name(x->val.dtype), mt_shape_str(s, s1, sizeof s1));
+    }
+    mt_shape out = *s;
+    out.ndim--;
+    out.dim[out.ndim - 2] = 4 * (s->dim[s->ndim - 3] - 1);
+    mt_node *src[1] = {x};
+    return graph_push(g, &op_keys_q8_f32, out, MT_F32, 1, src, NULL);
+}
+
+/* ------------------------------------------------------------------------
 ** index_select:  x viewed as [outer, N, inner], ids i32 [K] -> [outer, K, inner]
 **   y[o, j, :] = x[o, ids[j], :]
 **   dx[o, ids[j], :] += dy[o, j, :]
@@ -809,7 +850,7 @@ static const mt_op_def op_index_select = {"index_select", index_select_forward,
 
 mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids) {
     if (x == NULL || ids == NULL) return NULL;
-    if (!need_f32_or_f16(g, "mt_index_select", x)) return NULL;
+    if (!need_movable(g, "mt_index_select", x)) return NULL;
     const mt_shape *s = &x->val.shape, *si = &ids->val.shape;
     int ax = norm_axis(axis, s->ndim);
     char s1[64], s2[64];
@@ -902,12 +943,6 @@ mt_node *mt_cast(mt_graph *g, mt_node *x, mt_dtype dtype) {
                           mt_dtype_name(dtype));
     }
     if (x->val.dtype == dtype) return x;
-    if (x->val.dtype != MT_F32 && x->val.dtype != MT_F16 && x->val.dtype != MT_BF16) {
-        /* int8 keys (mt_pack_rows_kq) are read by the fused attention only */
-        return graph_fail(g, MT_ERR_INVALID,
-                          "mt_cast: from %s (float32, float16 and bfloat16 only)",
-                          mt_dtype_name(x->val.dtype));
-    }
     if (x->val.dtype != MT_F32 && dtype != MT_F32) {
         return graph_fail(g, MT_ERR_INVALID, "mt_cast: %s to %s (one of them must be float32)",
                           mt_dtype_name(x->val.dtype), mt_dtype_name(dtype));

@@ -509,8 +509,17 @@ static mt_node *swap_kt(mt_graph *g, mt_node *keys) {
 }
 
 /* A state's context or frozen history as f32 (the composed ops' input):
-** graphs with kv_f16 keep them in f16 (mt_graph_params.kv_f16). */
-static mt_node *as_f32(mt_graph *g, mt_node *x) { return mt_cast(g, x, MT_F32); }
+** graphs with kv_f16 keep them in f16 (mt_graph_params.kv_f16), keys in int8
+** with kv_keys_i8 (transposed per head either way). */
+static mt_node *as_f32(mt_graph *g, mt_node *x) {
+    return mt_node_dtype(x) == MT_I8 ? mt_keys_q8_f32(g, x) : mt_cast(g, x, MT_F32);
+}
+
+/* Keys [B, H, S, dk] (f32, one key's elements together) as int8 keys [B,
+** H, dk/4 + 1, S, 4] (mt_pack_rows_kq: quantized per key). */
+static mt_node *keys_q8(mt_graph *g, mt_node *k) {
+    return mt_pack_rows_kq(g, NULL, NULL, NULL, k, NULL, NULL, mt_node_shape(k).dim[2]);
+}
 
 /* The storage of a context or history the state keeps. */
 static mt_node *kv_store(mt_graph *g, mt_node *x) {
@@ -1281,7 +1290,13 @@ mt_status mt_transformer_start(const mt_model_config *c, mt_params *p, mt_graph 
             int64_t s_len = dim_of(kh, 1), h = c->heads;
             mt_node *kt =
                 mt_permute(g, mt_reshape(g, kh, mt_shape4(enc->batch, s_len, h, t.d / h)), to_kt);
-            if (mt_graph_kv_bf16(g, t.d / h)) { /* the bfloat16 attention's head sizes */
+            if (mt_graph_kv_keys_i8(g, t.d / h)) {       /* int8 keys, f16 values */
+                static const int to_k[4] = {0, 2, 1, 3}; /* [B, S, H, dk] -> [B, H, S, dk] */
+                out->fixed[k] = keys_q8(
+                    g, mt_permute(g, mt_reshape(g, kh, mt_shape4(enc->batch, s_len, h, t.d / h)),
+                                  to_k));
+                out->fixed[k + 1] = kv_store(g, vh);
+            } else if (mt_graph_kv_bf16(g, t.d / h)) { /* the bfloat16 attention's head sizes */
                 out->fixed[k] = ctx_key_pairs(g, kt);
                 out->fixed[k + 1] = ctx_value_pairs(g, vh, enc->batch, s_len, t.d);
             } else {
@@ -1485,6 +1500,10 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
 static mt_node *fill_like(mt_graph *g, mt_node *x, int axis, int64_t len, float value) {
     mt_shape sh = mt_node_shape(x);
     sh.dim[axis] = len;
+    if (mt_node_dtype(x) == MT_I8) { /* int8 keys [B, H, dk/4 + 1, S, 4]: keys of value */
+        mt_shape k = mt_shape4(sh.dim[0], sh.dim[1], sh.dim[3], 4 * (sh.dim[2] - 1));
+        return keys_q8(g, mt_constant(g, k, value));
+    }
     return mt_cast(g, mt_constant(g, sh, value), mt_node_dtype(x));
 }
 

@@ -477,8 +477,11 @@ static void run_kt_q8(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool us
     f.ksr = heads * dk * th;
     f.ksh = dk * th;
     float *o2 = mt_try_malloc(sizeof(float) * (size_t)(n * d));
+    float *scr =
+        mt_try_malloc(sizeof(float) * (size_t)kcpu_attn_scratch_floats(heads, dk, th + tr));
     double *want = malloc(sizeof(double) * (size_t)dk);
     j.o = o2;
+    j.scratch = scr; /* check_job's is freed */
     kcpu_attn_rows(&j);
     bad = 0;
     for (int64_t i = 0; i < n; i++)
@@ -503,6 +506,7 @@ static void run_kt_q8(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool us
           what, bad);
     free(want);
     mt_free(o2);
+    mt_free(scr);
     mt_free(kq);
     mt_free(kt);
     mt_free(v16);
@@ -934,6 +938,131 @@ static void test_op(void) {
                        rep % 3 ? 1 + irand(5) : 0, rep % 2);
 }
 
+/* The int8-key ops: mt_pack_rows_kq of keys alone and into a history (rows
+** by ids, their own lengths and starts), read back by mt_keys_q8_f32 against
+** the spec's k8 * scale (exactly), and mt_attn_rows_kt on int8 keys and f16
+** values against kcpu_attn_rows on the spec's units (the same kernel: bit
+** for bit); a history of another dtype refused. */
+static void q8_ops_case(int64_t n0, int64_t n, int64_t heads, int64_t dk, int64_t th, int64_t lb) {
+    const int64_t d = heads * dk, d4 = dk / 4, l = th + lb;
+    float *kf = frand(n0 * heads * th * dk), *kb = frand(n * heads * lb * dk);
+    float *v = frand(n0 * heads * th * dk), *q = frand(n * d);
+    int32_t ids[8], lens[8], starts[8], k8[256];
+    for (int64_t i = 0; i < n; i++) {
+        ids[i] = (int32_t)irand((int)n0);
+        lens[i] = (int32_t)irand((int)th + 1);
+        starts[i] = (int32_t)irand((int)lb + 1);
+    }
+    mt_graph *g = new_graph(false);
+    mt_node *keys = mt_input(g, mt_shape4(n0, heads, th, dk), kf);
+    mt_node *hist = mt_pack_rows_kq(g, NULL, NULL, NULL, keys, NULL, NULL, th);
+    mt_node *hf = mt_keys_q8_f32(g, hist);
+    mt_node *nids = mt_input_i32(g, mt_shape1(n), ids);
+    mt_node *fold = mt_pack_rows_kq(g, hist, nids, mt_input_i32(g, mt_shape1(n), lens),
+                                    mt_input(g, mt_shape4(n, heads, lb, dk), kb), NULL,
+                                    mt_input_i32(g, mt_shape1(n), starts), l);
+    mt_node *ff = mt_keys_q8_f32(g, fold);
+    mt_node *v16 = mt_cast(g, mt_input(g, mt_shape4(n0, heads, th, dk), v), MT_F16);
+    float alpha = 1.0f / sqrtf((float)dk);
+    mt_node *o = mt_attn_rows_kt(g, mt_input(g, mt_shape3(n, 1, d), q), hist, v16, nids, NULL, NULL,
+                                 NULL, (int)heads, alpha);
+    mt_graph_keep(g, hist);
+    mt_graph_keep(g, v16);
+    mt_status rc = mt_graph_forward(g);
+    CHECK(rc == MT_OK && o != NULL, "int8-key ops: %s", mt_errmsg());
+    if (rc != MT_OK || o == NULL) {
+        mt_graph_free(g);
+        return;
+    }
+    float *got_h = malloc(sizeof(float) * (size_t)(n0 * heads * dk * th));
+    float *got_f = malloc(sizeof(float) * (size_t)(n * heads * dk * l));
+    float *got_o = malloc(sizeof(float) * (size_t)(n * d));
+    CHECK_STATUS(mt_node_get(hf, got_h, n0 * heads * dk * th));
+    CHECK_STATUS(mt_node_get(ff, got_f, n * heads * dk * l));
+    CHECK_STATUS(mt_node_get(o, got_o, n * d));
+    /* the spec's units and dequantized keys of the history */
+    uint32_t *units = calloc((size_t)(n0 * heads * (d4 + 1) * th + 1), sizeof *units);
+    float *want_h = malloc(sizeof(float) * (size_t)(n0 * heads * dk * th));
+    int bad = 0;
+    for (int64_t rh = 0; rh < n0 * heads; rh++)
+        for (int64_t t = 0; t < th; t++) {
+            float sc = spec_q8(kf + (rh * th + t) * dk, dk, k8);
+            for (int64_t c = 0; c < dk; c++) {
+                want_h[(rh * dk + c) * th + t] = (float)k8[c] * sc;
+                units[(rh * (d4 + 1) + c / 4) * th + t] |= (uint32_t)(uint8_t)(k8[c] + 128)
+                                                           << (8 * (c % 4));
+            }
+            memcpy(&units[(rh * (d4 + 1) + d4) * th + t], &sc, sizeof sc);
+        }
+    for (int64_t t = 0; t < n0 * heads * dk * th; t++)
+        bad += got_h[t] != want_h[t];
+    CHECK(bad == 0, "mt_keys_q8_f32(mt_pack_rows_kq(keys)): %d of %lld differ from the spec", bad,
+          (long long)(n0 * heads * dk * th));
+    bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t c = 0; c < dk; c++) {
+                const float *y = got_f + ((i * heads + h) * dk + c) * l;
+                for (int64_t t = 0; t < lens[i]; t++)
+                    bad += y[t] != want_h[((ids[i] * heads + h) * dk + c) * th + t];
+            }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t t = starts[i]; t < lb; t++) {
+                float sc = spec_q8(kb + ((i * heads + h) * lb + t) * dk, dk, k8);
+                for (int64_t c = 0; c < dk; c++)
+                    bad += got_f[((i * heads + h) * dk + c) * l + lens[i] + t - starts[i]] !=
+                           (float)k8[c] * sc;
+            }
+    CHECK(bad == 0, "mt_pack_rows_kq into a history: %d keys differ from the spec", bad);
+    /* the op against the kernel on the spec's units and the same f16 values */
+    uint16_t *v16h = malloc(sizeof(uint16_t) * (size_t)(n0 * heads * th * dk));
+    for (int64_t t = 0; t < n0 * heads * th * dk; t++)
+        v16h[t] = mt_f32_to_f16(v[t]);
+    float *want_o = malloc(sizeof(float) * (size_t)(n * d));
+    float *scratch = malloc(sizeof(float) * (size_t)(kcpu_attn_scratch_floats(heads, dk, th) + 64));
+    kcpu_attn_job j = {.n = n,
+                       .heads = heads,
+                       .dk = dk,
+                       .th = th,
+                       .alpha = alpha,
+                       .q = q,
+                       .ldq = d,
+                       .vh16 = v16h,
+                       .sr = heads * th * dk,
+                       .sh = th * dk,
+                       .st = dk,
+                       .ksr = heads * (d4 + 1) * th,
+                       .ksh = (d4 + 1) * th,
+                       .ksc = th,
+                       .khq = units,
+                       .ids = ids,
+                       .o = want_o,
+                       .ldo = d,
+                       .scratch = scratch};
+    kcpu_attn_rows(&j);
+    CHECK(memcmp(got_o, want_o, sizeof(float) * (size_t)(n * d)) == 0,
+          "[%s] mt_attn_rows_kt on int8 keys differs from kcpu_attn_rows on the spec's units "
+          "(n %lld heads %lld dk %lld th %lld)",
+          isa_tag, (long long)n, (long long)heads, (long long)dk, (long long)th);
+    /* int8 keys with f32 values: refused */
+    mt_node *bad_v = mt_attn_rows_kt(g, mt_input(g, mt_shape3(n, 1, d), q), hist,
+                                     mt_input(g, mt_shape4(n0, heads, th, dk), v), nids, NULL, NULL,
+                                     NULL, (int)heads, alpha);
+    CHECK(bad_v == NULL && mt_graph_status(g) == MT_ERR_INVALID,
+          "mt_attn_rows_kt: int8 keys with float32 values not refused");
+    mt_graph_free(g);
+    free(got_h), free(got_f), free(got_o), free(units), free(want_h), free(v16h), free(want_o),
+        free(scratch);
+    mt_free(kf), mt_free(kb), mt_free(v), mt_free(q);
+}
+
+static void test_q8_ops(void) {
+    for (int rep = 0; rep < 8; rep++)
+        q8_ops_case(1 + irand(4), 1 + irand(8), 1 + irand(8), 4 * (1 + irand(16)), 1 + irand(40),
+                    1 + irand(8));
+}
+
 static void expect_fail(mt_graph *g, mt_node *y, mt_status want, const char *what) {
     mt_status rc = y ? mt_graph_forward(g) : mt_graph_status(g);
     CHECK(rc == want && strstr(mt_errmsg(), "mt_attn_rows") != NULL, "%s: %s (%s)", what,
@@ -1093,6 +1222,7 @@ int main(void) {
         test_one_position();
         test_op();
         test_spans_op();
+        test_q8_ops();
         fprintf(stderr,
                 "[%s] worst scaled error vs double: %.3g (tolerance %g); bfloat16 pairs "
                 "%.3g (%g, %s)\n",

@@ -200,6 +200,21 @@ static void fold_keys_q8(const kcpu_fold_job *j) {
     }
 }
 
+void kcpu_keys_q8_f32(int64_t rows, int64_t d4, int64_t len, const uint32_t *x, float *y) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint32_t *u = x + r * (d4 + 1) * len;
+        float *o = y + r * 4 * d4 * len;
+        for (int64_t t = 0; t < len; t++) {
+            float sc;
+            memcpy(&sc, u + d4 * len + t, sizeof sc);
+            for (int64_t c = 0; c < 4 * d4; c++) {
+                int32_t b = (int32_t)((u[(c / 4) * len + t] >> (8 * (c % 4))) & 0xffu) - 128;
+                o[c * len + t] = (float)b * sc;
+            }
+        }
+    }
+}
+
 bool kcpu_fold_keys_fast(void) {
 #ifdef MT_HAVE_AVX512_BUILD
     return kcpu_isa_active() >= KCPU_ISA_AVX512;
