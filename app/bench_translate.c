@@ -55,7 +55,7 @@
 ** Padding is not counted (a sentence's finished hypotheses leave the rows).
 **
 ** --kv-cache: the decoder caches of every row (as mtpe translate's: auto,
-** float32, float16 or bfloat16), to time the bfloat16 contexts.
+** float32, float16, bfloat16 or int8), to time the others against auto.
 **
 ** Threads: each thread has its own app_translate_worker (made before the
 ** clock starts, and warmed by one mini-batch) and single-threaded BLAS;

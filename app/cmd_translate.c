@@ -64,13 +64,14 @@
 ** quantized per call), or auto-tuned per shape.  Default float32.  With any
 ** of the integer types the decoder also keeps the cross-attention context
 ** and the frozen self-attention history in float16 (app/scorer_model.c,
-** mt_graph_params.kv_f16); --kv-cache float32|float16 (also "kv-cache:")
+** mt_graph_params.kv_f16), with int8 their keys in int8 (kv_keys_i8);
+** --kv-cache float32|float16 (also "kv-cache:")
 ** decides that instead of auto (to compare int8 products with marian-
 ** decoder's without the f16 rounding, or f16 caches with float32);
 ** --kv-cache bfloat16 keeps the contexts in bfloat16 pairs that AVX-512
 ** BF16 multiplies without widening (mt_graph_params.kv_bf16); --kv-cache
-** int8 the frozen self-attention history's keys in int8, quantized per key
-** and scored by integer products (mt_graph_params.kv_keys_i8).
+** int8 (auto with --gemm-type int8) the keys of both in int8, quantized per
+** key and scored by integer products (mt_graph_params.kv_keys_i8).
 **
 ** --prefix-file F: line i of F is a target prefix for input line i, forced
 ** and then completed (prefix-constrained decoding).
@@ -143,9 +144,9 @@ static const app_opt tr_opts[] = {
     {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL,
      "weight products: float32, int16, int8 or auto (tuned per shape)"},
     {"kv-cache", 0, APP_OPT_STRING, "auto", NULL,
-     "decoder caches: auto (float16 with an integer --gemm-type), float32, float16, bfloat16 "
-     "(float16, the contexts in bfloat16 on AVX-512 BF16 CPUs) or int8 (float16, the "
-     "self-attention history's keys in int8)"},
+     "decoder caches: auto (int8 with --gemm-type int8, float16 with int16), float32, float16, "
+     "bfloat16 (float16, the contexts in bfloat16 on AVX-512 BF16 CPUs) or int8 (float16 "
+     "values, int8 keys)"},
     {"top-up", 0, APP_OPT_FLAG, NULL, NULL,
      "one search per maxi-batch, --mini-batch sentences at a time (mtpe extension)"},
     {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"},
@@ -894,7 +895,7 @@ static mt_status load_everything(tr_ctx *c) {
                app_kv_cache_bf16(p.kv_cache)
                    ? ", the contexts in bfloat16 where the CPU has AVX-512 BF16"
                : app_kv_cache_keys_i8(p.kv_cache, p.gemm_type)
-                   ? ", the self-attention history's keys in int8"
+                   ? " values, int8 keys"
                    : "");
     if (p.max_length < 0) p.max_length = 0;
     return app_translator_init(&c->am, c->sl, &p, &c->tr);

@@ -139,8 +139,10 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
 ** forward are kept: keep_state, mt_graph_keep).  With an integer gemm type
 ** (whose results already differ from float32 by the quantization of the
 ** activations, far more than f16 rounding) the context and frozen history
-** are kept in f16 (kv_f16): half the attention's memory traffic; float32
-** decoding keeps them in f32 and stays bit for bit with Marian's. */
+** are kept in f16 (kv_f16): half the attention's memory traffic; with int8
+** products their keys in int8 (kv_keys_i8: scored by integer products, a
+** quarter of f16's instructions per key); float32 decoding keeps them in f32
+** and stays bit for bit with Marian's. */
 static mt_status new_graph(mt_gemm_type gemm_type, app_kv_cache kv, mt_graph **g) {
     mt_graph_params gp = mt_graph_default_params();
     gp.workspace_bytes = 1 << 20;
@@ -173,8 +175,7 @@ bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt) {
 bool app_kv_cache_bf16(app_kv_cache kv) { return kv == APP_KV_BFLOAT16; }
 
 bool app_kv_cache_keys_i8(app_kv_cache kv, mt_gemm_type gt) {
-    (void)gt;
-    return kv == APP_KV_INT8;
+    return kv == APP_KV_INT8 || (kv == APP_KV_AUTO && gt == MT_GEMM_INT8);
 }
 
 /* The state's nodes outlive the graph's forward (the next graph imports them). */

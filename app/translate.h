@@ -59,16 +59,18 @@
 typedef struct app_model_scorer app_model_scorer;
 
 /* Precision of the decoder's cross-attention context and frozen
-** self-attention history (--kv-cache): auto = float16 with an integer gemm
-** type, float32 with float32 (mt_graph_params.kv_f16); bfloat16: the
-** history in float16 and the context in bfloat16 pairs where the CPU
-** multiplies them directly (AVX-512 BF16: mt_graph_kv_bf16), else float16. */
+** self-attention history (--kv-cache): auto = int8 with int8 products,
+** float16 with the other integer gemm types, float32 with float32
+** (mt_graph_params.kv_f16); bfloat16: the history in float16 and the
+** context in bfloat16 pairs where the CPU multiplies them directly (AVX-512
+** BF16: mt_graph_kv_bf16), else float16; int8: float16 values, the keys of
+** both in int8, quantized per key (mt_graph_params.kv_keys_i8). */
 typedef enum app_kv_cache {
     APP_KV_AUTO = 0,
     APP_KV_FLOAT32,
     APP_KV_FLOAT16,
     APP_KV_BFLOAT16,
-    APP_KV_INT8 /* float16, the history's keys in int8 (mt_graph_params.kv_keys_i8) */
+    APP_KV_INT8
 } app_kv_cache;
 /* "auto", "float32", "float16", "bfloat16" or "int8" -> *out;
 ** MT_ERR_INVALID otherwise. */
@@ -78,8 +80,9 @@ bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt);
 /* Whether the contexts are asked for in bfloat16 pairs (the graph keeps
 ** them so where its device can: mt_graph_kv_bf16). */
 bool app_kv_cache_bf16(app_kv_cache kv);
-/* Whether the frozen history's keys are asked for in int8 (the graph keeps
-** them so where its device can: mt_graph_kv_keys_i8). */
+/* Whether the keys of the context and the frozen history are asked for in
+** int8 with gemm type gt (the graph keeps them so where its device can:
+** mt_graph_kv_keys_i8). */
 bool app_kv_cache_keys_i8(app_kv_cache kv, mt_gemm_type gt);
 
 /* A scorer for model m (not owned; shared read-only with other threads);

@@ -234,13 +234,13 @@ typedef struct mt_graph_params {
     ** bfloat16 too (2^-9 relative).  mtpe turns it on with --kv-cache
     ** bfloat16 only (app/scorer_model.c). */
     bool kv_bf16;
-    /* With kv_f16: the frozen self-attention history's keys in int8, each
-    ** key quantized on its own (kcpu.h: kcpu_attn_job.khq), the query per
-    ** row and head, scored by exact integer sums (mt_graph_kv_keys_i8;
-    ** mt_pack_rows_kq); the values stay f16.  A quarter of f16's
-    ** instructions per key and half its bytes; scores within the two
-    ** quantizations (about 1% of max |q| max |k| dk alpha).  mtpe turns it
-    ** on with --kv-cache int8 (app/scorer_model.c). */
+    /* With kv_f16: the keys of the cross-attention contexts and of the
+    ** frozen self-attention history in int8, each key quantized on its own
+    ** (kcpu.h: kcpu_attn_job.khq), the query per row and head, scored by
+    ** exact integer sums (mt_graph_kv_keys_i8; mt_pack_rows_kq); the values
+    ** stay f16.  A quarter of f16's instructions per key and half its bytes;
+    ** a score moves by at most alpha dk max |q| max |k| / 127.  mtpe turns
+    ** it on with int8 products (app/scorer_model.c). */
     bool kv_keys_i8;
 } mt_graph_params;
 
