@@ -843,7 +843,7 @@ typedef struct kcpu_attn_job {
     const uint32_t *khq;         /* int8 keys (below, with vh16), or NULL   */
 } kcpu_attn_job;
 
-/* int8 keys (khq; ksc > 0, dk % 4 == 0; the values t < tn are f16 at vh16,
+/* int8 keys (khq; ksc > 0, dk % 4 == 0 up to KCPU_Q8_DK_MAX; values t < tn f16 at vh16,
 ** kh and kh16 unused): each key (row, head, position) is quantized on its
 ** own, scale = max |k_c| / 127, k8_c = k_c 127 / max rounded to nearest
 ** even (kcpu_q8_key).  32-bit units, [N0, H, dk / 4 + 1, Th]: unit r ksr + h
@@ -895,9 +895,9 @@ static inline float kcpu_q8_query(const float *q, int64_t dk, float alpha, int8_
     *sum = s;
     return alpha * kcpu_q8_scale_of(mx);
 }
-/* The head sizes int8 keys take (every variant). */
+/* The largest head size of int8 keys (every variant: dk % 4 == 0 and dk <=
+** KCPU_Q8_DK_MAX, the builders' check). */
 enum { KCPU_Q8_DK_MAX = 256 };
-static inline bool kcpu_attn_q8_dk(int64_t dk) { return dk % 4 == 0 && dk <= KCPU_Q8_DK_MAX; }
 
 /* bfloat16 pairs (khp, vhp; kh, vh, kh16 and vh16 unused; ksc > 0, dk
 ** even): each 32-bit unit holds two bfloat16, the even one in the low
