@@ -399,24 +399,32 @@ static void cpu_igemm_prepared(mt_device *d, int bits, int64_t m, void *scratch,
                            c, ldc);
 }
 
+/* The fields of a kcpu_fold_job both folds share (the history and output
+** pointers set by each). */
+static kcpu_fold_job fold_job(int64_t n, int64_t heads, int64_t dk, int64_t la, const int32_t *ids,
+                              const int32_t *lens, const float *rec, const int32_t *rec_ids,
+                              int64_t lb, const int32_t *starts, int64_t l) {
+    return (kcpu_fold_job){.n = n,
+                           .heads = heads,
+                           .dk = dk,
+                           .la = la,
+                           .ids = ids,
+                           .lens = lens,
+                           .rec = rec,
+                           .rec_ids = rec_ids,
+                           .lb = lb,
+                           .starts = starts,
+                           .l = l};
+}
+
 static void cpu_fold_keys(mt_device *d, int64_t n, int64_t heads, int64_t dk, const void *hist,
                           int64_t la, const int32_t *ids, const int32_t *lens, const float *rec,
                           const int32_t *rec_ids, int64_t lb, const int32_t *starts, uint16_t *out,
                           int64_t l) {
     (void)d;
-    kcpu_fold_job j = {.n = n,
-                       .heads = heads,
-                       .dk = dk,
-                       .hist = hist,
-                       .la = la,
-                       .ids = ids,
-                       .lens = lens,
-                       .rec = rec,
-                       .rec_ids = rec_ids,
-                       .lb = lb,
-                       .starts = starts,
-                       .out = out,
-                       .l = l};
+    kcpu_fold_job j = fold_job(n, heads, dk, la, ids, lens, rec, rec_ids, lb, starts, l);
+    j.hist = hist;
+    j.out = out;
     kcpu_fold_keys(&j);
 }
 
@@ -425,19 +433,9 @@ static void cpu_fold_keys_q8(mt_device *d, int64_t n, int64_t heads, int64_t dk,
                              const int32_t *lens, const float *rec, const int32_t *rec_ids,
                              int64_t lb, const int32_t *starts, uint32_t *out, int64_t l) {
     (void)d;
-    kcpu_fold_job j = {.n = n,
-                       .heads = heads,
-                       .dk = dk,
-                       .la = la,
-                       .ids = ids,
-                       .lens = lens,
-                       .rec = rec,
-                       .rec_ids = rec_ids,
-                       .lb = lb,
-                       .starts = starts,
-                       .l = l,
-                       .histq = hist,
-                       .outq = out};
+    kcpu_fold_job j = fold_job(n, heads, dk, la, ids, lens, rec, rec_ids, lb, starts, l);
+    j.histq = hist;
+    j.outq = out;
     kcpu_fold_keys(&j);
 }
 
