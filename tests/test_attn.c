@@ -328,18 +328,14 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, int kin
     mt_free(mask);
 }
 
-/* A frozen self-attention history with transposed keys [n0, heads, dk, th]
-** and values [n0, heads, th, dk], rows picked by ids, then each row's tr
-** recent keys and values (not transposed). */
-static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool f16,
-                        bool use_starts) {
-    int64_t n = 1 + irand(6), n0 = 1 + irand(6), d = heads * dk;
-    int32_t ids[8], starts[8], lens[8];
+/* n rows over a history of n0 ids: each row's id, a history length of its
+** own (th, less, or none when there are tr recent keys), then a first key at
+** 0, inside the history, at the first recent one, the last one, or
+** anywhere. */
+static void hist_rows(int64_t n, int64_t n0, int64_t th, int64_t tr, int32_t *ids, int32_t *lens,
+                      int32_t *starts) {
     for (int64_t i = 0; i < n; i++) {
         ids[i] = (int32_t)irand((int)n0);
-        /* a history length of its own (th, less, or none when there are
-        ** recent keys), then a first key at 0, inside the history, at the
-        ** first recent one, the last one, or anywhere */
         int64_t tn = irand(3) == 0 ? th : irand((int)th + 1);
         if (tn == 0 && tr == 0) tn = th;
         int pick = irand(5);
@@ -351,6 +347,16 @@ static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool 
         lens[i] = (int32_t)tn;
         starts[i] = (int32_t)(s0 < tn + tr ? s0 : tn + tr - 1);
     }
+}
+
+/* A frozen self-attention history with transposed keys [n0, heads, dk, th]
+** and values [n0, heads, th, dk], rows picked by ids, then each row's tr
+** recent keys and values (not transposed). */
+static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool f16,
+                        bool use_starts) {
+    int64_t n = 1 + irand(6), n0 = 1 + irand(6), d = heads * dk;
+    int32_t ids[8], starts[8], lens[8];
+    hist_rows(n, n0, th, tr, ids, lens, starts);
     float *q = frand(n * d), *kt = frand(n0 * heads * dk * th), *v = frand(n0 * heads * th * dk);
     float *kr = frand(n * heads * tr * dk), *vr = frand(n * heads * tr * dk);
     kcpu_attn_job j = {.n = n,
@@ -401,13 +407,7 @@ static double worst_q8_logit; /* int8 keys: the largest score error */
 static void run_kt_q8(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use_starts) {
     int64_t n = 1 + irand(6), n0 = 1 + irand(6), d = heads * dk, d4 = dk / 4;
     int32_t ids[8], starts[8], lens[8], k8[256];
-    for (int64_t i = 0; i < n; i++) {
-        ids[i] = (int32_t)irand((int)n0);
-        int64_t tn = irand(3) == 0 ? th : irand((int)th + 1);
-        if (tn == 0 && tr == 0) tn = th;
-        lens[i] = (int32_t)tn;
-        starts[i] = use_starts ? (int32_t)irand((int)(tn + tr)) : 0;
-    }
+    hist_rows(n, n0, th, tr, ids, lens, starts);
     /* keys [n0, heads, th, dk] (one key's elements together) */
     float *q = frand(n * d), *kf = frand(n0 * heads * th * dk), *v = frand(n0 * heads * th * dk);
     float *kr = frand(n * heads * tr * dk), *vr = frand(n * heads * tr * dk);
