@@ -171,8 +171,8 @@ void kcpu_fold_keys_ref(const kcpu_fold_job *j) {
 }
 
 /* kcpu_fold_keys into int8 keys (outq), the reference (the oracle of
-** kcpu_fold_keys_q8_avx512; AVX2 machines run it): the copies by memcpy,
-** the recent keys quantized by kcpu_q8_key. */
+** kcpu_fold_keys_q8_avx512 and _avx2): the copies by memcpy, the recent keys
+** quantized by kcpu_q8_key. */
 static void fold_keys_q8(const kcpu_fold_job *j) {
     const int64_t d4 = j->dk / 4;
     uint8_t k8[KCPU_Q8_DK_MAX];
@@ -230,6 +230,10 @@ void kcpu_fold_keys(const kcpu_fold_job *j) {
         return;
     }
 #endif
+    if (j->outq && kcpu_isa_active() >= KCPU_ISA_AVX2) {
+        kcpu_fold_keys_q8_avx2(j);
+        return;
+    }
     if (j->outq) {
         fold_keys_q8(j);
         return;

@@ -982,6 +982,7 @@ bool kcpu_fold_keys_fast(void);
 void kcpu_fold_keys_ref(const kcpu_fold_job *j);
 void kcpu_fold_keys_avx512(const kcpu_fold_job *j);
 void kcpu_fold_keys_q8_avx512(const kcpu_fold_job *j); /* outq set */
+void kcpu_fold_keys_q8_avx2(const kcpu_fold_job *j);   /* outq set */
 /* rows of int8 keys [dk / 4 + 1, len] units (kcpu_attn_job.khq) -> f32 [dk,
 ** len]: y[c len + t] = k8_c(t) scale(t). */
 void kcpu_keys_q8_f32(int64_t rows, int64_t d4, int64_t len, const uint32_t *x, float *y);
