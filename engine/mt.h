@@ -477,13 +477,14 @@ mt_node *mt_highway(mt_graph *g, mt_node *y, mt_node *x, mt_node *t);
 mt_node *mt_reshape(mt_graph *g, mt_node *x, mt_shape shape); /* one dim may be -1 */
 mt_node *mt_transpose(mt_graph *g, mt_node *x, int d0, int d1); /* swap two axes */
 mt_node *mt_permute(mt_graph *g, mt_node *x, const int *perm);  /* perm[ndim] */
-mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis); /* f32, or f16 */
+/* Concatenation and slicing: f32, f16, bfloat16, or int8 keys (bytes as they are). */
+mt_node *mt_concat(mt_graph *g, mt_node *const *xs, int n, int axis);
 mt_node *mt_slice(mt_graph *g, mt_node *x, int axis, int64_t start, int64_t len);
 /* Embedding lookup: rows of table [V, D] at ids (i32, any shape S) -> [S..., D].
 ** Backward scatter-adds into the table's gradient. */
 mt_node *mt_gather_rows(mt_graph *g, mt_node *table, mt_node *ids);
 /* Selects entries along axis by ids (i32 1-D): beam reordering.  f32, or
-** f16 (no gradient). */
+** f16, bfloat16 and int8 keys (no gradient). */
 mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids);
 /* x converted to float16 (round to nearest even, +-inf beyond the range)
 ** or bfloat16 (nearest even, subnormals to zero), or from either to
@@ -572,7 +573,9 @@ mt_node *mt_attn_spans(mt_graph *g, mt_node *q, mt_node *k, mt_node *v, mt_node 
 ** context or history kept so: the kernel scores 16 positions per vector,
 ** and a run of rows with one id together), values [N0, H, Th, dk] or [N0,
 ** Th, D]; the recent kr, vr and the mask as in mt_attn_rows.  kt and vh may
-** both be f16 (mt_cast; widened as they are read). */
+** both be f16 (mt_cast; widened as they are read), or kt int8 keys [N0, H,
+** dk/4 + 1, Th, 4] (mt_pack_rows_kq; dk a multiple of 4 up to 256) with
+** vh f16. */
 mt_node *mt_attn_rows_kt(mt_graph *g, mt_node *q, mt_node *kt, mt_node *vh, mt_node *ids,
                          mt_node *kr, mt_node *vr, mt_node *mask, int heads, float alpha);
 /* mt_attn_rows_kt for rows at their own positions (top-up batching), no
