@@ -171,34 +171,9 @@ void kcpu_fold_keys_ref(const kcpu_fold_job *j) {
 }
 
 /* kcpu_fold_keys into int8 keys (outq), the reference (the oracle of
-** kcpu_fold_keys_q8_avx512 and _avx2): the copies by memcpy, the recent keys
-** quantized by kcpu_q8_key. */
-static void fold_keys_q8(const kcpu_fold_job *j) {
-    const int64_t d4 = j->dk / 4;
-    uint8_t k8[KCPU_Q8_DK_MAX];
-    for (int64_t r = 0; r < j->n; r++) {
-        const int64_t bl = j->lens[r], bs = j->starts[r], rr = j->rec_ids ? j->rec_ids[r] : r;
-        for (int64_t h = 0; h < j->heads; h++) {
-            uint32_t *y = j->outq + (r * j->heads + h) * (d4 + 1) * j->l;
-            for (int64_t c4 = 0; c4 <= d4 && bl > 0; c4++) {
-                memcpy(y + c4 * j->l,
-                       j->histq + (((int64_t)j->ids[r] * j->heads + h) * (d4 + 1) + c4) * j->la,
-                       sizeof(uint32_t) * (size_t)bl);
-            }
-            for (int64_t t = bs; t < j->lb; t++) {
-                float sc =
-                    kcpu_q8_key(j->rec + ((rr * j->heads + h) * j->lb + t) * j->dk, j->dk, k8);
-                uint32_t *col = y + bl + t - bs;
-                for (int64_t c4 = 0; c4 < d4; c4++) {
-                    col[c4 * j->l] = (uint32_t)k8[4 * c4] | (uint32_t)k8[4 * c4 + 1] << 8 |
-                                     (uint32_t)k8[4 * c4 + 2] << 16 |
-                                     (uint32_t)k8[4 * c4 + 3] << 24;
-                }
-                memcpy(col + d4 * j->l, &sc, sizeof sc);
-            }
-        }
-    }
-}
+** kcpu_fold_keys_q8_avx512 and _avx2): the recent keys quantized by
+** kcpu_q8_key. */
+static void fold_keys_q8(const kcpu_fold_job *j) { kcpu_fold_q8_rows(j, kcpu_q8_key); }
 
 void kcpu_keys_q8_f32(int64_t rows, int64_t d4, int64_t len, const uint32_t *x, float *y) {
     for (int64_t r = 0; r < rows; r++) {

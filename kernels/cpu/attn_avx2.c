@@ -370,53 +370,30 @@ void kcpu_attn_rows_avx2(const kcpu_attn_job *j) {
     }
 }
 
-/* kcpu_fold_keys into int8 keys (outq), AVX2: each head's unit lines
-** copied, then each recent key quantized as kcpu_q8_key does (the same
-** max, multiplier, clamp and rounding: vcvtps2dq; 8 elements per vector,
-** packed to bytes with saturation that never applies) and its units stored
-** down the lines.  (The scalar reference took 6x the f16 fold's time on the
-** test set at beam 4, more than the int8 keys saved.) */
-void kcpu_fold_keys_q8_avx2(const kcpu_fold_job *j) {
-    const int64_t hn = j->heads, dk = j->dk, d4 = dk / 4, l = j->l, lb = j->lb;
+/* kcpu_q8_key, AVX2: the same max, multiplier, clamp and rounding
+** (vcvtps2dq), 8 elements per vector, packed to bytes with saturation that
+** never applies; whole 8-byte stores. */
+static float q8_key_avx2(const float *k, int64_t dk, uint8_t *out) {
     const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f),
                  sign = _mm256_set1_ps(-0.0f);
-    uint32_t units[KCPU_Q8_DK_MAX / 4 + 2];
-    for (int64_t r = 0; r < j->n; r++) {
-        const int64_t bl = j->lens[r], bs = j->starts[r];
-        const int64_t rr = j->rec_ids ? j->rec_ids[r] : r;
-        for (int64_t h = 0; h < hn; h++) {
-            uint32_t *y = j->outq + (r * hn + h) * (d4 + 1) * l;
-            if (bl > 0) {
-                const uint32_t *x = j->histq + ((int64_t)j->ids[r] * hn + h) * (d4 + 1) * j->la;
-                for (int64_t c4 = 0; c4 <= d4; c4++) {
-                    memcpy(y + c4 * l, x + c4 * j->la, sizeof(uint32_t) * (size_t)bl);
-                }
-            }
-            const float *rec = j->rec + (rr * hn + h) * lb * dk;
-            for (int64_t t = bs; t < lb; t++) {
-                const float *k = rec + t * dk;
-                __m256 mx = _mm256_setzero_ps();
-                for (int64_t c = 0; c < dk; c += 8) {
-                    __m256 v = _mm256_maskload_ps(k + c, tail_mask8(dk - c));
-                    mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v));
-                }
-                const float m = hmax8(mx), inv = m > 0.0f ? 127.0f / m : 0.0f;
-                const __m256 vi = _mm256_set1_ps(inv);
-                for (int64_t c = 0; c < dk; c += 8) {
-                    __m256 v = _mm256_mul_ps(_mm256_maskload_ps(k + c, tail_mask8(dk - c)), vi);
-                    __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
-                    __m128i w =
-                        _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-                    __m128i b = _mm_xor_si128(_mm_packs_epi16(w, w), _mm_set1_epi8((char)0x80));
-                    _mm_storel_epi64((__m128i *)((uint8_t *)units + c), b);
-                }
-                uint32_t *col = y + bl + t - bs;
-                for (int64_t c4 = 0; c4 < d4; c4++) {
-                    col[c4 * l] = units[c4];
-                }
-                const float sc = kcpu_q8_scale_of(m);
-                memcpy(col + d4 * l, &sc, sizeof sc);
-            }
-        }
+    __m256 mx = _mm256_setzero_ps();
+    for (int64_t c = 0; c < dk; c += 8) {
+        mx = _mm256_max_ps(mx,
+                           _mm256_andnot_ps(sign, _mm256_maskload_ps(k + c, tail_mask8(dk - c))));
     }
+    const float m = hmax8(mx), inv = m > 0.0f ? 127.0f / m : 0.0f;
+    const __m256 vi = _mm256_set1_ps(inv);
+    for (int64_t c = 0; c < dk; c += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_maskload_ps(k + c, tail_mask8(dk - c)), vi);
+        __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+        __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        __m128i b = _mm_xor_si128(_mm_packs_epi16(w, w), _mm_set1_epi8((char)0x80));
+        _mm_storel_epi64((__m128i *)(out + c), b);
+    }
+    return kcpu_q8_scale_of(m);
 }
+
+/* kcpu_fold_keys into int8 keys (outq), AVX2 (kcpu_fold_q8_rows with
+** q8_key_avx2).  (With the scalar reference the fold took 6x the f16 fold's
+** time on the test set at beam 4, more than the int8 keys saved.) */
+void kcpu_fold_keys_q8_avx2(const kcpu_fold_job *j) { kcpu_fold_q8_rows(j, q8_key_avx2); }

@@ -1225,63 +1225,25 @@ void kcpu_fold_keys_avx512(const kcpu_fold_job *j) {
 
 /* ------------------------------------------------------ fold int8 keys */
 
-/* n 32-bit units from x to y: whole vectors, the last one ending at the
-** last unit (overlapping the one before); under 16: masked. */
-ALWAYS_INLINE void copy_units(const uint32_t *x, uint32_t *y, int64_t n) {
-    if (n < 16) {
-        const __mmask16 mk = tail_mask(n);
-        _mm512_mask_storeu_epi32(y, mk, _mm512_maskz_loadu_epi32(mk, x));
-        return;
+/* kcpu_q8_key, AVX-512: the same max, multiplier, clamp and rounding
+** (vcvtps2dq); whole 16-byte stores. */
+static float q8_key_avx512(const float *k, int64_t dk, uint8_t *out) {
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    __m512 mx = _mm512_setzero_ps();
+    for (int64_t c = 0; c < dk; c += 16) {
+        mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail_mask(dk - c), k + c)));
     }
-    int64_t p = 0;
-    for (; p + 16 < n; p += 16) {
-        _mm512_storeu_si512(y + p, _mm512_loadu_si512(x + p));
+    const float m = _mm512_reduce_max_ps(mx), inv = m > 0.0f ? 127.0f / m : 0.0f;
+    const __m512 vi = _mm512_set1_ps(inv);
+    for (int64_t c = 0; c < dk; c += 16) {
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail_mask(dk - c), k + c), vi);
+        __m128i b =
+            _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi)));
+        _mm_storeu_si128((__m128i *)(out + c), _mm_xor_si128(b, _mm_set1_epi8((char)0x80)));
     }
-    _mm512_storeu_si512(y + n - 16, _mm512_loadu_si512(x + n - 16));
+    return kcpu_q8_scale_of(m);
 }
 
-/* kcpu_fold_keys into int8 keys (outq): each head's unit lines copied, then
-** each recent key quantized as kcpu_q8_key does (the same max, multiplier,
-** clamp and rounding: vcvtps2dq) and its units stored down the lines. */
-void kcpu_fold_keys_q8_avx512(const kcpu_fold_job *j) {
-    const int64_t hn = j->heads, dk = j->dk, d4 = dk / 4, l = j->l, lb = j->lb;
-    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-    uint32_t units[KCPU_Q8_DK_MAX / 4 + 4];
-    for (int64_t r = 0; r < j->n; r++) {
-        const int64_t bl = j->lens[r], bs = j->starts[r];
-        const int64_t rr = j->rec_ids ? j->rec_ids[r] : r;
-        for (int64_t h = 0; h < hn; h++) {
-            uint32_t *y = j->outq + (r * hn + h) * (d4 + 1) * l;
-            if (bl > 0) {
-                const uint32_t *x = j->histq + ((int64_t)j->ids[r] * hn + h) * (d4 + 1) * j->la;
-                for (int64_t c4 = 0; c4 <= d4; c4++) {
-                    copy_units(x + c4 * j->la, y + c4 * l, bl);
-                }
-            }
-            const float *rec = j->rec + (rr * hn + h) * lb * dk;
-            for (int64_t t = bs; t < lb; t++) {
-                const float *k = rec + t * dk;
-                __m512 mx = _mm512_setzero_ps();
-                for (int64_t c = 0; c < dk; c += 16) {
-                    mx = _mm512_max_ps(
-                        mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail_mask(dk - c), k + c)));
-                }
-                const float m = _mm512_reduce_max_ps(mx), inv = m > 0.0f ? 127.0f / m : 0.0f;
-                const __m512 vi = _mm512_set1_ps(inv);
-                for (int64_t c = 0; c < dk; c += 16) {
-                    __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail_mask(dk - c), k + c), vi);
-                    __m128i b = _mm512_cvtepi32_epi8(
-                        _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, lo), hi)));
-                    _mm_storeu_si128((__m128i *)((uint8_t *)units + c),
-                                     _mm_xor_si128(b, _mm_set1_epi8((char)0x80)));
-                }
-                uint32_t *col = y + bl + t - bs;
-                for (int64_t c4 = 0; c4 < d4; c4++) {
-                    col[c4 * l] = units[c4];
-                }
-                const float sc = kcpu_q8_scale_of(m);
-                memcpy(col + d4 * l, &sc, sizeof sc);
-            }
-        }
-    }
-}
+/* kcpu_fold_keys into int8 keys (outq), AVX-512 (kcpu_fold_q8_rows with
+** q8_key_avx512). */
+void kcpu_fold_keys_q8_avx512(const kcpu_fold_job *j) { kcpu_fold_q8_rows(j, q8_key_avx512); }

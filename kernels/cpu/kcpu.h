@@ -983,6 +983,40 @@ void kcpu_fold_keys_ref(const kcpu_fold_job *j);
 void kcpu_fold_keys_avx512(const kcpu_fold_job *j);
 void kcpu_fold_keys_q8_avx512(const kcpu_fold_job *j); /* outq set */
 void kcpu_fold_keys_q8_avx2(const kcpu_fold_job *j);   /* outq set */
+/* Internal: the fold into int8 keys (outq) of every variant, with its ISA's
+** quantizer of one key (kcpu_q8_key, or a vectorized twin giving the same
+** bytes; it may write whole vectors, up to 16 bytes past dk): each head's
+** unit lines of the history copied, then each recent key quantized and its
+** units stored down the lines, its scale in line dk / 4.  The units take
+** the quantizer's bytes in memory order (x86: byte e at bits 8e, as the
+** layout says).  Inlined with a constant quantizer, which inlines too. */
+static inline __attribute__((always_inline)) void
+kcpu_fold_q8_rows(const kcpu_fold_job *j, float (*quant)(const float *, int64_t, uint8_t *)) {
+    const int64_t hn = j->heads, dk = j->dk, d4 = dk / 4, l = j->l, lb = j->lb;
+    uint32_t units[KCPU_Q8_DK_MAX / 4 + 4];
+    for (int64_t r = 0; r < j->n; r++) {
+        const int64_t bl = j->lens[r], bs = j->starts[r];
+        const int64_t rr = j->rec_ids ? j->rec_ids[r] : r;
+        for (int64_t h = 0; h < hn; h++) {
+            uint32_t *y = j->outq + (r * hn + h) * (d4 + 1) * l;
+            if (bl > 0) {
+                const uint32_t *x = j->histq + ((int64_t)j->ids[r] * hn + h) * (d4 + 1) * j->la;
+                for (int64_t c4 = 0; c4 <= d4; c4++) {
+                    memcpy(y + c4 * l, x + c4 * j->la, sizeof(uint32_t) * (size_t)bl);
+                }
+            }
+            const float *rec = j->rec + (rr * hn + h) * lb * dk;
+            for (int64_t t = bs; t < lb; t++) {
+                const float sc = quant(rec + t * dk, dk, (uint8_t *)units);
+                uint32_t *col = y + bl + t - bs;
+                for (int64_t c4 = 0; c4 < d4; c4++) {
+                    col[c4 * l] = units[c4];
+                }
+                memcpy(col + d4 * l, &sc, sizeof sc);
+            }
+        }
+    }
+}
 /* rows of int8 keys [dk / 4 + 1, len] units (kcpu_attn_job.khq) -> f32 [dk,
 ** len]: y[c len + t] = k8_c(t) scale(t). */
 void kcpu_keys_q8_f32(int64_t rows, int64_t d4, int64_t len, const uint32_t *x, float *y);
