@@ -740,7 +740,7 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
     }
     bool ok = (sq->ndim == 2 || (sq->ndim == 3 && sq->dim[1] == 1)) && heads > 0 &&
               d % heads == 0 && (ids || sk->dim[0] == n) && (!pairs || (kt && dk % 2 == 0)) &&
-              (!q8 || (kt && dk % 4 == 0 && dk <= 256)) && /* KCPU_Q8_DK_MAX */
+              (!q8 || (kt && keys_q8_dk(dk))) &&
               (mt_shape_eq(sk, &k4) || (!kt && mt_shape_eq(sk, &v3))) &&
               (kt ? mt_shape_eq(sv, &v4) || (!pairs && mt_shape_eq(sv, &v3)) : mt_shape_eq(sv, sk));
     if (ok && ids) ok = ids->val.shape.ndim == 1 && ids->val.shape.dim[0] == n;

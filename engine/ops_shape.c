@@ -734,7 +734,7 @@ mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt
 ** 4] or NULL; y int8 keys [N, H, dk / 4 + 1, out_len, 4]: a's positions as
 ** they are, b's quantized per key.  attr.i as pack_rows_kt's. */
 bool mt_pack_rows_kq_supported(const mt_graph *g, int64_t dk) {
-    return graph_ops(g)->fold_keys_q8 != NULL && dk % 4 == 0 && dk > 0 && dk <= 256;
+    return graph_ops(g)->fold_keys_q8 != NULL && keys_q8_dk(dk);
 }
 
 mt_node *mt_pack_rows_kq(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,

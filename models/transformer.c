@@ -521,6 +521,13 @@ static mt_node *keys_q8(mt_graph *g, mt_node *k) {
     return mt_pack_rows_kq(g, NULL, NULL, NULL, k, NULL, NULL, mt_node_shape(k).dim[2]);
 }
 
+/* f32 keys [n, H, len, dk] of value for int8 keys x [., H, dk/4 + 1, ., 4]
+** (padding, or an empty block of positions for mt_pack_rows_kq). */
+static mt_node *f32_keys_like(mt_graph *g, const mt_node *x, int64_t n, int64_t len, float value) {
+    mt_shape sh = mt_node_shape(x);
+    return mt_constant(g, mt_shape4(n, sh.dim[1], len, 4 * (sh.dim[2] - 1)), value);
+}
+
 /* The storage of a context or history the state keeps. */
 static mt_node *kv_store(mt_graph *g, mt_node *x) {
     return mt_graph_kv_f16(g) ? mt_cast(g, x, MT_F16) : x;
@@ -1500,9 +1507,8 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
 static mt_node *fill_like(mt_graph *g, mt_node *x, int axis, int64_t len, float value) {
     mt_shape sh = mt_node_shape(x);
     sh.dim[axis] = len;
-    if (mt_node_dtype(x) == MT_I8) { /* int8 keys [B, H, dk/4 + 1, S, 4]: keys of value */
-        mt_shape k = mt_shape4(sh.dim[0], sh.dim[1], sh.dim[3], 4 * (sh.dim[2] - 1));
-        return keys_q8(g, mt_constant(g, k, value));
+    if (mt_node_dtype(x) == MT_I8) { /* int8 keys: keys of value */
+        return keys_q8(g, f32_keys_like(g, x, sh.dim[0], sh.dim[3], value));
     }
     return mt_cast(g, mt_constant(g, sh, value), mt_node_dtype(x));
 }
@@ -1617,13 +1623,6 @@ static mt_dtype fold_dtype(mt_graph *g, bool keys, const mt_node *h, const mt_no
     return mt_graph_kv_f16(g) ? MT_F16 : MT_F32;
 }
 
-/* No positions since the history (int8 keys h [Na, H, dk/4 + 1, La, 4]):
-** an empty f32 block of keys [n, H, 0, dk] for mt_pack_rows_kq. */
-static mt_node *no_keys(mt_graph *g, const mt_node *h, int64_t n) {
-    mt_shape sh = mt_node_shape(h);
-    return mt_constant(g, mt_shape4(n, sh.dim[1], 0, 4 * (sh.dim[2] - 1)), 0.0f);
-}
-
 /* mt_transformer_fold of rows at their own positions: each row's history
 ** positions (hist_lens) and its positions since (the last ones of the
 ** rows' caches) packed from the left, in the history's dtype. */
@@ -1657,8 +1656,9 @@ static mt_status fold_rows(mt_graph *g, const mt_dec_state *in, mt_dec_state *ou
         if (rec == NULL && h == NULL) continue;
         mt_dtype want = fold_dtype(g, keys, h, rec);
         if (want == MT_I8) { /* int8 keys: the history's units, the new keys quantized */
-            st.hist[r] = mt_pack_rows_kq(g, h, in->hist_ids, nhl, rec ? rec : no_keys(g, h, n),
-                                         NULL, nfirst, top);
+            st.hist[r] = mt_pack_rows_kq(g, h, in->hist_ids, nhl,
+                                         rec ? rec : f32_keys_like(g, h, n, 0, 0.0f), NULL, nfirst,
+                                         top); /* rec NULL: no positions since */
             st.rows[r] = NULL;
             continue;
         }
@@ -1699,13 +1699,12 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
         mt_node *hr = in->hist_len > 0 ? in->hist[r] : NULL;
         mt_dtype want = fold_dtype(g, keys, hr, all);
         if (freeze && want == MT_I8) { /* int8 keys: the history's units, the new keys quantized */
-            int64_t n = in->row_ids ? mt_node_shape(in->row_ids).dim[0]
-                        : all       ? mt_node_shape(all).dim[0]
-                                    : mt_node_shape(in->hist_ids).dim[0];
+            /* no positions since (all NULL): the history's rows, by hist_ids */
+            mt_node *b =
+                all ? all : f32_keys_like(g, hr, mt_node_shape(in->hist_ids).dim[0], 0, 0.0f);
             st.hist[r] =
-                mt_pack_rows_kq(g, hr, hr ? in->hist_ids : NULL, NULL,
-                                all ? all : no_keys(g, hr, n), all ? in->row_ids : NULL, NULL,
-                                (hr ? in->hist_len : 0) + (all ? mt_node_shape(all).dim[2] : 0));
+                mt_pack_rows_kq(g, hr, hr ? in->hist_ids : NULL, NULL, b, all ? in->row_ids : NULL,
+                                NULL, (hr ? in->hist_len : 0) + mt_node_shape(b).dim[2]);
             st.rows[r] = NULL;
             continue;
         }

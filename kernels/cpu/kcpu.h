@@ -865,13 +865,20 @@ static inline int32_t kcpu_round_even(float x) {
     return (int32_t)((x + 12582912.0f) - 12582912.0f);
 }
 /* The dk elements of k as bytes k8 + 128 (out[c]); returns the scale. */
-static inline float kcpu_q8_key(const float *k, int64_t dk, uint8_t *out) {
+/* max |x_c| of n floats to *amax; returns the multiplier 127 / max (0 for
+** a max of 0). */
+static inline float kcpu_q8_mult(const float *x, int64_t n, float *amax) {
     float mx = 0.0f;
-    for (int64_t c = 0; c < dk; c++) {
-        float a = k[c] < 0.0f ? -k[c] : k[c];
+    for (int64_t c = 0; c < n; c++) {
+        float a = x[c] < 0.0f ? -x[c] : x[c];
         mx = a > mx ? a : mx;
     }
-    const float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
+    *amax = mx;
+    return mx > 0.0f ? 127.0f / mx : 0.0f;
+}
+static inline float kcpu_q8_key(const float *k, int64_t dk, uint8_t *out) {
+    float mx;
+    const float inv = kcpu_q8_mult(k, dk, &mx);
     for (int64_t c = 0; c < dk; c++) {
         out[c] = (uint8_t)(kcpu_round_even(k[c] * inv) + 128);
     }
@@ -881,12 +888,8 @@ static inline float kcpu_q8_key(const float *k, int64_t dk, uint8_t *out) {
 ** alpha max |q| / 127 (0 when q is 0).  Inputs must be finite. */
 static inline float kcpu_q8_query(const float *q, int64_t dk, float alpha, int8_t *q8,
                                   int32_t *sum) {
-    float mx = 0.0f;
-    for (int64_t c = 0; c < dk; c++) {
-        float a = q[c] < 0.0f ? -q[c] : q[c];
-        mx = a > mx ? a : mx;
-    }
-    const float inv = mx > 0.0f ? 127.0f / mx : 0.0f;
+    float mx;
+    const float inv = kcpu_q8_mult(q, dk, &mx);
     int32_t s = 0;
     for (int64_t c = 0; c < dk; c++) {
         q8[c] = (int8_t)kcpu_round_even(q[c] * inv);
