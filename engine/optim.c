@@ -6,8 +6,9 @@
 ** One update t = 1, 2, ... (t counts updates including this one):
 **   norm   = sqrt(sum over parameters of sum g^2)
 **   g     *= clip / norm                       when clip > 0 and norm > clip
-**   lr_t   = lr * min(1, t / warmup)           (warmup > 0)
-**               * sqrt(decay / t) if t > decay (decay > 0)
+**   b      = t - 1                             (updates before this one)
+**   lr_t   = lr * min(1, b / warmup)           (warmup > 0; update 1 has 0)
+**               * sqrt(decay / b) if b > decay (decay > 0)
 **   m      = b1 m + (1 - b1) g
 **   v      = b2 v + (1 - b2) g^2
 **   w     -= lr_t * ((m / c1) / (sqrt(v / c2) + eps) + wd * w),
@@ -20,7 +21,10 @@
 **  - Adam: Marian's running denominators d1 = b1 d1 + (1 - b1) from d1 = 0
 **    equal c1 = 1 - b1^t; its weight decay is the same AdamW-style term.
 **  - warm-up: Marian's factor min(1, step / warmup) with warm-up start rate
-**    0, the step being the update being made.
+**    0, the step being the updates done before this one: Marian's scheduler
+**    computes the rate after each update (TrainingState::newUpdate ->
+**    actAfterBatches) for the next, and from 0 updates before the first, so
+**    its first update moves the moments only.
 **  - inverse-sqrt decay: Marian's sqrt(N / (step - start + N)) once step >
 **    start, with start defaulting to N, i.e. sqrt(N / step) for step > N.
 **  - smoothing: Marian's avg = (1 - d) avg + d p with d = max(smoothing,
@@ -150,11 +154,13 @@ void mt_adam_free(mt_adam *a) {
     mt_free(a);
 }
 
+/* The rate of update t: Marian's schedule at the updates done before it,
+** b = t - 1 (its scheduler sets the rate after each update for the next). */
 static float lr_at(const mt_adam *a, int64_t t) {
-    double f = 1.0;
-    if (a->ap.warmup > 0 && t < a->ap.warmup) f = (double)t / (double)a->ap.warmup;
-    if (a->ap.decay_inv_sqrt > 0 && t > a->ap.decay_inv_sqrt) {
-        f *= sqrt((double)a->ap.decay_inv_sqrt / (double)t);
+    double f = 1.0, b = (double)(t - 1);
+    if (a->ap.warmup > 0 && b < (double)a->ap.warmup) f = b / (double)a->ap.warmup;
+    if (a->ap.decay_inv_sqrt > 0 && b > (double)a->ap.decay_inv_sqrt) {
+        f *= sqrt((double)a->ap.decay_inv_sqrt / b);
     }
     return (float)(a->ap.lr * f);
 }

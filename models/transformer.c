@@ -383,10 +383,16 @@ static void emb_name(tf *t, const char *prefix, char *buf, size_t n) {
         snprintf(buf, n, "%s_Wemb", prefix);
 }
 
+/* Marian's Embedding layer: glorotUniform(fanIn=false, fanOut=true) on
+** [vocab, d], uniform(+-sqrt(3 / d)), so that each row has about unit length
+** (the sqrt(d) scaling of the embeddings then makes them comparable to the
+** positional signal from the first update on). */
+static mt_init emb_init(tf *t, int64_t vocab) { return glorot_fan(vocab, t->d, false, true); }
+
 static mt_node *emb_table(tf *t, const char *prefix, int64_t vocab) {
     char name[64];
     emb_name(t, prefix, name, sizeof name);
-    return par(t, mt_shape2(vocab, t->d), glorot_fan(vocab, t->d, true, false), "%s", name);
+    return par(t, mt_shape2(vocab, t->d), emb_init(t, vocab), "%s", name);
 }
 
 /* Word dropout (dropout-src / dropout-trg): whole embedding rows. */
@@ -715,7 +721,7 @@ static mt_node *output_layer_ex(tf *t, mt_node *x, mt_node *shortlist, const flo
     bool legacy = false;
     if (c->tied_embeddings || c->tied_embeddings_all) {
         const char *nm = c->tied_embeddings_all || c->tied_embeddings_src ? "Wemb" : "decoder_Wemb";
-        w = par(t, mt_shape2(v, d), glorot_fan(v, d, true, false), "%s", nm);
+        w = par(t, mt_shape2(v, d), emb_init(t, v), "%s", nm); /* the embedding's own */
     } else if (mt_params_find(t->p, "decoder_ff_logit_out_W") != NULL) {
         w = par(t, mt_shape2(d, v), glorot_fan(d, v, true, false), "decoder_ff_logit_out_W");
         legacy = true;

@@ -28,11 +28,13 @@ typedef struct ref_adam {
     double last_norm;
 } ref_adam;
 
+/* Marian's Scheduler::updateLearningRate at step b = t - 1: it sets the rate
+** of update t after update t - 1 (and before the first, at step 0). */
 static double ref_lr(const mt_adam_params *ap, int64_t t) {
-    double f = 1;
-    if (ap->warmup > 0 && t < ap->warmup) f = (double)t / (double)ap->warmup;
-    if (ap->decay_inv_sqrt > 0 && t > ap->decay_inv_sqrt) {
-        f *= sqrt((double)ap->decay_inv_sqrt / (double)t);
+    double f = 1, b = (double)(t - 1);
+    if (ap->warmup > 0 && b < ap->warmup) f = b / (double)ap->warmup;
+    if (ap->decay_inv_sqrt > 0 && b > ap->decay_inv_sqrt) {
+        f *= sqrt((double)ap->decay_inv_sqrt / b);
     }
     return ap->lr * f;
 }
@@ -187,9 +189,10 @@ static void test_schedule(void) {
     mt_adam *a = NULL;
     CHECK_STATUS(mt_adam_init(p, ap, &a));
     if (!a) return;
-    const int64_t t[] = {1, 2, 3, 4, 5, 16, 17, 64, 1600};
-    const double want[] = {0.5, 1.0, 1.5, 2.0, 2.0, 2.0, 2.0 * sqrt(16.0 / 17), 1.0, 0.2};
-    for (int i = 0; i < 9; i++) {
+    /* Marian's rate of update t is its schedule at step t - 1 */
+    const int64_t t[] = {1, 2, 3, 4, 5, 6, 17, 18, 65, 1601};
+    const double want[] = {0.0, 0.5, 1.0, 1.5, 2.0, 2.0, 2.0, 2.0 * sqrt(16.0 / 17), 1.0, 0.2};
+    for (int i = 0; i < 10; i++) {
         mt_adam_set_steps(a, t[i] - 1); /* lr of update t */
         CHECK_NEAR(mt_adam_lr(a), want[i], 0, 1e-6, "lr at update %lld", (long long)t[i]);
     }
@@ -200,8 +203,8 @@ static void test_schedule(void) {
     CHECK_STATUS(mt_adam_init(p, ap, &a));
     mt_adam_set_steps(a, 0);
     CHECK_CLOSE(mt_adam_lr(a), 2.0, 0, 1e-6, "update 1 undecayed");
-    mt_adam_set_steps(a, 399);
-    CHECK_CLOSE(mt_adam_lr(a), 1.0, 0, 1e-6, "update 400: 2 * sqrt(100/400)");
+    mt_adam_set_steps(a, 400);
+    CHECK_CLOSE(mt_adam_lr(a), 1.0, 0, 1e-6, "update 401: 2 * sqrt(100/400)");
     mt_adam_free(a);
     mt_params_free(p);
 }
