@@ -2,13 +2,15 @@
 ** bench_train.c: `mtpe bench train [-m MODEL -v SRC TRG] [-i SRC TRG] [--fresh]
 **                 [--updates N] [--threads N...] [--lines N] [--mini-batch-words N]`
 **
-** Training throughput of a model's architecture, the speed that issue 3
-** compares with Marian (870 target words/s for a 256-dim 6+2 student on
-** the project's 2-core machine).  One update is what `mtpe train` does with
-** the default model's recipe (scripts/train-default-model.sh): build the
-** loss with label smoothing 0.1, scale it by 1/target words
-** (--cost-type ce-mean-words), forward, backward, one Adam step with
-** gradient clipping and exponential smoothing.
+** Training throughput of a model's architecture against Marian's (1,776
+** target words/s: Marian 1.12 on the default recipe, 2 threads of the
+** project's 2-core machine, the median over its first 60 updates, measured
+** side by side with mtpe for issue 32).  One update is what `mtpe train`
+** does with the default model's recipe (scripts/train-default-model.sh):
+** build the loss with label smoothing 0.1, forward, backward of the sum
+** over target tokens (as Marian, whatever --cost-type), one Adam step with
+** gradient clipping and exponential smoothing; with --precision float32
+** and/or bfloat16 (the matrix products' operands, mtpe train --precision).
 **
 ** Model: -m/-v, else the installed default (assets/models/en-de: 256-dim,
 ** 6 encoder and 2 decoder layers, FFN 1024, 8 heads, tied embeddings, 8k
@@ -37,7 +39,8 @@
 ** (mt_graph_matmul_flops: forward and backward); the table shows the
 ** medians, the GFLOP/s as a fraction of the peak of that many cores
 ** (kcpu_fp32_peak_gflops, one core measured once for 0.2 s at start, times
-** the threads) and the target words/s as a multiple of Marian's 870.
+** the threads), the target words/s as a multiple of float32's at the same
+** thread count in this run and as a multiple of Marian's 1,776.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +58,7 @@
 
 #define BTR_MAX_THREADS 8
 #define BTR_MAX_UPDATES 256
-#define MARIAN_WORDS_S 870.0 /* issue 3: Marian, 256-dim 6+2, 2 cores of this machine */
+#define MARIAN_WORDS_S 1776.0 /* issue 32: Marian 1.12, default recipe, 2 threads, median */
 
 static const app_opt btr_opts[] = {
     {"models", 'm', APP_OPT_STRINGS, NULL, NULL, "model (default: the installed en-de model)"},
@@ -66,6 +69,8 @@ static const app_opt btr_opts[] = {
     {"lines", 0, APP_OPT_INT, "20000", NULL, "lines of the input read"},
     {"updates", 0, APP_OPT_INT, "5", NULL, "batches (one is the warm-up, the others timed)"},
     {"threads", 0, APP_OPT_INTS, "1 2", NULL, "BLAS thread counts to run"},
+    {"precision", 0, APP_OPT_STRINGS, "float32 bfloat16", NULL,
+     "matrix products' operands to run: float32 bfloat16"},
     {"mini-batch-words", 0, APP_OPT_INT, "4000", NULL, "source tokens per mini-batch"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages"},
 };
@@ -76,8 +81,8 @@ static void btr_help(FILE *f) {
                "[--updates N]\n                        [--threads N...] [--lines N]\n\n"
                "Training updates per second of the model's architecture on real batches\n"
                "(the default model's recipe): target and source words/s, GFLOP/s in matrix\n"
-               "products, the fraction of the measured fp32 peak, and the ratio to Marian's\n"
-               "870 target words/s (issue 3).\n\noptions:\n");
+               "products, the fraction of the measured fp32 peak, and the ratios to float32\n"
+               "and to Marian's 1,776 target words/s (issue 32).\n\noptions:\n");
     app_opts_print_help(btr_opts, n_btr_opts, f);
 }
 
@@ -126,7 +131,8 @@ static mt_status head_to_temp(const char *path, int64_t n, char *tmp, size_t cap
 typedef struct btr_ctx {
     mt_model *model; /* the one trained (loaded or fresh) */
     mt_corpus *corpus;
-    mt_graph *g;
+    mt_graph *g, *gs[2]; /* g: the graph of the precision running; float32, bfloat16 */
+    bool sized[2];       /* whether the graph has seen every batch once  */
     mt_adam *adam;
     int updates;
     mt_batch *batches[BTR_MAX_UPDATES]; /* copies of the epoch's first batches */
@@ -179,14 +185,14 @@ static mt_status btr_batches(btr_ctx *c, mt_batcher *bt) {
     return MT_OK;
 }
 
-/* One update as `mtpe train` with --cost-type ce-mean-words does it. */
+/* One update as `mtpe train` does it (the sum's gradient, as Marian). */
 static mt_status btr_update(btr_ctx *c, const mt_batch *b, double *flops) {
     mt_graph *g = c->g;
     mt_graph_clear(g);
     mt_graph_set_seed(g, 1111u + (uint64_t)c->n_update++);
     mt_model_loss l = mt_model_build_loss(c->model, g, b, 0.1f);
     if (l.cost == NULL) return l.status != MT_OK ? l.status : mt_graph_status(g);
-    mt_node *obj = mt_scale(g, l.cost, 1.0f / (float)(b->trg_words > 0 ? b->trg_words : 1));
+    mt_node *obj = l.cost;
     mt_status rc = mt_graph_forward(g);
     if (rc == MT_OK) rc = mt_graph_backward(g, obj);
     if (rc == MT_OK) rc = mt_graph_matmul_flops(g, obj, true, flops);
@@ -202,9 +208,11 @@ static int64_t src_tokens(const mt_batch *b) {
     return n;
 }
 
-/* The updates of one thread count: the warm-up batch untimed, then the
-** others timed; prints its table row. */
-static mt_status btr_threads(btr_ctx *c, int threads, bool first) {
+/* The updates of one thread count and precision: the warm-up batch
+** untimed, then the others timed; prints its table row and gives the
+** median target words/s (*tw_out). */
+static mt_status btr_threads(btr_ctx *c, int threads, int prec, bool first, double base,
+                             double *tw_out) {
     double trg_rate[BTR_MAX_UPDATES], src_rate[BTR_MAX_UPDATES], gf_rate[BTR_MAX_UPDATES];
     int64_t sents = 0, trg = 0, src = 0;
     int timed = 0;
@@ -217,8 +225,10 @@ static mt_status btr_threads(btr_ctx *c, int threads, bool first) {
     ** page faults of its first use cost up to a fifth of an update at
     ** 4000-token batches: a long training run pays them only until it has
     ** seen its largest batch). */
-    for (int u = 0; first && rc == MT_OK && u < c->updates; u++)
+    c->g = c->gs[prec];
+    for (int u = 0; !c->sized[prec] && rc == MT_OK && u < c->updates; u++)
         if (u != c->warm) rc = btr_update(c, c->batches[u], &flops);
+    c->sized[prec] = true;
     if (rc == MT_OK) rc = btr_update(c, c->batches[c->warm], &flops);
     if (rc != MT_OK) return rc;
     uint64_t grows = mt_graph_get_stats(c->g).workspace_grow_count;
@@ -248,15 +258,19 @@ static mt_status btr_threads(btr_ctx *c, int threads, bool first) {
                "lengths %d/%d\ngraph workspace: %.0f MB\n\n",
                timed, (double)sents / timed, (double)src / timed, (double)trg / timed, w->size,
                w->src_len[0], w->trg_len, mt_graph_get_stats(c->g).workspace_capacity / 1e6);
-        printf("threads  trg words/s  src words/s  GFLOP/s  of peak  x Marian (870 on 2 cores)\n");
+        printf("threads  precision  trg words/s  src words/s  GFLOP/s  of peak  x float32  x Marian "
+               "(1,776 on 2 threads)\n");
     }
     double tw = app_median(trg_rate, timed), sw = app_median(src_rate, timed);
     double gf = app_median(gf_rate, timed);
     char peak[32] = "    n/a";
     if (c->peak_core > 0)
         snprintf(peak, sizeof peak, "%6.1f%%", 100.0 * gf / (c->peak_core * threads));
-    printf("%7d %12.1f %12.1f %8.1f  %s  %13.2f%s\n", threads, tw, sw, gf, peak,
-           tw / MARIAN_WORDS_S,
+    char rel[32] = "      -";
+    if (base > 0) snprintf(rel, sizeof rel, "%7.2f", tw / base);
+    *tw_out = tw;
+    printf("%7d  %-9s %12.1f %12.1f %8.1f  %s  %s  %8.2f%s\n", threads,
+           prec ? "bfloat16" : "float32", tw, sw, gf, peak, rel, tw / MARIAN_WORDS_S,
            grows ? "   (the workspace grew during the timed updates: page faults included)" : "");
     fflush(stdout);
     return MT_OK;
@@ -367,11 +381,21 @@ int app_bench_train_main(int argc, char **argv) {
         ap.smoothing = 1e-4f;
         rc = mt_adam_init(p, ap, &c.adam);
     }
-    if (rc == MT_OK) {
+    bool want[2] = {false, false};
+    for (int i = 0; i < app_opts_count(o, "precision"); i++) {
+        const char *pr = app_opts_item(o, "precision", i);
+        if (!strcmp(pr, "float32") || !strcmp(pr, "bfloat16"))
+            want[!strcmp(pr, "bfloat16")] = true;
+        else if (rc == MT_OK)
+            rc = mt_seterr(MT_ERR_INVALID, "unknown --precision '%s' (float32, bfloat16)", pr);
+    }
+    for (int pr = 0; pr < 2 && rc == MT_OK; pr++) {
+        if (!want[pr]) continue;
         mt_graph_params gp = mt_graph_default_params();
         gp.training = true;
         gp.seed = 1111;
-        rc = mt_graph_init(NULL, gp, &c.g);
+        gp.bf16_products = pr == 1;
+        rc = mt_graph_init(NULL, gp, &c.gs[pr]);
     }
     if (rc != MT_OK) {
         fprintf(stderr, "mtpe bench train: %s\n", mt_errmsg());
@@ -382,9 +406,11 @@ int app_bench_train_main(int argc, char **argv) {
     printf("data: the first %lld lines of %s and %s: %lld pairs kept (--max-length 100)\n"
            "batches: --mini-batch-words %lld (source tokens), maxi-batch 100 x 256, sorted by "
            "target length, shuffled (seed 1111)\n"
-           "update: label smoothing 0.1, ce-mean-words, forward + backward + Adam (clip 5, "
-           "smoothing 1e-4)\n",
-           (long long)lines, in_src, in_trg, (long long)mt_corpus_size(c.corpus), (long long)mbw);
+           "update: label smoothing 0.1, forward + backward of the sum (Marian's) + Adam (clip 5, "
+           "smoothing 1e-4)\nbfloat16: the matrix products' operands rounded to bfloat16, float32 "
+           "sums (%s kernel); weights, gradients and Adam float32\n",
+           (long long)lines, in_src, in_trg, (long long)mt_corpus_size(c.corpus), (long long)mbw,
+           kcpu_gemm_bf16_name(kcpu_gemm_bf16_best()));
     c.peak_core = kcpu_fp32_peak_gflops(0.2);
     if (c.peak_core > 0)
         printf("fp32 peak: %.1f GFLOP/s per core measured now (0.2 s of AVX-512 FMAs); OpenBLAS "
@@ -393,21 +419,30 @@ int app_bench_train_main(int argc, char **argv) {
     else
         printf("fp32 peak: not measured (the probe needs AVX-512); OpenBLAS kernels %s\n",
                kcpu_blas_corename());
-    for (int i = 0; i < n_threads && rc == MT_OK; i++)
-        rc = btr_threads(&c, (int)app_opts_int_item(o, "threads", i), i == 0);
+    for (int i = 0; i < n_threads && rc == MT_OK; i++) {
+        double base = 0, tw = 0;
+        for (int pr = 0; pr < 2 && rc == MT_OK; pr++) {
+            if (!want[pr]) continue;
+            rc = btr_threads(&c, (int)app_opts_int_item(o, "threads", i), pr,
+                             i == 0 && (pr == 0 || !want[0]), base, &tw);
+            if (pr == 0) base = tw;
+        }
+    }
     if (rc != MT_OK) {
         fprintf(stderr, "mtpe bench train: %s\n", mt_errmsg());
         goto done;
     }
     printf("\nwords/s: medians over the timed updates (tokens incl. EOS, padding not counted); "
-           "'of peak': GFLOP/s / (measured peak x threads)\nMarian's 870 target words/s: the "
-           "figure in issue 3 (Marian on 2 cores of this machine, same architecture), measured "
-           "by the project, not in this run\n");
+           "'of peak': GFLOP/s / (measured peak x threads); 'x float32': over the float32 row "
+           "of the same threads in this run\nMarian's 1,776 target words/s: Marian 1.12 on the "
+           "default recipe, 2 threads of this machine, median over 60 updates (issue 32), "
+           "measured by the project, not in this run\n");
     ret = 0;
 done:
     for (int i = 0; i < 2; i++)
         if (tmp[i][0]) unlink(tmp[i]);
-    mt_graph_free(c.g);
+    mt_graph_free(c.gs[0]);
+    mt_graph_free(c.gs[1]);
     mt_adam_free(c.adam);
     for (int i = 0; i < BTR_MAX_UPDATES; i++)
         mt_batch_free(c.batches[i]);

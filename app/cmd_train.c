@@ -6,10 +6,11 @@
 **
 ** One update: clear the training graph, reseed its dropout RNG from (seed,
 ** update), build the model's loss for the mini-batch, forward, backward of
-** the objective (--cost-type: ce-sum = the sum over target tokens of the
-** label-smoothed cross-entropy, ce-mean-words = that sum / target tokens,
-** ce-mean = / sentences), one Adam step (clipping, warm-up, inverse-sqrt
-** decay, smoothing: engine/optim.c).  The same graph serves every update, so
+** the sum over target tokens of the label-smoothed cross-entropy (as Marian
+** 1.12, whatever --cost-type says: the type only chooses the displayed cost,
+** ce-sum = that sum, ce-mean-words = the sum / target tokens, ce-mean = /
+** sentences), one Adam step (clipping, warm-up, inverse-sqrt decay,
+** smoothing: engine/optim.c).  The same graph serves every update, so
 ** after the largest batch has been seen nothing is allocated any more.
 **
 ** Validation (--valid-sets, --valid-metrics): cross-entropy = sum over
@@ -167,6 +168,8 @@ static const app_opt train_opts[] = {
     {"lr-decay-inv-sqrt", 0, APP_OPT_FREQS, "0", NULL, "inverse-sqrt decay after N updates"},
     {"lr-report", 0, APP_OPT_FLAG, NULL, NULL, "show the learning rate in progress lines"},
     {"clip-norm", 0, APP_OPT_FLOAT, "1", NULL, "clip the gradient norm (0 = off)"},
+    {"precision", 0, APP_OPT_STRINGS, "float32", NULL,
+     "matrix products [optimizer]: float32 | bfloat16 (float32 master weights)"},
     {"exponential-smoothing", 0, APP_OPT_FLOAT, "0", "1e-4", "weight smoothing factor"},
     {"mini-batch", 0, APP_OPT_INT, "64", NULL, "sentences per mini-batch"},
     {"mini-batch-words", 0, APP_OPT_INT, "0", NULL, "source tokens per mini-batch (0 = off)"},
@@ -294,6 +297,7 @@ typedef struct trainer {
     int cost_type;
     float label_smoothing;
     bool smoothing, right_left;
+    bool bf16; /* --precision bfloat16: bfloat16 operands of the products */
     app_freq disp, save, vfreq;
     int n_after;
     app_freq after[MAX_AFTER];
@@ -1116,11 +1120,12 @@ static mt_status train_step(trainer *t, const mt_batch *b, double *cost_out, dou
     mt_graph_set_seed(g, mix64(t->st.seed ^ mix64((uint64_t)t->st.batches + 1)));
     mt_model_loss l = mt_model_build_loss(t->model, g, b, t->label_smoothing);
     if (l.cost == NULL) return l.status != MT_OK ? l.status : mt_graph_status(g);
+    /* Marian 1.12 differentiates the sum whatever --cost-type says (its
+    ** newLoss gives every training cost type a CrossEntropyLoss whose
+    ** RationalLoss numerator, the sum over labels, is the graph's top node;
+    ** the type only divides the displayed cost): so the gradient's norm grows
+    ** with the batch and --clip-norm 5 clips nearly every update */
     mt_node *obj = l.cost;
-    if (t->cost_type == COST_MEAN_WORDS)
-        obj = mt_scale(g, l.cost, 1.0f / (float)b->trg_words);
-    else if (t->cost_type == COST_MEAN)
-        obj = mt_scale(g, l.cost, 1.0f / (float)b->size);
     mt_status rc = mt_graph_forward(g);
     if (rc == MT_OK) rc = mt_graph_backward(g, obj);
     float cost = 0;
@@ -1253,6 +1258,15 @@ static int check_options(trainer *t) {
         t->cost_type = COST_MEAN;
     else
         return usage_error("unknown --cost-type '%s'%s (ce-sum, ce-mean-words, ce-mean)", ct, "");
+    int np = app_opts_count(o, "precision");
+    const char *prec = np > 0 ? app_opts_item(o, "precision", 0) : "float32";
+    if (strcmp(prec, "float32") && strcmp(prec, "bfloat16"))
+        return usage_error("unknown --precision '%s'%s (float32, bfloat16)", prec, "");
+    if (np > 2 || (np == 2 && strcmp(app_opts_item(o, "precision", 1), "float32")))
+        return usage_error("--precision: the optimizer's type (second value) can only be "
+                           "float32%s%s",
+                           "", "");
+    t->bf16 = !strcmp(prec, "bfloat16");
     mt_batch_sort sort;
     mt_batch_shuffle shuf;
     if (!mt_batch_sort_parse(app_opts_str(o, "maxi-batch-sort"), &sort))
@@ -1631,6 +1645,10 @@ static mt_status run(trainer *t) {
         mt_graph_params gp = mt_graph_default_params();
         gp.training = true;
         gp.seed = t->st.seed;
+        gp.bf16_products = t->bf16;
+        if (t->bf16)
+            mt_log(MT_LOG_INFO, "[training] bfloat16 matrix products, float32 weights, gradients "
+                                "and optimizer");
         rc = mt_graph_init(t->dev, gp, &t->g);
     }
     if (rc == MT_OK) rc = train_loop(t);

@@ -201,6 +201,13 @@ typedef struct mt_device_ops {
     void (*igemm_topk)(mt_device *d, int bits, int64_t m, const float *a, int64_t lda,
                        const void *packed, const float *bias, int32_t top, int32_t *idx,
                        float *logp, void *scratch);
+    /* Appended: the bfloat16 GEMM of mixed-precision training
+    ** (kcpu_gemm_bf16: operands rounded to bfloat16, float32 sums), split
+    ** over as many threads as the BLAS has; MT_ERR_NOMEM when its packing
+    ** scratch cannot be had.  NULL: not supported. */
+    mt_status (*gemm_bf16)(mt_device *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                           float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                           float beta, float *c, int64_t ldc);
 } mt_device_ops;
 
 /* Mirrors of the kcpu enums, so that engine code need not include kcpu.h. */

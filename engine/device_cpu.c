@@ -7,6 +7,8 @@
 #include "kcpu.h"
 #include "mt_base.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 static void *cpu_alloc(mt_device *d, size_t bytes) {
@@ -481,6 +483,139 @@ static void cpu_igemm_topk(mt_device *d, int bits, int64_t m, const float *a, in
     kcpu_gemm_int_topk(bits, kcpu_igemm_active(), m, a, lda, packed, bias, top, idx, logp, scratch);
 }
 
+/* ------------------------------------------------ bfloat16 GEMM threads
+** kcpu_gemm_bf16 split into row (or column) ranges, one per BLAS thread:
+** the caller runs the first, pool workers the others.  The pool is
+** process-wide like the device: workers start on first use and wait on a
+** condition variable between products; one caller uses it at a time (a
+** second one meanwhile runs on its own thread with scratch of its own).
+** Each range packs its own blocks, so the ranges are independent. */
+enum { BF16_MAX_PARTS = 16 };
+
+typedef struct bf16_part {
+    bool ta, tb;
+    int64_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    int64_t lda, ldb, ldc;
+    float *c;
+} bf16_part;
+
+static struct {
+    pthread_mutex_t use; /* held by the caller using the pool */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    int workers, n_parts, pending;
+    uint64_t gen;
+    bf16_part part[BF16_MAX_PARTS];
+    void *scratch[BF16_MAX_PARTS];
+    uint64_t born[BF16_MAX_PARTS]; /* gen when worker i started: it waits for the next */
+} bf16_pool = {.use = PTHREAD_MUTEX_INITIALIZER,
+               .mu = PTHREAD_MUTEX_INITIALIZER,
+               .go = PTHREAD_COND_INITIALIZER,
+               .done = PTHREAD_COND_INITIALIZER};
+
+static void bf16_run(const bf16_part *p, void *scratch) {
+    kcpu_gemm_bf16(p->ta, p->tb, p->m, p->n, p->k, p->alpha, p->a, p->lda, p->b, p->ldb, p->beta,
+                   p->c, p->ldc, scratch);
+}
+
+static void *bf16_worker(void *arg) {
+    int i = (int)(intptr_t)arg;
+    uint64_t seen = bf16_pool.born[i]; /* written before pthread_create */
+    pthread_mutex_lock(&bf16_pool.mu);
+    for (;;) {
+        while (bf16_pool.gen == seen)
+            pthread_cond_wait(&bf16_pool.go, &bf16_pool.mu);
+        seen = bf16_pool.gen;
+        bool mine = i < bf16_pool.n_parts;
+        pthread_mutex_unlock(&bf16_pool.mu);
+        if (mine) bf16_run(&bf16_pool.part[i], bf16_pool.scratch[i]);
+        pthread_mutex_lock(&bf16_pool.mu);
+        if (--bf16_pool.pending == 0) pthread_cond_signal(&bf16_pool.done);
+    }
+    return NULL;
+}
+
+/* Workers 1..parts-1 and the scratch of parts 0..parts-1 (under use);
+** returns how many parts can run. */
+static int bf16_pool_ready(int parts) {
+    for (int i = 0; i < parts; i++) {
+        if (bf16_pool.scratch[i] == NULL) bf16_pool.scratch[i] = mt_try_aligned_alloc(KCPU_GEMM_BF16_SCRATCH);
+        if (bf16_pool.scratch[i] == NULL) return i;
+    }
+    while (bf16_pool.workers + 1 < parts) {
+        pthread_t th;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        bf16_pool.born[bf16_pool.workers + 1] = bf16_pool.gen;
+        int rc = pthread_create(&th, &at, bf16_worker, (void *)(intptr_t)(bf16_pool.workers + 1));
+        pthread_attr_destroy(&at);
+        if (rc != 0) break;
+        bf16_pool.workers++;
+    }
+    return bf16_pool.workers + 1 < parts ? bf16_pool.workers + 1 : parts;
+}
+
+static mt_status cpu_gemm_bf16(mt_device *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                               float alpha, const float *a, int64_t lda, const float *b,
+                               int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)d;
+    if (m <= 0 || n <= 0) return MT_OK;
+    int parts = kcpu_blas_threads();
+    if (parts > BF16_MAX_PARTS) parts = BF16_MAX_PARTS;
+    if ((double)m * (double)n * (double)k < 2e6) parts = 1; /* not worth a wake-up */
+    if (pthread_mutex_trylock(&bf16_pool.use) != 0) {
+        void *own = mt_try_aligned_alloc(KCPU_GEMM_BF16_SCRATCH);
+        if (own == NULL) return mt_seterr(MT_ERR_NOMEM, "bfloat16 GEMM: no packing scratch");
+        kcpu_gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, own);
+        mt_aligned_free(own);
+        return MT_OK;
+    }
+    parts = bf16_pool_ready(parts);
+    if (parts < 1) {
+        pthread_mutex_unlock(&bf16_pool.use);
+        return mt_seterr(MT_ERR_NOMEM, "bfloat16 GEMM: no packing scratch");
+    }
+    /* ranges of rows (multiples of a tile's rows) or of columns */
+    bool by_rows = m >= n;
+    int64_t len = by_rows ? m : n, unit = by_rows ? KCPU_BF16_MR : KCPU_BF16_NR;
+    int64_t step = ((len + parts - 1) / parts + unit - 1) / unit * unit;
+    int np = 0;
+    for (int64_t s = 0; s < len && np < parts; s += step, np++) {
+        int64_t e = s + step < len ? s + step : len;
+        bf16_part *p = &bf16_pool.part[np];
+        *p = (bf16_part){ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c};
+        if (by_rows) {
+            p->m = e - s;
+            p->a = ta ? a + s : a + s * lda;
+            p->c = c + s * ldc;
+        } else {
+            p->n = e - s;
+            p->b = tb ? b + s * ldb : b + s;
+            p->c = c + s;
+        }
+    }
+    if (np > 1) {
+        pthread_mutex_lock(&bf16_pool.mu);
+        bf16_pool.n_parts = np;
+        bf16_pool.pending = bf16_pool.workers;
+        bf16_pool.gen++;
+        pthread_cond_broadcast(&bf16_pool.go);
+        pthread_mutex_unlock(&bf16_pool.mu);
+    }
+    bf16_run(&bf16_pool.part[0], bf16_pool.scratch[0]);
+    if (np > 1) {
+        pthread_mutex_lock(&bf16_pool.mu);
+        while (bf16_pool.pending > 0)
+            pthread_cond_wait(&bf16_pool.done, &bf16_pool.mu);
+        pthread_mutex_unlock(&bf16_pool.mu);
+    }
+    pthread_mutex_unlock(&bf16_pool.use);
+    return MT_OK;
+}
+
 static const mt_device_ops cpu_ops = {
     .name = "cpu",
     .alloc = cpu_alloc,
@@ -547,6 +682,7 @@ static const mt_device_ops cpu_ops = {
     .pack_select = cpu_pack_select,
     .igemm_scratch_bytes = cpu_igemm_scratch_bytes,
     .igemm = cpu_igemm,
+    .gemm_bf16 = cpu_gemm_bf16,
 };
 
 /* Process-wide; never freed.  The ops never write to it. */

@@ -242,6 +242,12 @@ typedef struct mt_graph_params {
     ** a score moves by at most alpha dk max |q| max |k| / 127.  mtpe turns
     ** it on with int8 products (app/scorer_model.c). */
     bool kv_keys_i8;
+    /* Training graphs (mtpe train --precision bfloat16): the products of
+    ** mt_matmul and mt_affine and both products of their gradients, one
+    ** product at a time (not the batched ones of attention), with bfloat16
+    ** operands and float32 sums (the device's gemm_bf16; float32 where the
+    ** device has none).  Values, gradients and weights stay float32. */
+    bool bf16_products;
 } mt_graph_params;
 
 mt_graph_params mt_graph_default_params(void);

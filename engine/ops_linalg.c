@@ -76,40 +76,62 @@ static mt_shape product_shape(const mt_shape *sa, int from, int64_t m, int64_t n
     return out;
 }
 
+/* One product C = alpha op(A) op(B) + beta C: bfloat16 operands where the
+** graph asks for them (mt_graph_params.bf16_products) and the device has
+** them, else float32. */
+static mt_status mm_gemm(mt_graph *g, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                         float beta, float *c, int64_t ldc) {
+    const mt_device_ops *ops = graph_ops(g);
+    if (graph_params(g)->bf16_products && ops->gemm_bf16)
+        return ops->gemm_bf16(graph_device(g), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    ops->gemm_f32(graph_device(g), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return MT_OK;
+}
+
 /* Gradients of `batch` products C_i = alpha op(A_i) op(B_i) with element
 ** strides sa, sb, sc between consecutive A_i, B_i, C_i.  da or db may be
 ** NULL; they are written by separate GEMMs that read only values, so they
 ** may be one buffer (mt_matmul(g, x, x, ...)).  The strided-batched GEMM must
 ** not see overlapping outputs: callers pass db only when sb != 0 or batch
 ** == 1 (likewise da and sa). */
-static void mm_grads(mt_graph *g, const mm_geom *q, const float *a, int64_t sa, const float *b,
-                     int64_t sb, const float *dc, int64_t sc, float *da, float *db, int64_t batch) {
+static mt_status mm_grads(mt_graph *g, const mm_geom *q, const float *a, int64_t sa,
+                          const float *b, int64_t sb, const float *dc, int64_t sc, float *da,
+                          float *db, int64_t batch) {
     const mt_device_ops *ops = graph_ops(g);
     mt_device *d = graph_device(g);
     int64_t m = q->m, n = q->n, k = q->k;
     int64_t lda = q->ta ? m : k, ldb = q->tb ? k : n;
+    mt_status rc = MT_OK;
+    /* one product: mm_gemm (bfloat16 when asked); a batch: float32 */
+#define MM_GRAD(ta_, tb_, m_, n_, k_, x_, ldx_, sx_, y_, ldy_, sy_, z_, ldz_, sz_)              \
+    do {                                                                                      \
+        if (batch == 1 && rc == MT_OK)                                                        \
+            rc = mm_gemm(g, ta_, tb_, m_, n_, k_, q->alpha, x_, ldx_, y_, ldy_, 1.0f, z_, ldz_); \
+        else if (batch != 1)                                                                  \
+            ops->gemm_f32_batched(d, ta_, tb_, m_, n_, k_, q->alpha, x_, ldx_, sx_, y_, ldy_, sy_, \
+                                  1.0f, z_, ldz_, sz_, batch);                                \
+    } while (0)
     if (da != NULL) {
         if (!q->ta) {
             /* dA[M,K] += alpha dC[M,N] op(B)^T;  op(B)^T is B^T (B [K,N]) or B (B [N,K]) */
-            ops->gemm_f32_batched(d, false, !q->tb, m, k, n, q->alpha, dc, n, sc, b, ldb, sb, 1.0f,
-                                  da, lda, sa, batch);
+            MM_GRAD(false, !q->tb, m, k, n, dc, n, sc, b, ldb, sb, da, lda, sa);
         } else {
             /* dA[K,M] += alpha op(B)[K,N] dC^T */
-            ops->gemm_f32_batched(d, q->tb, true, k, m, n, q->alpha, b, ldb, sb, dc, n, sc, 1.0f,
-                                  da, lda, sa, batch);
+            MM_GRAD(q->tb, true, k, m, n, b, ldb, sb, dc, n, sc, da, lda, sa);
         }
     }
     if (db != NULL) {
         if (!q->tb) {
             /* dB[K,N] += alpha op(A)^T[K,M] dC;  op(A)^T is A^T (A [M,K]) or A (A [K,M]) */
-            ops->gemm_f32_batched(d, !q->ta, false, k, n, m, q->alpha, a, lda, sa, dc, n, sc, 1.0f,
-                                  db, ldb, sb, batch);
+            MM_GRAD(!q->ta, false, k, n, m, a, lda, sa, dc, n, sc, db, ldb, sb);
         } else {
             /* dB[N,K] += alpha dC^T[N,M] op(A)[M,K] */
-            ops->gemm_f32_batched(d, true, q->ta, n, k, m, q->alpha, dc, n, sc, a, lda, sa, 1.0f,
-                                  db, ldb, sb, batch);
+            MM_GRAD(true, q->ta, n, k, m, dc, n, sc, a, lda, sa, db, ldb, sb);
         }
     }
+#undef MM_GRAD
+    return rc;
 }
 
 /* ------------------------------------------------------------------------
@@ -127,8 +149,8 @@ static mt_status matmul_forward(mt_graph *g, mt_node *y) {
     mm_geom q = geom_of(y);
     int64_t lda = q.ta ? q.m : q.k, ldb = q.tb ? q.k : q.n;
     if (!q.ta) {
-        graph_ops(g)->gemm_f32(graph_device(g), false, q.tb, q.batch * q.m, q.n, q.k, 1.0f,
-                               node_f32(a), lda, node_f32(b), ldb, 0.0f, node_f32(y), q.n);
+        return mm_gemm(g, false, q.tb, q.batch * q.m, q.n, q.k, 1.0f, node_f32(a), lda,
+                       node_f32(b), ldb, 0.0f, node_f32(y), q.n);
     } else {
         graph_ops(g)->gemm_f32_batched(graph_device(g), true, q.tb, q.m, q.n, q.k, 1.0f,
                                        node_f32(a), lda, q.m * q.k, node_f32(b), ldb, 0, 0.0f,
@@ -145,17 +167,13 @@ static mt_status matmul_backward(mt_graph *g, mt_node *y) {
     const float *av = node_f32(a), *bv = node_f32(b), *dc = node_grad_f32(y);
     if (!q.ta) {
         q.m *= q.batch; /* leading dims are rows of one product */
-        mm_grads(g, &q, av, 0, bv, 0, dc, 0, da, db, 1);
-        return MT_OK;
+        return mm_grads(g, &q, av, 0, bv, 0, dc, 0, da, db, 1);
     }
     int64_t sa = q.m * q.k, sc = q.m * q.n;
-    mm_grads(g, &q, av, sa, bv, 0, dc, sc, da, NULL, q.batch);
-    if (db != NULL) {
-        for (int64_t i = 0; i < q.batch; i++) {
-            mm_grads(g, &q, av + i * sa, 0, bv, 0, dc + i * sc, 0, NULL, db, 1);
-        }
-    }
-    return MT_OK;
+    mt_status rc = mm_grads(g, &q, av, sa, bv, 0, dc, sc, da, NULL, q.batch);
+    for (int64_t i = 0; db != NULL && rc == MT_OK && i < q.batch; i++)
+        rc = mm_grads(g, &q, av + i * sa, 0, bv, 0, dc + i * sc, 0, NULL, db, 1);
+    return rc;
 }
 
 static const mt_op_def op_matmul = {"matmul", matmul_forward, matmul_backward};
@@ -216,9 +234,8 @@ static mt_status bmm_backward(mt_graph *g, mt_node *y) {
     float *db = node_wants_grad(b) ? node_grad_f32(b) : NULL;
     if (da == NULL && db == NULL) return MT_OK;
     mm_geom q = geom_of(y);
-    mm_grads(g, &q, node_f32(a), q.m * q.k, node_f32(b), q.k * q.n, node_grad_f32(y), q.m * q.n, da,
-             db, q.batch);
-    return MT_OK;
+    return mm_grads(g, &q, node_f32(a), q.m * q.k, node_f32(b), q.k * q.n, node_grad_f32(y),
+                    q.m * q.n, da, db, q.batch);
 }
 
 static const mt_op_def op_bmm = {"bmm", bmm_forward, bmm_backward};
@@ -309,9 +326,10 @@ static mt_status bmm_gather_run(mt_graph *g, mt_node *y, bool backward) {
                                                ai, lda, sa, bi, ldb, sb, 0.0f,
                                                node_f32(y) + i * q.batch * sc, q.n, sc, q.batch);
             } else {
-                mm_grads(g, &q, ai, sa, bi, sb, node_grad_f32(y) + i * q.batch * sc, sc,
-                         da ? da + i * q.batch * sa : NULL, db ? db + r * q.batch * sb : NULL,
-                         q.batch);
+                mt_status grc = mm_grads(g, &q, ai, sa, bi, sb, node_grad_f32(y) + i * q.batch * sc,
+                                        sc, da ? da + i * q.batch * sa : NULL,
+                                        db ? db + r * q.batch * sb : NULL, q.batch);
+                if (grc != MT_OK) return grc;
             }
         }
     }
@@ -370,9 +388,8 @@ static mt_status affine_forward(mt_graph *g, mt_node *y) {
     mm_geom q = geom_of(y);
     int64_t rows = q.batch * q.m;
     graph_ops(g)->copy2d(graph_device(g), rows, q.n, node_f32(b), 0, node_f32(y), q.n, false);
-    graph_ops(g)->gemm_f32(graph_device(g), false, false, rows, q.n, q.k, 1.0f, node_f32(x), q.k,
-                           node_f32(w), q.n, 1.0f, node_f32(y), q.n);
-    return MT_OK;
+    return mm_gemm(g, false, false, rows, q.n, q.k, 1.0f, node_f32(x), q.k, node_f32(w), q.n, 1.0f,
+                   node_f32(y), q.n);
 }
 
 static mt_status affine_backward(mt_graph *g, mt_node *y) {
@@ -381,7 +398,8 @@ static mt_status affine_backward(mt_graph *g, mt_node *y) {
     q.m *= q.batch;
     float *dx = node_wants_grad(x) ? node_grad_f32(x) : NULL;
     float *dw = node_wants_grad(w) ? node_grad_f32(w) : NULL;
-    mm_grads(g, &q, node_f32(x), 0, node_f32(w), 0, node_grad_f32(y), 0, dx, dw, 1);
+    mt_status rc = mm_grads(g, &q, node_f32(x), 0, node_f32(w), 0, node_grad_f32(y), 0, dx, dw, 1);
+    if (rc != MT_OK) return rc;
     if (node_wants_grad(b)) {
         float *colsum = y->aux;
         graph_ops(g)->reduce_fwd(graph_device(g), MT_RED_SUM, 1, q.m, q.n, node_grad_f32(y),

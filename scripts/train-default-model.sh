@@ -28,6 +28,6 @@ exec "$mtpe" train \
   --learn-rate 0.0007 --lr-warmup 1000 --lr-decay-inv-sqrt 1000 \
   --optimizer-params 0.9 0.98 1e-9 --clip-norm 5 --exponential-smoothing 1e-4 \
   --mini-batch-words 4000 --mini-batch 256 --maxi-batch 100 --max-length 100 \
-  --valid-sets "$data/dev.en" "$data/dev.de" --valid-metrics ce-mean-words perplexity \
-  --valid-freq 250 --save-freq 250 --disp-freq 25 --early-stopping 10 --keep-best \
+  --valid-sets "$data/dev.en" "$data/dev.de" --valid-metrics ce-mean-words perplexity bleu chrf \
+  --valid-freq 500 --save-freq 500 --disp-freq 50 --early-stopping 10 --keep-best \
   --beam-size 4 --normalize 1 --seed 1111 --cpu-threads "${MT_THREADS:-2}" "$@"

@@ -1247,6 +1247,179 @@ static void test_marian_layout(const char *dir) {
     mt_model_file_free(f);
 }
 
+/* Initialisation as Marian's: a fresh model of the default recipe's
+** architecture (the shipped model's model.yml) against the statistics of
+** the model Marian 1.12 saved after 60 smoothed updates of that recipe
+** (default-recipe/marian-params-after-60-updates.tsv), still near its
+** initialisation. Matrices: uniform draws, so the standard deviation within
+** 3% of Marian's and the largest |w| between 97% and 101% of Marian's
+** (Marian's Wemb, uniform(+-sqrt(3 / dim-emb)), has std 0.0625; a fan-in
+** of the vocabulary gives 0.0112). Biases start at 0 and layer-norm scales
+** at 1 exactly (Marian's inits::zeros and inits::ones; its saved ones have
+** moved by the 60 updates, so they are not compared). */
+static void test_init_stats(void) {
+    mt_model_file *f = NULL;
+    CHECK_STATUS(mt_model_file_read(MT_TEST_DATA "/../../assets/models/en-de/model.npz", &f));
+    FILE *tsv = fopen(DATA "default-recipe/marian-params-after-60-updates.tsv", "r");
+    CHECK(tsv != NULL, "cannot open Marian's parameter statistics");
+    mt_model_config c = mt_model_config_default();
+    if (f && f->config_yaml) CHECK_STATUS(mt_model_config_from_yaml(f->config_yaml, &c));
+    mt_model *m = NULL;
+    if (f && tsv) CHECK_STATUS(mt_model_create(&c, NULL, 1111, &m));
+    mt_params *ps = m ? mt_model_params(m) : NULL;
+    char line[512];
+    int n_mat = 0, n_vec = 0;
+    while (ps && fgets(line, sizeof line, tsv)) {
+        char name[128], shape[64];
+        double mean, sd, lo, hi;
+        if (line[0] == '#' ||
+            sscanf(line, "%127s %63s %lf %lf %lf %lf", name, shape, &mean, &sd, &lo, &hi) != 6)
+            continue;
+        mt_tensor *t = mt_params_find(ps, name);
+        CHECK(t != NULL, "Marian's %s is missing in a fresh model", name);
+        if (!t) continue;
+        int64_t n = mt_tensor_numel(t);
+        float *w = malloc((size_t)n * sizeof *w);
+        if (!w || mt_tensor_get(t, w, (size_t)n * sizeof *w) != MT_OK) {
+            free(w);
+            CHECK(0, "cannot read %s", name);
+            continue;
+        }
+        double s1 = 0, s2 = 0, amax = 0;
+        for (int64_t i = 0; i < n; i++) {
+            s1 += w[i];
+            s2 += (double)w[i] * w[i];
+            if (fabs(w[i]) > amax) amax = fabs(w[i]);
+        }
+        double my_sd = sqrt(s2 / n - (s1 / n) * (s1 / n));
+        double their_max = fmax(fabs(lo), fabs(hi));
+        bool matrix = t->shape.ndim == 2 && t->shape.dim[0] > 1 && t->shape.dim[1] > 1;
+        if (matrix) {
+            n_mat++;
+            CHECK(fabs(my_sd / sd - 1) < 0.03, "%s: std %.5f, Marian's %.5f", name, my_sd, sd);
+            CHECK(amax <= 1.01 * their_max && amax >= 0.97 * their_max,
+                  "%s: max |w| %.5f, Marian's %.5f", name, amax, their_max);
+        } else {
+            n_vec++;
+            double want = strstr(name, "_ln_scale") ? 1.0 : 0.0;
+            bool exact = true;
+            for (int64_t i = 0; i < n; i++)
+                exact = exact && w[i] == want;
+            CHECK(exact, "%s does not start at %g", name, want);
+        }
+        free(w);
+    }
+    CHECK(!ps || (n_mat >= 40 && n_vec >= 80), "compared %d matrices and %d vectors", n_mat, n_vec);
+    if (tsv) fclose(tsv);
+    mt_model_free(m);
+    mt_model_file_free(f);
+}
+
+/* Mixed precision (mt_graph_params.bf16_products): the gradients of a tiny
+** model's training loss with bfloat16 operands against float32's, tensor by
+** tensor.  Bound: each product's operands are rounded to bfloat16 (unit
+** roundoff u = 2^-8), moving every term of a sum by at most 2u relative; a
+** gradient goes through at most P products in sequence, forward and back
+** (this model: 12 forward, as many backward), so to first order it moves by
+** at most P 2u of its size: ||g16 - g32|| <= 24 * 2 * 2^-8 ||g32|| (0.19).
+** (Key biases, whose exact gradient is 0, are held to that bound times the
+** key weights' gradient instead.)  And the flag must be honoured: most
+** tensors' gradients differ. */
+static void test_bf16_gradients(void) {
+    mt_model_config c = tiny_config(false);
+    mt_model *m = NULL;
+    CHECK_STATUS(mt_model_create(&c, NULL, 4321, &m));
+    mt_batch *b = tiny_batch(17);
+    if (!m || !b) {
+        mt_model_free(m);
+        mt_batch_free(b);
+        return;
+    }
+    mt_params *p = mt_model_params(m);
+    CHECK_STATUS(mt_params_alloc_grads(p));
+    int np = mt_params_count(p);
+    float **gr[2] = {calloc((size_t)np, sizeof(float *)), calloc((size_t)np, sizeof(float *))};
+    double cost[2] = {0, 0};
+    for (int v = 0; v < 2 && gr[0] && gr[1]; v++) {
+        mt_params_zero_grads(p);
+        mt_graph_params gp = mt_graph_default_params();
+        gp.training = true;
+        gp.bf16_products = v == 1;
+        mt_graph *g = NULL;
+        CHECK_STATUS(mt_graph_init(NULL, gp, &g));
+        mt_model_loss L = g ? mt_model_build_loss(m, g, b, 0.1f) : (mt_model_loss){0};
+        if (L.cost) CHECK_STATUS(mt_graph_backward(g, L.cost));
+        float cf = 0;
+        if (L.cost) mt_node_get_scalar(L.cost, &cf);
+        cost[v] = cf;
+        for (int i = 0; i < np; i++) {
+            mt_tensor *gt = mt_params_grad_at(p, i);
+            if (!gt) continue;
+            int64_t n = mt_tensor_numel(gt);
+            gr[v][i] = malloc(sizeof(float) * (size_t)n);
+            if (gr[v][i]) mt_tensor_get(gt, gr[v][i], sizeof(float) * (size_t)n);
+        }
+        mt_graph_free(g);
+    }
+    const double bound = 24 * 2 * 0x1p-8;
+    double worst = 0;
+    int moved = 0, compared = 0;
+    for (int i = 0; i < np && gr[0] && gr[1]; i++) {
+        if (!gr[0][i] || !gr[1][i]) continue;
+        int64_t n = mt_tensor_numel(mt_params_grad_at(p, i));
+        double d2 = 0, g2 = 0;
+        for (int64_t j = 0; j < n; j++) {
+            double d = (double)gr[1][i][j] - gr[0][i][j];
+            d2 += d * d;
+            g2 += (double)gr[0][i][j] * gr[0][i][j];
+        }
+        if (g2 == 0) continue;
+        const char *nm = mt_params_name(p, i);
+        size_t ln = strlen(nm);
+        if (ln > 3 && !strcmp(nm + ln - 3, "_bk")) {
+            /* a key bias shifts all of a query's scores alike, which the
+            ** softmax ignores: its exact gradient is 0 and both results are
+            ** rounding noise, to be small beside the key weights' gradient */
+            char wk[128];
+            snprintf(wk, sizeof wk, "%.*s_Wk", (int)(ln - 3), nm);
+            double w2 = 0;
+            for (int q = 0; q < np; q++) {
+                if (strcmp(mt_params_name(p, q), wk) || !gr[0][q]) continue;
+                int64_t nq = mt_tensor_numel(mt_params_grad_at(p, q));
+                for (int64_t j = 0; j < nq; j++)
+                    w2 += (double)gr[0][q][j] * gr[0][q][j];
+            }
+            double b2 = 0;
+            for (int64_t j = 0; j < n; j++)
+                b2 += (double)gr[1][i][j] * gr[1][i][j];
+            CHECK(w2 > 0 && sqrt(b2) <= bound * sqrt(w2),
+                  "bfloat16 gradient of %s (exactly 0 in theory): norm %.3g beside %s's %.3g", nm,
+                  sqrt(b2), wk, sqrt(w2));
+            continue;
+        }
+        double rel = sqrt(d2 / g2);
+        compared++;
+        if (rel > 0) moved++;
+        if (rel > worst) worst = rel;
+        CHECK(rel <= bound, "bfloat16 gradient of %s: relative error %.4f > %.4f",
+              mt_params_name(p, i), rel, bound);
+    }
+    CHECK(compared > 10 && moved > compared / 2,
+          "bfloat16 products change %d of %d gradients (the flag is not honoured?)", moved,
+          compared);
+    CHECK_CLOSE(cost[1], cost[0], 0, 2 * 0x1p-8 * 12, "bfloat16 cost");
+    fprintf(stderr, "bfloat16 gradients: %d tensors, worst relative error %.4f (bound %.3f), "
+                    "cost %.6f vs %.6f\n", compared, worst, bound, cost[1], cost[0]);
+    for (int i = 0; i < np && gr[0] && gr[1]; i++) {
+        free(gr[0][i]);
+        free(gr[1][i]);
+    }
+    free(gr[0]);
+    free(gr[1]);
+    mt_batch_free(b);
+    mt_model_free(m);
+}
+
 /* Allocation failures: load a model, score a batch, translate two steps,
 ** save it, with the N-th try-allocation and all later ones failing, for
 ** every N until the scenario succeeds: always a clean status with a
@@ -1328,6 +1501,8 @@ int main(void) {
     test_marian_layout("transformer-aan");
     test_marian_layout("transformer-tiny-r2l");
     test_marian_layout("multi-transformer");
+    test_init_stats();
+    test_bf16_gradients();
     test_alloc_failures();
     TEST_MAIN_END();
 }

@@ -169,6 +169,53 @@ grep -q "^batches: 6$" "$T/e/model.npz.progress.yml" &&
     grep -q "Up. 6 : cross-entropy : .* : stalled 2 times" "$T/e.log" &&
     ok "early stopping after 2 stalled validations" || bad "early stopping"
 
+# 4c. Marian 1.12 differentiates the sum over labels whatever --cost-type
+# says (the type divides the displayed cost only), so ce-sum and ce-mean-words
+# give the same weights; with --clip-norm 1 that holds only if both clip the
+# same (the sum's gradient), which a per-word mean's smaller norm would not
+for ct in ce-sum ce-mean-words; do
+    mkdir -p "$T/ct-$ct"
+    "$MTPE" train -m "$T/ct-$ct/model.npz" "${COMMON[@]}" --clip-norm 1 --cost-type $ct \
+        --after-batches 8 --log "$T/ct-$ct.log" || bad "--cost-type $ct run"
+done
+if cmp -s "$T/ct-ce-sum/model.npz" "$T/ct-ce-mean-words/model.npz"; then
+    ok "ce-sum and ce-mean-words train the same weights (Marian's sum gradient)"
+else
+    bad "ce-sum and ce-mean-words trained different weights"
+fi
+c1=$(costs "$T/ct-ce-mean-words.log" | head -1 | sed -E 's/.*Cost ([0-9.]+).*/\1/')
+awk -v c="$c1" 'BEGIN { exit !(c > 1 && c < 20) }' && ok "ce-mean-words displays a per-word cost ($c1)" ||
+    bad "ce-mean-words displays $c1"
+
+# 4d. --precision bfloat16 (bfloat16 operands of the matrix products, float32
+# weights and optimizer): the same fixed-seed run reaches the float32 cost
+# (last progress line within 5% of float32's, both far below the first)
+for pr in float32 bfloat16; do
+    mkdir -p "$T/pr-$pr"
+    "$MTPE" train -m "$T/pr-$pr/model.npz" -t "$D/input.en" "$D/ref.de" -v "$D/vocab.spm" \
+        "$D/vocab.spm" --dim-emb 32 --enc-depth 1 --dec-depth 1 --transformer-heads 2 \
+        --transformer-dim-ffn 64 --mini-batch 16 --maxi-batch 2 --learn-rate 0.003 \
+        --lr-warmup 4 --disp-freq 10 --seed 1111 --cpu-threads 2 --after-batches 60 \
+        --cost-type ce-mean-words --precision $pr --quiet --log "$T/pr-$pr.log" ||
+        bad "--precision $pr run"
+done
+c0=$(costs "$T/pr-float32.log" | head -1 | sed -E 's/.*Cost ([0-9.]+).*/\1/')
+c32=$(costs "$T/pr-float32.log" | tail -1 | sed -E 's/.*Cost ([0-9.]+).*/\1/')
+c16=$(costs "$T/pr-bfloat16.log" | tail -1 | sed -E 's/.*Cost ([0-9.]+).*/\1/')
+if awk -v a="$c32" -v b="$c16" -v f="$c0" 'BEGIN { d = b - a; if (d < 0) d = -d;
+        exit !(a > 0 && d <= 0.05 * a && b < f / 2) }'; then
+    ok "bfloat16 training reaches the float32 cost ($c16 vs $c32, from $c0)"
+else
+    bad "bfloat16 training cost $c16, float32 $c32 (first $c0)"
+fi
+grep -q "bfloat16 matrix products" "$T/pr-bfloat16.log" && ok "bfloat16 run says so" ||
+    bad "bfloat16 run does not log its precision"
+"$MTPE" train -m "$T/pr-x.npz" -t "$D/input.en" "$D/ref.de" -v "$D/vocab.spm" "$D/vocab.spm" \
+    --precision float16 --quiet 2> "$T/pr.err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "float16" "$T/pr.err" && ok "--precision float16 refused (exit 2)" ||
+    bad "--precision float16: exit $rc"
+
 # 5. usage errors
 "$MTPE" train --no-such-option 2> "$T/err.txt"
 rc=$?

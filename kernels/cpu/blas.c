@@ -15,6 +15,11 @@ void kcpu_blas_set_threads(int n) {
     openblas_set_num_threads(n < 1 ? 1 : n);
 }
 
+int kcpu_blas_threads(void) {
+    int n = openblas_get_num_threads();
+    return n < 1 ? 1 : n;
+}
+
 static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
     for (int64_t i = 0; i < m; i++) {
         float *ci = c + i * ldc;

@@ -38,6 +38,8 @@ bool kcpu_cpu_has_avx512_bf16(void); /* AVX-512 with the BF16 instructions */
 bool kcpu_blas_coretype_fixup(void);
 /* Limits OpenBLAS to n threads (1 for per-worker single-threaded BLAS). */
 void kcpu_blas_set_threads(int n);
+/* The threads OpenBLAS uses (what kcpu_blas_set_threads set). */
+int kcpu_blas_threads(void);
 
 /* ----------------------------------------------------------------- GEMM */
 
@@ -72,6 +74,62 @@ void kcpu_gemm_f32_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, fl
                            const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb,
                            int64_t sb, float beta, float *c, int64_t ldc, int64_t sc,
                            int64_t batch);
+
+/* bfloat16 GEMM of mixed-precision training (gemm_bf16.c):
+**   C[m,n] = alpha * bf16(op(A)) . bf16(op(B)) + beta * C
+** operands as kcpu_gemm_f32's, each element rounded to bfloat16
+** (kcpu_bf16_of), products summed in float32 (C not read when beta is 0).
+** scratch: KCPU_GEMM_BF16_SCRATCH bytes, 64-byte aligned, one per thread
+** (the packed blocks of A and B).  Tile kernels: AVX-512 BF16 (vdpbf16ps),
+** AVX2 (widened to float32, FMA) and scalar; kcpu_gemm_bf16 takes the best
+** that kcpu_isa_detect allows.  kcpu_gemm_bf16_ref (no scratch) sums the
+** rounded inputs in double: the oracle of the three. */
+enum {
+    KCPU_BF16_MR = 12,  /* rows of a tile                        */
+    KCPU_BF16_NR = 32,  /* columns of a tile (two 16-float lines) */
+    KCPU_BF16_KC = 256, /* inner dimension of a packed block     */
+    KCPU_BF16_MC = 144, /* rows of a packed block of A           */
+    KCPU_BF16_NC = 1024 /* columns of a packed block of B        */
+};
+#define KCPU_GEMM_BF16_SCRATCH                                                                 \
+    ((size_t)(KCPU_BF16_MC + KCPU_BF16_NC) * (KCPU_BF16_KC / 2) * sizeof(uint32_t))
+typedef enum kcpu_gemm_bf16_impl {
+    KCPU_BF16_SCALAR = 0,
+    KCPU_BF16_AVX2 = 1,
+    KCPU_BF16_AVX512 = 2
+} kcpu_gemm_bf16_impl;
+bool kcpu_gemm_bf16_available(kcpu_gemm_bf16_impl impl);
+kcpu_gemm_bf16_impl kcpu_gemm_bf16_best(void);
+const char *kcpu_gemm_bf16_name(kcpu_gemm_bf16_impl impl);
+void kcpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                    int64_t ldc, void *scratch);
+void kcpu_gemm_bf16_impl_run(kcpu_gemm_bf16_impl impl, bool ta, bool tb, int64_t m, int64_t n,
+                             int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                             int64_t ldb, float beta, float *c, int64_t ldc, void *scratch);
+void kcpu_gemm_bf16_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                        float *c, int64_t ldc);
+/* Internal (gemm_bf16*.c): one tile, kp packed k pairs of an A micro-panel
+** [kp][MR] and a B panel [kp][NR] into C's rows < mr, columns < nr
+** (first: alpha acc + beta C, else C + alpha acc); the scalar store. */
+typedef void (*kcpu_bf16_tile_fn)(int64_t kp, const uint32_t *a, const uint32_t *b, float *c,
+                                  int64_t ldc, int mr, int nr, float alpha, float beta, bool first);
+void kcpu_bf16_tile_avx512(int64_t kp, const uint32_t *a, const uint32_t *b, float *c,
+                           int64_t ldc, int mr, int nr, float alpha, float beta, bool first);
+void kcpu_bf16_tile_avx2(int64_t kp, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc,
+                         int mr, int nr, float alpha, float beta, bool first);
+void kcpu_bf16_tile_store(const float *acc, float *c, int64_t ldc, int mr, int nr, float alpha,
+                          float beta, bool first);
+/* Internal: the packing primitives (gemm_bf16.c's layout): along_k, a run
+** of kc floats along k into units out[p * stride]; across_k, n units of two
+** rows of consecutive k (hi NULL: zeros).  The AVX-512 pair gives the
+** scalar pair's units. */
+typedef struct kcpu_bf16_packer {
+    void (*along_k)(const float *x, int64_t kc, uint32_t *out, int64_t stride);
+    void (*across_k)(const float *lo, const float *hi, int64_t n, uint32_t *out);
+} kcpu_bf16_packer;
+extern const kcpu_bf16_packer kcpu_bf16_packer_avx512;
 
 /* ---------------------------------------------------------- elementwise */
 

@@ -1,0 +1,92 @@
+/*
+** gemm_bf16_avx512.c: the AVX-512 BF16 tile kernel of kcpu_gemm_bf16
+** (layout in gemm_bf16.c).  12 x 32 sums in 24 zmm registers; each k pair
+** loads the B panel's two lines of 16 pairs and, per row, broadcasts the A
+** unit into one vdpbf16ps per line (32 multiply-adds each, the products of
+** two bfloat16 exact in float32).  Rows past mr hold zeros of the packing;
+** the columns past nr are not stored (masked stores).
+**
+** The packing of the blocks (the same units as gemm_bf16.c's scalar
+** packing, bit for bit): bf16_lanes rounds 16 floats at a time; a run
+** along k becomes units by narrowing the lanes to 16 bits (vpmovdw: 32
+** bfloat16 in k order are 16 units) and is scattered into the panel's
+** column of units (stride MR or NR); two rows of consecutive k become units
+** by lo | hi << 16 and are stored whole.
+*/
+#include <string.h>
+
+#include "kcpu.h"
+#include "kcpu_simd.h"
+
+enum { MR = KCPU_BF16_MR, NR = KCPU_BF16_NR };
+
+static inline void store_line(float *c, __m512 acc, __mmask16 mask, __m512 va, __m512 vb,
+                              float beta, bool first) {
+    if (!first) {
+        __m512 old = _mm512_maskz_loadu_ps(mask, c);
+        _mm512_mask_storeu_ps(c, mask, _mm512_fmadd_ps(va, acc, old));
+    } else if (beta != 0.0f) {
+        __m512 old = _mm512_maskz_loadu_ps(mask, c);
+        _mm512_mask_storeu_ps(c, mask, _mm512_fmadd_ps(va, acc, _mm512_mul_ps(vb, old)));
+    } else {
+        _mm512_mask_storeu_ps(c, mask, _mm512_mul_ps(va, acc));
+    }
+}
+
+void kcpu_bf16_tile_avx512(int64_t kp, const uint32_t *a, const uint32_t *b, float *c,
+                           int64_t ldc, int mr, int nr, float alpha, float beta, bool first) {
+    __m512 acc[MR][2];
+    for (int r = 0; r < MR; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < kp; p++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + p * NR);
+        __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + p * NR + 16);
+        const uint32_t *ap = a + p * MR;
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; r++) {
+            __m512bh ar = (__m512bh)_mm512_set1_epi32((int)ap[r]);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, b1);
+        }
+    }
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    __mmask16 m0 = nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1u);
+    __mmask16 m1 = nr >= 32 ? (__mmask16)0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1u);
+    for (int r = 0; r < mr; r++) {
+        store_line(c + r * ldc, acc[r][0], m0, va, vb, beta, first);
+        if (m1) store_line(c + r * ldc + 16, acc[r][1], m1, va, vb, beta, first);
+    }
+}
+
+/* 32 floats of one row along k (masked to the n left) as 16 units. */
+ALWAYS_INLINE __m512i units_along_k(const float *x, int64_t n) {
+    __m512i lo = bf16_lanes(_mm512_maskz_loadu_epi32(tail_mask(n), x));
+    __mmask16 mhi = n > 16 ? tail_mask(n - 16) : 0;
+    __m512i hi = bf16_lanes(_mm512_maskz_loadu_epi32(mhi, x + 16));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(lo)),
+                              _mm512_cvtepi32_epi16(hi), 1);
+}
+
+/* One row of kc floats along k into units p = 0.. at out[p * stride]. */
+static void row_to_units(const float *x, int64_t kc, uint32_t *out, int64_t stride) {
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)stride));
+    for (int64_t k = 0; k < kc; k += 32) {
+        __m512i u = units_along_k(x + k, kc - k);
+        __mmask16 mk = tail_mask((kc - k + 1) / 2);
+        _mm512_mask_i32scatter_epi32(out + (k / 2) * stride, mk, idx, u, 4);
+    }
+}
+
+/* Units of n elements of two rows of consecutive k (hi NULL: zeros). */
+static void rows_to_units(const float *lo, const float *hi, int64_t n, uint32_t *out) {
+    for (int64_t c = 0; c < n; c += 16) {
+        __mmask16 mk = tail_mask(n - c);
+        __m512i l = bf16_lanes(_mm512_maskz_loadu_epi32(mk, lo + c));
+        __m512i h = hi ? bf16_lanes(_mm512_maskz_loadu_epi32(mk, hi + c)) : _mm512_setzero_si512();
+        _mm512_mask_storeu_epi32(out + c, mk, _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
+    }
+}
+
+const kcpu_bf16_packer kcpu_bf16_packer_avx512 = {row_to_units, rows_to_units};
