@@ -216,7 +216,8 @@ static mt_status btr_threads(btr_ctx *c, int threads, int prec, bool first, doub
     double trg_rate[BTR_MAX_UPDATES], src_rate[BTR_MAX_UPDATES], gf_rate[BTR_MAX_UPDATES];
     int64_t sents = 0, trg = 0, src = 0;
     int timed = 0;
-    kcpu_blas_set_threads(threads);
+    kcpu_blas_set_threads(prec ? 1 : threads); /* as mtpe train does */
+    kcpu_gemm_bf16_set_threads(prec ? threads : 0);
     double flops = 0;
     mt_status rc = MT_OK;
     /* Sizing pass (first thread count): every other batch once, so that the

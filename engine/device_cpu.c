@@ -563,7 +563,7 @@ static mt_status cpu_gemm_bf16(mt_device *d, bool ta, bool tb, int64_t m, int64_
                                int64_t ldb, float beta, float *c, int64_t ldc) {
     (void)d;
     if (m <= 0 || n <= 0) return MT_OK;
-    int parts = kcpu_blas_threads();
+    int parts = kcpu_gemm_bf16_threads() > 0 ? kcpu_gemm_bf16_threads() : kcpu_blas_threads();
     if (parts > BF16_MAX_PARTS) parts = BF16_MAX_PARTS;
     if ((double)m * (double)n * (double)k < 2e6) parts = 1; /* not worth a wake-up */
     if (pthread_mutex_trylock(&bf16_pool.use) != 0) {

@@ -22,6 +22,7 @@
 ** below; the AVX-512 one packs with AVX-512 too.  kcpu_gemm_bf16_ref (double sums of the rounded inputs) is the
 ** oracle of all three.
 */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "kcpu.h"
@@ -58,12 +59,16 @@ void kcpu_gemm_bf16_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
     }
 }
 
-/* Scalar packing primitives: a run of kc floats along k into units
-** out[p * stride]; n units of two rows of consecutive k (hi NULL: zeros). */
-static void along_k(const float *x, int64_t kc, uint32_t *out, int64_t stride) {
-    for (int64_t p = 0; p < kc / 2; p++)
-        out[p * stride] = pair(x[2 * p], x[2 * p + 1]);
-    if (kc & 1) out[(kc / 2) * stride] = pair(x[kc - 1], 0.0f);
+/* Scalar packing primitives: up to 16 runs of kc floats along k (run l at
+** x + l ld) into units out[p * stride + l]; n units of two rows of consecutive k (hi NULL: zeros). */
+static void along_k(const float *x, int64_t ld, int64_t lines, int64_t kc, uint32_t *out,
+                    int64_t stride) {
+    for (int64_t l = 0; l < lines; l++) {
+        const float *xl = x + l * ld;
+        for (int64_t p = 0; p < kc / 2; p++)
+            out[p * stride + l] = pair(xl[2 * p], xl[2 * p + 1]);
+        if (kc & 1) out[(kc / 2) * stride + l] = pair(xl[kc - 1], 0.0f);
+    }
 }
 
 static void across_k(const float *lo, const float *hi, int64_t n, uint32_t *out) {
@@ -84,13 +89,21 @@ static void pack_panels(const kcpu_bf16_packer *pk, bool runs_along_k, const flo
         int64_t lines = nl - q < w ? nl - q : w;
         if (lines < w) memset(o, 0, (size_t)(kp * w) * sizeof *o);
         if (runs_along_k) {
-            for (int64_t l = 0; l < lines; l++)
-                pk->along_k(x + (l0 + q + l) * ld + p0, kc, o + l, w);
-        } else {
-            for (int64_t p = 0; p < kp; p++) {
-                const float *lo = x + (p0 + 2 * p) * ld + l0 + q;
-                pk->across_k(lo, 2 * p + 1 < kc ? lo + ld : NULL, lines, o + p * w);
-            }
+            for (int64_t l = 0; l < lines; l += 16)
+                pk->along_k(x + (l0 + q + l) * ld + p0, ld, lines - l < 16 ? lines - l : 16, kc,
+                            o + l, w);
+        }
+    }
+    if (runs_along_k) return;
+    /* across k: each pair of rows converted for all nl lines at once, then
+    ** dealt out to the panels (w units each) */
+    uint32_t tmp[KCPU_BF16_MC > KCPU_BF16_NC ? KCPU_BF16_MC : KCPU_BF16_NC];
+    for (int64_t p = 0; p < kp; p++) {
+        const float *lo = x + (p0 + 2 * p) * ld + l0;
+        pk->across_k(lo, 2 * p + 1 < kc ? lo + ld : NULL, nl, tmp);
+        for (int64_t q = 0; q < nl; q += w) {
+            int64_t lines = nl - q < w ? nl - q : w;
+            memcpy(out + q * kp + p * w, tmp + q, (size_t)lines * sizeof *tmp);
         }
     }
 }
@@ -168,6 +181,11 @@ kcpu_gemm_bf16_impl kcpu_gemm_bf16_best(void) {
     if (kcpu_gemm_bf16_available(KCPU_BF16_AVX2)) return KCPU_BF16_AVX2;
     return KCPU_BF16_SCALAR;
 }
+
+static _Atomic int bf16_threads;
+
+void kcpu_gemm_bf16_set_threads(int n) { bf16_threads = n < 0 ? 0 : n; }
+int kcpu_gemm_bf16_threads(void) { return bf16_threads; }
 
 const char *kcpu_gemm_bf16_name(kcpu_gemm_bf16_impl impl) {
     return impl == KCPU_BF16_AVX512 ? "avx512-bf16" : impl == KCPU_BF16_AVX2 ? "avx2" : "scalar";

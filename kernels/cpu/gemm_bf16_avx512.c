@@ -9,8 +9,8 @@
 ** The packing of the blocks (the same units as gemm_bf16.c's scalar
 ** packing, bit for bit): bf16_lanes rounds 16 floats at a time; a run
 ** along k becomes units by narrowing the lanes to 16 bits (vpmovdw: 32
-** bfloat16 in k order are 16 units) and is scattered into the panel's
-** column of units (stride MR or NR); two rows of consecutive k become units
+** bfloat16 in k order are 16 units), 16 such runs are transposed in
+** registers into the panel's rows of units (stride MR or NR); two rows of consecutive k become units
 ** by lo | hi << 16 and are stored whole.
 */
 #include <string.h>
@@ -67,15 +67,47 @@ ALWAYS_INLINE __m512i units_along_k(const float *x, int64_t n) {
                               _mm512_cvtepi32_epi16(hi), 1);
 }
 
-/* One row of kc floats along k into units p = 0.. at out[p * stride]. */
-static void row_to_units(const float *x, int64_t kc, uint32_t *out, int64_t stride) {
-    const __m512i idx = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32((int)stride));
+/* In-register transpose of 16 x 16 32-bit elements. */
+ALWAYS_INLINE void transpose16(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+        r[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
+        r[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xdd);
+    }
+}
+
+/* Up to 16 runs of kc floats along k (run l at x + l ld) into units
+** out[p stride + l]: 32 floats of each run become 16 units, the 16 x 16
+** block is transposed in registers and stored a pair at a time. */
+static void runs_to_units(const float *x, int64_t ld, int64_t lines, int64_t kc, uint32_t *out,
+                          int64_t stride) {
+    const __mmask16 ml = tail_mask(lines);
     for (int64_t k = 0; k < kc; k += 32) {
-        __m512i u = units_along_k(x + k, kc - k);
-        __mmask16 mk = tail_mask((kc - k + 1) / 2);
-        _mm512_mask_i32scatter_epi32(out + (k / 2) * stride, mk, idx, u, 4);
+        __m512i r[16];
+        for (int l = 0; l < 16; l++)
+            r[l] = l < lines ? units_along_k(x + l * ld + k, kc - k) : _mm512_setzero_si512();
+        transpose16(r);
+        int64_t pairs = (kc - k + 1) / 2 < 16 ? (kc - k + 1) / 2 : 16;
+        for (int64_t j = 0; j < pairs; j++)
+            _mm512_mask_storeu_epi32(out + (k / 2 + j) * stride, ml, r[j]);
     }
 }
 
@@ -89,4 +121,4 @@ static void rows_to_units(const float *lo, const float *hi, int64_t n, uint32_t 
     }
 }
 
-const kcpu_bf16_packer kcpu_bf16_packer_avx512 = {row_to_units, rows_to_units};
+const kcpu_bf16_packer kcpu_bf16_packer_avx512 = {runs_to_units, rows_to_units};

@@ -107,6 +107,12 @@ void kcpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alp
 void kcpu_gemm_bf16_impl_run(kcpu_gemm_bf16_impl impl, bool ta, bool tb, int64_t m, int64_t n,
                              int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                              int64_t ldb, float beta, float *c, int64_t ldc, void *scratch);
+/* Threads the device splits a bfloat16 product over (device_cpu.c); 0:
+** as many as the BLAS has.  Training with bfloat16 products gives them all
+** to these and runs OpenBLAS (the float32 batched products) on one, so
+** that OpenBLAS's waiting threads do not compete with them. */
+void kcpu_gemm_bf16_set_threads(int n);
+int kcpu_gemm_bf16_threads(void);
 void kcpu_gemm_bf16_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                         float *c, int64_t ldc);
@@ -121,12 +127,14 @@ void kcpu_bf16_tile_avx2(int64_t kp, const uint32_t *a, const uint32_t *b, float
                          int mr, int nr, float alpha, float beta, bool first);
 void kcpu_bf16_tile_store(const float *acc, float *c, int64_t ldc, int mr, int nr, float alpha,
                           float beta, bool first);
-/* Internal: the packing primitives (gemm_bf16.c's layout): along_k, a run
-** of kc floats along k into units out[p * stride]; across_k, n units of two
+/* Internal: the packing primitives (gemm_bf16.c's layout): along_k, up to
+** 16 runs of kc floats along k (run l at x + l ld) into units
+** out[p * stride + l]; across_k, n units of two
 ** rows of consecutive k (hi NULL: zeros).  The AVX-512 pair gives the
 ** scalar pair's units. */
 typedef struct kcpu_bf16_packer {
-    void (*along_k)(const float *x, int64_t kc, uint32_t *out, int64_t stride);
+    void (*along_k)(const float *x, int64_t ld, int64_t lines, int64_t kc, uint32_t *out,
+                    int64_t stride);
     void (*across_k)(const float *lo, const float *hi, int64_t n, uint32_t *out);
 } kcpu_bf16_packer;
 extern const kcpu_bf16_packer kcpu_bf16_packer_avx512;
