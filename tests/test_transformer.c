@@ -1054,6 +1054,22 @@ static mt_batch *tiny_batch(uint64_t seed) {
     return b;
 }
 
+/* A fresh tiny model with gradients allocated and a tiny batch; false
+** (nothing to free) when either cannot be had. */
+static bool tiny_setup(const mt_model_config *c, uint64_t mseed, uint64_t bseed, mt_model **m,
+                       mt_batch **b) {
+    *m = NULL;
+    CHECK_STATUS(mt_model_create(c, NULL, mseed, m));
+    *b = tiny_batch(bseed);
+    if (!*m || !*b) {
+        mt_model_free(*m);
+        mt_batch_free(*b);
+        return false;
+    }
+    CHECK_STATUS(mt_params_alloc_grads(mt_model_params(*m)));
+    return true;
+}
+
 static double eval_cost(mt_model *m, const mt_batch *b, float ls) {
     mt_graph *g = NULL;
     float cost = NAN;
@@ -1078,17 +1094,11 @@ static void test_gradients(int variant) {
         c.dec_depth = 2;
         snprintf(c.guided_alignment_layer, sizeof c.guided_alignment_layer, "1");
     }
-    mt_model *m = NULL;
-    CHECK_STATUS(mt_model_create(&c, NULL, 1234, &m));
-    mt_batch *b = tiny_batch(99);
-    if (!m || !b) {
-        mt_model_free(m);
-        mt_batch_free(b);
-        return;
-    }
+    mt_model *m;
+    mt_batch *b;
+    if (!tiny_setup(&c, 1234, 99, &m, &b)) return;
     const float ls = 0.1f;
     mt_params *p = mt_model_params(m);
-    CHECK_STATUS(mt_params_alloc_grads(p));
     mt_params_zero_grads(p);
     mt_graph_params gp = mt_graph_default_params();
     gp.training = true;
@@ -1327,16 +1337,10 @@ static void test_init_stats(void) {
 ** tensors' gradients differ. */
 static void test_bf16_gradients(void) {
     mt_model_config c = tiny_config(false);
-    mt_model *m = NULL;
-    CHECK_STATUS(mt_model_create(&c, NULL, 4321, &m));
-    mt_batch *b = tiny_batch(17);
-    if (!m || !b) {
-        mt_model_free(m);
-        mt_batch_free(b);
-        return;
-    }
+    mt_model *m;
+    mt_batch *b;
+    if (!tiny_setup(&c, 4321, 17, &m, &b)) return;
     mt_params *p = mt_model_params(m);
-    CHECK_STATUS(mt_params_alloc_grads(p));
     int np = mt_params_count(p);
     float **gr[2] = {calloc((size_t)np, sizeof(float *)), calloc((size_t)np, sizeof(float *))};
     double cost[2] = {0, 0};
