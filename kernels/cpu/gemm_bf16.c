@@ -76,6 +76,8 @@ static void across_k(const float *lo, const float *hi, int64_t n, uint32_t *out)
         out[c] = pair(lo[c], hi ? hi[c] : 0.0f);
 }
 
+const kcpu_bf16_packer kcpu_bf16_packer_scalar = {along_k, across_k};
+
 /* Lines l0..l0+nl (rows of op(A), columns of op(B)) by k p0..p0+kc of x
 ** into panels of w lines ([kc/2][w] units each).  Element (line l, k) is
 ** x[l ld + k] when it runs along k (A not transposed, B transposed), else
@@ -202,7 +204,7 @@ void kcpu_gemm_bf16_impl_run(kcpu_gemm_bf16_impl impl, bool ta, bool tb, int64_t
         return;
     }
     kcpu_bf16_tile_fn tile = tile_of(impl);
-    kcpu_bf16_packer pk = {along_k, across_k};
+    kcpu_bf16_packer pk = kcpu_bf16_packer_scalar;
 #if MT_HAVE_AVX512_BUILD
     if (impl == KCPU_BF16_AVX512) pk = kcpu_bf16_packer_avx512;
 #endif

@@ -7,9 +7,8 @@
 ** the columns past nr are not stored (masked stores).
 **
 ** The packing of the blocks (the same units as gemm_bf16.c's scalar
-** packing, bit for bit): bf16_lanes rounds 16 floats at a time; a run
-** along k becomes units by narrowing the lanes to 16 bits (vpmovdw: 32
-** bfloat16 in k order are 16 units), 16 such runs are transposed in
+** packing, bit for bit: vcvtne2ps2bf16 rounds as kcpu_bf16_of): a run of
+** 32 floats along k converts to 16 units in order, 16 such runs are transposed in
 ** registers into the panel's rows of units (stride MR or NR); two rows of consecutive k become units
 ** by lo | hi << 16 and are stored whole.
 */
@@ -58,13 +57,12 @@ void kcpu_bf16_tile_avx512(int64_t kp, const uint32_t *a, const uint32_t *b, flo
     }
 }
 
-/* 32 floats of one row along k (masked to the n left) as 16 units. */
+/* 32 floats of one row along k (masked to the n left) as 16 units: one
+** vcvtne2ps2bf16 (kcpu_bf16_of's rounding) gives the 32 bfloat16 in order. */
 ALWAYS_INLINE __m512i units_along_k(const float *x, int64_t n) {
-    __m512i lo = bf16_lanes(_mm512_maskz_loadu_epi32(tail_mask(n), x));
-    __mmask16 mhi = n > 16 ? tail_mask(n - 16) : 0;
-    __m512i hi = bf16_lanes(_mm512_maskz_loadu_epi32(mhi, x + 16));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(lo)),
-                              _mm512_cvtepi32_epi16(hi), 1);
+    __m512 lo = _mm512_maskz_loadu_ps(tail_mask(n), x);
+    __m512 hi = _mm512_maskz_loadu_ps(n > 16 ? tail_mask(n - 16) : 0, x + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
 /* In-register transpose of 16 x 16 32-bit elements. */
@@ -111,13 +109,19 @@ static void runs_to_units(const float *x, int64_t ld, int64_t lines, int64_t kc,
     }
 }
 
-/* Units of n elements of two rows of consecutive k (hi NULL: zeros). */
+/* Units of n elements of two rows of consecutive k (hi NULL: zeros):
+** vcvtne2ps2bf16 of 16 of each, then one vpermw interleaves them. */
 static void rows_to_units(const float *lo, const float *hi, int64_t n, uint32_t *out) {
+    static const uint16_t order[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
+                                       21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
+                                       11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i inter = _mm512_loadu_si512(order);
     for (int64_t c = 0; c < n; c += 16) {
         __mmask16 mk = tail_mask(n - c);
-        __m512i l = bf16_lanes(_mm512_maskz_loadu_epi32(mk, lo + c));
-        __m512i h = hi ? bf16_lanes(_mm512_maskz_loadu_epi32(mk, hi + c)) : _mm512_setzero_si512();
-        _mm512_mask_storeu_epi32(out + c, mk, _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
+        __m512 l = _mm512_maskz_loadu_ps(mk, lo + c);
+        __m512 h = hi ? _mm512_maskz_loadu_ps(mk, hi + c) : _mm512_setzero_ps();
+        __m512i u = _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(h, l));
+        _mm512_mask_storeu_epi32(out + c, mk, u);
     }
 }
 

@@ -130,14 +130,14 @@ void kcpu_bf16_tile_store(const float *acc, float *c, int64_t ldc, int mr, int n
 /* Internal: the packing primitives (gemm_bf16.c's layout): along_k, up to
 ** 16 runs of kc floats along k (run l at x + l ld) into units
 ** out[p * stride + l]; across_k, n units of two
-** rows of consecutive k (hi NULL: zeros).  The AVX-512 pair gives the
-** scalar pair's units. */
+** rows of consecutive k (hi NULL: zeros).  The AVX-512 pair (AVX-512 BF16
+** CPUs only) gives the scalar pair's units bit for bit. */
 typedef struct kcpu_bf16_packer {
     void (*along_k)(const float *x, int64_t ld, int64_t lines, int64_t kc, uint32_t *out,
                     int64_t stride);
     void (*across_k)(const float *lo, const float *hi, int64_t n, uint32_t *out);
 } kcpu_bf16_packer;
-extern const kcpu_bf16_packer kcpu_bf16_packer_avx512;
+extern const kcpu_bf16_packer kcpu_bf16_packer_scalar, kcpu_bf16_packer_avx512;
 
 /* ---------------------------------------------------------- elementwise */
 

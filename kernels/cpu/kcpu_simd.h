@@ -25,20 +25,6 @@ ALWAYS_INLINE __mmask16 tail_mask(int64_t left) {
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
 }
 
-/* 16 floats (bits in u) as bfloat16, one per 32-bit lane (low half), the
-** bits of kcpu_bf16_of. */
-ALWAYS_INLINE __m512i bf16_lanes(__m512i u) {
-    const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
-    const __m512i sign = _mm512_set1_epi32((int)0x80000000u), one = _mm512_set1_epi32(1);
-    const __m512i bias = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x40);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
-    __mmask16 sub = _mm512_testn_epi32_mask(u, inf); /* exponent 0 */
-    u = _mm512_mask_and_epi32(u, sub, u, sign);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, lsb)), 16);
-    return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), quiet);
-}
-
 /* exp512's two halves, for loops that overlap the second half of one
 ** vector with the first half of the next: x (already clamped) = n ln2 + r,
 ** then 2^n p(r). */
