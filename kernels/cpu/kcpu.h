@@ -87,7 +87,7 @@ void kcpu_gemm_f32_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, fl
 enum {
     KCPU_BF16_MR = 12,  /* rows of a tile                        */
     KCPU_BF16_NR = 32,  /* columns of a tile (two 16-float lines) */
-    KCPU_BF16_KC = 256, /* inner dimension of a packed block     */
+    KCPU_BF16_KC = 512, /* inner dimension of a packed block     */
     KCPU_BF16_MC = 144, /* rows of a packed block of A           */
     KCPU_BF16_NC = 1024 /* columns of a packed block of B        */
 };
