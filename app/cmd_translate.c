@@ -86,7 +86,8 @@
 ** file (or every line of a text file) are translated line by line (a
 ** segment's '\n's are kept) and written back as drafts: PO "#, fuzzy",
 ** XLIFF state="needs-review-translation"; everything else of the file is
-** kept (app/doc.h).  Written to -o, or over FILE (text: to stdout).
+** kept (app/doc.h).  Written to -o OUT, else to standard output; over FILE
+** only with --in-place (text: the target file named after FILE, doc.h).
 */
 #include <errno.h>
 #include <limits.h>
@@ -137,6 +138,7 @@ static const app_opt tr_opts[] = {
      "lexical shortlist: FILE [first=100] [best=100] [threshold=0]"},
     {"prefix-file", 0, APP_OPT_STRING, "", NULL, "target prefixes, one per input line"},
     {"format", 0, APP_OPT_STRINGS, NULL, NULL, "translate a document: po|xliff|text [FILE]"},
+    {"in-place", 0, APP_OPT_FLAG, NULL, NULL, "with --format: write the document over FILE"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages (errors only)"},
     {"quiet-translation", 0, APP_OPT_FLAG, NULL, NULL, "do not log the translations"},
     {"relative-paths", 0, APP_OPT_FLAG, NULL, NULL, "paths in config files are relative to them"},
@@ -1018,8 +1020,15 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
         }
         mt_free(text);
     }
-    if (rc == MT_OK && !(fmt == APP_DOC_FORMAT_TEXT && to_stdout))
-        rc = app_doc_save(d, to_stdout ? NULL : out, app_doc_default_save_params());
+    /* -o FILE; --in-place over the input; else standard output, never the
+    ** input (the user's file is not overwritten unless asked) */
+    bool in_place = app_opts_flag(o, "in-place");
+    if (rc == MT_OK && !(fmt == APP_DOC_FORMAT_TEXT && to_stdout && !in_place)) {
+        if (!to_stdout || in_place)
+            rc = app_doc_save(d, in_place ? NULL : out, app_doc_default_save_params());
+        else
+            rc = app_doc_write(d, c->out, "standard output", app_doc_default_save_params());
+    }
     if (rc == MT_OK && !app_opts_flag(o, "quiet"))
         mt_log(MT_LOG_INFO, "%s: %lld segment%s translated", path, (long long)n_items,
                n_items == 1 ? "" : "s");
@@ -1078,7 +1087,7 @@ static mt_status translate_stream(tr_ctx *c) {
 
 static void print_help(FILE *f) {
     fprintf(f, "usage: mtpe translate [-m MODEL... -v VOCABS... | -c CONFIG] [-i IN] [-o OUT]\n"
-               "       mtpe translate --format po|xliff|text FILE [-o OUT]\n\n"
+               "       mtpe translate --format po|xliff|text FILE [-o OUT | --in-place]\n\n"
                "Translates text, one sentence per line, as marian-decoder (same options and\n"
                "output formats).  Without -m or -c, the default model in assets/ is used.\n\n"
                "options:\n");
@@ -1118,6 +1127,13 @@ int app_translate_main(int argc, char **argv) {
     int nf = app_opts_count(o, "format");
     if (nf > 2) {
         fprintf(stderr, "mtpe translate: --format KIND [FILE]\n");
+        ret = 2;
+        goto done;
+    }
+    const char *o_arg = app_opts_str(o, "output");
+    if (app_opts_flag(o, "in-place") && (nf == 0 || (strcmp(o_arg, "stdout") && strcmp(o_arg, "-")))) {
+        fprintf(stderr, "mtpe translate: --in-place writes the --format document over its file "
+                        "(not with -o, and only with --format)\n");
         ret = 2;
         goto done;
     }

@@ -435,6 +435,13 @@ mt_status app_doc_save(app_doc *d, const char *path, app_doc_save_params p) {
     return app_doc_atomic_write(path, save_writer, &c);
 }
 
+mt_status app_doc_write(app_doc *d, FILE *f, const char *what, app_doc_save_params p) {
+    mt_status rc = d->ops->save(d, f, p);
+    if (rc == MT_OK && (fflush(f) != 0 || ferror(f)))
+        rc = mt_seterr(MT_ERR_IO, "cannot write %s: %s", what, strerror(errno));
+    return rc;
+}
+
 /* --------------------------------------------------------- atomic write */
 
 static int inject_errno;

@@ -158,6 +158,9 @@ mt_status app_doc_set_state(app_doc *d, int64_t i, app_doc_state state);
 ** reset `changed` (it means "changed since opened"); saving again writes the
 ** same bytes. */
 mt_status app_doc_save(app_doc *d, const char *path, app_doc_save_params p);
+/* Writes the document to an open stream (mtpe translate --format to
+** stdout); MT_ERR_IO naming `what` when the stream fails. */
+mt_status app_doc_write(app_doc *d, FILE *f, const char *what, app_doc_save_params p);
 
 /* Plain text of a segment string: XLIFF placeholders removed, doubled
 ** brackets undoubled.  *out is owned by the caller (mt_free). */

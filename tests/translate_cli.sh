@@ -280,7 +280,22 @@ msgid_plural "Many files"
 msgstr[0] ""
 msgstr[1] ""
 EOF
-if "$mtpe" translate "${tiny[@]}" -b 2 --quiet --format po "$tmp/nl.po" 2>"$tmp/err"; then
+# without -o the document goes to standard output and the input is left as
+# it was (issue 29: it used to be overwritten); --in-place writes over it
+cp "$tmp/nl.po" "$tmp/nl.orig.po"
+if "$mtpe" translate "${tiny[@]}" -b 2 --quiet --format po "$tmp/nl.po" >"$tmp/nl.out.po" \
+    2>"$tmp/err"; then
+    cmp -s "$tmp/nl.po" "$tmp/nl.orig.po" || fail "PO: the input was changed without --in-place"
+    grep -q '^#, fuzzy' "$tmp/nl.out.po" || fail "PO: nothing translated on standard output"
+    "$mtpe" translate "${tiny[@]}" -b 2 --quiet --format po "$tmp/nl.po" --in-place \
+        2>"$tmp/err" || fail "PO --in-place failed: $(cat "$tmp/err")"
+    cmp -s "$tmp/nl.po" "$tmp/nl.out.po" ||
+        fail "PO: --in-place did not write what standard output got"
+    if "$mtpe" translate "${tiny[@]}" --quiet --format po "$tmp/nl.orig.po" --in-place \
+        -o "$tmp/x.po" 2>"$tmp/err"; then
+        fail "--in-place with -o accepted"
+    fi
+    grep -q "in-place" "$tmp/err" || fail "--in-place with -o: no clear error"
     if command -v msgfmt >/dev/null; then
         msgfmt --check --use-fuzzy -o /dev/null "$tmp/nl.po" 2>"$tmp/err" ||
             fail "PO with newlines: msgfmt --check: $(cat "$tmp/err")"
