@@ -687,7 +687,24 @@ static void test_confirm_and_navigation(void) {
           "draft confirmed as it was");
     CHECK(ed->cur == 3 && strstr(ed->msg, "all 5 segments"), "all confirmed: stays, '%s'", ed->msg);
     CHECK(r.st.keystrokes == 1, "the '!' typed on the first visit counted: %d", r.st.keystrokes);
+    /* the confirmed segment stays open read-only: typing never changes it
+    ** (issue 29: ':' after :find or on the last segment appended ":w" to the
+    ** confirmed text and confirmed it again) */
+    CHECK(ed->locked, "the confirmed segment is open read-only");
+    key(ed, UI_KEY_END);
+    type(ed, "abc");
+    key(ed, UI_KEY_BACKSPACE);
+    CHECK(strcmp(ed->field.text, "Bis bald!") == 0 && r.n_commit == 4 &&
+              strstr(ed->msg, "Enter reopens"),
+          "typing on a confirmed segment changes nothing: '%s', '%s'", ed->field.text, ed->msg);
+    type(ed, ":");
+    CHECK(ed->mode == ED_MODE_CMDLINE && strcmp(ed->field.text, "Bis bald!") == 0,
+          "':' at the end of a confirmed segment opens the command line");
+    key(ed, UI_KEY_ESC);
     T += 1000;
+    key(ed, UI_KEY_ENTER);
+    CHECK(!ed->locked && r.n_commit == 4 && strstr(ed->msg, "editing confirmed"),
+          "Enter reopens a confirmed segment for editing: '%s'", ed->msg);
     key(ed, UI_KEY_ENTER);
     CHECK(r.n_commit == 5 && r.st.keystrokes == 0 && r.st.origin == UI_ORIGIN_DRAFT &&
               r.st.seconds > 0.99 && r.st.seconds < 1.01,
@@ -696,13 +713,15 @@ static void test_confirm_and_navigation(void) {
     CHECK(ed->words_done == ed->words_total && ed->n_confirmed == 5, "progress complete");
     CHECK(ed_next_untranslated(ed, 0) == -1, "nothing left");
     /* editing a confirmed segment and leaving it makes it a draft again */
+    key(ed, UI_KEY_ENTER); /* reopen it */
     type(ed, "\x08");
     key(ed, UI_CTRL('p'));
     CHECK(ed->segs[3].status == UI_SEG_EDITED && ed->n_confirmed == 4 &&
               ed->words_done == ed->words_total - 2,
           "unconfirmed by a draft");
 
-    /* ':' opens the command line only at the start of the field */
+    /* ':' opens the command line only at the start of an editable field */
+    key(ed, UI_CTRL('n')); /* back to the draft */
     key(ed, UI_KEY_HOME);
     type(ed, "x:");
     CHECK(strncmp(ed->field.text, "x:", 2) == 0 && ed->mode == ED_MODE_EDIT, "':' types");

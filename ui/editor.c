@@ -745,7 +745,33 @@ static void open_field(ui_editor *ed, int64_t seg, int64_t now_ms) {
     }
     ed_line_clear_undo(&ed->field);
     ed->field.last_kill = 0;
-    if (s->status != UI_SEG_CONFIRMED) field_changed(ed, now_ms);
+    ed->locked = s->status == UI_SEG_CONFIRMED;
+    if (!ed->locked) field_changed(ed, now_ms);
+}
+
+/* Whether act, in the edit field, would change its text (moves at the end
+** of the field accept completion text). */
+static bool edits_field(const ui_editor *ed, ui_action act) {
+    bool at_end = ed->field.cur == ed->field.len;
+    switch (act) {
+    case UI_ACT_SELF_INSERT:
+    case UI_ACT_ACCEPT_WORD:
+    case UI_ACT_QUOTED_INSERT:
+    case UI_ACT_NBEST:
+    case UI_ACT_DELETE:
+    case UI_ACT_BACKSPACE:
+    case UI_ACT_KILL_EOL:
+    case UI_ACT_KILL_BOL:
+    case UI_ACT_KILL_WORD_BACK:
+    case UI_ACT_KILL_WORD_FWD:
+    case UI_ACT_YANK:
+    case UI_ACT_TRANSPOSE:
+    case UI_ACT_UNDO: return true;
+    case UI_ACT_EOL:
+    case UI_ACT_RIGHT:
+    case UI_ACT_WORD_RIGHT: return at_end;
+    default: return false;
+    }
 }
 
 /* Leaves the current segment for `to` (-1: the editor closes).  committed:
@@ -1121,6 +1147,28 @@ static void edit_action(ui_editor *ed, ui_action act, int arg, int32_t key, int6
     mt_status rc = MT_OK;
     bool at_end = f->cur == f->len, handled;
 
+    if (ed->locked) { /* a confirmed segment: Enter reopens it, ':' is the command line */
+        if (act == UI_ACT_CONFIRM) {
+            ed->locked = false;
+            field_changed(ed, now_ms);
+            ed_message(ed, MT_LOG_INFO, now_ms,
+                       "editing confirmed segment %lld: Enter confirms the change",
+                       (long long)ed->cur + 1);
+            return;
+        }
+        if (act == UI_ACT_COLON) {
+            open_cmdline(ed);
+            return;
+        }
+        if (edits_field(ed, act)) {
+            bell(ed);
+            ed_message(ed, MT_LOG_INFO, now_ms,
+                       "segment %lld is confirmed: Enter reopens it for editing",
+                       (long long)ed->cur + 1);
+            return;
+        }
+    }
+
     switch (act) { /* keys that edit or move inside the field count as keystrokes */
     case UI_ACT_NEXT_SEG:
     case UI_ACT_PREV_SEG:
@@ -1281,6 +1329,10 @@ void ed_key(ui_editor *ed, int32_t key, int64_t now_ms) {
         ed->quoted = false;
         uint32_t cp = key == UI_KEY_ENTER ? '\n' : key == UI_KEY_BACKSPACE ? 0x7F : (uint32_t)key;
         if (cp == 0 || cp >= UI_KEY_SPECIAL) { /* special keys have no character */
+            bell(ed);
+            return;
+        }
+        if (ed->mode == ED_MODE_EDIT && ed->locked) { /* C-v before it was unlocked */
             bell(ed);
             return;
         }

@@ -348,6 +348,11 @@ typedef struct ui_editor {
     bool comp_pending;   /* a request_completion is due at comp_due_ms     */
     int64_t comp_due_ms;
     bool quoted; /* C-v: the next key is inserted literally */
+    /* The field shows a confirmed segment, read-only until Enter reopens it
+    ** for editing: keys that would change its text only say so (issue 29:
+    ** typing never silently changes a confirmed translation), and ':'
+    ** anywhere in it opens the command line. */
+    bool locked;
 
     ed_mode mode;
     ed_line cmd; /* the ':' command line */

@@ -149,7 +149,8 @@ static const ui_binding bindings[] = {
     /* the edit field */
     {E, UI_KEY_TAB, UI_ACT_ACCEPT_WORD, 0, "Tab", "accept the next word of the completion"},
     {E, UI_KEY_ENTER, UI_ACT_CONFIRM, 0, "Enter",
-     "confirm what the field shows (completion included), go to the next open segment"},
+     "confirm what the field shows (completion included), go to the next open segment; "
+     "on a confirmed segment: reopen it for editing"},
     {E, M('1'), UI_ACT_NBEST, 1, "M-1", "replace the translation with alternative 1..9"},
     {E, M('2'), UI_ACT_NBEST, 2, "M-2", NULL},
     {E, M('3'), UI_ACT_NBEST, 3, "M-3", NULL},
@@ -168,7 +169,7 @@ static const ui_binding bindings[] = {
     {E, M('n'), UI_ACT_NEXT_OPEN, 0, "M-n", "next segment that is not confirmed"},
     {E, M('<'), UI_ACT_FIRST_SEG, 0, "M-<", "first segment"},
     {E, M('>'), UI_ACT_LAST_SEG, 0, "M->", "last segment"},
-    {E, ':', UI_ACT_COLON, 0, ":", "command line, at the start of the field (elsewhere: types :)"},
+    {E, ':', UI_ACT_COLON, 0, ":", "command line, at the start of the field or on a confirmed segment (elsewhere: types :)"},
     {E, M(':'), UI_ACT_CMDLINE, 0, "M-:", "command line"},
     {E, F(2), UI_ACT_CMDLINE, 0, "F2", NULL},
     {E | C, F(1), UI_ACT_HELP, 0, "F1", "this help"},
