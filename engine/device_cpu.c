@@ -11,6 +11,224 @@
 #include <stdint.h>
 #include <string.h>
 
+/* ------------------------------------------------------ own threads
+** The device's own threads (kcpu_gemm_bf16_threads: training with
+** bfloat16 products sets them and runs OpenBLAS on one) run parts of a job:
+** the caller runs part 0, pool workers the others.  The pool is
+** process-wide like the device: workers start on first use and wait on a
+** condition variable between jobs; one caller uses it at a time (another
+** one meanwhile runs its job serially).  Parts split rows or elements, so
+** every element is computed as the serial kernel computes it. */
+enum { POOL_MAX_PARTS = 16 };
+
+typedef void (*pool_fn)(void *ctx, int part, int parts);
+
+static struct {
+    pthread_mutex_t use; /* held by the caller using the pool */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    int workers, n_parts, pending;
+    uint64_t gen;
+    pool_fn fn;
+    void *ctx;
+    void *scratch[POOL_MAX_PARTS];  /* bfloat16 packing, one per part         */
+    uint64_t born[POOL_MAX_PARTS];  /* gen when worker i started: it waits for the next */
+} pool = {.use = PTHREAD_MUTEX_INITIALIZER,
+          .mu = PTHREAD_MUTEX_INITIALIZER,
+          .go = PTHREAD_COND_INITIALIZER,
+          .done = PTHREAD_COND_INITIALIZER};
+
+static void *pool_worker(void *arg) {
+    int i = (int)(intptr_t)arg;
+    uint64_t seen = pool.born[i]; /* written before pthread_create */
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        while (pool.gen == seen)
+            pthread_cond_wait(&pool.go, &pool.mu);
+        seen = pool.gen;
+        bool mine = i < pool.n_parts;
+        pthread_mutex_unlock(&pool.mu);
+        if (mine) pool.fn(pool.ctx, i, pool.n_parts);
+        pthread_mutex_lock(&pool.mu);
+        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+    }
+    return NULL;
+}
+
+/* The parts a job of `work` units may take (1: run it serially). */
+static int pool_parts(double work, double min_work) {
+    int parts = kcpu_gemm_bf16_threads();
+    if (parts > POOL_MAX_PARTS) parts = POOL_MAX_PARTS;
+    return parts > 1 && work >= min_work ? parts : 1;
+}
+
+/* Under `use`: workers 1..parts-1 started; returns how many parts can run. */
+static int pool_start(int parts) {
+    while (pool.workers + 1 < parts) {
+        pthread_t th;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pool.born[pool.workers + 1] = pool.gen;
+        int rc = pthread_create(&th, &at, pool_worker, (void *)(intptr_t)(pool.workers + 1));
+        pthread_attr_destroy(&at);
+        if (rc != 0) break;
+        pool.workers++;
+    }
+    return pool.workers + 1 < parts ? pool.workers + 1 : parts;
+}
+
+/* Runs fn(ctx, i, parts) for i < parts, part 0 on this thread; the pool
+** must be held (`use`). */
+static void pool_run_held(pool_fn fn, void *ctx, int parts) {
+    if (parts > 1) {
+        pthread_mutex_lock(&pool.mu);
+        pool.fn = fn;
+        pool.ctx = ctx;
+        pool.n_parts = parts;
+        pool.pending = pool.workers;
+        pool.gen++;
+        pthread_cond_broadcast(&pool.go);
+        pthread_mutex_unlock(&pool.mu);
+    }
+    fn(ctx, 0, parts);
+    if (parts > 1) {
+        pthread_mutex_lock(&pool.mu);
+        while (pool.pending > 0)
+            pthread_cond_wait(&pool.done, &pool.mu);
+        pthread_mutex_unlock(&pool.mu);
+    }
+}
+
+/* Runs a job of `work` units in parts on the own threads when there are
+** some and it is worth it, else as one part on this thread. */
+static void pool_run(pool_fn fn, void *ctx, double work, double min_work) {
+    int parts = pool_parts(work, min_work);
+    if (parts > 1 && pthread_mutex_trylock(&pool.use) == 0) {
+        pool_run_held(fn, ctx, pool_start(parts));
+        pthread_mutex_unlock(&pool.use);
+    } else {
+        fn(ctx, 0, 1);
+    }
+}
+
+/* [lo, hi) of part i of n units in parts, boundaries multiples of align. */
+static void part_range(int64_t n, int64_t align, int i, int parts, int64_t *lo, int64_t *hi) {
+    int64_t step = ((n + parts - 1) / parts + align - 1) / align * align;
+    *lo = step * i < n ? step * i : n;
+    *hi = step * (i + 1) < n ? step * (i + 1) : n;
+}
+
+/* ---- bfloat16 GEMM in row or column ranges */
+
+typedef struct bf16_job {
+    bool ta, tb, by_rows;
+    int64_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    int64_t lda, ldb, ldc;
+    float *c;
+} bf16_job;
+
+static void bf16_part(void *ctx, int i, int parts) {
+    const bf16_job *j = ctx;
+    int64_t lo, hi;
+    part_range(j->by_rows ? j->m : j->n, j->by_rows ? KCPU_BF16_MR : KCPU_BF16_NR, i, parts, &lo,
+               &hi);
+    if (lo >= hi) return;
+    if (j->by_rows)
+        kcpu_gemm_bf16(j->ta, j->tb, hi - lo, j->n, j->k, j->alpha, j->ta ? j->a + lo : j->a + lo * j->lda,
+                       j->lda, j->b, j->ldb, j->beta, j->c + lo * j->ldc, j->ldc, pool.scratch[i]);
+    else
+        kcpu_gemm_bf16(j->ta, j->tb, j->m, hi - lo, j->k, j->alpha, j->a, j->lda,
+                       j->tb ? j->b + lo * j->ldb : j->b + lo, j->ldb, j->beta, j->c + lo, j->ldc,
+                       pool.scratch[i]);
+}
+
+static mt_status cpu_gemm_bf16(mt_device *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                               float alpha, const float *a, int64_t lda, const float *b,
+                               int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)d;
+    if (m <= 0 || n <= 0) return MT_OK;
+    bf16_job j = {ta, tb, m >= n, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c};
+    if (pthread_mutex_trylock(&pool.use) != 0) { /* another caller has the pool */
+        void *own = mt_try_aligned_alloc(KCPU_GEMM_BF16_SCRATCH);
+        if (own == NULL) return mt_seterr(MT_ERR_NOMEM, "bfloat16 GEMM: no packing scratch");
+        kcpu_gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, own);
+        mt_aligned_free(own);
+        return MT_OK;
+    }
+    int parts = pool_parts((double)m * (double)n * (double)k, 2e6);
+    for (int i = 0; i < parts; i++) {
+        if (pool.scratch[i] == NULL) pool.scratch[i] = mt_try_aligned_alloc(KCPU_GEMM_BF16_SCRATCH);
+        if (pool.scratch[i] == NULL) parts = i;
+    }
+    if (parts < 1) {
+        pthread_mutex_unlock(&pool.use);
+        return mt_seterr(MT_ERR_NOMEM, "bfloat16 GEMM: no packing scratch");
+    }
+    pool_run_held(bf16_part, &j, pool_start(parts));
+    pthread_mutex_unlock(&pool.use);
+    return MT_OK;
+}
+
+/* ---- row-wise and element-wise ops in ranges */
+
+enum { PAR_MIN = 1 << 16 }; /* elements below which a job runs serially */
+
+typedef struct rows_job {
+    int kind, op;
+    int64_t rows, cols;
+    float alpha, ls, eps;
+    const float *x, *x2, *x3, *x4;
+    const int32_t *labels;
+    float *y, *y2, *y3;
+} rows_job;
+
+enum { RJ_ZERO, RJ_COPY, RJ_FILL, RJ_UNARY_FWD, RJ_UNARY_BWD, RJ_ACC, RJ_SOFTMAX_FWD, RJ_SOFTMAX_BWD, RJ_LOGSM_FWD,
+       RJ_LOGSM_BWD, RJ_XENT_FWD, RJ_XENT_BWD, RJ_LN_FWD, RJ_ADD_LN_FWD };
+
+static void rows_part(void *ctx, int i, int parts) {
+    const rows_job *j = ctx;
+    int64_t lo, hi, c = j->cols, el = j->kind <= RJ_ACC; /* element-wise: one row of n
+                                                          (bytes for zero and copy) */
+    part_range(el ? c : j->rows, el ? 64 : 1, i, parts, &lo, &hi);
+    int64_t r = hi - lo, o = el ? lo : lo * c;
+    if (r <= 0) return;
+    switch (j->kind) {
+    case RJ_ZERO: memset((char *)j->y + o, 0, (size_t)r); break; /* bytes */
+    case RJ_COPY: memcpy((char *)j->y + o, (const char *)j->x + o, (size_t)r); break;
+    case RJ_FILL: kcpu_fill_f32(r, j->alpha, j->y + o); break;
+    case RJ_UNARY_FWD: kcpu_unary_fwd((kcpu_unary)j->op, r, j->alpha, j->x + o, j->y + o); break;
+    case RJ_UNARY_BWD:
+        kcpu_unary_bwd((kcpu_unary)j->op, r, j->alpha, j->x + o, j->x2 + o, j->x3 + o, j->y + o);
+        break;
+    case RJ_ACC: kcpu_acc_f32(r, j->x + o, j->y + o); break;
+    case RJ_SOFTMAX_FWD: kcpu_softmax_fwd(r, c, j->x + o, j->y + o); break;
+    case RJ_SOFTMAX_BWD: kcpu_softmax_bwd(r, c, j->x + o, j->x2 + o, j->y + o); break;
+    case RJ_LOGSM_FWD: kcpu_log_softmax_fwd(r, c, j->x + o, j->y + o); break;
+    case RJ_LOGSM_BWD: kcpu_log_softmax_bwd(r, c, j->x + o, j->x2 + o, j->y + o); break;
+    case RJ_XENT_FWD:
+        kcpu_xent_fwd(r, c, j->x + o, j->labels + lo, j->ls, j->y + o, j->y2 + lo);
+        break;
+    case RJ_XENT_BWD:
+        kcpu_xent_bwd(r, c, j->x + o, j->labels + lo, j->ls, j->x2 + lo, j->y + o);
+        break;
+    case RJ_LN_FWD:
+        kcpu_layernorm_fwd(r, c, j->x + o, j->x3, j->x4, j->eps, j->y + o, j->y2 ? j->y2 + lo : NULL,
+                           j->y3 ? j->y3 + lo : NULL);
+        break;
+    case RJ_ADD_LN_FWD:
+        kcpu_add_layernorm_fwd(r, c, j->x + o, j->x2 + o, j->x3, j->x4, j->eps, j->y + o,
+                               j->y2 ? j->y2 + lo : NULL, j->y3 ? j->y3 + lo : NULL);
+        break;
+    }
+}
+
+static void rows_run(rows_job *j) {
+    pool_run(rows_part, j, (double)j->rows * (double)j->cols, PAR_MIN);
+}
+
 static void *cpu_alloc(mt_device *d, size_t bytes) {
     (void)d;
     return mt_try_aligned_alloc(bytes);
@@ -24,7 +242,11 @@ static void cpu_free(mt_device *d, void *p) {
 static mt_status cpu_copy(mt_device *d, void *dst, const void *src, size_t n, int dir) {
     (void)d;
     (void)dir;
-    if (n) {
+    const char *s = src, *t = dst;
+    if (n && (t + n <= s || s + n <= t)) { /* disjoint: in ranges */
+        rows_job j = {.kind = RJ_COPY, .rows = 1, .cols = (int64_t)n, .x = src, .y = dst};
+        pool_run(rows_part, &j, (double)n / 4, PAR_MIN);
+    } else if (n) {
         memmove(dst, src, n);
     }
     return MT_OK;
@@ -32,9 +254,8 @@ static mt_status cpu_copy(mt_device *d, void *dst, const void *src, size_t n, in
 
 static mt_status cpu_memset0(mt_device *d, void *p, size_t n) {
     (void)d;
-    if (n) {
-        memset(p, 0, n);
-    }
+    rows_job j = {.kind = RJ_ZERO, .rows = 1, .cols = (int64_t)n, .y = p};
+    if (n) pool_run(rows_part, &j, (double)n / 4, PAR_MIN);
     return MT_OK;
 }
 
@@ -57,13 +278,17 @@ static void cpu_gemm_f32_batched(mt_device *d, bool ta, bool tb, int64_t m, int6
 static void cpu_unary_fwd(mt_device *d, int op, int64_t n, float alpha, const float *x,
                           float *y) {
     (void)d;
-    kcpu_unary_fwd((kcpu_unary)op, n, alpha, x, y);
+    rows_job j = {.kind = RJ_UNARY_FWD, .op = op, .rows = 1, .cols = n, .alpha = alpha, .x = x,
+                  .y = y};
+    rows_run(&j);
 }
 
 static void cpu_unary_bwd(mt_device *d, int op, int64_t n, float alpha, const float *x,
                           const float *y, const float *dy, float *dx) {
     (void)d;
-    kcpu_unary_bwd((kcpu_unary)op, n, alpha, x, y, dy, dx);
+    rows_job j = {.kind = RJ_UNARY_BWD, .op = op, .rows = 1, .cols = n, .alpha = alpha, .x = x,
+                  .x2 = y, .x3 = dy, .y = dx};
+    rows_run(&j);
 }
 
 static void cpu_binary_fwd(mt_device *d, int op, int ndim, const int64_t *shape,
@@ -82,12 +307,14 @@ static void cpu_binary_bwd(mt_device *d, int op, int ndim, const int64_t *shape,
 
 static void cpu_acc_f32(mt_device *d, int64_t n, const float *x, float *y) {
     (void)d;
-    kcpu_acc_f32(n, x, y);
+    rows_job j = {.kind = RJ_ACC, .rows = 1, .cols = n, .x = x, .y = y};
+    rows_run(&j);
 }
 
 static void cpu_fill_f32(mt_device *d, int64_t n, float value, float *y) {
     (void)d;
-    kcpu_fill_f32(n, value, y);
+    rows_job j = {.kind = RJ_FILL, .rows = 1, .cols = n, .alpha = value, .y = y};
+    rows_run(&j);
 }
 
 static void cpu_masked_fill_fwd(mt_device *d, int ndim, const int64_t *shape, const float *x,
@@ -105,13 +332,15 @@ static void cpu_masked_fill_bwd(mt_device *d, int ndim, const int64_t *shape, co
 static void cpu_softmax_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
                             float *y) {
     (void)d;
-    kcpu_softmax_fwd(rows, cols, x, y);
+    rows_job j = {.kind = RJ_SOFTMAX_FWD, .rows = rows, .cols = cols, .x = x, .y = y};
+    rows_run(&j);
 }
 
 static void cpu_softmax_bwd(mt_device *d, int64_t rows, int64_t cols, const float *y,
                             const float *dy, float *dx) {
     (void)d;
-    kcpu_softmax_bwd(rows, cols, y, dy, dx);
+    rows_job j = {.kind = RJ_SOFTMAX_BWD, .rows = rows, .cols = cols, .x = y, .x2 = dy, .y = dx};
+    rows_run(&j);
 }
 
 static void cpu_softmax_topk(mt_device *d, int64_t rows, int64_t cols, const float *x, int32_t k,
@@ -180,39 +409,49 @@ static size_t cpu_attn_scratch_bytes(mt_device *d, int64_t heads, int64_t dk, in
 static void cpu_log_softmax_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
                                 float *y) {
     (void)d;
-    kcpu_log_softmax_fwd(rows, cols, x, y);
+    rows_job j = {.kind = RJ_LOGSM_FWD, .rows = rows, .cols = cols, .x = x, .y = y};
+    rows_run(&j);
 }
 
 static void cpu_log_softmax_bwd(mt_device *d, int64_t rows, int64_t cols, const float *y,
                                 const float *dy, float *dx) {
     (void)d;
-    kcpu_log_softmax_bwd(rows, cols, y, dy, dx);
+    rows_job j = {.kind = RJ_LOGSM_BWD, .rows = rows, .cols = cols, .x = y, .x2 = dy, .y = dx};
+    rows_run(&j);
 }
 
 static void cpu_xent_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
                          const int32_t *labels, float ls, float *logp, float *loss) {
     (void)d;
-    kcpu_xent_fwd(rows, cols, x, labels, ls, logp, loss);
+    rows_job j = {.kind = RJ_XENT_FWD, .rows = rows, .cols = cols, .ls = ls, .x = x,
+                  .labels = labels, .y = logp, .y2 = loss};
+    rows_run(&j);
 }
 
 static void cpu_xent_bwd(mt_device *d, int64_t rows, int64_t cols, const float *logp,
                          const int32_t *labels, float ls, const float *dloss, float *dx) {
     (void)d;
-    kcpu_xent_bwd(rows, cols, logp, labels, ls, dloss, dx);
+    rows_job j = {.kind = RJ_XENT_BWD, .rows = rows, .cols = cols, .ls = ls, .x = logp,
+                  .labels = labels, .x2 = dloss, .y = dx};
+    rows_run(&j);
 }
 
 static void cpu_layernorm_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
                               const float *gamma, const float *beta, float eps, float *y,
                               float *mean, float *rstd) {
     (void)d;
-    kcpu_layernorm_fwd(rows, cols, x, gamma, beta, eps, y, mean, rstd);
+    rows_job j = {.kind = RJ_LN_FWD, .rows = rows, .cols = cols, .eps = eps, .x = x, .x3 = gamma,
+                  .x4 = beta, .y = y, .y2 = mean, .y3 = rstd};
+    rows_run(&j);
 }
 
 static void cpu_add_layernorm_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
                                   const float *res, const float *gamma, const float *beta,
                                   float eps, float *y, float *mean, float *rstd) {
     (void)d;
-    kcpu_add_layernorm_fwd(rows, cols, x, res, gamma, beta, eps, y, mean, rstd);
+    rows_job j = {.kind = RJ_ADD_LN_FWD, .rows = rows, .cols = cols, .eps = eps, .x = x,
+                  .x2 = res, .x3 = gamma, .x4 = beta, .y = y, .y2 = mean, .y3 = rstd};
+    rows_run(&j);
 }
 
 static void cpu_layernorm_bwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
@@ -481,139 +720,6 @@ static void cpu_igemm_topk(mt_device *d, int bits, int64_t m, const float *a, in
                            float *logp, void *scratch) {
     (void)d;
     kcpu_gemm_int_topk(bits, kcpu_igemm_active(), m, a, lda, packed, bias, top, idx, logp, scratch);
-}
-
-/* ------------------------------------------------ bfloat16 GEMM threads
-** kcpu_gemm_bf16 split into row (or column) ranges, one per BLAS thread:
-** the caller runs the first, pool workers the others.  The pool is
-** process-wide like the device: workers start on first use and wait on a
-** condition variable between products; one caller uses it at a time (a
-** second one meanwhile runs on its own thread with scratch of its own).
-** Each range packs its own blocks, so the ranges are independent. */
-enum { BF16_MAX_PARTS = 16 };
-
-typedef struct bf16_part {
-    bool ta, tb;
-    int64_t m, n, k;
-    float alpha, beta;
-    const float *a, *b;
-    int64_t lda, ldb, ldc;
-    float *c;
-} bf16_part;
-
-static struct {
-    pthread_mutex_t use; /* held by the caller using the pool */
-    pthread_mutex_t mu;
-    pthread_cond_t go, done;
-    int workers, n_parts, pending;
-    uint64_t gen;
-    bf16_part part[BF16_MAX_PARTS];
-    void *scratch[BF16_MAX_PARTS];
-    uint64_t born[BF16_MAX_PARTS]; /* gen when worker i started: it waits for the next */
-} bf16_pool = {.use = PTHREAD_MUTEX_INITIALIZER,
-               .mu = PTHREAD_MUTEX_INITIALIZER,
-               .go = PTHREAD_COND_INITIALIZER,
-               .done = PTHREAD_COND_INITIALIZER};
-
-static void bf16_run(const bf16_part *p, void *scratch) {
-    kcpu_gemm_bf16(p->ta, p->tb, p->m, p->n, p->k, p->alpha, p->a, p->lda, p->b, p->ldb, p->beta,
-                   p->c, p->ldc, scratch);
-}
-
-static void *bf16_worker(void *arg) {
-    int i = (int)(intptr_t)arg;
-    uint64_t seen = bf16_pool.born[i]; /* written before pthread_create */
-    pthread_mutex_lock(&bf16_pool.mu);
-    for (;;) {
-        while (bf16_pool.gen == seen)
-            pthread_cond_wait(&bf16_pool.go, &bf16_pool.mu);
-        seen = bf16_pool.gen;
-        bool mine = i < bf16_pool.n_parts;
-        pthread_mutex_unlock(&bf16_pool.mu);
-        if (mine) bf16_run(&bf16_pool.part[i], bf16_pool.scratch[i]);
-        pthread_mutex_lock(&bf16_pool.mu);
-        if (--bf16_pool.pending == 0) pthread_cond_signal(&bf16_pool.done);
-    }
-    return NULL;
-}
-
-/* Workers 1..parts-1 and the scratch of parts 0..parts-1 (under use);
-** returns how many parts can run. */
-static int bf16_pool_ready(int parts) {
-    for (int i = 0; i < parts; i++) {
-        if (bf16_pool.scratch[i] == NULL) bf16_pool.scratch[i] = mt_try_aligned_alloc(KCPU_GEMM_BF16_SCRATCH);
-        if (bf16_pool.scratch[i] == NULL) return i;
-    }
-    while (bf16_pool.workers + 1 < parts) {
-        pthread_t th;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        bf16_pool.born[bf16_pool.workers + 1] = bf16_pool.gen;
-        int rc = pthread_create(&th, &at, bf16_worker, (void *)(intptr_t)(bf16_pool.workers + 1));
-        pthread_attr_destroy(&at);
-        if (rc != 0) break;
-        bf16_pool.workers++;
-    }
-    return bf16_pool.workers + 1 < parts ? bf16_pool.workers + 1 : parts;
-}
-
-static mt_status cpu_gemm_bf16(mt_device *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                               float alpha, const float *a, int64_t lda, const float *b,
-                               int64_t ldb, float beta, float *c, int64_t ldc) {
-    (void)d;
-    if (m <= 0 || n <= 0) return MT_OK;
-    int parts = kcpu_gemm_bf16_threads() > 0 ? kcpu_gemm_bf16_threads() : kcpu_blas_threads();
-    if (parts > BF16_MAX_PARTS) parts = BF16_MAX_PARTS;
-    if ((double)m * (double)n * (double)k < 2e6) parts = 1; /* not worth a wake-up */
-    if (pthread_mutex_trylock(&bf16_pool.use) != 0) {
-        void *own = mt_try_aligned_alloc(KCPU_GEMM_BF16_SCRATCH);
-        if (own == NULL) return mt_seterr(MT_ERR_NOMEM, "bfloat16 GEMM: no packing scratch");
-        kcpu_gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, own);
-        mt_aligned_free(own);
-        return MT_OK;
-    }
-    parts = bf16_pool_ready(parts);
-    if (parts < 1) {
-        pthread_mutex_unlock(&bf16_pool.use);
-        return mt_seterr(MT_ERR_NOMEM, "bfloat16 GEMM: no packing scratch");
-    }
-    /* ranges of rows (multiples of a tile's rows) or of columns */
-    bool by_rows = m >= n;
-    int64_t len = by_rows ? m : n, unit = by_rows ? KCPU_BF16_MR : KCPU_BF16_NR;
-    int64_t step = ((len + parts - 1) / parts + unit - 1) / unit * unit;
-    int np = 0;
-    for (int64_t s = 0; s < len && np < parts; s += step, np++) {
-        int64_t e = s + step < len ? s + step : len;
-        bf16_part *p = &bf16_pool.part[np];
-        *p = (bf16_part){ta, tb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c};
-        if (by_rows) {
-            p->m = e - s;
-            p->a = ta ? a + s : a + s * lda;
-            p->c = c + s * ldc;
-        } else {
-            p->n = e - s;
-            p->b = tb ? b + s * ldb : b + s;
-            p->c = c + s;
-        }
-    }
-    if (np > 1) {
-        pthread_mutex_lock(&bf16_pool.mu);
-        bf16_pool.n_parts = np;
-        bf16_pool.pending = bf16_pool.workers;
-        bf16_pool.gen++;
-        pthread_cond_broadcast(&bf16_pool.go);
-        pthread_mutex_unlock(&bf16_pool.mu);
-    }
-    bf16_run(&bf16_pool.part[0], bf16_pool.scratch[0]);
-    if (np > 1) {
-        pthread_mutex_lock(&bf16_pool.mu);
-        while (bf16_pool.pending > 0)
-            pthread_cond_wait(&bf16_pool.done, &bf16_pool.mu);
-        pthread_mutex_unlock(&bf16_pool.mu);
-    }
-    pthread_mutex_unlock(&bf16_pool.use);
-    return MT_OK;
 }
 
 static const mt_device_ops cpu_ops = {
