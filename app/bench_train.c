@@ -434,8 +434,8 @@ int app_bench_train_main(int argc, char **argv) {
         goto done;
     }
     printf("\nwords/s: medians over the timed updates (tokens incl. EOS, padding not counted); "
-           "'of peak': GFLOP/s / (measured peak x threads); 'x float32': over the float32 row "
-           "of the same threads in this run\nMarian's 1,776 target words/s: Marian 1.12 on the "
+           "'of peak': GFLOP/s / (measured fp32 peak x threads; bfloat16 products have about "
+           "twice that peak); 'x float32': over the float32 row of the same threads in this run\nMarian's 1,776 target words/s: Marian 1.12 on the "
            "default recipe, 2 threads of this machine, median over 60 updates (issue 32), "
            "measured by the project, not in this run\n");
     ret = 0;
