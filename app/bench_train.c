@@ -217,7 +217,7 @@ static mt_status btr_threads(btr_ctx *c, int threads, int prec, bool first, doub
     int64_t sents = 0, trg = 0, src = 0;
     int timed = 0;
     kcpu_blas_set_threads(prec ? 1 : threads); /* as mtpe train does */
-    kcpu_gemm_bf16_set_threads(prec ? threads : 0);
+    kcpu_set_own_threads(prec ? threads : 0);
     double flops = 0;
     mt_status rc = MT_OK;
     /* Sizing pass (first thread count): every other batch once, so that the
@@ -259,8 +259,9 @@ static mt_status btr_threads(btr_ctx *c, int threads, int prec, bool first, doub
                "lengths %d/%d\ngraph workspace: %.0f MB\n\n",
                timed, (double)sents / timed, (double)src / timed, (double)trg / timed, w->size,
                w->src_len[0], w->trg_len, mt_graph_get_stats(c->g).workspace_capacity / 1e6);
-        printf("threads  precision  trg words/s  src words/s  GFLOP/s  of peak  x float32  x Marian "
-               "(1,776 on 2 threads)\n");
+        printf(
+            "threads  precision  trg words/s  src words/s  GFLOP/s  of peak  x float32  x Marian "
+            "(1,776 on 2 threads)\n");
     }
     double tw = app_median(trg_rate, timed), sw = app_median(src_rate, timed);
     double gf = app_median(gf_rate, timed);
@@ -435,7 +436,8 @@ int app_bench_train_main(int argc, char **argv) {
     }
     printf("\nwords/s: medians over the timed updates (tokens incl. EOS, padding not counted); "
            "'of peak': GFLOP/s / (measured fp32 peak x threads; bfloat16 products have about "
-           "twice that peak); 'x float32': over the float32 row of the same threads in this run\nMarian's 1,776 target words/s: Marian 1.12 on the "
+           "twice that peak); 'x float32': over the float32 row of the same threads in this "
+           "run\nMarian's 1,776 target words/s: Marian 1.12 on the "
            "default recipe, 2 threads of this machine, median over 60 updates (issue 32), "
            "measured by the project, not in this run\n");
     ret = 0;

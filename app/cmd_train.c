@@ -1607,9 +1607,9 @@ static mt_status pick_device(trainer *t) {
             return MT_OK;
         }
         mt_clearerr();
-    } else if (t->bf16) { /* the threads to the bfloat16 products (kcpu.h) */
+    } else if (t->bf16) { /* the cores to the device's own threads (kcpu.h) */
         kcpu_blas_set_threads(1);
-        kcpu_gemm_bf16_set_threads((int)threads);
+        kcpu_set_own_threads((int)threads);
     } else {
         kcpu_blas_set_threads((int)threads);
     }

@@ -1130,16 +1130,15 @@ int app_translate_main(int argc, char **argv) {
         ret = 2;
         goto done;
     }
-    const char *o_arg = app_opts_str(o, "output");
-    if (app_opts_flag(o, "in-place") && (nf == 0 || (strcmp(o_arg, "stdout") && strcmp(o_arg, "-")))) {
+    const char *op = app_opts_str(o, "output");
+    bool to_file = strcmp(op, "stdout") && strcmp(op, "-");
+    if (app_opts_flag(o, "in-place") && (nf == 0 || to_file)) {
         fprintf(stderr, "mtpe translate: --in-place writes the --format document over its file "
                         "(not with -o, and only with --format)\n");
         ret = 2;
         goto done;
     }
     mt_status rc = load_everything(&c);
-    const char *op = app_opts_str(o, "output");
-    bool to_file = strcmp(op, "stdout") && strcmp(op, "-");
     if (rc == MT_OK && to_file && nf == 0) {
         c.out = fopen(op, "w");
         if (c.out == NULL) {

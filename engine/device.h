@@ -203,8 +203,8 @@ typedef struct mt_device_ops {
                        float *logp, void *scratch);
     /* Appended: the bfloat16 GEMM of mixed-precision training
     ** (kcpu_gemm_bf16: operands rounded to bfloat16, float32 sums), split
-    ** over as many threads as the BLAS has; MT_ERR_NOMEM when its packing
-    ** scratch cannot be had.  NULL: not supported. */
+    ** over the device's own threads (kcpu_own_threads); MT_ERR_NOMEM when
+    ** its packing scratch cannot be had.  NULL: not supported. */
     mt_status (*gemm_bf16)(mt_device *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                            float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                            float beta, float *c, int64_t ldc);

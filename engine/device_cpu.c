@@ -12,8 +12,8 @@
 #include <string.h>
 
 /* ------------------------------------------------------ own threads
-** The device's own threads (kcpu_gemm_bf16_threads: training with
-** bfloat16 products sets them and runs OpenBLAS on one) run parts of a job:
+** The device's own threads (kcpu_own_threads: training with bfloat16
+** products sets them and runs OpenBLAS on one) run parts of a job:
 ** the caller runs part 0, pool workers the others.  The pool is
 ** process-wide like the device: workers start on first use and wait on a
 ** condition variable between jobs; one caller uses it at a time (another
@@ -31,8 +31,8 @@ static struct {
     uint64_t gen;
     pool_fn fn;
     void *ctx;
-    void *scratch[POOL_MAX_PARTS];  /* bfloat16 packing, one per part         */
-    uint64_t born[POOL_MAX_PARTS];  /* gen when worker i started: it waits for the next */
+    void *scratch[POOL_MAX_PARTS]; /* bfloat16 packing, one per part         */
+    uint64_t born[POOL_MAX_PARTS]; /* gen when worker i started: it waits for the next */
 } pool = {.use = PTHREAD_MUTEX_INITIALIZER,
           .mu = PTHREAD_MUTEX_INITIALIZER,
           .go = PTHREAD_COND_INITIALIZER,
@@ -57,7 +57,7 @@ static void *pool_worker(void *arg) {
 
 /* The parts a job of `work` units may take (1: run it serially). */
 static int pool_parts(double work, double min_work) {
-    int parts = kcpu_gemm_bf16_threads();
+    int parts = kcpu_own_threads();
     if (parts > POOL_MAX_PARTS) parts = POOL_MAX_PARTS;
     return parts > 1 && work >= min_work ? parts : 1;
 }
@@ -137,8 +137,9 @@ static void bf16_part(void *ctx, int i, int parts) {
                &hi);
     if (lo >= hi) return;
     if (j->by_rows)
-        kcpu_gemm_bf16(j->ta, j->tb, hi - lo, j->n, j->k, j->alpha, j->ta ? j->a + lo : j->a + lo * j->lda,
-                       j->lda, j->b, j->ldb, j->beta, j->c + lo * j->ldc, j->ldc, pool.scratch[i]);
+        kcpu_gemm_bf16(j->ta, j->tb, hi - lo, j->n, j->k, j->alpha,
+                       j->ta ? j->a + lo : j->a + lo * j->lda, j->lda, j->b, j->ldb, j->beta,
+                       j->c + lo * j->ldc, j->ldc, pool.scratch[i]);
     else
         kcpu_gemm_bf16(j->ta, j->tb, j->m, hi - lo, j->k, j->alpha, j->a, j->lda,
                        j->tb ? j->b + lo * j->ldb : j->b + lo, j->ldb, j->beta, j->c + lo, j->ldc,
@@ -185,8 +186,22 @@ typedef struct rows_job {
     float *y, *y2, *y3;
 } rows_job;
 
-enum { RJ_ZERO, RJ_COPY, RJ_FILL, RJ_UNARY_FWD, RJ_UNARY_BWD, RJ_ACC, RJ_SOFTMAX_FWD, RJ_SOFTMAX_BWD, RJ_LOGSM_FWD,
-       RJ_LOGSM_BWD, RJ_XENT_FWD, RJ_XENT_BWD, RJ_LN_FWD, RJ_ADD_LN_FWD };
+enum {
+    RJ_ZERO,
+    RJ_COPY,
+    RJ_FILL,
+    RJ_UNARY_FWD,
+    RJ_UNARY_BWD,
+    RJ_ACC,
+    RJ_SOFTMAX_FWD,
+    RJ_SOFTMAX_BWD,
+    RJ_LOGSM_FWD,
+    RJ_LOGSM_BWD,
+    RJ_XENT_FWD,
+    RJ_XENT_BWD,
+    RJ_LN_FWD,
+    RJ_ADD_LN_FWD
+};
 
 static void rows_part(void *ctx, int i, int parts) {
     const rows_job *j = ctx;
@@ -215,8 +230,8 @@ static void rows_part(void *ctx, int i, int parts) {
         kcpu_xent_bwd(r, c, j->x + o, j->labels + lo, j->ls, j->x2 + lo, j->y + o);
         break;
     case RJ_LN_FWD:
-        kcpu_layernorm_fwd(r, c, j->x + o, j->x3, j->x4, j->eps, j->y + o, j->y2 ? j->y2 + lo : NULL,
-                           j->y3 ? j->y3 + lo : NULL);
+        kcpu_layernorm_fwd(r, c, j->x + o, j->x3, j->x4, j->eps, j->y + o,
+                           j->y2 ? j->y2 + lo : NULL, j->y3 ? j->y3 + lo : NULL);
         break;
     case RJ_ADD_LN_FWD:
         kcpu_add_layernorm_fwd(r, c, j->x + o, j->x2 + o, j->x3, j->x4, j->eps, j->y + o,
@@ -278,16 +293,23 @@ static void cpu_gemm_f32_batched(mt_device *d, bool ta, bool tb, int64_t m, int6
 static void cpu_unary_fwd(mt_device *d, int op, int64_t n, float alpha, const float *x,
                           float *y) {
     (void)d;
-    rows_job j = {.kind = RJ_UNARY_FWD, .op = op, .rows = 1, .cols = n, .alpha = alpha, .x = x,
-                  .y = y};
+    rows_job j = {
+        .kind = RJ_UNARY_FWD, .op = op, .rows = 1, .cols = n, .alpha = alpha, .x = x, .y = y};
     rows_run(&j);
 }
 
 static void cpu_unary_bwd(mt_device *d, int op, int64_t n, float alpha, const float *x,
                           const float *y, const float *dy, float *dx) {
     (void)d;
-    rows_job j = {.kind = RJ_UNARY_BWD, .op = op, .rows = 1, .cols = n, .alpha = alpha, .x = x,
-                  .x2 = y, .x3 = dy, .y = dx};
+    rows_job j = {.kind = RJ_UNARY_BWD,
+                  .op = op,
+                  .rows = 1,
+                  .cols = n,
+                  .alpha = alpha,
+                  .x = x,
+                  .x2 = y,
+                  .x3 = dy,
+                  .y = dx};
     rows_run(&j);
 }
 
@@ -423,16 +445,28 @@ static void cpu_log_softmax_bwd(mt_device *d, int64_t rows, int64_t cols, const 
 static void cpu_xent_fwd(mt_device *d, int64_t rows, int64_t cols, const float *x,
                          const int32_t *labels, float ls, float *logp, float *loss) {
     (void)d;
-    rows_job j = {.kind = RJ_XENT_FWD, .rows = rows, .cols = cols, .ls = ls, .x = x,
-                  .labels = labels, .y = logp, .y2 = loss};
+    rows_job j = {.kind = RJ_XENT_FWD,
+                  .rows = rows,
+                  .cols = cols,
+                  .ls = ls,
+                  .x = x,
+                  .labels = labels,
+                  .y = logp,
+                  .y2 = loss};
     rows_run(&j);
 }
 
 static void cpu_xent_bwd(mt_device *d, int64_t rows, int64_t cols, const float *logp,
                          const int32_t *labels, float ls, const float *dloss, float *dx) {
     (void)d;
-    rows_job j = {.kind = RJ_XENT_BWD, .rows = rows, .cols = cols, .ls = ls, .x = logp,
-                  .labels = labels, .x2 = dloss, .y = dx};
+    rows_job j = {.kind = RJ_XENT_BWD,
+                  .rows = rows,
+                  .cols = cols,
+                  .ls = ls,
+                  .x = logp,
+                  .labels = labels,
+                  .x2 = dloss,
+                  .y = dx};
     rows_run(&j);
 }
 
@@ -440,8 +474,16 @@ static void cpu_layernorm_fwd(mt_device *d, int64_t rows, int64_t cols, const fl
                               const float *gamma, const float *beta, float eps, float *y,
                               float *mean, float *rstd) {
     (void)d;
-    rows_job j = {.kind = RJ_LN_FWD, .rows = rows, .cols = cols, .eps = eps, .x = x, .x3 = gamma,
-                  .x4 = beta, .y = y, .y2 = mean, .y3 = rstd};
+    rows_job j = {.kind = RJ_LN_FWD,
+                  .rows = rows,
+                  .cols = cols,
+                  .eps = eps,
+                  .x = x,
+                  .x3 = gamma,
+                  .x4 = beta,
+                  .y = y,
+                  .y2 = mean,
+                  .y3 = rstd};
     rows_run(&j);
 }
 
@@ -449,8 +491,17 @@ static void cpu_add_layernorm_fwd(mt_device *d, int64_t rows, int64_t cols, cons
                                   const float *res, const float *gamma, const float *beta,
                                   float eps, float *y, float *mean, float *rstd) {
     (void)d;
-    rows_job j = {.kind = RJ_ADD_LN_FWD, .rows = rows, .cols = cols, .eps = eps, .x = x,
-                  .x2 = res, .x3 = gamma, .x4 = beta, .y = y, .y2 = mean, .y3 = rstd};
+    rows_job j = {.kind = RJ_ADD_LN_FWD,
+                  .rows = rows,
+                  .cols = cols,
+                  .eps = eps,
+                  .x = x,
+                  .x2 = res,
+                  .x3 = gamma,
+                  .x4 = beta,
+                  .y = y,
+                  .y2 = mean,
+                  .y3 = rstd};
     rows_run(&j);
 }
 

@@ -84,8 +84,22 @@ static mt_status mm_gemm(mt_graph *g, bool ta, bool tb, int64_t m, int64_t n, in
                          float beta, float *c, int64_t ldc) {
     const mt_device_ops *ops = graph_ops(g);
     if (graph_params(g)->bf16_products && ops->gemm_bf16)
-        return ops->gemm_bf16(graph_device(g), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return ops->gemm_bf16(graph_device(g), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                              ldc);
     ops->gemm_f32(graph_device(g), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return MT_OK;
+}
+
+/* dC-side product of a gradient, C += alpha op(A) op(B) for `batch` strided
+** products: through mm_gemm when `one` (a single product of mt_matmul or
+** mt_affine, bfloat16 when asked), else the float32 strided batch. */
+static mt_status grad_gemm(mt_graph *g, bool one, int64_t batch, bool ta, bool tb, int64_t m,
+                           int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                           int64_t sa, const float *b, int64_t ldb, int64_t sb, float *c,
+                           int64_t ldc, int64_t sc) {
+    if (one && batch == 1) return mm_gemm(g, ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0f, c, ldc);
+    graph_ops(g)->gemm_f32_batched(graph_device(g), ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb,
+                                   1.0f, c, ldc, sc, batch);
     return MT_OK;
 }
 
@@ -94,43 +108,37 @@ static mt_status mm_gemm(mt_graph *g, bool ta, bool tb, int64_t m, int64_t n, in
 ** NULL; they are written by separate GEMMs that read only values, so they
 ** may be one buffer (mt_matmul(g, x, x, ...)).  The strided-batched GEMM must
 ** not see overlapping outputs: callers pass db only when sb != 0 or batch
-** == 1 (likewise da and sa). */
-static mt_status mm_grads(mt_graph *g, const mm_geom *q, const float *a, int64_t sa,
+** == 1 (likewise da and sa).  one: the single product of mt_matmul (not
+** transposed a) or mt_affine, whose gradients take bfloat16 operands when
+** the graph asks for them, as its forward product does. */
+static mt_status mm_grads(mt_graph *g, const mm_geom *q, bool one, const float *a, int64_t sa,
                           const float *b, int64_t sb, const float *dc, int64_t sc, float *da,
                           float *db, int64_t batch) {
-    const mt_device_ops *ops = graph_ops(g);
-    mt_device *d = graph_device(g);
     int64_t m = q->m, n = q->n, k = q->k;
     int64_t lda = q->ta ? m : k, ldb = q->tb ? k : n;
     mt_status rc = MT_OK;
-    /* one product: mm_gemm (bfloat16 when asked); a batch: float32 */
-#define MM_GRAD(ta_, tb_, m_, n_, k_, x_, ldx_, sx_, y_, ldy_, sy_, z_, ldz_, sz_)              \
-    do {                                                                                      \
-        if (batch == 1 && rc == MT_OK)                                                        \
-            rc = mm_gemm(g, ta_, tb_, m_, n_, k_, q->alpha, x_, ldx_, y_, ldy_, 1.0f, z_, ldz_); \
-        else if (batch != 1)                                                                  \
-            ops->gemm_f32_batched(d, ta_, tb_, m_, n_, k_, q->alpha, x_, ldx_, sx_, y_, ldy_, sy_, \
-                                  1.0f, z_, ldz_, sz_, batch);                                \
-    } while (0)
     if (da != NULL) {
         if (!q->ta) {
             /* dA[M,K] += alpha dC[M,N] op(B)^T;  op(B)^T is B^T (B [K,N]) or B (B [N,K]) */
-            MM_GRAD(false, !q->tb, m, k, n, dc, n, sc, b, ldb, sb, da, lda, sa);
+            rc = grad_gemm(g, one, batch, false, !q->tb, m, k, n, q->alpha, dc, n, sc, b, ldb, sb,
+                           da, lda, sa);
         } else {
             /* dA[K,M] += alpha op(B)[K,N] dC^T */
-            MM_GRAD(q->tb, true, k, m, n, b, ldb, sb, dc, n, sc, da, lda, sa);
+            rc = grad_gemm(g, one, batch, q->tb, true, k, m, n, q->alpha, b, ldb, sb, dc, n, sc, da,
+                           lda, sa);
         }
     }
-    if (db != NULL) {
+    if (db != NULL && rc == MT_OK) {
         if (!q->tb) {
             /* dB[K,N] += alpha op(A)^T[K,M] dC;  op(A)^T is A^T (A [M,K]) or A (A [K,M]) */
-            MM_GRAD(!q->ta, false, k, n, m, a, lda, sa, dc, n, sc, db, ldb, sb);
+            rc = grad_gemm(g, one, batch, !q->ta, false, k, n, m, q->alpha, a, lda, sa, dc, n, sc,
+                           db, ldb, sb);
         } else {
             /* dB[N,K] += alpha dC^T[N,M] op(A)[M,K] */
-            MM_GRAD(true, q->ta, n, k, m, dc, n, sc, a, lda, sa, db, ldb, sb);
+            rc = grad_gemm(g, one, batch, true, q->ta, n, k, m, q->alpha, dc, n, sc, a, lda, sa, db,
+                           ldb, sb);
         }
     }
-#undef MM_GRAD
     return rc;
 }
 
@@ -149,8 +157,8 @@ static mt_status matmul_forward(mt_graph *g, mt_node *y) {
     mm_geom q = geom_of(y);
     int64_t lda = q.ta ? q.m : q.k, ldb = q.tb ? q.k : q.n;
     if (!q.ta) {
-        return mm_gemm(g, false, q.tb, q.batch * q.m, q.n, q.k, 1.0f, node_f32(a), lda,
-                       node_f32(b), ldb, 0.0f, node_f32(y), q.n);
+        return mm_gemm(g, false, q.tb, q.batch * q.m, q.n, q.k, 1.0f, node_f32(a), lda, node_f32(b),
+                       ldb, 0.0f, node_f32(y), q.n);
     } else {
         graph_ops(g)->gemm_f32_batched(graph_device(g), true, q.tb, q.m, q.n, q.k, 1.0f,
                                        node_f32(a), lda, q.m * q.k, node_f32(b), ldb, 0, 0.0f,
@@ -167,12 +175,12 @@ static mt_status matmul_backward(mt_graph *g, mt_node *y) {
     const float *av = node_f32(a), *bv = node_f32(b), *dc = node_grad_f32(y);
     if (!q.ta) {
         q.m *= q.batch; /* leading dims are rows of one product */
-        return mm_grads(g, &q, av, 0, bv, 0, dc, 0, da, db, 1);
+        return mm_grads(g, &q, true, av, 0, bv, 0, dc, 0, da, db, 1);
     }
     int64_t sa = q.m * q.k, sc = q.m * q.n;
-    mt_status rc = mm_grads(g, &q, av, sa, bv, 0, dc, sc, da, NULL, q.batch);
+    mt_status rc = mm_grads(g, &q, false, av, sa, bv, 0, dc, sc, da, NULL, q.batch);
     for (int64_t i = 0; db != NULL && rc == MT_OK && i < q.batch; i++)
-        rc = mm_grads(g, &q, av + i * sa, 0, bv, 0, dc + i * sc, 0, NULL, db, 1);
+        rc = mm_grads(g, &q, false, av + i * sa, 0, bv, 0, dc + i * sc, 0, NULL, db, 1);
     return rc;
 }
 
@@ -234,7 +242,7 @@ static mt_status bmm_backward(mt_graph *g, mt_node *y) {
     float *db = node_wants_grad(b) ? node_grad_f32(b) : NULL;
     if (da == NULL && db == NULL) return MT_OK;
     mm_geom q = geom_of(y);
-    return mm_grads(g, &q, node_f32(a), q.m * q.k, node_f32(b), q.k * q.n, node_grad_f32(y),
+    return mm_grads(g, &q, false, node_f32(a), q.m * q.k, node_f32(b), q.k * q.n, node_grad_f32(y),
                     q.m * q.n, da, db, q.batch);
 }
 
@@ -326,9 +334,9 @@ static mt_status bmm_gather_run(mt_graph *g, mt_node *y, bool backward) {
                                                ai, lda, sa, bi, ldb, sb, 0.0f,
                                                node_f32(y) + i * q.batch * sc, q.n, sc, q.batch);
             } else {
-                mt_status grc = mm_grads(g, &q, ai, sa, bi, sb, node_grad_f32(y) + i * q.batch * sc,
-                                        sc, da ? da + i * q.batch * sa : NULL,
-                                        db ? db + r * q.batch * sb : NULL, q.batch);
+                mt_status grc = mm_grads(
+                    g, &q, false, ai, sa, bi, sb, node_grad_f32(y) + i * q.batch * sc, sc,
+                    da ? da + i * q.batch * sa : NULL, db ? db + r * q.batch * sb : NULL, q.batch);
                 if (grc != MT_OK) return grc;
             }
         }
@@ -398,7 +406,8 @@ static mt_status affine_backward(mt_graph *g, mt_node *y) {
     q.m *= q.batch;
     float *dx = node_wants_grad(x) ? node_grad_f32(x) : NULL;
     float *dw = node_wants_grad(w) ? node_grad_f32(w) : NULL;
-    mt_status rc = mm_grads(g, &q, node_f32(x), 0, node_f32(w), 0, node_grad_f32(y), 0, dx, dw, 1);
+    mt_status rc =
+        mm_grads(g, &q, true, node_f32(x), 0, node_f32(w), 0, node_grad_f32(y), 0, dx, dw, 1);
     if (rc != MT_OK) return rc;
     if (node_wants_grad(b)) {
         float *colsum = y->aux;

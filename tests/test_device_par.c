@@ -40,7 +40,7 @@ static bool same(const float *a, const float *b, int64_t n) {
 enum { R = 300, C = 1000, N = R * C };
 
 static void run(int threads) {
-    kcpu_gemm_bf16_set_threads(threads);
+    kcpu_set_own_threads(threads);
     mt_device *d = mt_device_cpu();
     const mt_device_ops *o = d->ops;
     float *x = rnd(N), *x2 = rnd(N), *g = rnd(C), *b = rnd(C);
@@ -119,8 +119,8 @@ static void run(int threads) {
           threads);
     o->add_layernorm_fwd(d, R, C, x, x2, g, b, 1e-6f, y1, m1, s1);
     kcpu_add_layernorm_fwd(R, C, x, x2, g, b, 1e-6f, y2, m2, s2);
-    CHECK(same(y1, y2, N) && same(m1, m2, R) && same(s1, s2, R),
-          "%d threads: add_layernorm_fwd", threads);
+    CHECK(same(y1, y2, N) && same(m1, m2, R) && same(s1, s2, R), "%d threads: add_layernorm_fwd",
+          threads);
     free(t);
 
     /* bfloat16 products: rows (m >= n) and columns (m < n) */
@@ -148,7 +148,7 @@ done:
     free(s1);
     free(s2);
     free(lab);
-    kcpu_gemm_bf16_set_threads(0);
+    kcpu_set_own_threads(0);
 }
 
 int main(void) {

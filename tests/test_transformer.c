@@ -1412,8 +1412,10 @@ static void test_bf16_gradients(void) {
           "bfloat16 products change %d of %d gradients (the flag is not honoured?)", moved,
           compared);
     CHECK_CLOSE(cost[1], cost[0], 0, 2 * 0x1p-8 * 12, "bfloat16 cost");
-    fprintf(stderr, "bfloat16 gradients: %d tensors, worst relative error %.4f (bound %.3f), "
-                    "cost %.6f vs %.6f\n", compared, worst, bound, cost[1], cost[0]);
+    fprintf(stderr,
+            "bfloat16 gradients: %d tensors, worst relative error %.4f (bound %.3f), "
+            "cost %.6f vs %.6f\n",
+            compared, worst, bound, cost[1], cost[0]);
     for (int i = 0; i < np && gr[0] && gr[1]; i++) {
         free(gr[0][i]);
         free(gr[1][i]);

@@ -6,6 +6,7 @@
 #include "kcpu.h"
 
 #include <cblas.h>
+#include <stdatomic.h>
 
 /* OpenBLAS extensions (cblas.h of openblas declares them too). */
 void openblas_set_num_threads(int num_threads);
@@ -19,6 +20,11 @@ int kcpu_blas_threads(void) {
     int n = openblas_get_num_threads();
     return n < 1 ? 1 : n;
 }
+
+static _Atomic int own_threads;
+
+void kcpu_set_own_threads(int n) { own_threads = n < 0 ? 0 : n; }
+int kcpu_own_threads(void) { return own_threads; }
 
 static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
     for (int64_t i = 0; i < m; i++) {

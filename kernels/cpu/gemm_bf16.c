@@ -19,10 +19,10 @@
 ** writes alpha acc + beta C (C not read when beta is 0), later ones add
 ** alpha acc.  Tile kernels: AVX-512 BF16 (gemm_bf16_avx512.c, vdpbf16ps),
 ** AVX2 (gemm_bf16_avx2.c: widened to float32, FMA), and the scalar one
-** below; the AVX-512 one packs with AVX-512 too.  kcpu_gemm_bf16_ref (double sums of the rounded inputs) is the
+** below; the AVX-512 one packs with AVX-512 too.  kcpu_gemm_bf16_ref (double sums of the rounded
+*inputs) is the
 ** oracle of all three.
 */
-#include <stdatomic.h>
 #include <string.h>
 
 #include "kcpu.h"
@@ -60,7 +60,8 @@ void kcpu_gemm_bf16_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
 }
 
 /* Scalar packing primitives: up to 16 runs of kc floats along k (run l at
-** x + l ld) into units out[p * stride + l]; n units of two rows of consecutive k (hi NULL: zeros). */
+** x + l ld) into units out[p * stride + l]; n units of two rows of consecutive k (hi NULL: zeros).
+ */
 static void along_k(const float *x, int64_t ld, int64_t lines, int64_t kc, uint32_t *out,
                     int64_t stride) {
     for (int64_t l = 0; l < lines; l++) {
@@ -83,8 +84,7 @@ const kcpu_bf16_packer kcpu_bf16_packer_scalar = {along_k, across_k};
 ** x[l ld + k] when it runs along k (A not transposed, B transposed), else
 ** x[k ld + l]. */
 static void pack_panels(const kcpu_bf16_packer *pk, bool runs_along_k, const float *x, int64_t ld,
-                        int64_t l0, int64_t nl, int64_t p0, int64_t kc, int64_t w,
-                        uint32_t *out) {
+                        int64_t l0, int64_t nl, int64_t p0, int64_t kc, int64_t w, uint32_t *out) {
     int64_t kp = (kc + 1) / 2;
     for (int64_t q = 0; q < nl; q += w) {
         uint32_t *o = out + q * kp;
@@ -151,23 +151,18 @@ static void tile_scalar(int64_t kp, const uint32_t *a, const uint32_t *b, float 
 static kcpu_bf16_tile_fn tile_of(kcpu_gemm_bf16_impl impl) {
     switch (impl) {
 #if MT_HAVE_AVX512_BUILD
-    case KCPU_BF16_AVX512:
-        return kcpu_bf16_tile_avx512;
+    case KCPU_BF16_AVX512: return kcpu_bf16_tile_avx512;
 #endif
-    case KCPU_BF16_AVX2:
-        return kcpu_bf16_tile_avx2;
-    default:
-        return tile_scalar;
+    case KCPU_BF16_AVX2: return kcpu_bf16_tile_avx2;
+    default: return tile_scalar;
     }
 }
 
 bool kcpu_gemm_bf16_available(kcpu_gemm_bf16_impl impl) {
     kcpu_isa isa = kcpu_isa_detect();
     switch (impl) {
-    case KCPU_BF16_SCALAR:
-        return true;
-    case KCPU_BF16_AVX2:
-        return isa >= KCPU_ISA_AVX2;
+    case KCPU_BF16_SCALAR: return true;
+    case KCPU_BF16_AVX2: return isa >= KCPU_ISA_AVX2;
     case KCPU_BF16_AVX512:
 #if MT_HAVE_AVX512_BUILD
         return isa >= KCPU_ISA_AVX512 && kcpu_cpu_has_avx512_bf16();
@@ -183,11 +178,6 @@ kcpu_gemm_bf16_impl kcpu_gemm_bf16_best(void) {
     if (kcpu_gemm_bf16_available(KCPU_BF16_AVX2)) return KCPU_BF16_AVX2;
     return KCPU_BF16_SCALAR;
 }
-
-static _Atomic int bf16_threads;
-
-void kcpu_gemm_bf16_set_threads(int n) { bf16_threads = n < 0 ? 0 : n; }
-int kcpu_gemm_bf16_threads(void) { return bf16_threads; }
 
 const char *kcpu_gemm_bf16_name(kcpu_gemm_bf16_impl impl) {
     return impl == KCPU_BF16_AVX512 ? "avx512-bf16" : impl == KCPU_BF16_AVX2 ? "avx2" : "scalar";
@@ -221,8 +211,8 @@ void kcpu_gemm_bf16_impl_run(kcpu_gemm_bf16_impl impl, bool ta, bool tb, int64_t
                     int nr = nc - jr < NR ? (int)(nc - jr) : NR;
                     for (int64_t ir = 0; ir < mc; ir += MR) {
                         int mr = mc - ir < MR ? (int)(mc - ir) : MR;
-                        tile(kp, pa + ir * kp, pb + jr * kp, c + (i0 + ir) * ldc + j0 + jr, ldc,
-                             mr, nr, alpha, beta, p0 == 0);
+                        tile(kp, pa + ir * kp, pb + jr * kp, c + (i0 + ir) * ldc + j0 + jr, ldc, mr,
+                             nr, alpha, beta, p0 == 0);
                     }
                 }
             }
@@ -230,9 +220,9 @@ void kcpu_gemm_bf16_impl_run(kcpu_gemm_bf16_impl impl, bool ta, bool tb, int64_t
     }
 }
 
-void kcpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                    int64_t ldc, void *scratch) {
-    kcpu_gemm_bf16_impl_run(kcpu_gemm_bf16_best(), ta, tb, m, n, k, alpha, a, lda, b, ldb,
-                            beta, c, ldc, scratch);
+void kcpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                    void *scratch) {
+    kcpu_gemm_bf16_impl_run(kcpu_gemm_bf16_best(), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                            ldc, scratch);
 }

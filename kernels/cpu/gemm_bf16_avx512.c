@@ -9,7 +9,8 @@
 ** The packing of the blocks (the same units as gemm_bf16.c's scalar
 ** packing, bit for bit: vcvtne2ps2bf16 rounds as kcpu_bf16_of): a run of
 ** 32 floats along k converts to 16 units in order, 16 such runs are transposed in
-** registers into the panel's rows of units (stride MR or NR); two rows of consecutive k become units
+** registers into the panel's rows of units (stride MR or NR); two rows of consecutive k become
+*units
 ** by lo | hi << 16 and are stored whole.
 */
 #include <string.h>
@@ -32,8 +33,8 @@ static inline void store_line(float *c, __m512 acc, __mmask16 mask, __m512 va, _
     }
 }
 
-void kcpu_bf16_tile_avx512(int64_t kp, const uint32_t *a, const uint32_t *b, float *c,
-                           int64_t ldc, int mr, int nr, float alpha, float beta, bool first) {
+void kcpu_bf16_tile_avx512(int64_t kp, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc,
+                           int mr, int nr, float alpha, float beta, bool first) {
     __m512 acc[MR][2];
     for (int r = 0; r < MR; r++)
         acc[r][0] = acc[r][1] = _mm512_setzero_ps();
@@ -50,7 +51,9 @@ void kcpu_bf16_tile_avx512(int64_t kp, const uint32_t *a, const uint32_t *b, flo
     }
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     __mmask16 m0 = nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1u);
-    __mmask16 m1 = nr >= 32 ? (__mmask16)0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1u);
+    __mmask16 m1 = nr >= 32   ? (__mmask16)0xffff
+                   : nr <= 16 ? 0
+                              : (__mmask16)((1u << (nr - 16)) - 1u);
     for (int r = 0; r < mr; r++) {
         store_line(c + r * ldc, acc[r][0], m0, va, vb, beta, first);
         if (m1) store_line(c + r * ldc + 16, acc[r][1], m1, va, vb, beta, first);
@@ -112,8 +115,8 @@ static void runs_to_units(const float *x, int64_t ld, int64_t lines, int64_t kc,
 /* Units of n elements of two rows of consecutive k (hi NULL: zeros):
 ** vcvtne2ps2bf16 of 16 of each, then one vpermw interleaves them. */
 static void rows_to_units(const float *lo, const float *hi, int64_t n, uint32_t *out) {
-    static const uint16_t order[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
-                                       21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
+    static const uint16_t order[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                       21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
                                        11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
     const __m512i inter = _mm512_loadu_si512(order);
     for (int64_t c = 0; c < n; c += 16) {

@@ -40,6 +40,13 @@ bool kcpu_blas_coretype_fixup(void);
 void kcpu_blas_set_threads(int n);
 /* The threads OpenBLAS uses (what kcpu_blas_set_threads set). */
 int kcpu_blas_threads(void);
+/* The CPU device's own threads (engine/device_cpu.c: it splits bfloat16
+** products and row-wise ops over them); 0 or 1: none.  Training with
+** bfloat16 products gives them all the cores and runs OpenBLAS (the float32
+** batched products) on one, so that OpenBLAS's waiting threads do not
+** compete with them. */
+void kcpu_set_own_threads(int n);
+int kcpu_own_threads(void);
 
 /* ----------------------------------------------------------------- GEMM */
 
@@ -91,7 +98,7 @@ enum {
     KCPU_BF16_MC = 144, /* rows of a packed block of A           */
     KCPU_BF16_NC = 1024 /* columns of a packed block of B        */
 };
-#define KCPU_GEMM_BF16_SCRATCH                                                                 \
+#define KCPU_GEMM_BF16_SCRATCH                                                                     \
     ((size_t)(KCPU_BF16_MC + KCPU_BF16_NC) * (KCPU_BF16_KC / 2) * sizeof(uint32_t))
 typedef enum kcpu_gemm_bf16_impl {
     KCPU_BF16_SCALAR = 0,
@@ -101,18 +108,12 @@ typedef enum kcpu_gemm_bf16_impl {
 bool kcpu_gemm_bf16_available(kcpu_gemm_bf16_impl impl);
 kcpu_gemm_bf16_impl kcpu_gemm_bf16_best(void);
 const char *kcpu_gemm_bf16_name(kcpu_gemm_bf16_impl impl);
-void kcpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                    int64_t ldc, void *scratch);
+void kcpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                    void *scratch);
 void kcpu_gemm_bf16_impl_run(kcpu_gemm_bf16_impl impl, bool ta, bool tb, int64_t m, int64_t n,
                              int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                              int64_t ldb, float beta, float *c, int64_t ldc, void *scratch);
-/* Threads the device splits a bfloat16 product over (device_cpu.c); 0:
-** as many as the BLAS has.  Training with bfloat16 products gives them all
-** to these and runs OpenBLAS (the float32 batched products) on one, so
-** that OpenBLAS's waiting threads do not compete with them. */
-void kcpu_gemm_bf16_set_threads(int n);
-int kcpu_gemm_bf16_threads(void);
 void kcpu_gemm_bf16_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                         float *c, int64_t ldc);
@@ -121,8 +122,8 @@ void kcpu_gemm_bf16_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
 ** (first: alpha acc + beta C, else C + alpha acc); the scalar store. */
 typedef void (*kcpu_bf16_tile_fn)(int64_t kp, const uint32_t *a, const uint32_t *b, float *c,
                                   int64_t ldc, int mr, int nr, float alpha, float beta, bool first);
-void kcpu_bf16_tile_avx512(int64_t kp, const uint32_t *a, const uint32_t *b, float *c,
-                           int64_t ldc, int mr, int nr, float alpha, float beta, bool first);
+void kcpu_bf16_tile_avx512(int64_t kp, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc,
+                           int mr, int nr, float alpha, float beta, bool first);
 void kcpu_bf16_tile_avx2(int64_t kp, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc,
                          int mr, int nr, float alpha, float beta, bool first);
 void kcpu_bf16_tile_store(const float *acc, float *c, int64_t ldc, int mr, int nr, float alpha,
