@@ -12,7 +12,9 @@
 ** Without -m the default model is used (assets/models/en-de: model.npz and
 ** vocab.spm); without one the editor opens without machine translation
 ** (`:model PATH` loads one later).  Vocabularies default to vocab.spm next
-** to the model.  --db defaults to $XDG_DATA_HOME/mtpe/mtpe.db.
+** to the model.  --db defaults to $XDG_DATA_HOME/mtpe/mtpe.db.  Saving a PO
+** file stamps its header (app/doc.h): Last-Translator is $MTPE_TRANSLATOR
+** ("Name <email>"), else $USER.
 **
 ** The pieces (edit_session.h): the document and the store behind the ui
 ** hooks (app_edit_ctl), translation workers (app_edit_session) over the
@@ -84,7 +86,9 @@ static void edit_help(FILE *f) {
     fprintf(f, "usage: mtpe edit FILE [options]\n\n"
                "Post-edit FILE (.po/.pot, .xlf/.xliff, .tsv, or plain text with --target)\n"
                "with live machine translation; every edit goes to the store at once.\n"
-               "Keys: F1 in the editor, or the README's section \"The editor\".\n\n");
+               "Keys: F1 in the editor, or the README's section \"The editor\".\n"
+               "Saving a PO file sets PO-Revision-Date, X-Generator and Last-Translator\n"
+               "($MTPE_TRANSLATOR, as \"Name <email>\", else $USER) in its header.\n\n");
     app_opts_print_help(edit_opts, n_edit_opts, f);
 }
 
@@ -628,6 +632,7 @@ int app_edit_main(int argc, char **argv) {
         .save = app_doc_default_save_params(),
         .open_message = have_model ? NULL : why,
     };
+    cp.save.stamp_header = true; /* a translator's save: PO-Revision-Date etc. */
     rc = app_edit_ctl_open(st, doc, &cp, &ctl);
     if (rc != MT_OK) {
         fprintf(stderr, "mtpe edit: %s\n", mt_errmsg());

@@ -9,7 +9,8 @@
 **   po        gettext PO/POT (app/doc_po.c).  One segment per entry; the
 **             header entry and obsolete (#~) entries are kept, not segments.
 **             Saving rewrites only the msgstr and "#," lines of changed
-**             entries; every other byte is copied from the original file.
+**             entries; every other byte is copied from the original file
+**             (but see stamp_header below).
 **   xliff     XLIFF 1.2 (app/doc_xliff.c, libxml2).  One segment per
 **             trans-unit (translate="no" units are skipped).  Inline tags
 **             become placeholders, see "Inline tags" below.
@@ -35,6 +36,18 @@
 ** "#, fuzzy" / state="needs-review-translation" state-qualifier="mt-suggestion";
 ** false writes them as ordinary translations.  CONFIRMED segments lose the
 ** fuzzy flag (PO) or get state="translated" and approved="yes" (XLIFF).
+**
+** PO header stamp.  With app_doc_save_params.stamp_header (false by
+** default; `mtpe edit` sets it), a save that rewrites any entry also sets,
+** as Poedit and gettext's tools do after a translator's revision:
+**   PO-Revision-Date  the time of the save, local, "YYYY-MM-DD HH:MM+ZZZZ"
+**   Last-Translator   $MTPE_TRANSLATOR verbatim ("Name <email>"), else
+**                     $USER; left alone when neither is one line of UTF-8
+**   X-Generator       "mtpe VERSION"
+** A field the header has keeps its place: only the text between the quotes
+** of its line(s) changes; missing ones are added as lines after the last.
+** A file without a header entry gets none (msgfmt compiles it without
+** one).  Nothing changed: the header is not touched either.
 **
 ** Inline tags (XLIFF only).  Segment text shows each inline element of the
 ** <source> as a numbered placeholder between U+27E6 and U+27E7:
@@ -105,6 +118,7 @@ typedef struct app_doc_segment {
 
 typedef struct app_doc_save_params {
     bool draft_as_fuzzy; /* DRAFT segments written as fuzzy/needs review (true) */
+    bool stamp_header;   /* PO: stamp the header when entries change (false) */
 } app_doc_save_params;
 
 typedef struct app_doc app_doc;
@@ -156,7 +170,7 @@ mt_status app_doc_set_state(app_doc *d, int64_t i, app_doc_state state);
 ** opened without one needs a path: MT_ERR_INVALID).  When no segment changed,
 ** PO, XLIFF and TSV documents are written back byte for byte.  Saving does not
 ** reset `changed` (it means "changed since opened"); saving again writes the
-** same bytes. */
+** same bytes (a stamped PO header aside: its date is that of each save). */
 mt_status app_doc_save(app_doc *d, const char *path, app_doc_save_params p);
 /* Writes the document to an open stream (mtpe translate --format to
 ** stdout); MT_ERR_IO naming `what` when the stream fails. */
@@ -182,6 +196,10 @@ mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user
 /* Test hook: the next app_doc_atomic_write() fails as if its fsync had
 ** returned errno err (0 disables).  Process-wide, for tests only. */
 void app_doc_atomic_inject_errno(int err);
+/* Test hook: PO header stamps use time t (seconds since the epoch, shown
+** in the local time zone, TZ) instead of the clock; 0 restores the clock.
+** Process-wide, for tests only. */
+void app_doc_po_set_clock_for_tests(int64_t t);
 
 /* ------------------------------------------------------------------- TMX */
 

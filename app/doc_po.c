@@ -32,6 +32,8 @@
 **     the same entry keep their original lines;
 **   - the "#," line is rewritten (or inserted before "#|"/msgctxt/msgid, or
 **     deleted when it becomes empty) only when the fuzzy flag must change.
+** With stamp_header, the header's PO-Revision-Date, Last-Translator and
+** X-Generator are set as well (write_header; app/doc.h says how).
 ** "#|" previous-msgid lines stay (gettext's msgattrib keeps them too unless
 ** asked with --clear-previous).  Regenerated strings get msgcat's layout
 ** (gettext's write-po.c behaviour, reimplemented): `msgstr "..."` on one
@@ -47,8 +49,10 @@
 ** result with msgcat.  Control characters other than \a\b\t\n\v\f\r
 ** are written as octal escapes.
 */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "doc.h"
 #include "vocab.h"
@@ -62,6 +66,7 @@ typedef struct po_range {
 
 typedef struct po_entry {
     int64_t line;
+    size_t beg;      /* first byte of the entry (its first comment line)   */
     size_t flags_at; /* where a new "#," line is inserted                  */
     size_t str_end;  /* end of the last msgstr line: extra forms go here    */
     int flag_first;  /* index of the first "#," line range in po->flags     */
@@ -81,7 +86,9 @@ typedef struct po_doc {
     const char **form_text; /* parallel to forms: decoded msgstr strings     */
     int64_t n_forms, cap_forms, cap_form_text;
     int nplurals;
-    const char *eol; /* line end of the first line, for lines we insert      */
+    bool have_header;
+    po_range header_str; /* the header's msgstr lines                        */
+    const char *eol;     /* line end of the first line, for lines we insert  */
 } po_doc;
 
 /* Parser state: one entry in progress plus the pending comments. */
@@ -292,6 +299,8 @@ static mt_status finish_entry(po_parser *ps) {
     po_doc *po = ps->po;
     if (!ps->has_ctxt && ps->id.len == 0) {
         if (ps->have_header) return perr(ps, ps->ent_line, "second header entry (msgid \"\")");
+        po->have_header = true;
+        po->header_str = ps->str_rng[0];
         mt_status rc = read_header(ps, buf_str(&ps->strs[0]), ps->ent_line);
         reset_entry(ps);
         return rc;
@@ -307,6 +316,7 @@ static mt_status finish_entry(po_parser *ps) {
     po_entry *e = &po->entries[po->n_entries];
     memset(e, 0, sizeof *e);
     e->line = ps->ent_line;
+    e->beg = ps->ent_beg;
     e->flags_at = ps->prev_at != SIZE_MAX ? ps->prev_at : ps->kw_at;
     e->str_end = ps->str_rng[ps->n_strs - 1].end;
     e->flag_first = ps->flag_first;
@@ -1038,14 +1048,237 @@ static mt_status write_entry(app_doc *d, po_doc *po, int64_t i, po_writer *w,
     return MT_OK;
 }
 
+/* ------------------------------------------------------ header stamp */
+
+#ifndef MT_VERSION
+#define MT_VERSION "0"
+#endif
+
+/* Seconds since the epoch that stamps use; 0: the real clock. */
+static int64_t stamp_clock;
+
+void app_doc_po_set_clock_for_tests(int64_t t) { stamp_clock = t; }
+
+/* One "Key: value" field a save stamps into the header. */
+typedef struct po_stamp {
+    const char *key;
+    char value[512]; /* "" : left as it is                          */
+    bool found;      /* the header has it (replaced, not added)     */
+} po_stamp;
+
+/* A value fit for one header line: UTF-8 without control characters (a
+** line break would start another field), short enough for value[]. */
+static bool header_value_ok(const char *v, size_t cap) {
+    size_t n = v ? strlen(v) : 0, bad;
+    if (n == 0 || n >= cap || !mt_utf8_valid(v, n, &bad)) return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) return false;
+    return true;
+}
+
+/* Last-Translator: $MTPE_TRANSLATOR ("Name <email>") if set, else the
+** login name ($USER); "" when neither is usable. */
+static void translator_value(char *out, size_t cap) {
+    const char *t = getenv("MTPE_TRANSLATOR");
+    out[0] = '\0';
+    if (t && t[0]) {
+        if (header_value_ok(t, cap)) {
+            snprintf(out, cap, "%s", t);
+            return;
+        }
+        mt_log(MT_LOG_WARN, "MTPE_TRANSLATOR is not one line of UTF-8 text: "
+                            "Last-Translator is taken from $USER");
+    }
+    const char *u = getenv("USER");
+    if (header_value_ok(u, cap)) snprintf(out, cap, "%s", u);
+}
+
+/* A quoted string of the header's msgstr: where it is in the file and
+** where its decoded text is in the whole header text. */
+typedef struct hdr_piece {
+    size_t open, close; /* offsets of its opening and closing quotes   */
+    size_t at, len;     /* its decoded bytes in the header text        */
+} hdr_piece;
+
+/* s escaped as inside a PO string, without quotes. */
+static void put_escaped_text(app_doc_buf *out, const char *s) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; u[i];) {
+        int bytes;
+        enum lb_class first, last;
+        put_escaped(out, u + i, &bytes, &first, &last);
+        i += (size_t)bytes;
+    }
+}
+
+/* The piece holding byte `at` of the header text (pieces are in order;
+** empty ones hold nothing). */
+static int piece_of(const hdr_piece *pc, int n, size_t at) {
+    for (int k = 0; k < n; k++)
+        if (at >= pc[k].at && at < pc[k].at + pc[k].len) return k;
+    return -1;
+}
+
+/* Stamps the header as a translator's revision (PO-Revision-Date,
+** Last-Translator, X-Generator).  A field whose text is whole quoted
+** strings (the usual one line per field) gets its value replaced in place:
+** the bytes before its opening quote and after its closing quote stay, so
+** the layout and line ends do too.  Missing fields become new lines after
+** the last one.  A header laid out otherwise (fields sharing or splitting
+** strings mid-way, no final \n) is regenerated in msgcat's layout. */
+static mt_status write_header(app_doc *d, po_doc *po, po_writer *w) {
+    mt_status rc = MT_OK;
+    po_stamp st[3] = {
+        {.key = "PO-Revision-Date"}, {.key = "Last-Translator"}, {.key = "X-Generator"}};
+    time_t now = stamp_clock ? (time_t)stamp_clock : time(NULL);
+    struct tm tmv;
+    if (localtime_r(&now, &tmv) == NULL ||
+        strftime(st[0].value, sizeof st[0].value, "%Y-%m-%d %H:%M%z", &tmv) == 0)
+        st[0].value[0] = '\0';
+    translator_value(st[1].value, sizeof st[1].value);
+    snprintf(st[2].value, sizeof st[2].value, "mtpe %s", MT_VERSION);
+
+    /* the quoted strings of the msgstr lines, decoded */
+    po_range r = po->header_str;
+    int n = 0;
+    for (size_t pos = r.beg; pos < r.end; n++) {
+        const char *nl = memchr(w->buf + pos, '\n', r.end - pos);
+        pos = nl ? (size_t)(nl - w->buf) + 1 : r.end;
+    }
+    hdr_piece *pc = mt_try_calloc((size_t)n + 1, sizeof *pc);
+    app_doc_buf text = {0}, out = {0};
+    po_parser ps; /* for parse_string; the file parsed, so it cannot fail */
+    memset(&ps, 0, sizeof ps);
+    ps.d = d;
+    int np = 0;
+    for (size_t pos = r.beg; pc && pos < r.end && rc == MT_OK;) {
+        const char *nl = memchr(w->buf + pos, '\n', r.end - pos);
+        size_t next = nl ? (size_t)(nl - w->buf) + 1 : r.end;
+        const char *q = memchr(w->buf + pos, '"', next - pos), *p = q;
+        if (q) {
+            size_t at = text.len;
+            rc = parse_string(&ps, &p, w->buf + next, &text);
+            pc[np++] =
+                (hdr_piece){(size_t)(q - w->buf), (size_t)(p - 1 - w->buf), at, text.len - at};
+        }
+        pos = next;
+    }
+    if (pc == NULL || text.failed)
+        rc = mt_seterr(MT_ERR_NOMEM, "out of memory writing '%s'", d->path);
+    if (rc != MT_OK) goto done;
+
+    /* which fields are replaced, and can it be done string by string? */
+    const char *t = buf_str(&text);
+    bool regenerate = false;
+    for (size_t fs = 0; fs < text.len;) {
+        const char *nl = memchr(t + fs, '\n', text.len - fs);
+        size_t fe = nl ? (size_t)(nl - t) + 1 : text.len;
+        for (int k = 0; k < 3; k++) {
+            size_t kn = strlen(st[k].key);
+            if (!st[k].value[0] || fe - fs <= kn || strncasecmp(t + fs, st[k].key, kn) != 0 ||
+                t[fs + kn] != ':')
+                continue;
+            st[k].found = true;
+            int a = piece_of(pc, np, fs), b = piece_of(pc, np, fe - 1);
+            if (a < 0 || b < 0 || pc[a].at != fs || pc[b].at + pc[b].len != fe) regenerate = true;
+        }
+        fs = fe;
+    }
+    /* a field added after a last one without its \n would join it */
+    for (int k = 0; k < 3; k++)
+        if (st[k].value[0] && !st[k].found && text.len > 0 && t[text.len - 1] != '\n')
+            regenerate = true;
+
+    /* the new header text: replaced fields, then the missing ones */
+    app_doc_buf nt = {0};
+    for (size_t fs = 0; fs < text.len;) {
+        const char *nl = memchr(t + fs, '\n', text.len - fs);
+        size_t fe = nl ? (size_t)(nl - t) + 1 : text.len;
+        int hit = -1;
+        for (int k = 0; k < 3; k++) {
+            size_t kn = strlen(st[k].key);
+            if (st[k].value[0] && fe - fs > kn && strncasecmp(t + fs, st[k].key, kn) == 0 &&
+                t[fs + kn] == ':')
+                hit = k;
+        }
+        if (hit < 0) {
+            app_doc_buf_put(&nt, t + fs, fe - fs);
+        } else {
+            char field[640];
+            snprintf(field, sizeof field, "%s: %s\n", st[hit].key, st[hit].value);
+            if (!regenerate) {
+                /* in place: from after the first string's opening quote to
+                ** the last one's closing quote */
+                int a = piece_of(pc, np, fs), b = piece_of(pc, np, fe - 1);
+                copy_to(w, pc[a].open + 1);
+                put_escaped_text(&out, field);
+                replace_to(w, &out, pc[b].close);
+            }
+            app_doc_buf_puts(&nt, field);
+        }
+        fs = fe;
+    }
+    if (nt.len && nt.data[nt.len - 1] != '\n') app_doc_buf_putc(&nt, '\n');
+    bool ends_nl = r.end > r.beg && w->buf[r.end - 1] == '\n';
+    const char *eol = eol_at(w->buf, d->raw_len, r.beg);
+    if (eol == NULL) eol = po->eol;
+    if (!regenerate) copy_to(w, r.end);
+    for (int k = 0; k < 3; k++) {
+        if (!st[k].value[0] || st[k].found) continue;
+        char field[640];
+        snprintf(field, sizeof field, "%s: %s\n", st[k].key, st[k].value);
+        app_doc_buf_puts(&nt, field);
+        if (regenerate) continue;
+        if (!ends_nl) app_doc_buf_puts(&out, eol);
+        app_doc_buf_putc(&out, '"');
+        put_escaped_text(&out, field);
+        app_doc_buf_putc(&out, '"');
+        if (ends_nl) app_doc_buf_puts(&out, eol);
+    }
+    if (regenerate) {
+        copy_to(w, r.beg);
+        put_po_string(&out, "msgstr", buf_str(&nt), eol);
+        const char *last = last_eol(w->buf, r);
+        if (last) app_doc_buf_puts(&out, last);
+        replace_to(w, &out, r.end);
+    } else {
+        replace_to(w, &out, r.end);
+    }
+    if (nt.failed || out.failed)
+        rc = mt_seterr(MT_ERR_NOMEM, "out of memory writing '%s'", d->path);
+    app_doc_buf_free(&nt);
+done:
+    app_doc_buf_free(&text);
+    app_doc_buf_free(&out);
+    mt_free(pc);
+    return rc;
+}
+
+/* Whether saving rewrites any line of entry i (what write_entry does). */
+static bool entry_rewritten(const app_doc *d, const po_doc *po, int64_t i, app_doc_save_params p) {
+    const app_doc_segment *s = &d->segs[i];
+    const po_entry *e = &po->entries[i];
+    bool want_fuzzy = s->state == APP_DOC_STATE_DRAFT && p.draft_as_fuzzy;
+    return s->changed && (want_fuzzy != e->fuzzy || e->dirty != 0 || s->n_targets > e->n_forms);
+}
+
 static mt_status po_save(app_doc *d, FILE *f, app_doc_save_params p) {
     po_doc *po = d->impl;
     po_writer w = {f, d->raw, 0};
-    for (int64_t i = 0; i < d->n_segs; i++) {
-        if (!d->segs[i].changed) continue;
-        mt_status rc = write_entry(d, po, i, &w, p);
-        if (rc != MT_OK) return rc;
+    mt_status rc = MT_OK;
+    /* the header is stamped when an entry's lines change */
+    bool stamp = false;
+    for (int64_t i = 0; p.stamp_header && po->have_header && !stamp && i < d->n_segs; i++)
+        stamp = entry_rewritten(d, po, i, p);
+    for (int64_t i = 0; i < d->n_segs && rc == MT_OK; i++) {
+        if (stamp && po->header_str.beg < po->entries[i].beg) {
+            rc = write_header(d, po, &w);
+            stamp = false;
+        }
+        if (rc == MT_OK && d->segs[i].changed) rc = write_entry(d, po, i, &w, p);
     }
+    if (rc == MT_OK && stamp) rc = write_header(d, po, &w);
+    if (rc != MT_OK) return rc;
     copy_to(&w, d->raw_len);
     return MT_OK;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "doc.h"
@@ -504,6 +505,150 @@ static void test_po_wrap_vs_msgcat(void) {
           "msgcat re-wraps %s identically (diff <(msgcat f) f to see where not)", tpath("wrap.po"));
     if (have_tool("msgfmt"))
         CHECK(run("msgfmt --check -o /dev/null '%s'", tpath("wrap.po")) == 0, "msgfmt --check");
+}
+
+/* Saves path after setting segment 0's target (nothing when target is NULL)
+** with the header stamp on; returns the saved file (mt_free). */
+static char *stamp_save(const char *path, const char *target) {
+    app_doc *d = open_ok(path, APP_DOC_FORMAT_PO);
+    if (d == NULL) return NULL;
+    if (target) CHECK_STATUS(app_doc_set_target(d, 0, 0, target, APP_DOC_STATE_CONFIRMED));
+    app_doc_save_params p = app_doc_default_save_params();
+    p.stamp_header = true;
+    CHECK_STATUS(app_doc_save(d, NULL, p));
+    app_doc_free(d);
+    return slurp(path);
+}
+
+static void check_msgfmt(const char *path) {
+    if (have_tool("msgfmt"))
+        CHECK(run("msgfmt --check -o /dev/null '%s'", path) == 0, "msgfmt --check %s", path);
+}
+
+/* Issue 29, finding 8b: a save stamps PO-Revision-Date, Last-Translator
+** and X-Generator into the header; every other byte stays. */
+static void test_po_header_stamp(void) {
+    char *tz = getenv("TZ") ? mt_try_strdup(getenv("TZ")) : NULL;
+    setenv("TZ", "XYZ-02:00", 1); /* UTC+2 */
+    tzset();
+    app_doc_po_set_clock_for_tests(1718000000); /* 2024-06-10 06:13:20 UTC */
+    setenv("MTPE_TRANSLATOR", "Jana Beispiel <jana@example.org>", 1);
+    setenv("USER", "jbeispiel", 1);
+    const char *gen = "\"X-Generator: mtpe " MT_VERSION "\\n\"\n";
+
+    /* fields present: replaced in place; a value split over two strings
+    ** becomes one; other lines, comments and the layout stay */
+    const char *po = "# German translation.\n"
+                     "msgid \"\"\n"
+                     "msgstr \"\"\n"
+                     "\"Project-Id-Version: x 1.0\\n\"\n"
+                     "\"PO-Revision-Date: 2024-03-09 21:40+0100\\n\"\n"
+                     "\"Last-Translator: A Very Long Name Indeed <a.very.long.address@example.org"
+                     "\"\n"
+                     "  \">\\n\"\n"
+                     "\"Language-Team: German <de@li.org>\\n\"\n"
+                     "\"Language: de\\n\"\n"
+                     "\"MIME-Version: 1.0\\n\"\n"
+                     "\"Content-Type: text/plain; charset=UTF-8\\n\"\n"
+                     "\"Content-Transfer-Encoding: 8bit\\n\"\n"
+                     "\"X-Generator: Poedit 3.4\\n\"\n"
+                     "\"Plural-Forms: nplurals=2; plural=(n != 1);\\n\"\n"
+                     "\n"
+                     "msgid \"Open\"\n"
+                     "msgstr \"\"\n";
+    write_file(tpath("stamp.po"), po);
+    char *want = mt_xstrdup(po);
+    subst(&want, "2024-03-09 21:40+0100", "2024-06-10 08:13+0200");
+    subst(&want, "A Very Long Name Indeed <a.very.long.address@example.org\"\n  \">\\n\"",
+          "Jana Beispiel <jana@example.org>\\n\"");
+    subst(&want, "\"X-Generator: Poedit 3.4\\n\"\n", gen);
+    subst(&want, "\"Open\"\nmsgstr \"\"",
+          "\"Open\"\nmsgstr \"\xc3\x96"
+          "ffnen\"");
+    char *got = stamp_save(tpath("stamp.po"), "\xc3\x96"
+                                              "ffnen");
+    mt_free(got);
+    CHECK(same_file_text(tpath("stamp.po"), want), "fields replaced in place");
+    check_msgfmt(tpath("stamp.po"));
+    mt_free(want);
+
+    /* nothing changed: byte for byte, stamp or not */
+    want = slurp(tpath("stamp.po"));
+    setenv("MTPE_TRANSLATOR", "Somebody Else <else@example.org>", 1);
+    got = stamp_save(tpath("stamp.po"), NULL);
+    CHECK(got && want && !strcmp(got, want), "an unchanged document keeps its header");
+    mt_free(got);
+    mt_free(want);
+
+    /* fields missing: added after the last line, with the file's CRLF;
+    ** MTPE_TRANSLATOR with a line break is refused in favour of $USER */
+    setenv("MTPE_TRANSLATOR", "Two\nLines", 1);
+    po = "msgid \"\"\r\n"
+         "msgstr \"\"\r\n"
+         "\"Content-Type: text/plain; charset=UTF-8\\n\"\r\n"
+         "\r\n"
+         "msgid \"Open\"\r\n"
+         "msgstr \"\"\r\n";
+    write_file(tpath("add.po"), po);
+    want = mt_xstrdup(po);
+    char added[256];
+    snprintf(added, sizeof added,
+             "charset=UTF-8\\n\"\r\n"
+             "\"PO-Revision-Date: 2024-06-10 08:13+0200\\n\"\r\n"
+             "\"Last-Translator: jbeispiel\\n\"\r\n"
+             "%.*s\r\n",
+             (int)strlen(gen) - 1, gen);
+    subst(&want, "charset=UTF-8\\n\"\r\n", added);
+    subst(&want, "\"Open\"\r\nmsgstr \"\"", "\"Open\"\r\nmsgstr \"Auf\"");
+    got = stamp_save(tpath("add.po"), "Auf");
+    mt_free(got);
+    CHECK(same_file_text(tpath("add.po"), want), "missing fields added");
+    check_msgfmt(tpath("add.po"));
+    mt_free(want);
+
+    /* two fields in one string: the header is regenerated (msgcat's
+    ** layout), its other fields kept */
+    setenv("TZ", "XYZ+05:30", 1);
+    tzset();
+    unsetenv("MTPE_TRANSLATOR");
+    po = "msgid \"\"\n"
+         "msgstr \"Content-Type: text/plain; charset=UTF-8\\nPO-Revision-Date: old\\n\"\n"
+         "\n"
+         "msgid \"Open\"\n"
+         "msgstr \"\"";
+    write_file(tpath("odd.po"), po);
+    got = stamp_save(tpath("odd.po"), "Auf");
+    char *want2 = mt_xstrdup("msgid \"\"\n"
+                             "msgstr \"\"\n"
+                             "\"Content-Type: text/plain; charset=UTF-8\\n\"\n"
+                             "\"PO-Revision-Date: 2024-06-10 00:43-0530\\n\"\n"
+                             "\"Last-Translator: jbeispiel\\n\"\n"
+                             "GEN"
+                             "\n"
+                             "msgid \"Open\"\n"
+                             "msgstr \"Auf\"");
+    subst(&want2, "GEN", gen);
+    CHECK(got && want2 && !strcmp(got, want2), "irregular header regenerated: [%s]",
+          got ? got : "(none)");
+    check_msgfmt(tpath("odd.po"));
+    mt_free(got);
+    mt_free(want2);
+
+    /* no header: none is invented */
+    po = "msgid \"Open\"\nmsgstr \"\"\n";
+    write_file(tpath("nohdr.po"), po);
+    got = stamp_save(tpath("nohdr.po"), "Auf");
+    CHECK(got && !strcmp(got, "msgid \"Open\"\nmsgstr \"Auf\"\n"), "no header added: [%s]",
+          got ? got : "(none)");
+    mt_free(got);
+
+    app_doc_po_set_clock_for_tests(0);
+    if (tz)
+        setenv("TZ", tz, 1);
+    else
+        unsetenv("TZ");
+    tzset();
+    mt_free(tz);
 }
 
 /* Every host allocation of fn failing in turn, N = 0, 1, 2, ...: always a
@@ -1112,6 +1257,7 @@ int main(void) {
     test_po_edge_cases();
     test_po_errors();
     test_po_wrap_vs_msgcat();
+    test_po_header_stamp();
     test_xliff_sample();
     test_xliff_edge_cases();
     test_text_formats();
