@@ -102,6 +102,7 @@
 
 #include "app.h"
 #include "common.h"
+#include "anatomy.h"
 #include "doc.h"
 #include "options.h"
 #include "shortlist.h"
@@ -213,8 +214,10 @@ struct tr_ctx {
     bool progress;
     int64_t total_bytes;
     double t0, t_last;
-    /* documents: 1-best texts by line */
+    /* documents: the chosen translation of each piece, and its anatomy */
     char **doc_lines;
+    const app_anatomy **doc_anat;
+    int *doc_piece;
 };
 
 
@@ -347,6 +350,11 @@ static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
 
 static mt_status sink_doc(tr_ctx *c, int64_t id, slot *sl) {
     const char *t = !sl->bad && sl->r.n_hyps > 0 ? sl->r.hyps[0].text : "";
+    for (int k = 0; !sl->bad && k < sl->r.n_hyps; k++)
+        if (app_anat_accepts(c->doc_anat[id], c->doc_piece[id], sl->r.hyps[k].text)) {
+            t = sl->r.hyps[k].text;
+            break;
+        }
     c->doc_lines[id] = mt_try_strdup(t);
     if (c->doc_lines[id] == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
     return MT_OK;
@@ -873,7 +881,9 @@ static mt_status load_everything(tr_ctx *c) {
     p.max_length_crop = app_opts_flag(o, "max-length-crop");
     p.allow_unk = app_opts_flag(o, "allow-unk");
     p.allow_special = app_opts_flag(o, "allow-special");
-    p.n_best = app_opts_flag(o, "n-best");
+    /* documents choose among the n-best the first translation that keeps
+    ** the placeholders (app/anatomy.h) */
+    p.n_best = app_opts_flag(o, "n-best") || app_opts_count(o, "format") > 0;
     p.word_scores = app_opts_flag(o, "word-scores");
     p.alignment = app_opts_str(o, "alignment")[0] != '\0';
     p.pieces = app_opts_flag(o, "no-spm-decode");
@@ -908,48 +918,9 @@ static mt_status load_everything(tr_ctx *c) {
 typedef struct doc_item {
     int64_t seg;
     int form;
-    int64_t first, n; /* lines of the pipeline */
+    app_anatomy *anat;
+    int64_t first; /* its pieces: lines first.. of the pipeline */
 } doc_item;
-
-static mt_status split_lines(char ***lines, int64_t *n, int64_t *cap, const char *text) {
-    const char *p = text;
-    for (;;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (*n == *cap) {
-            int64_t nc = *cap ? 2 * *cap : 256;
-            char **q = mt_try_realloc(*lines, sizeof(char *) * (size_t)nc);
-            if (q == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
-            *lines = q;
-            *cap = nc;
-        }
-        char *s = mt_try_malloc(len + 1);
-        if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
-        memcpy(s, p, len);
-        s[len] = '\0';
-        (*lines)[(*n)++] = s;
-        if (nl == NULL) return MT_OK;
-        p = nl + 1;
-    }
-}
-
-static mt_status join_lines(char **lines, int64_t n, char **out) {
-    size_t len = 1;
-    for (int64_t i = 0; i < n; i++)
-        len += strlen(lines[i]) + 1;
-    char *s = mt_try_malloc(len);
-    if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
-    size_t at = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (i) s[at++] = '\n';
-        size_t k = strlen(lines[i]);
-        memcpy(s + at, lines[i], k);
-        at += k;
-    }
-    s[at] = '\0';
-    *out = s;
-    return MT_OK;
-}
 
 static mt_status translate_document(tr_ctx *c, const char *kind, const char *path) {
     app_opts *o = c->o;
@@ -963,16 +934,17 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
     app_doc *d = NULL;
     rc = app_doc_open(path, fmt, &d);
     if (rc != MT_OK) return rc;
-    char **lines = NULL;
-    int64_t n_lines = 0, cap_lines = 0, n_items = 0;
+    int64_t n_seg = app_doc_count(d), n_items = 0, n_lines = 0;
     doc_item *items = NULL;
-    int64_t n_seg = app_doc_count(d);
-    items = mt_try_calloc((size_t)(n_seg > 0 ? n_seg : 1) * 8, sizeof *items);
+    for (int64_t i = 0; i < n_seg; i++)
+        n_items += app_doc_segment_at(d, i)->n_targets;
+    items = mt_try_calloc((size_t)(n_items > 0 ? n_items : 1), sizeof *items);
     if (items == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+    n_items = 0;
     for (int64_t i = 0; i < n_seg && rc == MT_OK; i++) {
         const app_doc_segment *sg = app_doc_segment_at(d, i);
         if (sg->state != APP_DOC_STATE_EMPTY) continue;
-        for (int f = 0; f < sg->n_targets && f < 8 && rc == MT_OK; f++) {
+        for (int f = 0; f < sg->n_targets && rc == MT_OK; f++) {
             const char *src = f > 0 && sg->source_plural ? sg->source_plural : sg->source;
             char *plain = NULL;
             rc = fmt == APP_DOC_FORMAT_XLIFF ? app_doc_strip_tags(src, &plain) : MT_OK;
@@ -981,15 +953,29 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
             it->seg = i;
             it->form = f;
             it->first = n_lines;
-            rc = split_lines(&lines, &n_lines, &cap_lines, plain ? plain : src);
-            it->n = n_lines - it->first;
+            rc = app_anat_parse(plain ? plain : src, &it->anat);
+            if (rc == MT_OK) n_lines += app_anat_pieces(it->anat);
             mt_free(plain);
         }
     }
+    char **lines = NULL;
     if (rc == MT_OK) {
-        c->doc_lines = mt_try_calloc((size_t)(n_lines > 0 ? n_lines : 1), sizeof(char *));
-        if (c->doc_lines == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+        size_t n = (size_t)(n_lines > 0 ? n_lines : 1);
+        lines = mt_try_calloc(n, sizeof *lines);
+        c->doc_lines = mt_try_calloc(n, sizeof(char *));
+        c->doc_anat = mt_try_calloc(n, sizeof *c->doc_anat);
+        c->doc_piece = mt_try_calloc(n, sizeof *c->doc_piece);
+        if (!lines || !c->doc_lines || !c->doc_anat || !c->doc_piece)
+            rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
     }
+    for (int64_t k = 0; k < n_items && rc == MT_OK; k++)
+        for (int p = 0; p < app_anat_pieces(items[k].anat); p++) {
+            int64_t l = items[k].first + p;
+            /* the pipeline frees nothing: lines point into the anatomies */
+            lines[l] = (char *)app_anat_piece(items[k].anat, p);
+            c->doc_anat[l] = items[k].anat;
+            c->doc_piece[l] = p;
+        }
     if (rc == MT_OK && n_lines > 0) {
         line_src ls;
         memset(&ls, 0, sizeof ls);
@@ -1004,7 +990,8 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
     bool to_stdout = !strcmp(out, "stdout") || !strcmp(out, "-");
     for (int64_t k = 0; k < n_items && rc == MT_OK; k++) {
         char *text = NULL;
-        rc = join_lines(c->doc_lines + items[k].first, items[k].n, &text);
+        rc = app_anat_assemble(items[k].anat, (const char *const *)c->doc_lines + items[k].first,
+                               &text);
         if (rc != MT_OK) break;
         if (fmt == APP_DOC_FORMAT_TEXT && to_stdout) {
             fprintf(c->out, "%s\n", text);
@@ -1032,13 +1019,17 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
     if (rc == MT_OK && !app_opts_flag(o, "quiet"))
         mt_log(MT_LOG_INFO, "%s: %lld segment%s translated", path, (long long)n_items,
                n_items == 1 ? "" : "s");
-    for (int64_t i = 0; i < n_lines; i++) {
-        mt_free(lines[i]);
-        if (c->doc_lines) mt_free(c->doc_lines[i]);
-    }
+    for (int64_t i = 0; c->doc_lines && i < n_lines; i++)
+        mt_free(c->doc_lines[i]);
+    for (int64_t k = 0; k < n_items; k++)
+        app_anat_free(items[k].anat);
     mt_free(lines);
     mt_free(c->doc_lines);
+    mt_free(c->doc_anat);
+    mt_free(c->doc_piece);
     c->doc_lines = NULL;
+    c->doc_anat = NULL;
+    c->doc_piece = NULL;
     mt_free(items);
     app_doc_free(d);
     return rc;

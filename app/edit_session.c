@@ -467,7 +467,8 @@ static void *worker_main(void *arg) {
         memset(&out, 0, sizeof out);
         double t0 = app_now();
         if (rc == MT_OK)
-            rc = er->e->ops->translate(w->state, src, j->prefix, job_cancelled, j, &out);
+            rc =
+                app_edit_translate_segment(er->e, w->state, src, j->prefix, job_cancelled, j, &out);
         double dt = app_now() - t0;
 
         pthread_mutex_lock(&s->mu);

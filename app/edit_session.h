@@ -96,6 +96,13 @@ typedef struct app_edit_engine {
     char *path;
 } app_edit_engine;
 
+/* Translates a segment with engine e through the segment anatomy
+** (app/edit_anatomy.c): blanks, line breaks, columns and placeholders of
+** the source are kept; arguments and result as ops->translate. */
+mt_status app_edit_translate_segment(const app_edit_engine *e, void *worker, const char *source,
+                                     const char *prefix, bool (*cancel)(void *), void *cancel_user,
+                                     app_edit_output *out);
+
 /* Wraps impl (ownership moves in, also on failure: then ops->free(impl)). */
 mt_status app_edit_engine_new(const app_edit_engine_ops *ops, void *impl, const char *name,
                               const char *path, app_edit_engine **out);

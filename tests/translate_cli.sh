@@ -313,6 +313,70 @@ EOF
 else
     fail "PO (in place) failed: $(cat "$tmp/err")"
 fi
+# segment anatomy (issue 29): placeholders survive whatever the (tiny,
+# untrained) model writes, blanks and aligned columns are copied, a
+# placeholder-only entry is copied, and msgfmt accepts the c-format entries
+cat >"$tmp/ph.po" <<'EOF'
+msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=UTF-8\n"
+"Plural-Forms: nplurals=2; plural=(n != 1);\n"
+
+#, c-format
+msgid "Cannot open '%s': %s"
+msgstr ""
+
+#, c-format
+msgid "%d files copied in %.2f seconds"
+msgstr ""
+
+#, c-format
+msgid "%s: %s"
+msgstr ""
+
+#, python-format
+msgid "Removed %(count)d packages"
+msgstr ""
+
+msgid ""
+"  -f, --force     never prompt\n"
+"  -v, --verbose   explain what is done\n"
+msgstr ""
+EOF
+if "$mtpe" translate "${tiny[@]}" -b 2 --quiet --format po "$tmp/ph.po" -o "$tmp/ph.out.po" \
+    2>"$tmp/err"; then
+    if command -v msgfmt >/dev/null; then
+        msgfmt --check --use-fuzzy -o /dev/null "$tmp/ph.out.po" 2>"$tmp/err" ||
+            fail "PO placeholders: msgfmt --check: $(cat "$tmp/err")"
+    fi
+    python3 - "$tmp/ph.out.po" <<'EOF' || fail "PO anatomy: $(cat "$tmp/ph.out.po")"
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+pairs = {}
+for e in text.split("\n\n")[1:]:
+    mid = "".join(re.findall(r'"(.*)"', e.split("msgid", 1)[1].split("msgstr", 1)[0]))
+    mstr = "".join(re.findall(r'"(.*)"', e.split("msgstr", 1)[1]))
+    pairs[mid] = mstr
+ok = True
+def want(cond, what):
+    global ok
+    if not cond:
+        print(what)
+        ok = False
+want(pairs["%s: %s"] == "%s: %s", "placeholder-only entry not copied")
+for k in ("Cannot open '%s': %s", "%d files copied in %.2f seconds"):
+    ph = re.findall(r"%[.0-9]*[sdf]", k)
+    want(re.findall(r"%[.0-9]*[sdf]", pairs[k]) == ph, "placeholders of " + k)
+want("%(count)d" in pairs["Removed %(count)d packages"], "python placeholder lost")
+opt = pairs["  -f, --force     never prompt\\n  -v, --verbose   explain what is done\\n"]
+lines = opt.split("\\n")
+want(lines[0].startswith("  -f, --force     ") and lines[1].startswith("  -v, --verbose   ")
+     and lines[2] == "", "option columns not kept: " + opt)
+sys.exit(0 if ok else 1)
+EOF
+else
+    fail "PO placeholders: translation failed: $(cat "$tmp/err")"
+fi
 if "$mtpe" translate "${tiny[@]}" -b 2 --quiet --format xliff "$xlf" -o "$tmp/out.xlf" 2>"$tmp/err"; then
     python3 - "$xlf" "$tmp/out.xlf" <<'EOF' || fail "XLIFF structure"
 import sys
