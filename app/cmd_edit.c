@@ -4,6 +4,7 @@
 **   mtpe edit FILE [-m MODEL... -v VOCABS...] [--db PATH] [-b BEAM]
 **             [--completion-beam N] [-n X] [--cpu-threads N] [--lookahead N]
 **             [--target FILE] [--src-lang L] [--trg-lang L] [--script FILE]
+**             [--save-mt]
 **
 ** FILE comes first (or after "--" at the end).  Its format follows the
 ** suffix (.po .pot, .xlf .xliff, .tsv, else plain text); a plain text file
@@ -14,7 +15,10 @@
 ** (`:model PATH` loads one later).  Vocabularies default to vocab.spm next
 ** to the model.  --db defaults to $XDG_DATA_HOME/mtpe/mtpe.db.  Saving a PO
 ** file stamps its header (app/doc.h): Last-Translator is $MTPE_TRANSLATOR
-** ("Name <email>"), else $USER.
+** ("Name <email>"), else $USER.  Saving writes confirmed segments and the
+** translator's drafts; MT that nobody edited (pre-translated or merely
+** seen) stays out of the file unless --save-mt asks for it as fuzzy
+** drafts (PO and XLIFF; a text file cannot mark a draft).
 **
 ** The pieces (edit_session.h): the document and the store behind the ui
 ** hooks (app_edit_ctl), translation workers (app_edit_session) over the
@@ -79,6 +83,8 @@ static const app_opt edit_opts[] = {
     {"src-lang", 0, APP_OPT_STRING, NULL, NULL, "source language code (default: the file's, en)"},
     {"trg-lang", 0, APP_OPT_STRING, NULL, NULL, "target language code (default: the file's, de)"},
     {"script", 0, APP_OPT_STRING, NULL, NULL, "read key events from FILE instead of a terminal"},
+    {"save-mt", 0, APP_OPT_FLAG, NULL, NULL,
+     "PO/XLIFF: also save MT that nobody edited or confirmed, as fuzzy drafts"},
 };
 static const int n_edit_opts = (int)(sizeof edit_opts / sizeof edit_opts[0]);
 
@@ -630,6 +636,7 @@ int app_edit_main(int argc, char **argv) {
         .src_lang = opt_or_null(o, "src-lang"),
         .trg_lang = opt_or_null(o, "trg-lang"),
         .save = app_doc_default_save_params(),
+        .save_mt = app_opts_flag(o, "save-mt"),
         .open_message = have_model ? NULL : why,
     };
     cp.save.stamp_header = true; /* a translator's save: PO-Revision-Date etc. */

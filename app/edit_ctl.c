@@ -11,9 +11,13 @@
 ** Unit statuses follow the ui's (ui_seg_status) and map one to one onto
 ** the store's; document states map as empty -> new, draft -> edited,
 ** confirmed -> confirmed.  A segment whose MT arrives while it is new takes
-** the MT as its target (ui status "MT"; a PO or XLIFF document gets it as a
-** draft, written fuzzy / needs-review; text formats, which cannot mark a
-** draft, leave it out); the store keeps it as an MT output only.
+** the MT as its target (ui status "MT"); the store keeps it as an MT output
+** only.  The file gets such MT only with params.save_mt, and only a PO or
+** XLIFF document (as a draft: fuzzy / needs-review): by default MT that
+** nobody edited or confirmed (pre-translated, or on a segment merely
+** visited) stays out of the file, as it does in text formats, which cannot
+** mark a draft.  Confirmed segments and the translator's drafts are always
+** written.
 **
 ** Edit events.  The ui reports the field's text when it asks for a
 ** completion, when the translator leaves a segment with a draft, and at a
@@ -148,10 +152,12 @@ static mt_status sync_doc(app_edit_ctl *c, int64_t ui) {
         a--;
     while (b + 1 < c->n && c->u[b + 1].dseg == dseg)
         b++;
+    /* unedited MT goes into the file only when asked, as a draft */
+    bool keep_mt = c->has_states && c->p.save_mt;
     bool all = true, any = false;
     for (int64_t i = a; i <= b; i++) {
         all = all && c->u[i].status == UI_SEG_CONFIRMED && c->u[i].target[0];
-        any = any || (c->u[i].target[0] && (c->has_states || c->u[i].status != UI_SEG_MT));
+        any = any || (c->u[i].target[0] && (keep_mt || c->u[i].status != UI_SEG_MT));
     }
     app_doc_state state = all   ? APP_DOC_STATE_CONFIRMED
                           : any ? APP_DOC_STATE_DRAFT
@@ -160,8 +166,7 @@ static mt_status sync_doc(app_edit_ctl *c, int64_t ui) {
     bool wrote = false;
     for (int64_t i = a; i <= b; i++) {
         const unit *u = &c->u[i];
-        /* text files have no draft marker: MT nobody looked at stays out */
-        const char *t = u->status == UI_SEG_MT && !c->has_states ? "" : u->target;
+        const char *t = u->status == UI_SEG_MT && !keep_mt ? "" : u->target;
         if (u->form < ds->n_targets && strcmp(ds->targets[u->form], t) == 0) continue;
         mt_status rc = app_doc_set_target(c->doc, dseg, u->form, t, state);
         if (rc != MT_OK) return rc;

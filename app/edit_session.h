@@ -234,7 +234,8 @@ app_edit_session_stats app_edit_session_get_stats(app_edit_session *s);
 **
 ** Hooks, in this order, on the ui thread:
 **   1. pending MT results are recorded (store_add_mt; untouched segments
-**      take the MT as their draft in the document);
+**      take the MT as their target, which the file gets only with
+**      params.save_mt);
 **   2. edit events and confirmations are written to the store (each
 **      committed, synchronous=FULL, before anything else happens);
 **   3. then the document in memory, the cursor, and the session.
@@ -248,6 +249,8 @@ typedef struct app_edit_ctl_params {
     const char *src_lang, *trg_lang; /* store's language codes (NULL: from the
                                         document, else "en" / "de")           */
     app_doc_save_params save;
+    bool save_mt;             /* PO/XLIFF: MT nobody edited is saved as a draft
+                                 (fuzzy); false: it stays out of the file     */
     const char *open_message; /* logged (mt_log, a warning: the status line)
                                  when the editor opens; NULL: none        */
 } app_edit_ctl_params;

@@ -7,7 +7,7 @@
 # word of the completion), Enter (confirms prefix + completion), on the next
 # segment Alt-2 (Esc 2) and Enter, then PgDn, C-n and :wq.  Checks: the
 # saved PO passes msgfmt --check and holds both confirmations as translated
-# (not fuzzy) entries; the store holds the two confirmations, the typed
+# (not fuzzy) entries and no MT of the segments only visited; the store holds the two confirmations, the typed
 # prefix as a "typed" edit event, the n-best pick with rank 1 and its MT
 # output, and the cursor where the editor was left.
 set -u
@@ -98,6 +98,11 @@ check 'msgfmt --check -o /dev/null sample.de.po' "msgfmt --check accepts the sav
 check 'grep -c "^msgid " sample.de.po | grep -qx "$(grep -c "^msgid " "$SRC/assets/samples/sample.de.po")"' \
     "every entry is still there"
 translated() { msgattrib --translated --no-fuzzy --no-wrap sample.de.po | grep -qxF "msgstr \"$1\""; }
+# segments 5-7 were only visited: their MT is not saved (no --save-mt)
+fuzzy() { msgattrib --only-fuzzy "$1" | grep -c '^msgid '; }
+check '[ "$(fuzzy sample.de.po)" = "$(fuzzy "$SRC/assets/samples/sample.de.po")" ]' \
+    "no MT saved as fuzzy for segments only visited"
+check 'grep -q "^\"X-Generator: mtpe " sample.de.po' "the header names mtpe as X-Generator"
 check 'translated "$conf1"' "segment 3 saved as confirmed: '$conf1'"
 
 # ---- the store

@@ -22,7 +22,7 @@
 **     (typed, n-best pick, accept all); reopening after a "crash" (no save)
 **     restores the stored confirmation and cursor; a save registers a new
 **     document version that reopens at the cursor; plain text files get
-**     no unconfirmed MT
+**     no unconfirmed MT, PO files only with save_mt (as fuzzy)
 */
 #include <errno.h>
 #include <pthread.h>
@@ -790,6 +790,72 @@ done:
     fake_destroy(&fk);
 }
 
+/* Issue 29, finding 6: MT on segments merely visited or pre-translated
+** stays out of the saved file unless params.save_mt asks for it (then as
+** fuzzy drafts); the translator's drafts and confirmations are saved. */
+static void test_ctl_save_mt(bool save_mt) {
+    const char *po = tpath(save_mt ? "mt_on.po" : "mt_off.po");
+    const char *db = tpath(save_mt ? "mt_on.db" : "mt_off.db");
+    FILE *f = fopen(po, "w");
+    if (!CHECK(f != NULL, "create %s", po)) return;
+    fputs("msgid \"\"\nmsgstr \"\"\n\"Content-Type: text/plain; charset=UTF-8\\n\"\n\n"
+          "msgid \"One\"\nmsgstr \"\"\n\nmsgid \"Two\"\nmsgstr \"\"\n\n"
+          "msgid \"Three\"\nmsgstr \"\"\n\nmsgid \"Four\"\nmsgstr \"\"\n",
+          f);
+    fclose(f);
+    store *st = NULL;
+    app_doc *doc = NULL;
+    app_edit_ctl *c = NULL;
+    app_edit_session *s = NULL;
+    fake fk;
+    rec r;
+    fake_init(&fk);
+    rec_init(&r);
+    CHECK_STATUS(store_open(db, &st));
+    CHECK_STATUS(app_doc_open(po, APP_DOC_FORMAT_AUTO, &doc));
+    app_edit_ctl_params cp = {.save = app_doc_default_save_params(), .save_mt = save_mt};
+    if (doc) CHECK_STATUS(app_edit_ctl_open(st, doc, &cp, &c));
+    if (c == NULL) goto done;
+    app_edit_session_params sp = app_edit_session_default_params();
+    app_edit_sink k = rec_sink(&r);
+    CHECK_STATUS(app_edit_session_init(&sp, &k, fake_engine(&fk, "fake"), app_edit_ctl_count(c),
+                                       app_edit_ctl_mt_sources(c), app_edit_ctl_translated(c), &s));
+    app_edit_ctl_attach(c, s);
+    ui_hooks h = app_edit_ctl_hooks(c);
+    /* on "One": its MT, the next three pre-translated */
+    h.segment_changed(h.user, -1, NULL, 0);
+    CHECK(app_edit_session_wait_idle(s, 5000), "idle");
+    CHECK(count_kind(&r, 'm', 3, "T(Four)") == 1, "segment 4 pre-translated");
+    /* a typed draft on "One", then :goto "Three" (visited only), then
+    ** "Four" confirmed */
+    h.segment_changed(h.user, 0, "Eins getippt", 2);
+    CHECK(app_edit_session_wait_idle(s, 5000), "idle");
+    h.segment_changed(h.user, 2, NULL, 3);
+    CHECK_STATUS(h.commit(h.user, 3, "Vier", NULL));
+    CHECK_STATUS(h.save(h.user));
+    char *out = slurp(po);
+    CHECK(out && po_has(out, "#, fuzzy\nmsgid \"One\"\nmsgstr \"Eins getippt\"\n"),
+          "the typed draft is saved as fuzzy");
+    CHECK(out && po_has(out, "\n\nmsgid \"Four\"\nmsgstr \"Vier\"\n"), "the confirmation is saved");
+    if (save_mt) {
+        CHECK(out && po_has(out, "#, fuzzy\nmsgid \"Two\"\nmsgstr \"T(Two)\"\n") &&
+                  po_has(out, "#, fuzzy\nmsgid \"Three\"\nmsgstr \"T(Three)\"\n"),
+              "save_mt: pre-translated and visited segments saved as fuzzy MT: [%s]",
+              out ? out : "(none)");
+    } else {
+        CHECK(out && po_has(out, "\n\nmsgid \"Two\"\nmsgstr \"\"\n") &&
+                  po_has(out, "\n\nmsgid \"Three\"\nmsgstr \"\"\n") && !po_has(out, "T(T"),
+              "pre-translated and visited segments stay empty: [%s]", out ? out : "(none)");
+    }
+    mt_free(out);
+done:
+    app_edit_session_free(s);
+    app_edit_ctl_free(c);
+    app_doc_free(doc);
+    store_close(st);
+    fake_destroy(&fk);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/mtpe_edit_session.XXXXXX");
     if (mkdtemp(tmpdir) == NULL) {
@@ -804,6 +870,8 @@ int main(void) {
     test_model_switch();
     test_ctl();
     test_ctl_text();
+    test_ctl_save_mt(false);
+    test_ctl_save_mt(true);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (th_failures == 0 && system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", tmpdir);
