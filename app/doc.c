@@ -341,7 +341,16 @@ const app_doc_segment *app_doc_segment_at(const app_doc *d, int64_t i) {
     return &d->segs[i];
 }
 
-/* State after setting form `form` to text: EMPTY iff every form is empty. */
+/* Whether segment s of d has nothing to translate: an empty line of a
+** line-based document, whose translation is an empty line. */
+static bool nothing_to_translate(const app_doc *d, const app_doc_segment *s) {
+    bool lines = d->format == APP_DOC_FORMAT_TEXT || d->format == APP_DOC_FORMAT_PARALLEL ||
+                 d->format == APP_DOC_FORMAT_TSV;
+    return lines && s->source[0] == '\0';
+}
+
+/* State after setting form `form` to text: EMPTY iff every form is empty
+** (CONFIRMED for an empty line of a line-based document). */
 static mt_status check_state(const app_doc *d, int64_t i, int form, const char *text,
                              app_doc_state state, app_doc_state *out) {
     const app_doc_segment *s = &d->segs[i];
@@ -353,7 +362,7 @@ static mt_status check_state(const app_doc *d, int64_t i, int form, const char *
         return mt_seterr(MT_ERR_INVALID, "'%s' segment %lld: invalid state %d", d->path,
                          (long long)i, (int)state);
     if (!any) {
-        *out = APP_DOC_STATE_EMPTY;
+        *out = nothing_to_translate(d, s) ? APP_DOC_STATE_CONFIRMED : APP_DOC_STATE_EMPTY;
         return MT_OK;
     }
     if (state == APP_DOC_STATE_EMPTY)

@@ -16,12 +16,17 @@
 **
 ** An empty file has no segments; "a\nb\n" and "a\nb" have two.  Empty lines
 ** are segments too (with an empty source), so that line i of the source
-** always pairs with line i of the target.
+** always pairs with line i of the target.  An empty source line is
+** translated by an empty line: with an empty target it is CONFIRMED, from
+** the start (issue 29: it could not be confirmed, and translators moved
+** the next line's translation up into it).
 **
 ** Writing.  text/parallel write the targets to the target file, one line
 ** each, with the line end of the target file when it existed (otherwise of
-** the source file) and a final line end iff that file had one.  An empty or
-** missing target file means "nothing translated yet".  TSV copies
+** the source file) and a final line end iff that file had one, or when the
+** last target is empty (without it, that line would not be there: the
+** file must have one line per source line).  An empty or missing target
+** file means "nothing translated yet".  TSV copies
 ** unchanged lines byte for byte and writes changed ones as
 ** source TAB target + the line's own line end.
 */
@@ -121,8 +126,12 @@ static mt_status text_save(app_doc *d, FILE *f, app_doc_save_params p) {
         return MT_OK;
     }
     for (int64_t i = 0; i < d->n_segs; i++) {
-        fputs(d->segs[i].targets[0], f);
-        if (i + 1 < d->n_segs || t->final_eol) fputs(t->eol, f);
+        const char *tg = d->segs[i].targets[0];
+        /* an empty last line needs its line end to be a line at all (as
+        ** the only line it may be an empty file: that reads as empty too) */
+        bool last_empty = tg[0] == '\0' && d->n_segs > 1;
+        fputs(tg, f);
+        if (i + 1 < d->n_segs || t->final_eol || last_empty) fputs(t->eol, f);
     }
     return MT_OK;
 }
@@ -221,6 +230,7 @@ mt_status app_doc_text_open(app_doc *d, const char *tgt_path, bool tsv) {
         if (seg->source == NULL ||
             (tab && set_initial_target(seg, tab + 1, len - src_len - 1) != MT_OK))
             return mt_seterr(MT_ERR_NOMEM, "out of memory reading '%s'", d->path);
+        if (src_len == 0) seg->state = APP_DOC_STATE_CONFIRMED; /* nothing to translate */
     }
     if (tgt_path) return read_targets(d, t, tgt_path);
     return MT_OK;

@@ -140,7 +140,9 @@ static ui_seg_status from_store(store_seg_status s, const char *target) {
 }
 
 static ui_seg_status from_doc(app_doc_state s, const char *target) {
-    if (target == NULL || target[0] == '\0') return UI_SEG_NEW;
+    /* confirmed and empty: an empty line of a text file (app/doc_text.c) */
+    if (target == NULL || target[0] == '\0')
+        return s == APP_DOC_STATE_CONFIRMED ? UI_SEG_CONFIRMED : UI_SEG_NEW;
     return s == APP_DOC_STATE_CONFIRMED ? UI_SEG_CONFIRMED : UI_SEG_EDITED;
 }
 
@@ -156,7 +158,8 @@ static mt_status sync_doc(app_edit_ctl *c, int64_t ui) {
     bool keep_mt = c->has_states && c->p.save_mt;
     bool all = true, any = false;
     for (int64_t i = a; i <= b; i++) {
-        all = all && c->u[i].status == UI_SEG_CONFIRMED && c->u[i].target[0];
+        all = all && c->u[i].status == UI_SEG_CONFIRMED &&
+              (c->u[i].target[0] || c->u[i].source[0] == '\0');
         any = any || (c->u[i].target[0] && (keep_mt || c->u[i].status != UI_SEG_MT));
     }
     app_doc_state state = all   ? APP_DOC_STATE_CONFIRMED
@@ -375,7 +378,10 @@ static mt_status import(app_edit_ctl *c, const char *hash) {
         for (int64_t i = 0; i < c->n && i < rows.n; i++) {
             unit *u = &c->u[i];
             const seg_row *r = &rows.v[i];
-            if (r->index == i && row_matches(c, u, r) && strcmp(r->target, u->target) == 0)
+            /* (an empty target keeps the file's state: new, or an empty
+            ** line's confirmation) */
+            if (r->index == i && row_matches(c, u, r) && u->target[0] &&
+                strcmp(r->target, u->target) == 0)
                 u->status = from_store(r->status, r->target);
         }
         rows_free(&rows);

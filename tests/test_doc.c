@@ -1081,6 +1081,83 @@ static void test_text_formats(void) {
     CHECK(strstr(mt_errmsg(), "bad.tsv:2:") != NULL, "%s", mt_errmsg());
 }
 
+/* Counts the lines of a file as app/doc_text.c does ("a\nb" and "a\nb\n"
+** have two). */
+static int count_lines(const char *path) {
+    char *t = slurp(path);
+    if (t == NULL) return -1;
+    int n = 0;
+    for (const char *p = t; *p; n++) {
+        const char *nl = strchr(p, '\n');
+        p = nl ? nl + 1 : p + strlen(p);
+    }
+    mt_free(t);
+    return n;
+}
+
+/* Issue 29, finding 9: an empty source line is translated by an empty
+** line (confirmed from the start), and the target file keeps one line per
+** source line, also when the last ones are empty and the source has no
+** final newline. */
+static void test_text_empty_lines(void) {
+    app_doc *d = NULL;
+    write_file(tpath("e.en"), "one\n\ntwo\n");
+    CHECK_STATUS(app_doc_open_parallel(tpath("e.en"), tpath("e.de"), &d));
+    if (d) {
+        CHECK(app_doc_segment_at(d, 1)->state == APP_DOC_STATE_CONFIRMED,
+              "an empty source line is confirmed as it is");
+        CHECK(app_doc_segment_at(d, 0)->state == APP_DOC_STATE_EMPTY &&
+                  app_doc_segment_at(d, 2)->state == APP_DOC_STATE_EMPTY,
+              "the other lines are not");
+        CHECK_STATUS(app_doc_set_target(d, 1, 0, "", APP_DOC_STATE_EMPTY));
+        CHECK(app_doc_segment_at(d, 1)->state == APP_DOC_STATE_CONFIRMED,
+              "an empty target on an empty line stays confirmed");
+        CHECK_STATUS(app_doc_set_target(d, 0, 0, "eins", APP_DOC_STATE_CONFIRMED));
+        CHECK_STATUS(app_doc_set_target(d, 2, 0, "zwei", APP_DOC_STATE_CONFIRMED));
+        CHECK_STATUS(app_doc_save(d, NULL, app_doc_default_save_params()));
+        CHECK(same_file_text(tpath("e.de"), "eins\n\nzwei\n"), "line i <-> line i");
+    }
+    app_doc_free(d);
+    d = NULL;
+
+    /* untranslated last lines, no final newline: still three lines */
+    write_file(tpath("f.en"), "one\n\ntwo");
+    CHECK_STATUS(app_doc_open_parallel(tpath("f.en"), tpath("f.de"), &d));
+    if (d) {
+        CHECK_STATUS(app_doc_set_target(d, 0, 0, "eins", APP_DOC_STATE_CONFIRMED));
+        CHECK_STATUS(app_doc_save(d, NULL, app_doc_default_save_params()));
+        CHECK(count_lines(tpath("f.de")) == 3, "3 target lines, got %d",
+              count_lines(tpath("f.de")));
+    }
+    app_doc_free(d);
+    d = NULL;
+    CHECK_STATUS(app_doc_open_parallel(tpath("f.en"), tpath("f.de"), &d));
+    if (d) {
+        CHECK(app_doc_count(d) == 3 && app_doc_segment_at(d, 1)->state == APP_DOC_STATE_CONFIRMED &&
+                  app_doc_segment_at(d, 2)->state == APP_DOC_STATE_EMPTY,
+              "read back aligned: the empty line confirmed, the last one open");
+        CHECK_STATUS(app_doc_set_target(d, 2, 0, "zwei", APP_DOC_STATE_CONFIRMED));
+        CHECK_STATUS(app_doc_save(d, NULL, app_doc_default_save_params()));
+        CHECK(same_file_text(tpath("f.de"), "eins\n\nzwei\n"),
+              "the final newline of the target file it replaces");
+    }
+    app_doc_free(d);
+    d = NULL;
+
+    /* TSV: an empty line is a confirmed empty pair */
+    write_file(tpath("e.tsv"), "Hello\tHallo\n\nWorld\n");
+    d = open_ok(tpath("e.tsv"), APP_DOC_FORMAT_TSV);
+    if (d) {
+        CHECK(app_doc_segment_at(d, 1)->state == APP_DOC_STATE_CONFIRMED &&
+                  app_doc_segment_at(d, 2)->state == APP_DOC_STATE_EMPTY,
+              "TSV: empty line confirmed");
+        CHECK_STATUS(app_doc_set_target(d, 2, 0, "Welt", APP_DOC_STATE_CONFIRMED));
+        CHECK_STATUS(app_doc_save(d, NULL, app_doc_default_save_params()));
+        CHECK(same_file_text(tpath("e.tsv"), "Hello\tHallo\n\nWorld\tWelt\n"), "TSV saved");
+    }
+    app_doc_free(d);
+}
+
 static void test_detect_and_names(void) {
     app_doc_format f;
     write_file(tpath("noext1"), "# comment\nmsgid \"a\"\nmsgstr \"\"\n");
@@ -1261,6 +1338,7 @@ int main(void) {
     test_xliff_sample();
     test_xliff_edge_cases();
     test_text_formats();
+    test_text_empty_lines();
     test_detect_and_names();
     test_tmx();
     test_atomic();

@@ -36,6 +36,7 @@
 
 #include "doc.h"
 #include "edit_session.h"
+#include "editor.h"
 #include "harness.h"
 #include "store.h"
 
@@ -856,6 +857,78 @@ done:
     fake_destroy(&fk);
 }
 
+/* Issue 29, finding 9: empty lines of a text document are confirmed as
+** empty from the start, Enter skips them, and the saved target file pairs
+** line i with line i of the source.  Driven through the real editor. */
+static void test_ctl_empty_lines(void) {
+    const char *src = tpath("gaps.en.txt"), *tgt = tpath("gaps.de.txt"), *db = tpath("gaps.db");
+    FILE *f = fopen(src, "w");
+    if (!CHECK(f != NULL, "create %s", src)) return;
+    fputs("Open the file.\n\nSave the file.\n\n\nClose it.\n\n", f);
+    fclose(f);
+    store *st = NULL;
+    app_doc *doc = NULL;
+    app_edit_ctl *c = NULL;
+    ui_editor *ed = NULL;
+    CHECK_STATUS(store_open(db, &st));
+    CHECK_STATUS(app_doc_open_parallel(src, tgt, &doc));
+    app_edit_ctl_params cp = {.save = app_doc_default_save_params()};
+    if (doc) CHECK_STATUS(app_edit_ctl_open(st, doc, &cp, &c));
+    if (c == NULL) goto done;
+    const ui_document *ud = app_edit_ctl_document(c);
+    CHECK(ud->n_segs == 7 && ud->segs[1].status == UI_SEG_CONFIRMED &&
+              ud->segs[6].status == UI_SEG_CONFIRMED && ud->segs[0].status == UI_SEG_NEW,
+          "empty lines open confirmed");
+    CHECK(app_edit_ctl_translated(c)[3], "nothing to pre-translate on an empty line");
+    ui_hooks h = app_edit_ctl_hooks(c);
+    CHECK_STATUS(ed_init(&h, ud, &ed));
+    if (ed == NULL) goto done;
+    CHECK(ed->n_confirmed == 4, "the editor counts them confirmed: %lld",
+          (long long)ed->n_confirmed);
+    ed_open(ed, app_edit_ctl_start(c), 0);
+    CHECK(ed->cur == 0, "opens on the first line");
+    static const char *const text[] = {"Die Datei \xc3\xb6"
+                                       "ffnen.",
+                                       "Die Datei speichern.", "Schliesse sie."};
+    static const int64_t next[] = {2, 5, 5};
+    for (int k = 0; k < 3; k++) {
+        for (const char *p = text[k]; *p;) {
+            uint32_t cp32;
+            p += ui_utf8_decode(p, strlen(p), &cp32);
+            ed_key(ed, (int32_t)cp32, 0);
+        }
+        ed_key(ed, UI_KEY_ENTER, 0);
+        CHECK(ed->cur == next[k], "Enter on line %d goes to line %lld, got %lld", k,
+              (long long)next[k] + 1, (long long)ed->cur + 1);
+    }
+    CHECK(ed->n_confirmed == 7, "all 7 lines confirmed: %lld", (long long)ed->n_confirmed);
+    CHECK_STATUS(h.save(h.user));
+    char *out = slurp(tgt);
+    CHECK(out && !strcmp(out, "Die Datei \xc3\xb6"
+                              "ffnen.\n\nDie Datei speichern.\n\n\nSchliesse sie.\n\n"),
+          "7 lines, line i <-> line i: [%s]", out ? out : "(none)");
+    mt_free(out);
+    ed_close(ed, 0);
+    /* reopened from the saved files: aligned, all confirmed */
+    app_edit_ctl_free(c);
+    app_doc_free(doc);
+    c = NULL;
+    doc = NULL;
+    CHECK_STATUS(app_doc_open_parallel(src, tgt, &doc));
+    if (doc) CHECK_STATUS(app_edit_ctl_open(st, doc, &cp, &c));
+    if (c == NULL) goto done;
+    ud = app_edit_ctl_document(c);
+    bool all = ud->n_segs == 7;
+    for (int64_t i = 0; all && i < 7; i++)
+        all = ud->segs[i].status == UI_SEG_CONFIRMED;
+    CHECK(all, "reopened: 7 confirmed lines");
+done:
+    ed_free(ed);
+    app_edit_ctl_free(c);
+    app_doc_free(doc);
+    store_close(st);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/mtpe_edit_session.XXXXXX");
     if (mkdtemp(tmpdir) == NULL) {
@@ -872,6 +945,7 @@ int main(void) {
     test_ctl_text();
     test_ctl_save_mt(false);
     test_ctl_save_mt(true);
+    test_ctl_empty_lines();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (th_failures == 0 && system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", tmpdir);

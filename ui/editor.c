@@ -586,7 +586,11 @@ mt_status ed_init(const ui_hooks *hooks, const ui_document *doc, ui_editor **out
             goto fail;
         }
         s->status = d->status;
-        if (s->status != UI_SEG_NEW && s->target[0] == '\0') s->status = UI_SEG_NEW;
+        /* no target: new, but for an empty source (an empty line of a
+        ** text file), whose translation may be empty */
+        if (s->status != UI_SEG_NEW && s->target[0] == '\0' &&
+            !(s->status == UI_SEG_CONFIRMED && s->source[0] == '\0'))
+            s->status = UI_SEG_NEW;
         s->src_words = ed_count_words(s->source);
         ed->words_total += s->src_words;
         if (s->status == UI_SEG_CONFIRMED) {

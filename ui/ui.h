@@ -118,7 +118,7 @@ typedef enum ui_seg_status {
 typedef struct ui_segment {
     const char *source; /* UTF-8; must not be NULL                          */
     const char *target; /* UTF-8 current target; NULL or "" when none       */
-    ui_seg_status status;
+    ui_seg_status status; /* CONFIRMED with no target only for an empty source */
 } ui_segment;
 
 typedef struct ui_document {
