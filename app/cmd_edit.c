@@ -4,7 +4,7 @@
 **   mtpe edit FILE [-m MODEL... -v VOCABS...] [--db PATH] [-b BEAM]
 **             [--completion-beam N] [-n X] [--cpu-threads N] [--lookahead N]
 **             [--target FILE] [--src-lang L] [--trg-lang L] [--script FILE]
-**             [--save-mt]
+**             [--save-mt] [--qa confirm|save|off]
 **
 ** FILE comes first (or after "--" at the end).  Its format follows the
 ** suffix (.po .pot, .xlf .xliff, .tsv, else plain text); a plain text file
@@ -19,6 +19,10 @@
 ** translator's drafts; MT that nobody edited (pre-translated or merely
 ** seen) stays out of the file unless --save-mt asks for it as fuzzy
 ** drafts (PO and XLIFF; a text file cannot mark a draft).
+** Quality checks (app/qa.h), --qa: "confirm" (default) asks for a second
+** confirmation of a translation with QA issues and makes :w refuse a PO
+** file msgfmt --check would reject (:w! writes it anyway); "save" only the
+** latter; "off" neither.  :qa lists the problems in every mode.
 **
 ** The pieces (edit_session.h): the document and the store behind the ui
 ** hooks (app_edit_ctl), translation workers (app_edit_session) over the
@@ -85,6 +89,8 @@ static const app_opt edit_opts[] = {
     {"script", 0, APP_OPT_STRING, NULL, NULL, "read key events from FILE instead of a terminal"},
     {"save-mt", 0, APP_OPT_FLAG, NULL, NULL,
      "PO/XLIFF: also save MT that nobody edited or confirmed, as fuzzy drafts"},
+    {"qa", 0, APP_OPT_STRING, "confirm", NULL,
+     "quality checks: confirm (on confirming and saving), save (:w only) or off"},
 };
 static const int n_edit_opts = (int)(sizeof edit_opts / sizeof edit_opts[0]);
 
@@ -582,6 +588,12 @@ int app_edit_main(int argc, char **argv) {
         ret = 2;
         goto done;
     }
+    const char *qa = app_opts_str(o, "qa");
+    if (strcmp(qa, "confirm") != 0 && strcmp(qa, "save") != 0 && strcmp(qa, "off") != 0) {
+        fprintf(stderr, "mtpe edit: --qa: confirm, save or off, not '%s'\n", qa);
+        ret = 2;
+        goto done;
+    }
     const char *script = opt_or_null(o, "script");
     if (script == NULL && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
         fprintf(stderr, "mtpe edit: needs a terminal (or --script FILE)\n");
@@ -633,6 +645,8 @@ int app_edit_main(int argc, char **argv) {
         snprintf(why + l, sizeof why - l, "; machine translation is off (:model PATH)");
     }
     app_edit_ctl_params cp = {
+        .qa_confirm = strcmp(qa, "confirm") == 0,
+        .qa_save = strcmp(qa, "off") != 0,
         .src_lang = opt_or_null(o, "src-lang"),
         .trg_lang = opt_or_null(o, "trg-lang"),
         .save = app_doc_default_save_params(),

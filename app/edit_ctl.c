@@ -38,11 +38,13 @@
 #include <time.h>
 
 #include "corpus_io.h"
+#include "qa.h"
 
 typedef struct unit {
     int64_t dseg;       /* document segment                              */
     int form;           /* translation form                              */
     const char *source; /* shown (points into the document)              */
+    char *label;        /* "plural form 1/2 (n = 1)", or NULL            */
     char *mt_source;    /* translated: tags stripped                     */
     char *target;       /* current target, "" when none                  */
     ui_seg_status status;
@@ -51,6 +53,7 @@ typedef struct unit {
     char **nbest;   /* its n-best texts                              */
     int32_t n_nbest;
     char *last_text;    /* text of the last edit event                   */
+    char *qa_ack;       /* text confirmed once despite its QA issues     */
     int64_t spent_ms;   /* time on the segment before the current visit  */
     int64_t entered_ms; /* start of the current visit, -1 when not current */
     int32_t keys_est;
@@ -419,6 +422,13 @@ static mt_status build_units(app_edit_ctl *c) {
             if (u->target[0] && (u->last_text = mt_try_strdup(u->target)) == NULL) return oom();
             mt_status rc = app_doc_strip_tags(u->source, &u->mt_source);
             if (rc != MT_OK) return rc;
+            if (ds->source_plural) { /* the forms of one entry, not separate ones */
+                char label[128];
+                const char *ex = app_doc_plural_examples(c->doc, f);
+                snprintf(label, sizeof label, "plural form %d/%d%s%s%s", f + 1, ds->n_targets,
+                         ex ? " (n = " : "", ex ? ex : "", ex ? ")" : "");
+                if ((u->label = mt_try_strdup(label)) == NULL) return oom();
+            }
             u->status = from_doc(ds->state, u->target);
         }
     }
@@ -483,6 +493,7 @@ mt_status app_edit_ctl_open(store *st, app_doc *doc, const app_edit_ctl_params *
     }
     for (int64_t i = 0; i < c->n; i++) {
         c->useg[i].source = c->u[i].source;
+        c->useg[i].label = c->u[i].label;
         c->useg[i].target = c->u[i].target;
         c->useg[i].status = c->u[i].status;
         c->mt_src[i] = c->u[i].mt_source;
@@ -507,8 +518,10 @@ void app_edit_ctl_free(app_edit_ctl *c) {
     for (int64_t i = 0; c->u && i < c->n; i++) {
         unit *u = &c->u[i];
         mt_free(u->mt_source);
+        mt_free(u->label);
         mt_free(u->target);
         mt_free(u->last_text);
+        mt_free(u->qa_ack);
         for (int32_t k = 0; k < u->n_nbest; k++)
             mt_free(u->nbest[k]);
         mt_free(u->nbest);
@@ -709,11 +722,64 @@ static void h_request_completion(void *user, int64_t seg, const char *prefix) {
     if (c->sess) app_edit_session_complete(c->sess, seg, prefix);
 }
 
+/* QA issues of text as the translation of unit ui (app/qa.h) */
+static int unit_qa(const app_edit_ctl *c, int64_t ui, const char *text, app_qa_issue *is) {
+    const unit *u = &c->u[ui];
+    const app_doc_segment *ds = app_doc_segment_at(c->doc, u->dseg);
+    app_qa_input in = {ds->source, ds->source_plural, ds->flags,
+                       app_doc_get_format(c->doc) == APP_DOC_FORMAT_PO};
+    return app_qa_check(&in, u->form, text, is);
+}
+
+/* The text the document holds for unit ui ("" when none). */
+static const char *doc_text(const app_edit_ctl *c, int64_t ui) {
+    const unit *u = &c->u[ui];
+    const app_doc_segment *ds = app_doc_segment_at(c->doc, u->dseg);
+    return u->form < ds->n_targets ? ds->targets[u->form] : "";
+}
+
+/* QA of the document as it would be saved: the first unit after `from`
+** (wrapping) with issues (errors_only: with an error), -1 when none;
+** *n_issues and *n_units count all of them. */
+static int64_t doc_qa(const app_edit_ctl *c, int64_t from, bool errors_only, app_qa_issue *first,
+                      int *n_first, int64_t *n_issues, int64_t *n_units) {
+    int64_t found = -1;
+    *n_issues = *n_units = 0;
+    *n_first = 0;
+    for (int64_t k = 1; k <= c->n; k++) {
+        int64_t i = ((from < 0 ? -1 : from) + k) % c->n;
+        app_qa_issue is[APP_QA_MAX];
+        int n = unit_qa(c, i, doc_text(c, i), is), m = 0;
+        for (int j = 0; j < n; j++)
+            if (!errors_only || is[j].level == APP_QA_ERROR) is[m++] = is[j];
+        if (m == 0) continue;
+        *n_issues += m;
+        (*n_units)++;
+        if (found < 0) {
+            found = i;
+            memcpy(first, is, sizeof(app_qa_issue) * (size_t)m);
+            *n_first = m;
+        }
+    }
+    return found;
+}
+
 static mt_status h_commit(void *user, int64_t seg, const char *text, const ui_edit_stats *st) {
     app_edit_ctl *c = user;
     app_edit_ctl_flush(c);
     if (seg < 0 || seg >= c->n) return mt_seterr(MT_ERR_INVALID, "no segment %lld", (long long)seg);
     unit *u = &c->u[seg];
+    /* a translation with QA issues is confirmed by a second, deliberate
+    ** confirmation of the same text */
+    app_qa_issue is[APP_QA_MAX];
+    int n_qa = c->p.qa_confirm ? unit_qa(c, seg, text, is) : 0;
+    if (n_qa > 0 && (u->qa_ack == NULL || strcmp(u->qa_ack, text) != 0)) {
+        if (replace_str(&u->qa_ack, text) != MT_OK) return oom();
+        char more[32] = "";
+        if (n_qa > 1) snprintf(more, sizeof more, " (+%d more)", n_qa - 1);
+        return mt_seterr(MT_ERR_INVALID, "QA %s: %s%s; confirm again to keep it as it is",
+                         is[0].level == APP_QA_ERROR ? "error" : "warning", is[0].msg, more);
+    }
     int64_t now = app_now_ms();
     mt_status rc = MT_OK;
     if (st && st->origin == UI_ORIGIN_NBEST && st->suggestion)
@@ -759,15 +825,47 @@ static mt_status register_version(app_edit_ctl *c) {
     return rc;
 }
 
-static mt_status h_save(void *user) {
+static mt_status h_save(void *user, bool force) {
     app_edit_ctl *c = user;
     app_edit_ctl_flush(c);
+    if (!force && c->p.qa_save) { /* what msgfmt --check would reject is not written */
+        app_qa_issue is[APP_QA_MAX];
+        int n = 0;
+        int64_t n_issues, n_units;
+        int64_t i = doc_qa(c, -1, true, is, &n, &n_issues, &n_units);
+        if (i >= 0)
+            return mt_seterr(MT_ERR_INVALID,
+                             "not saved: segment %lld: %s (%lld error%s in %lld segment%s; :qa "
+                             "shows them, :w! saves anyway)",
+                             (long long)i + 1, is[0].msg, (long long)n_issues,
+                             n_issues == 1 ? "" : "s", (long long)n_units, n_units == 1 ? "" : "s");
+    }
     mt_status rc = app_doc_save(c->doc, NULL, c->p.save);
     if (rc != MT_OK) return rc;
     if (register_version(c) != MT_OK)
         mt_log(MT_LOG_WARN, "saved, but the new version is not in the store: %s", mt_errmsg());
     if (c->obs) c->obs(c->obs_user, "saved", -1, c->doc_id, c->path);
     return MT_OK;
+}
+
+static int64_t h_qa(void *user, int64_t from, char *msg, size_t n) {
+    app_edit_ctl *c = user;
+    app_edit_ctl_flush(c);
+    app_qa_issue is[APP_QA_MAX];
+    int n_first = 0;
+    int64_t n_issues, n_units;
+    int64_t i = doc_qa(c, from, false, is, &n_first, &n_issues, &n_units);
+    if (i < 0) {
+        snprintf(msg, n, "QA: no problems in the translated segments");
+        return -1;
+    }
+    int at = snprintf(
+        msg, n, "QA, segment %lld (%lld problem%s in %lld segment%s): ", (long long)i + 1,
+        (long long)n_issues, n_issues == 1 ? "" : "s", (long long)n_units, n_units == 1 ? "" : "s");
+    for (int k = 0; k < n_first && at >= 0 && (size_t)at < n; k++)
+        at += snprintf(msg + at, n - (size_t)at, "%s%s%s", k ? "; " : "",
+                       is[k].level == APP_QA_ERROR ? "error: " : "", is[k].msg);
+    return i;
 }
 
 static mt_status h_load_model(void *user, const char *path) {
@@ -800,6 +898,7 @@ ui_hooks app_edit_ctl_hooks(app_edit_ctl *c) {
         .request_completion = h_request_completion,
         .commit = h_commit,
         .save = h_save,
+        .qa = h_qa,
         .load_model = h_load_model,
         .export_doc = h_export,
     };

@@ -251,6 +251,8 @@ typedef struct app_edit_ctl_params {
     app_doc_save_params save;
     bool save_mt;             /* PO/XLIFF: MT nobody edited is saved as a draft
                                  (fuzzy); false: it stays out of the file     */
+    bool qa_confirm;          /* a translation with QA issues needs a second confirmation */
+    bool qa_save;             /* :w refuses what msgfmt --check would reject (:w! writes) */
     const char *open_message; /* logged (mt_log, a warning: the status line)
                                  when the editor opens; NULL: none        */
 } app_edit_ctl_params;

@@ -155,19 +155,15 @@ static int run_child(int round, int pfd, const char *err_path) {
     }
     dup2(pfd, STDOUT_FILENO);
     close(pfd);
-    char *argv[] = {"edit",
-                    (char *)tpath("doc.po"),
-                    "-m",
-                    MT_TEST_DATA "/marian/transformer-tiny/model.npz",
-                    "-v",
+    char *argv[] = {"edit", (char *)tpath("doc.po"), "-m",
+                    MT_TEST_DATA "/marian/transformer-tiny/model.npz", "-v",
                     MT_TEST_DATA "/marian/transformer-tiny/vocab.spm",
-                    MT_TEST_DATA "/marian/transformer-tiny/vocab.spm",
-                    "--db",
-                    (char *)tpath("store.db"),
-                    "--script",
-                    (char *)tpath("script.txt"),
-                    NULL};
-    return app_edit_main(11, argv);
+                    MT_TEST_DATA "/marian/transformer-tiny/vocab.spm", "--db",
+                    (char *)tpath("store.db"), "--script", (char *)tpath("script.txt"),
+                    /* the typed texts lack the sources' placeholders: QA
+                    ** would ask for second confirmations (tested elsewhere) */
+                    "--qa", "save", NULL};
+    return app_edit_main(13, argv);
 }
 
 int main(void) {
@@ -330,7 +326,9 @@ int main(void) {
             n_confirmed, n_saved, checked_saves);
     CHECK(killed + finished == ROUNDS, "all rounds ran");
     CHECK(killed >= ROUNDS / 2, "most rounds were killed (%d)", killed);
-    CHECK(n_confirmed >= ROUNDS && n_saved >= ROUNDS / 4,
+    /* a sanity bound, not a result: on a loaded machine many kills land in
+    ** the start-up (model load, first MT) before the first confirmation */
+    CHECK(n_confirmed >= ROUNDS / 2 && n_saved >= ROUNDS / 4,
           "the sessions got far enough to test something (%d confirmations, %d saves)", n_confirmed,
           n_saved);
     if (th_failures) {

@@ -653,7 +653,7 @@ static void test_ctl(void) {
     /* a failing document save: the store keeps the confirmation */
     CHECK_STATUS(h.commit(h.user, seg4, "Aufgabe samt Unteraufgaben l\xc3\xb6schen", &es4));
     app_doc_atomic_inject_errno(EIO);
-    rc = h.save(h.user);
+    rc = h.save(h.user, false);
     CHECK(rc == MT_ERR_IO, "save fails: %s", mt_status_str(rc));
     CHECK(seg_status(st, app_edit_ctl_seg_id(c, seg4)) == STORE_SEG_CONFIRMED,
           "the confirmation is stored although the file could not be written");
@@ -694,7 +694,7 @@ static void test_ctl(void) {
                       "Keine Aufgabenkalender aktiviert."),
           "left unchanged: confirmed again with its text (%s)", target);
     int64_t old_doc = app_edit_ctl_doc_id(c);
-    CHECK_STATUS(h.save(h.user));
+    CHECK_STATUS(h.save(h.user, false));
     now = slurp(po);
     CHECK(now && po_has(now, "msgid \"No task calendars enabled.\"\n"
                              "msgstr \"Keine Aufgabenkalender aktiviert.\""),
@@ -704,7 +704,7 @@ static void test_ctl(void) {
     mt_free(now);
     if (system("command -v msgfmt >/dev/null 2>&1") == 0) {
         char cmd[700];
-        snprintf(cmd, sizeof cmd, "msgfmt --check -o /dev/null '%s'", po);
+        snprintf(cmd, sizeof cmd, "msgfmt --check -o /dev/null '%s' 2>/dev/null", po);
         CHECK(system(cmd) == 0, "msgfmt --check accepts the saved file");
     }
     int64_t new_doc = app_edit_ctl_doc_id(c);
@@ -777,7 +777,7 @@ static void test_ctl_text(void) {
                           "ffnen.",
                           NULL));
     h.segment_changed(h.user, 1, "Die Datei schlie", 2);
-    CHECK_STATUS(h.save(h.user));
+    CHECK_STATUS(h.save(h.user, false));
     char *out = slurp(tgt);
     CHECK(out && !strcmp(out, "Die Datei \xc3\xb6"
                               "ffnen.\nDie Datei schlie\n\n"),
@@ -833,7 +833,7 @@ static void test_ctl_save_mt(bool save_mt) {
     CHECK(app_edit_session_wait_idle(s, 5000), "idle");
     h.segment_changed(h.user, 2, NULL, 3);
     CHECK_STATUS(h.commit(h.user, 3, "Vier", NULL));
-    CHECK_STATUS(h.save(h.user));
+    CHECK_STATUS(h.save(h.user, false));
     char *out = slurp(po);
     CHECK(out && po_has(out, "#, fuzzy\nmsgid \"One\"\nmsgstr \"Eins getippt\"\n"),
           "the typed draft is saved as fuzzy");
@@ -902,7 +902,7 @@ static void test_ctl_empty_lines(void) {
               (long long)next[k] + 1, (long long)ed->cur + 1);
     }
     CHECK(ed->n_confirmed == 7, "all 7 lines confirmed: %lld", (long long)ed->n_confirmed);
-    CHECK_STATUS(h.save(h.user));
+    CHECK_STATUS(h.save(h.user, false));
     char *out = slurp(tgt);
     CHECK(out && !strcmp(out, "Die Datei \xc3\xb6"
                               "ffnen.\n\nDie Datei speichern.\n\n\nSchliesse sie.\n\n"),
@@ -929,6 +929,82 @@ done:
     store_close(st);
 }
 
+/* QA on confirm and on save (issue 29): a confirmation with QA issues
+** needs a second one of the same text; :w refuses what msgfmt --check
+** would reject and names the segment; :qa finds it; :w! writes anyway. */
+static void test_ctl_qa(void) {
+    const char *po = tpath("qa.po"), *db = tpath("qa.db");
+    /* with QA off the same confirmation goes through at once (below: on) */
+    FILE *f = fopen(po, "w");
+    if (!CHECK(f != NULL, "create %s", po)) return;
+    fputs("msgid \"\"\nmsgstr \"\"\n\"Content-Type: text/plain; charset=UTF-8\\n\"\n\n"
+          "#, c-format\nmsgid \"Cannot open %s\"\nmsgstr \"\"\n\n"
+          "msgid \"\\nUsage:\\n\"\nmsgstr \"\"\n\n"
+          "msgid \"Plain\"\nmsgstr \"\"\n",
+          f);
+    fclose(f);
+    store *st = NULL;
+    app_doc *doc = NULL;
+    app_edit_ctl *c = NULL;
+    CHECK_STATUS(store_open(db, &st));
+    CHECK_STATUS(app_doc_open(po, APP_DOC_FORMAT_AUTO, &doc));
+    app_edit_ctl_params cp = {.save = app_doc_default_save_params()};
+    CHECK_STATUS(app_edit_ctl_open(st, doc, &cp, &c));
+    if (c == NULL) goto done;
+    ui_hooks h = app_edit_ctl_hooks(c);
+    ui_edit_stats es = {.seconds = 1, .keystrokes = 3, .origin = UI_ORIGIN_NONE};
+    CHECK_STATUS(h.commit(h.user, 0, "Öffnen unmöglich", &es));
+    CHECK_STATUS(h.save(h.user, false));
+    app_edit_ctl_free(c);
+    c = NULL;
+    cp.qa_confirm = cp.qa_save = true;
+    CHECK_STATUS(app_edit_ctl_open(st, doc, &cp, &c));
+    if (c == NULL) goto done;
+    h = app_edit_ctl_hooks(c);
+    /* the placeholder is missing: the first confirmation is refused */
+    mt_status rc = h.commit(h.user, 0, "Kann nicht geöffnet werden", &es);
+    CHECK(rc != MT_OK && strstr(mt_errmsg(), "QA error") && strstr(mt_errmsg(), "confirm again"),
+          "QA refuses the first confirmation: %s", mt_errmsg());
+    CHECK(!strcmp(app_doc_segment_at(doc, 0)->targets[0], "Öffnen unmöglich"),
+          "the refused text did not land");
+    /* another text is another first time */
+    rc = h.commit(h.user, 0, "Kann nicht öffnen", &es);
+    CHECK(rc != MT_OK, "a different text with issues is refused again");
+    CHECK_STATUS(h.commit(h.user, 0, "Kann nicht öffnen", &es));
+    CHECK(app_doc_segment_at(doc, 0)->state == APP_DOC_STATE_CONFIRMED, "confirmed the 2nd time");
+    CHECK_STATUS(h.commit(h.user, 2, "Einfach", &es));
+    /* :w refuses, :qa finds the segment */
+    rc = h.save(h.user, false);
+    CHECK(rc != MT_OK && strstr(mt_errmsg(), "not saved: segment 1") && strstr(mt_errmsg(), ":w!"),
+          ":w refuses with a reason: %s", mt_errmsg());
+    char *now = slurp(po);
+    CHECK(now && strstr(now, "Kann nicht öffnen") == NULL, "the file is untouched");
+    mt_free(now);
+    char msg[512];
+    CHECK(h.qa(h.user, 2, msg, sizeof msg) == 0 && strstr(msg, "segment 1"), ":qa wraps to 1: %s",
+          msg);
+    /* :w! writes it anyway */
+    CHECK_STATUS(h.save(h.user, true));
+    now = slurp(po);
+    CHECK(now && strstr(now, "msgstr \"Kann nicht öffnen\""), ":w! wrote the file");
+    mt_free(now);
+    /* fixed: no QA issue, saved by :w */
+    CHECK_STATUS(h.commit(h.user, 0, "Kann %s nicht öffnen", &es));
+    CHECK_STATUS(h.commit(h.user, 1, "\nAufruf:\n", &es));
+    CHECK(h.qa(h.user, -1, msg, sizeof msg) == -1 && strstr(msg, "no problems"),
+          ":qa: no problems: %s", msg);
+    CHECK_STATUS(h.save(h.user, false));
+    if (system("msgfmt --version >/dev/null 2>&1") == 0) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "msgfmt --check -o /dev/null '%s' 2>/dev/null", po);
+        CHECK(system(cmd) == 0, "msgfmt --check accepts the saved file");
+    }
+done:
+    app_edit_ctl_free(c);
+    app_doc_free(doc);
+    store_close(st);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/mtpe_edit_session.XXXXXX");
     if (mkdtemp(tmpdir) == NULL) {
@@ -946,6 +1022,7 @@ int main(void) {
     test_ctl_save_mt(false);
     test_ctl_save_mt(true);
     test_ctl_empty_lines();
+    test_ctl_qa();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (th_failures == 0 && system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", tmpdir);

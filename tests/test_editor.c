@@ -73,7 +73,8 @@ static mt_status h_commit(void *u, int64_t seg, const char *text, const ui_edit_
     return MT_OK;
 }
 
-static mt_status h_save(void *u) {
+static mt_status h_save(void *u, bool force) {
+    (void)force;
     rec *r = u;
     r->n_save++;
     return r->save_rc == MT_OK ? MT_OK : mt_seterr(r->save_rc, "cannot write doc.po");
@@ -93,7 +94,7 @@ static mt_status h_export(void *u, const char *fmt, const char *path) {
 
 static ui_hooks make_hooks(rec *r) {
     memset(r, 0, sizeof *r);
-    return (ui_hooks){r, h_changed, h_request, h_commit, h_save, h_model, h_export};
+    return (ui_hooks){r, h_changed, h_request, h_commit, h_save, h_model, h_export, NULL};
 }
 
 /* ============================================================== helpers */
@@ -770,6 +771,8 @@ static void test_cmd_parse(void) {
         {"export tsv /tmp/a b.tsv", UI_CMD_EXPORT, 0, "/tmp/a b.tsv", "tsv"},
         {"help", UI_CMD_HELP, 0, "", ""},
         {":w", UI_CMD_WRITE, 0, "", ""},
+        {"w!", UI_CMD_WRITE_FORCE, 0, "", ""},
+        {"qa", UI_CMD_QA, 0, "", ""},
         {"", UI_CMD_NONE, 0, "", ""},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
@@ -939,7 +942,7 @@ static void test_cmd_completion(void) {
     CHECK(ui_cmd_complete(&l, list, sizeof list) == MT_OK && strcmp(l.text, "model ") == 0,
           "command name completed with a space: '%s'", l.text);
     set(&l, "q");
-    CHECK(ui_cmd_complete(&l, list, sizeof list) == ED_NOOP && strcmp(list, "q q!") == 0,
+    CHECK(ui_cmd_complete(&l, list, sizeof list) == ED_NOOP && strcmp(list, "q q! qa") == 0,
           "ambiguous: list '%s'", list);
     set(&l, "he");
     ui_cmd_complete(&l, list, sizeof list);

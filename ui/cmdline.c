@@ -4,7 +4,7 @@
 ** changes segments and calls hooks.
 **
 ** Grammar (words separated by spaces; the ':' itself is not part of it):
-**   w | q | wq | x | q! | help           no argument
+**   w | w! | q | wq | x | q! | qa | help  no argument
 **   goto N | N                           N a decimal segment number >= 1
 **   find [TEXT]                          TEXT: the rest of the line
 **   model PATH                           PATH: the rest of the line, ~ expanded
@@ -35,6 +35,8 @@ static const ui_command_def commands[] = {
     {"model", "model PATH", "translate with the model at PATH", ARG_PATH},
     {"export", "export tmx|tsv PATH", "export the confirmed segments", ARG_EXPORT},
     {"help", "help", "show this help (as F1)", ARG_NONE},
+    {"w!", "w!", "save even what msgfmt would reject (:w refuses and says why)", ARG_NONE},
+    {"qa", "qa", "next segment with QA problems (placeholders, line breaks, ...)", ARG_NONE},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 static const char *const export_formats[] = {"tmx", "tsv"};
@@ -114,9 +116,10 @@ mt_status ui_cmd_parse(const char *line, ui_cmd *out) {
         return mt_seterr(MT_ERR_INVALID, "unknown command ':%.*s' (F1 lists the commands)",
                          (int)(wl > 40 ? 40 : wl), w);
     const ui_command_def *c = &commands[ci];
-    static const ui_cmd_kind kinds[] = {
-        UI_CMD_WRITE, UI_CMD_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_QUIT_FORCE,
-        UI_CMD_GOTO,  UI_CMD_FIND, UI_CMD_MODEL,      UI_CMD_EXPORT,     UI_CMD_HELP};
+    static const ui_cmd_kind kinds[] = {UI_CMD_WRITE,      UI_CMD_QUIT,        UI_CMD_WRITE_QUIT,
+                                        UI_CMD_WRITE_QUIT, UI_CMD_QUIT_FORCE,  UI_CMD_GOTO,
+                                        UI_CMD_FIND,       UI_CMD_MODEL,       UI_CMD_EXPORT,
+                                        UI_CMD_HELP,       UI_CMD_WRITE_FORCE, UI_CMD_QA};
     _Static_assert(sizeof kinds / sizeof kinds[0] == sizeof commands / sizeof commands[0],
                    "one kind per command");
     out->kind = kinds[ci];

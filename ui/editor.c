@@ -523,6 +523,7 @@ void ed_free(ui_editor *ed) {
     if (ed == NULL) return;
     for (int64_t i = 0; ed->segs && i < ed->n_segs; i++) {
         mt_free(ed->segs[i].source);
+        mt_free(ed->segs[i].label);
         mt_free(ed->segs[i].target);
         mt_free(ed->segs[i].suggestion);
         ed_mt_free(ed->segs[i].mt);
@@ -581,7 +582,8 @@ mt_status ed_init(const ui_hooks *hooks, const ui_document *doc, ui_editor **out
         ed_seg *s = &ed->segs[i];
         s->source = mt_try_strdup(d->source);
         s->target = mt_try_strdup(d->target ? d->target : "");
-        if (s->source == NULL || s->target == NULL) {
+        if (d->label) s->label = mt_try_strdup(d->label);
+        if (s->source == NULL || s->target == NULL || (d->label && s->label == NULL)) {
             rc = mt_seterr(MT_ERR_NOMEM, "ui: cannot copy segment %lld", (long long)i + 1);
             goto fail;
         }
@@ -1019,13 +1021,13 @@ static bool hook_ok(ui_editor *ed, mt_status rc, const char *what, int64_t now_m
     return false;
 }
 
-static bool save(ui_editor *ed, int64_t now_ms) {
+static bool save(ui_editor *ed, bool force, int64_t now_ms) {
     if (ed->hooks.save == NULL) {
         ed_message(ed, MT_LOG_WARN, now_ms, "saving is not available");
         return false;
     }
     mt_clearerr();
-    if (!hook_ok(ed, ed->hooks.save(ed->hooks.user), "save", now_ms)) return false;
+    if (!hook_ok(ed, ed->hooks.save(ed->hooks.user, force), "save", now_ms)) return false;
     ed->dirty = false;
     ed_message(ed, MT_LOG_INFO, now_ms, "saved");
     return true;
@@ -1036,7 +1038,16 @@ static bool unsaved(const ui_editor *ed) { return ed->dirty || field_edited(ed);
 static void exec_cmd(ui_editor *ed, const ui_cmd *c, int64_t now_ms) {
     switch (c->kind) {
     case UI_CMD_NONE: break;
-    case UI_CMD_WRITE: save(ed, now_ms); break;
+    case UI_CMD_WRITE: save(ed, false, now_ms); break;
+    case UI_CMD_WRITE_FORCE: save(ed, true, now_ms); break;
+    case UI_CMD_QA: {
+        char msg[1024];
+        int64_t seg = ed->hooks.qa ? ed->hooks.qa(ed->hooks.user, ed->cur, msg, sizeof msg) : -1;
+        if (ed->hooks.qa == NULL) snprintf(msg, sizeof msg, "QA is not available");
+        if (seg >= 0 && seg < ed->n_segs && seg != ed->cur) go_to(ed, seg, now_ms);
+        ed_message(ed, seg >= 0 ? MT_LOG_WARN : MT_LOG_INFO, now_ms, "%s", msg);
+        break;
+    }
     case UI_CMD_QUIT:
         if (unsaved(ed)) {
             ed->mode = ED_MODE_ASK_QUIT;
@@ -1047,7 +1058,7 @@ static void exec_cmd(ui_editor *ed, const ui_cmd *c, int64_t now_ms) {
         }
         break;
     case UI_CMD_WRITE_QUIT:
-        if (save(ed, now_ms)) quit(ed, now_ms);
+        if (save(ed, false, now_ms)) quit(ed, now_ms);
         break;
     case UI_CMD_QUIT_FORCE: quit(ed, now_ms); break;
     case UI_CMD_GOTO:
@@ -1313,7 +1324,7 @@ void ed_action(ui_editor *ed, ui_action act, int arg, int32_t key, int64_t now_m
     case ED_MODE_ASK_QUIT:
         ed->mode = ED_MODE_EDIT;
         if (key == 'y' || key == 'Y') {
-            if (save(ed, now_ms)) quit(ed, now_ms);
+            if (save(ed, false, now_ms)) quit(ed, now_ms);
         } else if (key == 'n' || key == 'N') {
             quit(ed, now_ms);
         } else {

@@ -243,6 +243,8 @@ typedef enum ui_cmd_kind {
     UI_CMD_MODEL,
     UI_CMD_EXPORT,
     UI_CMD_HELP,
+    UI_CMD_WRITE_FORCE, /* :w! */
+    UI_CMD_QA,          /* :qa */
 } ui_cmd_kind;
 
 #define UI_CMD_ARG_MAX 4096
@@ -308,6 +310,7 @@ typedef struct ed_mt {
 
 typedef struct ed_seg {
     char *source;
+    char *label;  /* NULL when none */
     char *target; /* "" when none */
     ui_seg_status status;
     ed_mt *mt; /* NULL until posted */

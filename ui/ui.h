@@ -16,7 +16,9 @@
 **   segment list  one line per segment: number, status mark, source text;
 **                 marks: ' ' new, 'm' machine translated, 'e' edited (draft),
 **                 '*' confirmed
-**   source        the current source segment, wrapped
+**   source        the current source segment, wrapped; its heading shows
+**                 the segment's label (ui_segment.label: "plural form 2/2
+**                 (n = 0, 2, 3, …)" for the forms of a PO plural entry)
 **   translation   the edit field: what the translator typed, then the
 **                 completion greyed after it (words coloured by the engine's
 **                 confidence: low red, medium yellow, high grey)
@@ -119,6 +121,8 @@ typedef struct ui_segment {
     const char *source; /* UTF-8; must not be NULL                          */
     const char *target; /* UTF-8 current target; NULL or "" when none       */
     ui_seg_status status; /* CONFIRMED with no target only for an empty source */
+    const char *label;    /* shown after the source heading, e.g. which plural
+                             form of an entry this is; NULL: none           */
 } ui_segment;
 
 typedef struct ui_document {
@@ -169,10 +173,15 @@ typedef struct ui_hooks {
     /* The translator confirmed seg with text.  MT_OK: the ui marks it
     ** confirmed and moves on; an error keeps the segment open. */
     mt_status (*commit)(void *user, int64_t seg, const char *text, const ui_edit_stats *st);
-    mt_status (*save)(void *user);                         /* :w            */
+    /* :w (force false: refuses a file its toolchain would reject, saying
+    ** why) and :w! (force true: writes it anyway) */
+    mt_status (*save)(void *user, bool force);
     mt_status (*load_model)(void *user, const char *path); /* :model PATH   */
     /* :export FORMAT PATH, format "tmx" or "tsv" (path with ~ expanded). */
     mt_status (*export_doc)(void *user, const char *format, const char *path);
+    /* :qa: the first segment after `from` (wrapping) with QA problems, -1
+    ** when none; msg (n bytes) gets what to show either way.  May be NULL. */
+    int64_t (*qa)(void *user, int64_t from, char *msg, size_t n);
 } ui_hooks;
 
 /* Runs the editor on the terminal (stdin/stdout) until the user quits, with
