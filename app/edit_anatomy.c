@@ -5,9 +5,10 @@
 ** --format` does.
 **
 ** Full translations: each piece is translated with its n-best list; the
-** first acceptable entry is chosen (else the best one, repaired) and the
-** pieces are assembled with the verbatim parts.  The n-best alternatives
-** are assembled the same way from the k-th entry of every piece.  The
+** first acceptable entry is chosen (else the best one with a letter,
+** repaired) and the pieces are assembled with the verbatim parts.  The
+** n-best alternatives are assembled the same way from the k-th entry of
+** every piece, leaving out junk (an entry without a letter: "%", "").  The
 ** attention and word confidences are passed on when they still describe
 ** the text shown: one piece, chosen as the engine's best, and as many
 ** words as the assembled text has.
@@ -40,9 +41,19 @@ static int choose(const app_anatomy *a, int i, const app_edit_output *o) {
     return -1;
 }
 
-/* the chosen text of piece i (or the engine's best: assemble repairs it) */
+/* a letter: not a translation made only of '%', digits or punctuation */
+static bool has_letter(const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++)
+        if (((*p | 32) >= 'a' && (*p | 32) <= 'z') || *p >= 0xC0) return true;
+    return false;
+}
+
+/* the chosen text of piece i; when no entry is acceptable, the best one
+** with a letter (assemble repairs its placeholders) */
 static const char *chosen(const app_edit_output *o, int k) {
     if (k >= 0 && k < o->n_nbest) return o->nbest[k];
+    for (int32_t m = 0; m < o->n_nbest; m++)
+        if (has_letter(o->nbest[m])) return o->nbest[m];
     return o->hyp ? o->hyp : "";
 }
 
@@ -76,11 +87,14 @@ static mt_status full(const call *c, const app_anatomy *a, app_edit_output *out)
     }
     for (int32_t k = 0; k < most && rc == MT_OK && n > 0; k++) {
         float score = 0;
+        bool junk = false; /* "%", "" or "..." for a piece with words */
         for (int i = 0; i < n; i++) {
             int32_t kk = k < po[i].n_nbest ? k : po[i].n_nbest - 1;
             v[i] = kk >= 0 ? po[i].nbest[kk] : chosen(&po[i], -1);
             if (kk >= 0) score += po[i].scores[kk];
+            junk = junk || !has_letter(v[i]);
         }
+        if (junk) continue;
         char *t = NULL;
         rc = app_anat_assemble(a, v, &t);
         if (rc != MT_OK) break;

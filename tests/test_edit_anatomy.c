@@ -38,6 +38,7 @@ static mt_status fk_translate(void *w, const char *source, const char *prefix,
         return MT_OK;
     }
     char *bad = upper(source);
+    if (strstr(source, "junk")) strcpy(bad, "%"); /* finding 4: "%" as the best MT */
     char *ph = strstr(bad, "%s");
     if (ph) memmove(ph + 1, ph + 2, strlen(ph + 2) + 1);
     o->n_nbest = 2;
@@ -109,6 +110,13 @@ int main(void) {
     /* finding 5: an option list keeps its layout and option names */
     check_full(e, "  -f, --force   never ask\n  -v, --verbose   explain\n",
                "  -f, --force   NEVER ASK\n  -v, --verbose   EXPLAIN\n", 2);
+
+    /* finding 4: a junk best entry is neither the MT nor an alternative */
+    app_edit_output o;
+    CHECK_STATUS(app_edit_translate_segment(e, NULL, "Open junk", NULL, NULL, NULL, &o));
+    CHECK(o.hyp && !strcmp(o.hyp, "OPEN JUNK") && o.n_nbest == 1, "junk skipped: '%s', %d entries",
+          o.hyp ? o.hyp : "", o.n_nbest);
+    app_edit_output_clear(&o);
 
     /* completions walk the verbatim parts */
     check_completion(e, "\nCommand line:\n", "\nCOMM", "AND LINE:\n", "COMM");
