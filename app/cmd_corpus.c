@@ -48,6 +48,8 @@ static const app_opt export_opts[] = {
     {"trg-lang", 't', APP_OPT_STRING, NULL, NULL, "only documents with this target language"},
     {"dedup", 0, APP_OPT_FLAG, NULL, NULL, "drop repeated (source, target) pairs"},
     {"strip-accelerators", 0, APP_OPT_FLAG, NULL, NULL, "remove accelerator markers (_File)"},
+    {"history", 0, APP_OPT_FLAG, NULL, NULL,
+     "every saved version's translations (default: the final one of each segment)"},
 };
 static const int n_export_opts = (int)(sizeof export_opts / sizeof export_opts[0]);
 
@@ -228,6 +230,7 @@ static int export_main(int argc, char **argv) {
         .trg_lang = opt_or_null(o, "trg-lang"),
         .strip_accelerators = app_opts_flag(o, "strip-accelerators"),
         .dedup = app_opts_flag(o, "dedup"),
+        .history = app_opts_flag(o, "history"),
     };
     if (!p.tmx_path && !p.tsv_path) {
         fprintf(stderr, "mtpe corpus export: missing --tmx FILE or --tsv FILE\n\n");
@@ -259,10 +262,10 @@ static int export_main(int argc, char **argv) {
     fprintf(stderr,
             "corpus export: documents %lld, confirmed segments %lld, pairs %lld "
             "(confirmed before --since %lld, empty %lld, duplicates %lld, "
-            "other-language documents %lld)\n",
+            "other-language documents %lld, superseded by later versions %lld)\n",
             (long long)st.documents, (long long)st.entries, (long long)st.pairs,
             (long long)st.before_since, (long long)st.empty, (long long)st.duplicates,
-            (long long)st.files_other_lang);
+            (long long)st.files_other_lang, (long long)st.superseded);
     if (st.pairs == 0) fprintf(stderr, "corpus export: warning: no confirmed segments to export\n");
     ret = 0;
 done:

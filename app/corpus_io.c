@@ -1383,6 +1383,8 @@ typedef struct export_ctx {
     export_doc *docs;
     int64_t n_docs, cap_docs;
     row_set rows;
+    row_set seen;  /* pass 1: (path, "index\x1fsource") of newer versions */
+    row_set final; /* pass 1: (document id, index) holding a final translation */
     const export_doc *cur;
     mt_status rc;
 } export_ctx;
@@ -1420,15 +1422,47 @@ static bool same_file(const char *a, const char *b) {
     return realpath(a, ra) != NULL && realpath(b, rb) != NULL && !strcmp(ra, rb);
 }
 
+/* Pass 1, documents newest first: the first version met of a segment
+** (path, index, source) holds its final translation. */
+static int final_row(void *user, const store_export_row *r) {
+    export_ctx *c = user;
+    size_t n = strlen(r->source) + 32;
+    char *key = mt_try_malloc(n);
+    mt_status rc = key ? MT_OK : mt_seterr(MT_ERR_NOMEM, "out of memory");
+    bool dup = false;
+    if (rc == MT_OK) {
+        snprintf(key, n, "%d\x1f%s", (int)r->seg_index, r->source);
+        rc = rows_add(&c->seen, c->cur->path, key, NULL, NULL, 0, &dup);
+    }
+    mt_free(key);
+    if (rc == MT_OK && !dup) {
+        char a[32], b[32];
+        snprintf(a, sizeof a, "%lld", (long long)r->doc_id);
+        snprintf(b, sizeof b, "%d", (int)r->seg_index);
+        rc = rows_add(&c->final, a, b, NULL, NULL, 0, &dup);
+    }
+    c->rc = rc;
+    return rc != MT_OK;
+}
+
 static int export_row(void *user, const store_export_row *r) {
     export_ctx *c = user;
     if (r->time_ms < c->p->since_ms) {
         c->st->before_since++;
         return 0;
     }
-    c->st->entries++;
     char *s = NULL, *t = NULL;
     mt_status rc = MT_OK;
+    if (!c->p->history) { /* only the segment's final translation (pass 1) */
+        char a[32], b[32];
+        snprintf(a, sizeof a, "%lld", (long long)r->doc_id);
+        snprintf(b, sizeof b, "%d", (int)r->seg_index);
+        if (c->final.slots[find_slot(&c->final, a, b)] == 0) {
+            c->st->superseded++;
+            return 0;
+        }
+    }
+    c->st->entries++;
     if (c->cur->format == STORE_FORMAT_XLIFF) {
         rc = app_doc_strip_tags(r->source, &s);
         if (rc == MT_OK) rc = app_doc_strip_tags(r->target, &t);
@@ -1463,11 +1497,20 @@ mt_status app_corpus_export(store *s, const app_corpus_export_params *p, app_cor
     c.p = p;
     c.st = st;
     mt_status rc = rows_init(&c.rows, p->dedup);
+    if (rc == MT_OK) rc = rows_init(&c.seen, true);
+    if (rc == MT_OK) rc = rows_init(&c.final, true);
     if (rc == MT_OK) rc = store_list_documents(s, collect_doc, &c);
     if (rc == MT_ABORTED) rc = c.rc;
     if (rc != MT_OK) goto done;
     if (c.n_docs > 1) qsort(c.docs, (size_t)c.n_docs, sizeof *c.docs, by_id);
     int64_t matched = 0;
+    for (int64_t k = c.n_docs - 1; k >= 0 && !p->history; k--) {
+        c.cur = &c.docs[k];
+        if (p->document && !same_file(p->document, c.cur->path)) continue;
+        rc = store_export_confirmed(s, c.cur->id, final_row, &c);
+        if (rc == MT_ABORTED) rc = c.rc;
+        if (rc != MT_OK) goto done;
+    }
     for (int64_t i = 0; i < c.n_docs; i++) {
         export_doc *d = &c.docs[i];
         if (p->document && !same_file(p->document, d->path)) continue;
@@ -1505,5 +1548,7 @@ done:
     }
     mt_free(c.docs);
     rows_free(&c.rows);
+    rows_free(&c.seen);
+    rows_free(&c.final);
     return rc;
 }

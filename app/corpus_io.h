@@ -164,6 +164,7 @@ typedef struct app_corpus_stats {
     int64_t duplicates;       /* pairs dropped by dedup                          */
     int64_t documents;        /* export: documents exported                     */
     int64_t before_since;     /* export: confirmed before --since               */
+    int64_t superseded;       /* export: older versions' translations left out  */
 } app_corpus_stats;
 
 /* Builds the corpus (see the header comment).  Errors name the file:
@@ -181,10 +182,16 @@ typedef struct app_corpus_export_params {
     const char *tsv_path;            /* source<TAB>target, flattened; NULL: none      */
     const char *src_lang, *trg_lang; /* when set, only documents in these languages */
     bool strip_accelerators, dedup;
+    bool history; /* every stored version's confirmations; false: the final
+                     translation of each segment (its newest version's)    */
 } app_corpus_export_params;
 
 /* Writes the latest confirmation of every confirmed segment (of one
-** document or all, documents by id, segments by index).  XLIFF segments
+** document or all, segments by index).  Every :w stores a version of the
+** document; without history only the final translation of a segment is
+** written: the segment (same path, index and source) of the newest
+** version that has it confirmed; with history every version's rows.
+** Documents by id.  XLIFF segments
 ** lose their inline-tag placeholders.  TMX keeps line breaks; TSV flattens
 ** them.  Rows with an empty side are left out.  Errors: MT_ERR_NOTFOUND (no
 ** document with that path), MT_ERR_INVALID, the store's and writers'. */

@@ -1120,6 +1120,29 @@ static void test_export(void) {
     CHECK(data && !strcmp(data, "unchanged"), "no output on error");
     mt_free(data);
 
+    /* versions (issue 29, finding 10): a second save of a.po with "Hello"
+    ** translated anew; the export has the final translation only, --history
+    ** every version's */
+    store_segment_in a2[2] = {{.source = "Hello", .status = STORE_SEG_NEW},
+                              {.source = "Line\nbreak", .status = STORE_SEG_NEW}};
+    store_doc_info ia2 = {d.path_a, STORE_FORMAT_PO, "en", "de", "h1-v2"};
+    int64_t a2_id = 0, cid = 0;
+    CHECK_STATUS(store_add_document(s, &ia2, a2, 2, &a2_id));
+    clk.t = T0 + 90000;
+    CHECK_STATUS(store_confirm(s, seg_at(s, a2_id, 0), "Guten Tag", 1000, 5, &cid));
+    p = export_params(NULL, tpath("final.tsv"));
+    p.document = d.path_a;
+    CHECK_STATUS(app_corpus_export(s, &p, &st));
+    static const char *const final_tsv[] = {"Line break\tZeile Umbruch", "_File\t_Datei",
+                                            "Hello\tGuten Tag"};
+    check_lines(tpath("final.tsv"), final_tsv, 3, "export: final translations only");
+    CHECK(st.superseded == 1, "one superseded translation, got %lld", (long long)st.superseded);
+    p.history = true;
+    CHECK_STATUS(app_corpus_export(s, &p, &st));
+    static const char *const hist_tsv[] = {"Hello\tHallo", "Line break\tZeile Umbruch",
+                                           "_File\t_Datei", "Hello\tGuten Tag"};
+    check_lines(tpath("final.tsv"), hist_tsv, 4, "export --history: every version");
+
     /* an empty store gives a valid, empty TMX */
     store *e = NULL;
     CHECK_STATUS(store_open(":memory:", &e));
