@@ -176,6 +176,13 @@ mt_status app_doc_save(app_doc *d, const char *path, app_doc_save_params p);
 ** stdout); MT_ERR_IO naming `what` when the stream fails. */
 mt_status app_doc_write(app_doc *d, FILE *f, const char *what, app_doc_save_params p);
 
+/* PO: which counts n plural form `form` serves, from the header's
+** Plural-Forms (without one, gettext's default n != 1): the first three n
+** in 0..1000 that select it, then ", …" if there are more, e.g. "1",
+** "0, 2, 3, …", "1, 21, 31, …".  NULL for other formats, a form no n in
+** 0..1000 selects, or an expression that cannot be evaluated. */
+const char *app_doc_plural_examples(const app_doc *d, int form);
+
 /* Plain text of a segment string: XLIFF placeholders removed, doubled
 ** brackets undoubled.  *out is owned by the caller (mt_free). */
 mt_status app_doc_strip_tags(const char *text, char **out);

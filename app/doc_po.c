@@ -86,6 +86,9 @@ typedef struct po_doc {
     const char **form_text; /* parallel to forms: decoded msgstr strings     */
     int64_t n_forms, cap_forms, cap_form_text;
     int nplurals;
+    const char *plural_expr;            /* Plural-Forms' plural=..., NULL without one      */
+    bool have_plural_forms;             /* the header has Plural-Forms                     */
+    const char *examples[PO_MAX_FORMS]; /* app_doc_plural_examples, or NULL    */
     bool have_header;
     po_range header_str; /* the header's msgstr lines                        */
     const char *eol;     /* line end of the first line, for lines we insert  */
@@ -276,6 +279,21 @@ static mt_status read_header(po_parser *ps, const char *hdr, int64_t line) {
             return perr(ps, line, msg);
         }
         ps->po->nplurals = n;
+        ps->po->have_plural_forms = true;
+        /* the expression after "plural=" (not the "plurals=" of nplurals),
+        ** up to ';'; read again, as it may be longer than val */
+        char pf[1024];
+        header_field(hdr, "Plural-Forms", pf, sizeof pf);
+        for (const char *q = strstr(pf, "plural"); q; q = strstr(q + 1, "plural")) {
+            const char *e = q + 6;
+            while (*e == ' ')
+                e++;
+            if ((q > pf && (q[-1] == 'n' || q[-1] == '_')) || *e != '=') continue;
+            e++;
+            ps->po->plural_expr = app_doc_strdup(ps->d, e, strcspn(e, ";"));
+            if (ps->po->plural_expr == NULL) return nomem(ps);
+            break;
+        }
     }
     if (header_field(hdr, "Language", val, sizeof val) && val[0] != '\0') {
         ps->d->trg_lang = mt_try_strdup(val);
@@ -1303,6 +1321,180 @@ static void po_free(app_doc *d) {
 
 static const app_doc_ops po_ops = {po_set_target, po_save, po_free};
 
+/* ------------------------------------------------------- plural forms */
+
+/* Plural-Forms expressions (gettext's grammar: C's ?: || && == != < > <=
+** >= + - * / % ! and parentheses over n and decimal numbers), evaluated
+** in unsigned long as gettext does.  `bad`: a syntax error, a division by
+** zero or nesting deeper than 64. */
+typedef struct plural_eval {
+    const char *p;
+    unsigned long n;
+    bool bad;
+    int depth;
+} plural_eval;
+
+static unsigned long pe_cond(plural_eval *e);
+
+static bool pe_eat(plural_eval *e, const char *op) {
+    while (*e->p == ' ' || *e->p == '\t')
+        e->p++;
+    size_t k = strlen(op);
+    if (strncmp(e->p, op, k) != 0) return false;
+    e->p += k;
+    return true;
+}
+
+static unsigned long pe_unary(plural_eval *e) {
+    if (e->bad || ++e->depth > 64) {
+        e->bad = true;
+        return 0;
+    }
+    unsigned long v = 0;
+    if (pe_eat(e, "!")) {
+        v = !pe_unary(e);
+    } else if (pe_eat(e, "(")) {
+        v = pe_cond(e);
+        if (!pe_eat(e, ")")) e->bad = true;
+    } else if (pe_eat(e, "n")) {
+        v = e->n;
+    } else if (*e->p >= '0' && *e->p <= '9') {
+        while (*e->p >= '0' && *e->p <= '9' && v < 100000000ul)
+            v = v * 10 + (unsigned long)(*e->p++ - '0');
+    } else {
+        e->bad = true;
+    }
+    e->depth--;
+    return v;
+}
+
+static unsigned long pe_mul(plural_eval *e) {
+    unsigned long v = pe_unary(e);
+    for (;;) {
+        int op = pe_eat(e, "*") ? '*' : pe_eat(e, "/") ? '/' : pe_eat(e, "%") ? '%' : 0;
+        if (op == 0 || e->bad) return v;
+        unsigned long w = pe_unary(e);
+        if (op != '*' && w == 0) {
+            e->bad = true;
+            return 0;
+        }
+        v = op == '*' ? v * w : op == '/' ? v / w : v % w;
+    }
+}
+
+static unsigned long pe_add(plural_eval *e) {
+    unsigned long v = pe_mul(e);
+    for (;;) {
+        if (pe_eat(e, "+"))
+            v += pe_mul(e);
+        else if (pe_eat(e, "-"))
+            v -= pe_mul(e);
+        else
+            return v;
+    }
+}
+
+static unsigned long pe_rel(plural_eval *e) {
+    unsigned long v = pe_add(e);
+    for (;;) {
+        if (pe_eat(e, "<="))
+            v = v <= pe_add(e);
+        else if (pe_eat(e, ">="))
+            v = v >= pe_add(e);
+        else if (pe_eat(e, "<"))
+            v = v < pe_add(e);
+        else if (pe_eat(e, ">"))
+            v = v > pe_add(e);
+        else
+            return v;
+    }
+}
+
+static unsigned long pe_eq(plural_eval *e) {
+    unsigned long v = pe_rel(e);
+    for (;;) {
+        if (pe_eat(e, "=="))
+            v = v == pe_rel(e);
+        else if (pe_eat(e, "!="))
+            v = v != pe_rel(e);
+        else
+            return v;
+    }
+}
+
+static unsigned long pe_and(plural_eval *e) {
+    unsigned long v = pe_eq(e);
+    while (pe_eat(e, "&&")) {
+        unsigned long w = pe_eq(e); /* no side effects: both sides evaluated */
+        v = v && w;
+    }
+    return v;
+}
+
+static unsigned long pe_or(plural_eval *e) {
+    unsigned long v = pe_and(e);
+    while (pe_eat(e, "||")) {
+        unsigned long w = pe_and(e);
+        v = v || w;
+    }
+    return v;
+}
+
+static unsigned long pe_cond(plural_eval *e) {
+    if (e->bad || ++e->depth > 64) {
+        e->bad = true;
+        return 0;
+    }
+    unsigned long v = pe_or(e);
+    if (pe_eat(e, "?")) {
+        unsigned long a = pe_cond(e);
+        if (!pe_eat(e, ":")) e->bad = true;
+        unsigned long b = pe_cond(e);
+        v = v ? a : b;
+    }
+    e->depth--;
+    return v;
+}
+
+/* Examples of n for each plural form: the first three n in 0..1000 the
+** expression maps to it, then ", …" when there are more ("1, 21, 31, …").
+** Without Plural-Forms gettext's default, n != 1, applies.  An expression
+** that does not evaluate (or maps an n outside the forms) gives none. */
+static mt_status plural_examples(app_doc *d, po_doc *po) {
+    const char *expr = po->plural_expr ? po->plural_expr : po->have_plural_forms ? NULL : "n != 1";
+    if (expr == NULL) return MT_OK;
+    char text[PO_MAX_FORMS][64];
+    int count[PO_MAX_FORMS] = {0};
+    for (unsigned long n = 0; n <= 1000; n++) {
+        plural_eval e = {expr, n, false, 0};
+        unsigned long k = pe_cond(&e);
+        while (*e.p == ' ' || *e.p == '\t')
+            e.p++;
+        if (*e.p != '\0' || e.bad || k >= (unsigned long)po->nplurals)
+            return MT_OK; /* unusable: no examples at all */
+        int *c = &count[k];
+        size_t len = *c ? strlen(text[k]) : 0;
+        if (*c < 3)
+            snprintf(text[k] + len, sizeof text[k] - len, "%s%lu", *c ? ", " : "", n);
+        else if (*c == 3)
+            snprintf(text[k] + len, sizeof text[k] - len, ", \xe2\x80\xa6"); /* … */
+        (*c)++;
+    }
+    for (int k = 0; k < po->nplurals; k++) {
+        if (count[k] == 0) continue;
+        po->examples[k] = app_doc_strdup(d, text[k], strlen(text[k]));
+        if (po->examples[k] == NULL)
+            return mt_seterr(MT_ERR_NOMEM, "out of memory reading '%s'", d->path);
+    }
+    return MT_OK;
+}
+
+const char *app_doc_plural_examples(const app_doc *d, int form) {
+    if (d->format != APP_DOC_FORMAT_PO || form < 0 || form >= PO_MAX_FORMS) return NULL;
+    const po_doc *po = d->impl;
+    return po->examples[form];
+}
+
 mt_status app_doc_po_open(app_doc *d) {
     mt_status rc;
     po_parser ps;
@@ -1320,6 +1512,7 @@ mt_status app_doc_po_open(app_doc *d) {
     ps.len = d->raw_len;
     ps.prev_at = SIZE_MAX;
     rc = po_parse(&ps);
+    if (rc == MT_OK) rc = plural_examples(d, po);
     if (rc != MT_OK) goto fail;
     const char *cs = ps.charset;
     if (cs[0] != '\0' && strcasecmp(cs, "UTF-8") != 0 && strcasecmp(cs, "UTF8") != 0 &&

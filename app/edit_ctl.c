@@ -4,7 +4,9 @@
 **
 ** Segments ("units"): one per translation form of each document segment,
 ** in document order, so a PO plural entry with two forms gives two units
-** (msgid, then msgid_plural as the source shown and translated).  The store
+** (msgid, then msgid_plural as the source shown and translated), each
+** labelled "plural form k/N (n = ...)" with the counts the file's
+** Plural-Forms gives it (app_doc_plural_examples).  The store
 ** keys them by index, with plural_form; the document entry's state follows
 ** its units: confirmed when all are, a draft when any has text, else empty.
 **

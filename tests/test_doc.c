@@ -651,6 +651,55 @@ static void test_po_header_stamp(void) {
     mt_free(tz);
 }
 
+/* Issue 29, finding 8a: the counts each plural form serves, from
+** Plural-Forms, for the editor's "plural form k/N (n = ...)" labels. */
+static void test_po_plural_examples(void) {
+    static const struct {
+        const char *plural_forms; /* NULL: no header */
+        const char *want[6];      /* NULL: none */
+    } cases[] = {
+        {"nplurals=2; plural=(n != 1);", {"1", "0, 2, 3, \xe2\x80\xa6"}},
+        {NULL, {"1", "0, 2, 3, \xe2\x80\xa6"}},
+        {"nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && "
+         "(n%100<10 || n%100>=20) ? 1 : 2);",
+         {"1, 21, 31, \xe2\x80\xa6", "2, 3, 4, \xe2\x80\xa6", "0, 5, 6, \xe2\x80\xa6"}},
+        {"nplurals=6; plural=n==0 ? 0 : n==1 ? 1 : n==2 ? 2 : n%100>=3 && n%100<=10 ? 3 "
+         ": n%100>=11 ? 4 : 5;",
+         {"0", "1", "2", "3, 4, 5, \xe2\x80\xa6", "11, 12, 13, \xe2\x80\xa6",
+          "100, 101, 102, \xe2\x80\xa6"}},
+        {"nplurals=1; plural=0;", {"0, 1, 2, \xe2\x80\xa6"}},
+        {"nplurals=3; plural=n==1 ? 0 : n==2 ? 1 : 2;", {"1", "2", "0, 3, 4, \xe2\x80\xa6"}},
+        /* unusable: a syntax error, a form beyond nplurals, no plural= */
+        {"nplurals=2; plural=n !=;", {NULL}},
+        {"nplurals=2; plural=n;", {NULL}},
+        {"nplurals=2;", {NULL}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char po[512];
+        if (cases[c].plural_forms)
+            snprintf(po, sizeof po,
+                     "msgid \"\"\nmsgstr \"\"\n\"Content-Type: text/plain; charset=UTF-8\\n\"\n"
+                     "\"Plural-Forms: %s\\n\"\n\nmsgid \"a file\"\nmsgid_plural \"%%d files\"\n"
+                     "msgstr[0] \"\"\n",
+                     cases[c].plural_forms);
+        else
+            snprintf(po, sizeof po,
+                     "msgid \"a file\"\nmsgid_plural \"%%d files\"\nmsgstr[0] \"\"\n");
+        write_file(tpath("plural.po"), po);
+        app_doc *d = open_ok(tpath("plural.po"), APP_DOC_FORMAT_PO);
+        if (d == NULL) continue;
+        for (int k = 0; k < 6; k++) {
+            const char *got = app_doc_plural_examples(d, k), *want = cases[c].want[k];
+            CHECK(want ? got && !strcmp(got, want) : got == NULL,
+                  "case %zu form %d: got [%s] want [%s]", c, k, str_or(got), str_or(want));
+        }
+        app_doc_free(d);
+    }
+    app_doc *d = open_ok(SAMPLES "/sample.de.xlf", APP_DOC_FORMAT_XLIFF);
+    CHECK(d && app_doc_plural_examples(d, 0) == NULL, "XLIFF: none");
+    app_doc_free(d);
+}
+
 /* Every host allocation of fn failing in turn, N = 0, 1, 2, ...: always a
 ** clean MT_ERR_NOMEM (leaks show under ASan) until fn succeeds. */
 static void alloc_failure_loop(const char *what, mt_status (*fn)(void), int64_t min_tries) {
@@ -1335,6 +1384,7 @@ int main(void) {
     test_po_errors();
     test_po_wrap_vs_msgcat();
     test_po_header_stamp();
+    test_po_plural_examples();
     test_xliff_sample();
     test_xliff_edge_cases();
     test_text_formats();

@@ -565,6 +565,8 @@ static int64_t unit_of(const app_edit_ctl *c, const char *src) {
     return -1;
 }
 
+static const char *str_or(const char *s) { return s ? s : "(null)"; }
+
 static bool po_has(const char *text, const char *needle) { return strstr(text, needle) != NULL; }
 
 static void test_ctl(void) {
@@ -1005,6 +1007,33 @@ done:
     store_close(st);
 }
 
+/* Issue 29, finding 8a: the units of a PO plural entry are labelled as
+** its forms, with the counts from the header's Plural-Forms; other units
+** have no label. */
+static void test_ctl_plural_labels(void) {
+    const char *po = tpath("labels.de.po"), *db = tpath("labels.db");
+    if (!CHECK(copy_file(MT_SOURCE_DIR "/assets/samples/sample.de.po", po), "copy sample")) return;
+    store *st = NULL;
+    app_doc *doc = NULL;
+    app_edit_ctl *c = NULL;
+    CHECK_STATUS(store_open(db, &st));
+    CHECK_STATUS(app_doc_open(po, APP_DOC_FORMAT_AUTO, &doc));
+    app_edit_ctl_params cp = {.save = app_doc_default_save_params()};
+    if (doc) CHECK_STATUS(app_edit_ctl_open(st, doc, &cp, &c));
+    if (c) {
+        const ui_document *ud = app_edit_ctl_document(c);
+        int64_t u = unit_of(c, "Loading %d file\xe2\x80\xa6");
+        CHECK(u >= 1 && u + 1 < ud->n_segs && ud->segs[u - 1].label == NULL && ud->segs[u].label &&
+                  !strcmp(ud->segs[u].label, "plural form 1/2 (n = 1)") && ud->segs[u + 1].label &&
+                  !strcmp(ud->segs[u + 1].label, "plural form 2/2 (n = 0, 2, 3, \xe2\x80\xa6)"),
+              "plural units labelled: [%s] [%s]", u >= 0 ? str_or(ud->segs[u].label) : "-",
+              u >= 0 && u + 1 < ud->n_segs ? str_or(ud->segs[u + 1].label) : "-");
+    }
+    app_edit_ctl_free(c);
+    app_doc_free(doc);
+    store_close(st);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/mtpe_edit_session.XXXXXX");
     if (mkdtemp(tmpdir) == NULL) {
@@ -1022,6 +1051,7 @@ int main(void) {
     test_ctl_save_mt(false);
     test_ctl_save_mt(true);
     test_ctl_empty_lines();
+    test_ctl_plural_labels();
     test_ctl_qa();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -125,9 +125,11 @@ static const char *rest_of(const ui_editor *ed) {
 }
 
 static const ui_segment doc_segs[] = {
-    {"Hello world.", NULL, UI_SEG_NEW},         {"Good morning.", "Guten Morgen.", UI_SEG_MT},
-    {"Thank you.", "Danke.", UI_SEG_CONFIRMED}, {"See you.", "Bis bald", UI_SEG_EDITED},
-    {"Goodbye, my friend.", "", UI_SEG_NEW},
+    {"Hello world.", NULL, UI_SEG_NEW, NULL},
+    {"Good morning.", "Guten Morgen.", UI_SEG_MT, NULL},
+    {"Thank you.", "Danke.", UI_SEG_CONFIRMED, NULL},
+    {"See you.", "Bis bald", UI_SEG_EDITED, NULL},
+    {"Goodbye, my friend.", "", UI_SEG_NEW, NULL},
 };
 static const ui_document doc = {"doc.po", "en", "de", "tiny-en-de", doc_segs, 5};
 
@@ -1235,6 +1237,52 @@ static void test_screen(void) {
     fclose(in);
 }
 
+/* Issue 29, finding 8a: the forms of a PO plural entry say so by the
+** source heading (ui_segment.label), so they do not look like unrelated
+** segments. */
+static void test_screen_label(void) {
+    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
+    ui_screen *s = NULL;
+    ui_keydec dec;
+    ui_keydec_init(&dec);
+    if (!out || !in || ui_screen_init("xterm-256color", out, in, &dec, &s) != MT_OK) {
+        fprintf(stderr, "test_editor: no xterm-256color terminfo, label test skipped\n");
+        if (out) fclose(out);
+        if (in) fclose(in);
+        return;
+    }
+    const ui_segment segs[] = {
+        {"Open", NULL, UI_SEG_NEW, NULL},
+        {"%d file", NULL, UI_SEG_NEW, "plural form 1/2 (n = 1)"},
+        {"%d files", NULL, UI_SEG_NEW, "plural form 2/2 (n = 0, 2, 3, \xe2\x80\xa6)"},
+    };
+    const ui_document d = {"doc.po", "en", "de", NULL, segs, 3};
+    rec r;
+    ui_hooks h = make_hooks(&r);
+    ui_editor *ed = NULL;
+    CHECK_STATUS(ed_init(&h, &d, &ed));
+    if (ed) {
+        ed_open(ed, 0, T);
+        ui_screen_resize(s, 24, 80);
+        char buf[4096];
+        static const char *const want[] = {
+            NULL, "Source  2/3  plural form 1/2 (n = 1) ",
+            "Source  3/3  plural form 2/2 (n = 0, 2, 3, \xe2\x80\xa6) "};
+        for (int i = 0; i < 3; i++) {
+            if (i) key(ed, UI_KEY_PGDN);
+            ui_screen_draw(s, ed);
+            int y = find_row(s, "Source  ", 1);
+            if (y >= 0) ui_screen_row(s, y, buf, sizeof buf);
+            CHECK(y > 0 && (want[i] ? strstr(buf, want[i]) != NULL : !strstr(buf, "plural")),
+                  "segment %d heading: '%s'", i + 1, y > 0 ? buf : "(none)");
+        }
+    }
+    ed_free(ed);
+    ui_screen_free(s);
+    fclose(out);
+    fclose(in);
+}
+
 int main(void) {
     /* UTF-8 for wcwidth and ncursesw, as ui_run sets it up */
     if (setlocale(LC_CTYPE, "C.UTF-8") == NULL) setlocale(LC_CTYPE, "");
@@ -1249,6 +1297,7 @@ int main(void) {
     test_cmd_completion();
     test_alloc_failures();
     test_screen();
+    test_screen_label();
     CHECK(ui_post_message(MT_LOG_INFO, "x") == MT_ERR_INVALID, "posting without a running ui");
     TEST_MAIN_END();
 }

@@ -643,10 +643,10 @@ static void draw_main(const ui_screen *s, ui_editor *ed, rect m, bool both_panes
     if (spare > 0 && src_need > src_h) src_h += src_need - src_h < spare ? src_need - src_h : spare;
     int lower_h = avail - src_h - fld_h;
 
-    char title[128];
+    char title[256];
     int y = m.y;
-    snprintf(title, sizeof title, "Source  %lld/%lld", (long long)ed->cur + 1,
-             (long long)ed->n_segs);
+    snprintf(title, sizeof title, "Source  %lld/%lld%s%s", (long long)ed->cur + 1,
+             (long long)ed->n_segs, sg->label ? "  " : "", sg->label ? sg->label : "");
     heading(s, y++, m.x, m.w, title);
     draw_wrapped(s, sg->source, (rect){y, tx, src_h, tw});
     y += src_h;
