@@ -118,8 +118,8 @@ typedef enum ui_seg_status {
 } ui_seg_status;
 
 typedef struct ui_segment {
-    const char *source; /* UTF-8; must not be NULL                          */
-    const char *target; /* UTF-8 current target; NULL or "" when none       */
+    const char *source;   /* UTF-8; must not be NULL                          */
+    const char *target;   /* UTF-8 current target; NULL or "" when none       */
     ui_seg_status status; /* CONFIRMED with no target only for an empty source */
     const char *label;    /* shown after the source heading, e.g. which plural
                              form of an entry this is; NULL: none           */
