@@ -241,6 +241,8 @@ size_t app_ph_match(const char *s, size_t at, app_ph_kind *kind) {
             k = APP_PH_PYTHON;
         else if ((n = match_printf(s, at)))
             k = APP_PH_PRINTF;
+        else if (s[at + 1] >= '1' && s[at + 1] <= '9') /* KDE, Qt: %1..%99 */
+            n = is_digit((unsigned char)s[at + 2]) ? 3 : 2, k = APP_PH_KDE;
         break;
     case '{': n = match_brace(s, at), k = APP_PH_BRACE; break;
     case '<': n = match_tag(s, at), k = APP_PH_TAG; break;

@@ -48,6 +48,7 @@ typedef enum app_ph_kind {
     APP_PH_OPTION,     /* --force --color[=WHEN] -f (after a blank/start)*/
     APP_PH_VAR,        /* $HOME ${name} $1                               */
     APP_PH_URL,        /* http://..., https://..., ftp://..., mailto:... */
+    APP_PH_KDE,        /* %1 %12 (KDE, Qt: numbered arguments)           */
 } app_ph_kind;
 
 /* Length of the placeholder that starts at s[at] (0: none) and its kind.

@@ -329,6 +329,35 @@ static void check_python(issues *is, const char *src, const char *text, bool str
     }
 }
 
+/* KDE's %1..%99: the set of numbers; false when s has a malformed one */
+static void kde_numbers(const char *s, bool used[100]) {
+    memset(used, 0, 100 * sizeof *used);
+    for (const char *p = s; (p = strchr(p, '%')) != NULL; p++)
+        if (p[1] >= '1' && p[1] <= '9') {
+            int n = p[1] - '0';
+            if (is_digit(p[2])) n = n * 10 + (p[2] - '0');
+            used[n] = true;
+        }
+}
+
+/* kde-format: the translation uses only the source's arguments, all of
+** them (a plural form's msgstr[0] may leave one out) */
+static void check_kde(issues *is, const char *src, const char *text, bool strict) {
+    bool a[100], b[100];
+    kde_numbers(src, a);
+    kde_numbers(text, b);
+    int missing = 0, first_missing = 0;
+    for (int k = 1; k < 100; k++) {
+        if (b[k] && !a[k]) {
+            add(is, APP_QA_ERROR, "%%%d of the translation is not in the source", k);
+            return;
+        }
+        if (a[k] && !b[k] && missing++ == 0) first_missing = k;
+    }
+    if (missing > (strict ? 0 : 1))
+        add(is, APP_QA_ERROR, "the translation lacks %%%d", first_missing);
+}
+
 /* placeholders of src missing from text, and the other way round */
 static void check_placeholders(issues *is, const char *src, const char *text, bool formats) {
     app_ph *x = NULL, *y = NULL;
@@ -460,6 +489,7 @@ int app_qa_check(const app_qa_input *in, int form, const char *text, app_qa_issu
         bool strict = !(plural && form == 0);
         if (has_flag(in->flags, "c-format")) check_c(&is, src, text, strict);
         if (has_flag(in->flags, "python-format")) check_python(&is, src, text, strict);
+        if (has_flag(in->flags, "kde-format")) check_kde(&is, src, text, strict);
     }
     bool formats =
         in->po && (has_flag(in->flags, "c-format") || has_flag(in->flags, "python-format"));

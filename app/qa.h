@@ -9,7 +9,8 @@
 **   - c-format (flag "c-format"): the msgstr is not a valid C format
 **     string, or its directives differ from the msgid's (argument count,
 **     or the type of an argument: %d vs %s, %ld vs %d);
-**   - python-format: the same for Python's %-directives (%(name)s or %s).
+**   - python-format: the same for Python's %-directives (%(name)s or %s);
+**   - kde-format: KDE's %1..%99, the same set of numbers.
 ** A plural entry's msgstr[0] is compared with the msgid, the others with
 ** msgid_plural.  msgstr[0] may leave out arguments when the entry has
 ** plural forms (gettext allows it for a form used for one number, such as

@@ -32,6 +32,8 @@ static void test_placeholders(void) {
     check_ph("%<PRIu64> x", 0, 9, APP_PH_PRINTF);
     check_ph("100% sure", 3, 0, 0); /* the blank flag is text */
     check_ph("50%", 2, 0, 0);
+    check_ph("Copy %1 to %12", 5, 2, APP_PH_KDE);
+    check_ph("Copy %1 to %12", 11, 3, APP_PH_KDE);
     check_ph("%(count)d items", 0, 9, APP_PH_PYTHON);
     check_ph("%(name)-10s", 0, 11, APP_PH_PYTHON);
     check_ph("{0}", 0, 3, APP_PH_BRACE);

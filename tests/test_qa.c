@@ -144,6 +144,13 @@ static void test_hand_cases(void) {
     single("python-format", "%s and %s", "%s und");
     single("python-format", "%(a)s %(b)s", "%(b)s %(a)s");
     single("no-c-format", "%s", "%");
+    single("kde-format", "Copy %1 to %2", "Kopiere %1 nach %2");
+    single("kde-format", "Copy %1 to %2", "Kopiere %2 nach %1");
+    single("kde-format", "Copy %1 to %2", "Kopiere %1");
+    single("kde-format", "Copy %1", "Kopiere %2");
+    single("kde-format", "Copy", "Kopiere %1");
+    single("kde-format", "Copy %1 %3", "Kopiere %1 %3");
+    single("kde-format", "Copy %1 %2", "Kopiere %1 %2 %2");
 
     const char *pl1[] = {"Eine Datei", "%d Dateien"};
     against_msgfmt("c-format", "One file", "%d files", pl1, 2);
@@ -153,6 +160,12 @@ static void test_hand_cases(void) {
     against_msgfmt("c-format", "%d file", "%d files", pl3, 2);
     const char *pl4[] = {"Eine Datei", "Dateien"};
     against_msgfmt("c-format", "One file", "%d files", pl4, 2);
+    const char *pl6[] = {"Eine Datei", "%1 Dateien"};
+    against_msgfmt("kde-format", "One file", "%1 files", pl6, 2);
+    const char *pl7[] = {"Eine Datei in %2", "%1 Dateien in %2"};
+    against_msgfmt("kde-format", "%1 file in %2", "%1 files in %2", pl7, 2);
+    const char *pl8[] = {"Eine Datei", "%1 Dateien in %2"};
+    against_msgfmt("kde-format", "%1 file in %2", "%1 files in %2", pl8, 2);
     const char *pl5[] = {"\n%d Datei", "%d Dateien"};
     against_msgfmt("c-format", "%d file", "%d files", pl5, 2);
 }
