@@ -54,6 +54,19 @@ static bool is_blank(unsigned char c) { return c == ' ' || c == '\t'; }
 /* a letter: ASCII letters and every non-ASCII lead byte (scripts, accents) */
 static bool is_letter(unsigned char c) { return is_alpha(c) || c >= 0xC0; }
 
+/* a printf width or precision: digits, or '*' with an optional n$ */
+static const char *skip_count(const char *p) {
+    if (*p != '*') {
+        while (is_digit((unsigned char)*p))
+            p++;
+        return p;
+    }
+    const char *q = ++p;
+    while (is_digit((unsigned char)*q))
+        q++;
+    return q > p && *q == '$' ? q + 1 : p;
+}
+
 /* printf: % [n$] [flags] [width|*[n$]] [.prec|.*[n$]] [length] conv.  The
 ** blank flag is left out on purpose: "100% sure" is text, not "% s". */
 static size_t match_printf(const char *s, size_t at) {
@@ -65,29 +78,8 @@ static size_t match_printf(const char *s, size_t at) {
     if (q > p && *q == '$') p = q + 1;
     while (*p && strchr("-+#0'I", *p))
         p++;
-    if (*p == '*') {
-        p++;
-        q = p;
-        while (is_digit((unsigned char)*q))
-            q++;
-        if (q > p && *q == '$') p = q + 1;
-    } else {
-        while (is_digit((unsigned char)*p))
-            p++;
-    }
-    if (*p == '.') {
-        p++;
-        if (*p == '*') {
-            p++;
-            q = p;
-            while (is_digit((unsigned char)*q))
-                q++;
-            if (q > p && *q == '$') p = q + 1;
-        } else {
-            while (is_digit((unsigned char)*p))
-                p++;
-        }
-    }
+    p = skip_count(p);                    /* width */
+    if (*p == '.') p = skip_count(p + 1); /* precision */
     static const char *const lengths[] = {"hh", "ll", "h", "l", "L", "q", "j", "z", "Z", "t"};
     for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++) {
         size_t n = strlen(lengths[k]);

@@ -178,15 +178,11 @@ static const char *parse_python(const char *s, fmt_args *a) {
         }
         while (*p && strchr("-+ #0", *p))
             p++;
-        if (*p == '*') {
-            if (name[0]) return "a named directive takes '*'";
-            p++, unnamed++;
-        } else {
-            while (is_digit(*p))
+        for (int part = 0; part < 2; part++) { /* width, then precision */
+            if (part == 1) {
+                if (*p != '.') break;
                 p++;
-        }
-        if (*p == '.') {
-            p++;
+            }
             if (*p == '*') {
                 if (name[0]) return "a named directive takes '*'";
                 p++, unnamed++;
