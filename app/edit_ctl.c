@@ -621,7 +621,11 @@ static int64_t spent_now(const unit *u, int64_t now) {
 }
 
 /* Records text as an edit event of segment ui unless it is the last one. */
-static mt_status record_edit(app_edit_ctl *c, int64_t ui, const char *text) {
+/* An edit event with text; kind STORE_EDIT_TYPED is refined by the text
+** (the MT: accept_all, another n-best entry: nbest_pick); keys >= 0: the
+** ui's exact keystroke count, else estimated from the change. */
+static mt_status record_edit_as(app_edit_ctl *c, int64_t ui, const char *text, store_edit_kind kind,
+                                int32_t keys) {
     unit *u = &c->u[ui];
     const char *prev = u->last_text ? u->last_text : "";
     if (strcmp(prev, text) == 0) return MT_OK;
@@ -630,17 +634,20 @@ static mt_status record_edit(app_edit_ctl *c, int64_t ui, const char *text) {
         a++;
     while (a > 0 && ((unsigned char)text[a] & 0xC0) == 0x80) /* a character boundary */
         a--;
-    u->keys_est += count_chars(prev + a, pl - a) + count_chars(text + a, tl - a);
+    if (keys >= 0)
+        u->keys_est = keys;
+    else
+        u->keys_est += count_chars(prev + a, pl - a) + count_chars(text + a, tl - a);
     store_edit_in e = {
         .seg_id = u->seg_id,
-        .kind = STORE_EDIT_TYPED,
+        .kind = kind,
         .text = text,
         .spent_ms = spent_now(u, app_now_ms()),
         .keystrokes = u->keys_est,
         .mt_id = u->mt_id,
         .mt_rank = 0,
     };
-    for (int32_t k = 0; k < u->n_nbest; k++) {
+    for (int32_t k = 0; k < u->n_nbest && kind == STORE_EDIT_TYPED; k++) {
         if (strcmp(u->nbest[k], text) == 0) {
             e.kind = k == 0 ? STORE_EDIT_ACCEPT_ALL : STORE_EDIT_NBEST_PICK;
             e.mt_rank = k;
@@ -651,6 +658,10 @@ static mt_status record_edit(app_edit_ctl *c, int64_t ui, const char *text) {
     mt_status rc = store_record_edit(c->st, &e, &id);
     if (rc != MT_OK) return rc;
     return replace_str(&u->last_text, text);
+}
+
+static mt_status record_edit(app_edit_ctl *c, int64_t ui, const char *text) {
+    return record_edit_as(c, ui, text, STORE_EDIT_TYPED, -1);
 }
 
 /* The translator left segment ui with the text it had when they came (no
@@ -722,6 +733,26 @@ static void h_request_completion(void *user, int64_t seg, const char *prefix) {
         mt_log(MT_LOG_ERROR, "segment %lld: the edit could not be stored: %s", (long long)seg + 1,
                mt_errmsg());
     if (c->sess) app_edit_session_complete(c->sess, seg, prefix);
+}
+
+/* The field changed (ui_hooks.edited): one edit event per Tab, End, M-digit
+** and typed burst, with the ui's keystrokes.  A whole completion taken
+** with End is an accepted MT only when it is an n-best entry; otherwise
+** (a typed prefix and its completion) it counts as accepted words. */
+static void h_edited(void *user, int64_t seg, const char *text, ui_edit_kind kind,
+                     int32_t keystrokes) {
+    app_edit_ctl *c = user;
+    app_edit_ctl_flush(c);
+    if (seg < 0 || seg >= c->n) return;
+    store_edit_kind k = kind == UI_EDIT_ACCEPT_WORD ? STORE_EDIT_ACCEPT_WORD : STORE_EDIT_TYPED;
+    const unit *u = &c->u[seg];
+    bool is_mt = false;
+    for (int32_t i = 0; i < u->n_nbest; i++)
+        is_mt = is_mt || strcmp(u->nbest[i], text) == 0;
+    if (kind == UI_EDIT_ACCEPT_ALL && !is_mt) k = STORE_EDIT_ACCEPT_WORD;
+    if (record_edit_as(c, seg, text, k, keystrokes) != MT_OK)
+        mt_log(MT_LOG_ERROR, "segment %lld: the edit could not be stored: %s", (long long)seg + 1,
+               mt_errmsg());
 }
 
 /* QA issues of text as the translation of unit ui (app/qa.h) */
@@ -901,6 +932,7 @@ ui_hooks app_edit_ctl_hooks(app_edit_ctl *c) {
         .commit = h_commit,
         .save = h_save,
         .qa = h_qa,
+        .edited = h_edited,
         .load_model = h_load_model,
         .export_doc = h_export,
     };

@@ -501,6 +501,7 @@ typedef struct edit_row {
     char text[256];
     int32_t rank;
     int64_t mt_id;
+    int32_t keystrokes;
 } edit_row;
 
 typedef struct edit_rows {
@@ -517,6 +518,7 @@ static int collect_edit(void *u, const store_edit *e) {
         snprintf(x->text, sizeof x->text, "%s", e->text);
         x->rank = e->mt_rank;
         x->mt_id = e->mt_id;
+        x->keystrokes = e->keystrokes;
     }
     return 0;
 }
@@ -963,6 +965,18 @@ static void test_ctl_qa(void) {
     CHECK_STATUS(app_edit_ctl_open(st, doc, &cp, &c));
     if (c == NULL) goto done;
     h = app_edit_ctl_hooks(c);
+    /* edit events from the ui (finding 10): a typed burst and a Tab, with
+    ** the ui's keystrokes, one row each; the same text again adds none */
+    edit_rows er = {.n = 0};
+    h.edited(h.user, 1, "\nAuf", UI_EDIT_TYPED, 4);
+    h.edited(h.user, 1, "\nAufruf:", UI_EDIT_ACCEPT_WORD, 5);
+    h.edited(h.user, 1, "\nAufruf:", UI_EDIT_TYPED, 5);
+    store_list_edits_since(st, 0, collect_edit, &er);
+    int base = er.n - 2;
+    CHECK(er.n >= 2 && er.v[base].kind == STORE_EDIT_TYPED && !strcmp(er.v[base].text, "\nAuf") &&
+              er.v[base].keystrokes == 4 && er.v[base + 1].kind == STORE_EDIT_ACCEPT_WORD &&
+              er.v[base + 1].keystrokes == 5,
+          "typed (4 keys) then accept_word (5 keys), %d rows", er.n);
     /* the placeholder is missing: the first confirmation is refused */
     mt_status rc = h.commit(h.user, 0, "Kann nicht geöffnet werden", &es);
     CHECK(rc != MT_OK && strstr(mt_errmsg(), "QA error") && strstr(mt_errmsg(), "confirm again"),

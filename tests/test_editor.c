@@ -43,7 +43,20 @@ typedef struct rec {
     mt_status save_rc;
     char model[256];
     char exp_fmt[8], exp_path[256];
+    int n_edited; /* hooks.edited: kinds, keystrokes and texts */
+    ui_edit_kind ed_kind[32];
+    int32_t ed_keys[32];
+    char ed_text[32][64];
 } rec;
+
+static void h_edited(void *u, int64_t seg, const char *text, ui_edit_kind kind, int32_t keys) {
+    rec *r = u;
+    (void)seg;
+    int i = r->n_edited++;
+    if (i >= 32) return;
+    r->ed_kind[i] = kind, r->ed_keys[i] = keys;
+    snprintf(r->ed_text[i], sizeof r->ed_text[i], "%s", text);
+}
 
 static void h_changed(void *u, int64_t from, const char *draft, int64_t to) {
     rec *r = u;
@@ -94,7 +107,7 @@ static mt_status h_export(void *u, const char *fmt, const char *path) {
 
 static ui_hooks make_hooks(rec *r) {
     memset(r, 0, sizeof *r);
-    return (ui_hooks){r, h_changed, h_request, h_commit, h_save, h_model, h_export, NULL};
+    return (ui_hooks){r, h_changed, h_request, h_commit, h_save, h_model, h_export, NULL, h_edited};
 }
 
 /* ============================================================== helpers */
@@ -491,6 +504,51 @@ static void test_help_matches_bindings(void) {
 }
 
 /* ============================================================== editor */
+
+/* Edit events (issue 29, finding 10): one per Tab, End and M-digit, typed
+** bursts at most ED_PERSIST_MS late, with the keystrokes so far; typing
+** that follows the MT is reported too (a kill must not lose it). */
+static void test_edit_events(void) {
+    rec r;
+    ui_hooks h = make_hooks(&r);
+    ui_editor *ed = new_editor(&h, 0);
+    if (!ed) return;
+    ui_mt_result m = mt_hallo();
+    CHECK_STATUS(ed_apply_mt(ed, 0, &m));
+    type(ed, "Hal"); /* typed through the MT: no completion request ... */
+    CHECK(r.n_edited == 0, "typing is not reported at once");
+    ed_tick(ed, T + ED_PERSIST_MS - 1);
+    CHECK(r.n_edited == 0 && ed_deadline(ed) == T + ED_PERSIST_MS, "due %d ms after the key",
+          ED_PERSIST_MS);
+    ed_tick(ed, T + ED_PERSIST_MS);
+    CHECK(r.n_edited == 1 && r.ed_kind[0] == UI_EDIT_TYPED && !strcmp(r.ed_text[0], "Hal") &&
+              r.ed_keys[0] == 3,
+          "... but stored within a second: %d '%s' keys %d", r.n_edited, r.ed_text[0],
+          r.ed_keys[0]);
+    T += ED_PERSIST_MS;
+    type(ed, "l"); /* a burst, then Tab: the burst first, then the accepted word */
+    key(ed, UI_KEY_TAB);
+    CHECK(r.n_edited == 3 && r.ed_kind[1] == UI_EDIT_TYPED && !strcmp(r.ed_text[1], "Hall") &&
+              r.ed_kind[2] == UI_EDIT_ACCEPT_WORD && !strcmp(r.ed_text[2], "Hallo") &&
+              r.ed_keys[2] == 5,
+          "typed burst then accept_word: %d events, '%s' '%s' keys %d", r.n_edited, r.ed_text[1],
+          r.ed_text[2], r.ed_keys[2]);
+    key(ed, UI_KEY_END);
+    CHECK(r.n_edited == 4 && r.ed_kind[3] == UI_EDIT_ACCEPT_ALL &&
+              !strcmp(r.ed_text[3], "Hallo Welt."),
+          "End: accept_all '%s'", r.ed_text[3]);
+    type(ed, "\x1b"
+             "2");
+    CHECK(r.n_edited == 5 && r.ed_kind[4] == UI_EDIT_NBEST && !strcmp(r.ed_text[4], "Hallo, Welt."),
+          "M-2: nbest '%s'", r.ed_text[4]);
+    type(ed, "\x15"); /* C-u: an empty field is a typed edit, reported on leaving */
+    key(ed, UI_KEY_PGDN);
+    CHECK(r.n_edited == 6 && r.ed_kind[5] == UI_EDIT_TYPED && r.ed_text[5][0] == '\0',
+          "the emptied field is reported before leaving: %d", r.n_edited);
+    ed_tick(ed, T + 10 * ED_PERSIST_MS);
+    CHECK(r.n_edited == 6, "nothing more is due");
+    ed_free(ed);
+}
 
 static void test_completion(void) {
     rec r;
@@ -1291,6 +1349,7 @@ int main(void) {
     test_keys();
     test_help_matches_bindings();
     test_completion();
+    test_edit_events();
     test_confirm_and_navigation();
     test_cmd_parse();
     test_commands_in_editor();

@@ -723,6 +723,27 @@ static bool field_edited(const ui_editor *ed) {
 /* After every change of the field: schedule a completion request unless a
 ** displayed completion still covers the field (or the field is empty: the
 ** MT answers that). */
+/* Reports the field's text to hooks.edited as kind. */
+static void send_edit(ui_editor *ed, ui_edit_kind kind) {
+    ed->edit_pending = false;
+    if (ed->hooks.edited && ed->cur >= 0)
+        ed->hooks.edited(ed->hooks.user, ed->cur, ed->field.text, kind,
+                         ed->segs[ed->cur].keystrokes);
+}
+
+/* Typed text not yet reported goes out now (before another kind of edit,
+** a confirmation or leaving the segment). */
+static void flush_typed(ui_editor *ed) {
+    if (ed->edit_pending) send_edit(ed, UI_EDIT_TYPED);
+}
+
+/* The field was typed in: reported at most ED_PERSIST_MS later. */
+static void typed(ui_editor *ed, int64_t now_ms) {
+    if (ed->edit_pending) return;
+    ed->edit_pending = true;
+    ed->edit_due_ms = now_ms + ED_PERSIST_MS;
+}
+
 static void field_changed(ui_editor *ed, int64_t now_ms) {
     size_t rl;
     if (ed->field.len == 0 || ed_completion_rest(ed, &rl) != NULL) {
@@ -740,6 +761,7 @@ static void open_field(ui_editor *ed, int64_t seg, int64_t now_ms) {
     ed->entered_ms = now_ms;
     comp_clear(&ed->comp);
     ed->comp_pending = false;
+    ed->edit_pending = false;
     ed->quoted = false;
     const char *init = (s->status == UI_SEG_NEW || s->status == UI_SEG_MT) ? "" : s->target;
     mt_free(ed->field_initial);
@@ -783,6 +805,7 @@ static bool edits_field(const ui_editor *ed, ui_action act) {
 /* Leaves the current segment for `to` (-1: the editor closes).  committed:
 ** the field was just confirmed, so there is no draft. */
 static void leave_segment(ui_editor *ed, int64_t to, bool committed, int64_t now_ms) {
+    flush_typed(ed);
     int64_t from = ed->cur;
     const char *draft = NULL;
     if (from >= 0) {
@@ -839,16 +862,23 @@ static void quit(ui_editor *ed, int64_t now_ms) {
 }
 
 /* Appends n bytes of the displayed completion to the field. */
-static mt_status accept_rest(ui_editor *ed, size_t n, int64_t now_ms) {
+/* Takes n bytes of the completion; kind: how hooks.edited hears of it
+** (UI_EDIT_TYPED: as part of a typed burst). */
+static mt_status accept_rest(ui_editor *ed, size_t n, ui_edit_kind kind, int64_t now_ms) {
     size_t rl;
     const char *rest = ed_completion_rest(ed, &rl);
     if (rest == NULL || rl == 0 || n == 0) return ED_NOOP;
     if (n > rl) n = rl;
+    if (kind != UI_EDIT_TYPED) flush_typed(ed);
     ed->field.cur = ed->field.len;
     mt_status rc = ed_line_insert(&ed->field, rest, n);
     if (rc != MT_OK) return rc;
     ed->segs[ed->cur].completions_used++;
     field_changed(ed, now_ms);
+    if (kind == UI_EDIT_TYPED)
+        typed(ed, now_ms);
+    else
+        send_edit(ed, kind);
     return MT_OK;
 }
 
@@ -866,14 +896,14 @@ static mt_status accept_word(ui_editor *ed, int64_t now_ms) {
     size_t rl;
     const char *rest = ed_completion_rest(ed, &rl);
     if (rest == NULL) return ED_NOOP;
-    return accept_rest(ed, rest_word_len(rest, rl), now_ms);
+    return accept_rest(ed, rest_word_len(rest, rl), UI_EDIT_ACCEPT_WORD, now_ms);
 }
 
 static mt_status accept_char(ui_editor *ed, int64_t now_ms) {
     size_t rl;
     const char *rest = ed_completion_rest(ed, &rl);
     if (rest == NULL || rl == 0) return ED_NOOP;
-    return accept_rest(ed, ui_utf8_next(rest, rl, 0), now_ms);
+    return accept_rest(ed, ui_utf8_next(rest, rl, 0), UI_EDIT_TYPED, now_ms);
 }
 
 static void pick_nbest(ui_editor *ed, int i, int64_t now_ms) {
@@ -883,6 +913,7 @@ static void pick_nbest(ui_editor *ed, int i, int64_t now_ms) {
         ed_message(ed, MT_LOG_INFO, now_ms, "no alternative %d for this segment", i);
         return;
     }
+    flush_typed(ed);
     const char *alt = s->mt->nbest[i - 1];
     char *sugg = mt_try_strdup(alt);
     if (sugg == NULL || ed_line_set(&ed->field, alt, strlen(alt), true) != MT_OK) {
@@ -895,6 +926,7 @@ static void pick_nbest(ui_editor *ed, int i, int64_t now_ms) {
     s->origin = UI_ORIGIN_NBEST;
     s->nbest_rank = i;
     field_changed(ed, now_ms);
+    send_edit(ed, UI_EDIT_NBEST);
 }
 
 /* Fills the statistics of a commit; suggestion points into ed's memory. */
@@ -919,6 +951,7 @@ static void commit_stats(ui_editor *ed, const char *text, int64_t now_ms, ui_edi
 }
 
 static void confirm(ui_editor *ed, int64_t now_ms) {
+    flush_typed(ed);
     ed_seg *s = &ed->segs[ed->cur];
     char *text = ed_field_text_with_completion(ed);
     if (text == NULL) {
@@ -1207,9 +1240,11 @@ static void edit_action(ui_editor *ed, ui_action act, int arg, int32_t key, int6
     switch (act) {
     case UI_ACT_SELF_INSERT:
         rc = ed_line_insert_cp(f, (uint32_t)key);
-        if (rc == MT_OK) field_changed(ed, now_ms);
+        if (rc == MT_OK) field_changed(ed, now_ms), typed(ed, now_ms);
         break;
-    case UI_ACT_EOL: rc = at_end ? accept_rest(ed, SIZE_MAX, now_ms) : ed_line_end(f); break;
+    case UI_ACT_EOL:
+        rc = at_end ? accept_rest(ed, SIZE_MAX, UI_EDIT_ACCEPT_ALL, now_ms) : ed_line_end(f);
+        break;
     case UI_ACT_RIGHT: rc = at_end ? accept_char(ed, now_ms) : ed_line_right(f); break;
     case UI_ACT_WORD_RIGHT: rc = at_end ? accept_word(ed, now_ms) : ed_line_word_right(f); break;
     case UI_ACT_ACCEPT_WORD: rc = accept_word(ed, now_ms); break;
@@ -1243,7 +1278,7 @@ static void edit_action(ui_editor *ed, ui_action act, int arg, int32_t key, int6
             open_cmdline(ed);
         } else {
             rc = ed_line_insert_cp(f, ':');
-            if (rc == MT_OK) field_changed(ed, now_ms);
+            if (rc == MT_OK) field_changed(ed, now_ms), typed(ed, now_ms);
         }
         break;
     case UI_ACT_CMDLINE: open_cmdline(ed); break;
@@ -1263,7 +1298,7 @@ static void edit_action(ui_editor *ed, ui_action act, int arg, int32_t key, int6
         if (!handled)
             bell(ed);
         else if (rc == MT_OK && changes_text(act))
-            field_changed(ed, now_ms);
+            field_changed(ed, now_ms), typed(ed, now_ms);
         break;
     }
     report(ed, rc, now_ms);
@@ -1355,7 +1390,7 @@ void ed_key(ui_editor *ed, int32_t key, int64_t now_ms) {
         mt_status rc = ed_line_insert_cp(l, cp);
         if (ed->mode == ED_MODE_EDIT) {
             ed->segs[ed->cur].keystrokes++;
-            if (rc == MT_OK) field_changed(ed, now_ms);
+            if (rc == MT_OK) field_changed(ed, now_ms), typed(ed, now_ms);
         }
         report(ed, rc, now_ms);
         return;
@@ -1376,6 +1411,7 @@ void ed_tick(ui_editor *ed, int64_t now_ms) {
         if (ed->hooks.request_completion)
             ed->hooks.request_completion(ed->hooks.user, ed->cur, ed->field.text);
     }
+    if (ed->edit_pending && now_ms >= ed->edit_due_ms) flush_typed(ed);
     if (ed->msg[0] && ed->msg_level < MT_LOG_WARN && ed->mode != ED_MODE_ASK_QUIT &&
         now_ms - ed->msg_ms >= ED_MSG_EXPIRE_MS)
         ed->msg[0] = '\0';
@@ -1384,6 +1420,7 @@ void ed_tick(ui_editor *ed, int64_t now_ms) {
 int64_t ed_deadline(const ui_editor *ed) {
     int64_t t = INT64_MAX;
     if (ed->comp_pending) t = ed->comp_due_ms;
+    if (ed->edit_pending && ed->edit_due_ms < t) t = ed->edit_due_ms;
     if (ed->msg[0] && ed->msg_level < MT_LOG_WARN && ed->mode != ED_MODE_ASK_QUIT &&
         ed->msg_ms + ED_MSG_EXPIRE_MS < t)
         t = ed->msg_ms + ED_MSG_EXPIRE_MS;

@@ -335,6 +335,7 @@ typedef struct ed_completion {
 typedef enum ed_mode { ED_MODE_EDIT, ED_MODE_CMDLINE, ED_MODE_HELP, ED_MODE_ASK_QUIT } ed_mode;
 
 #define ED_COMPLETION_DEBOUNCE_MS 30
+#define ED_PERSIST_MS 1000 /* typed text reaches hooks.edited at most this late */
 #define ED_MSG_MAX 512
 
 typedef struct ui_editor {
@@ -350,6 +351,8 @@ typedef struct ui_editor {
     ed_completion comp;  /* the latest completion for cur                   */
     bool comp_pending;   /* a request_completion is due at comp_due_ms     */
     int64_t comp_due_ms;
+    bool edit_pending;   /* typed text not yet reported (hooks.edited) ...  */
+    int64_t edit_due_ms; /* ... due then: at most ED_PERSIST_MS after its first key */
     bool quoted; /* C-v: the next key is inserted literally */
     /* The field shows a confirmed segment, read-only until Enter reopens it
     ** for editing: keys that would change its text only say so (issue 29:

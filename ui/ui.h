@@ -159,6 +159,14 @@ typedef struct ui_edit_stats {
 /* Every hook may be NULL (then the action only shows a message).  They run
 ** on the ui thread; strings are valid only during the call.  Hooks returning
 ** mt_status report failures through mt_seterr(); the ui shows mt_errmsg(). */
+/* What changed the field's text (ui_hooks.edited). */
+typedef enum ui_edit_kind {
+    UI_EDIT_TYPED = 0,   /* keys typed or deleted (a burst of them)          */
+    UI_EDIT_ACCEPT_WORD, /* Tab (or C-Right at the end): the next word        */
+    UI_EDIT_ACCEPT_ALL,  /* End at the end of the field: the whole completion */
+    UI_EDIT_NBEST,       /* M-1..M-9: an n-best alternative                   */
+} ui_edit_kind;
+
 typedef struct ui_hooks {
     void *user;
     /* The translator left segment `from` (-1 when the editor opens) for
@@ -182,6 +190,12 @@ typedef struct ui_hooks {
     /* :qa: the first segment after `from` (wrapping) with QA problems, -1
     ** when none; msg (n bytes) gets what to show either way.  May be NULL. */
     int64_t (*qa)(void *user, int64_t from, char *msg, size_t n);
+    /* The field of seg now holds text: once per Tab, End and M-digit, and
+    ** for typing at most ED_PERSIST_MS (1 s) after the first key of a burst,
+    ** so that a killed editor loses at most the last second.  keystrokes:
+    ** on the segment so far (as ui_edit_stats).  May be NULL. */
+    void (*edited)(void *user, int64_t seg, const char *text, ui_edit_kind kind,
+                   int32_t keystrokes);
 } ui_hooks;
 
 /* Runs the editor on the terminal (stdin/stdout) until the user quits, with
