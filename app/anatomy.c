@@ -224,10 +224,29 @@ static size_t match_url(const char *s, size_t at) {
     return 0;
 }
 
+#define LBK "\xe2\x9f\xa6" /* U+27E6, XLIFF placeholders (app/doc.h) */
+#define RBK "\xe2\x9f\xa7" /* U+27E7 */
+
+/* ⟦N⟧ ⟦/N⟧ ⟦N/⟧ (not a doubled, literal ⟦⟦) */
+static size_t match_xliff(const char *s, size_t at) {
+    const char *p = s + at;
+    if (strncmp(p, LBK, 3) != 0 || strncmp(p + 3, LBK, 3) == 0) return 0;
+    p += 3;
+    bool closing = *p == '/';
+    if (closing) p++;
+    const char *d = p;
+    while (is_digit((unsigned char)*p))
+        p++;
+    if (p == d) return 0;
+    if (*p == '/' && !closing) p++;
+    return strncmp(p, RBK, 3) == 0 ? (size_t)(p + 3 - (s + at)) : 0;
+}
+
 size_t app_ph_match(const char *s, size_t at, app_ph_kind *kind) {
     size_t n = 0;
     app_ph_kind k = 0;
     switch (s[at]) {
+    case '\xe2': n = match_xliff(s, at), k = APP_PH_XLIFF; break;
     case '%':
         if ((n = match_python(s, at)))
             k = APP_PH_PYTHON;
@@ -285,7 +304,8 @@ mt_status app_ph_scan(const char *s, app_ph **out, int *n) {
 /* ------------------------------------------------------------- parsing */
 
 typedef struct piece {
-    char *text;    /* MT input */
+    char *text;    /* MT input: without XLIFF placeholders, ⟦⟦ undoubled */
+    char *tagged;  /* the source text with them; NULL when it has none */
     char *indent;  /* paragraph: indentation of its continuation lines */
     int width;     /* paragraph: wrap the translation to this width; 0: no wrap */
     int first_col; /* column where the piece starts (its first line's indent) */
@@ -303,6 +323,7 @@ void app_anat_free(app_anatomy *a) {
     if (a == NULL) return;
     for (int i = 0; i < a->n; i++) {
         mt_free(a->p[i].text);
+        mt_free(a->p[i].tagged);
         mt_free(a->p[i].indent);
     }
     for (int i = 0; a->glue && i <= a->n; i++)
@@ -399,6 +420,56 @@ static bool continues(const line *prev, const line *l) {
            has_words(l->s + l->lead, n - l->lead);
 }
 
+/* s without XLIFF placeholders, doubled brackets undoubled (mt_free) */
+static char *untag(const char *s) {
+    sbuf b;
+    memset(&b, 0, sizeof b);
+    for (size_t i = 0; s[i];) {
+        size_t n = match_xliff(s, i);
+        if (n) {
+            /* an empty tag (a line break, an image) between two words
+            ** separates them: "%1⟦2/⟧Could" is "%1 Could" for the MT */
+            bool empty = !strncmp(s + i + n - 4, "/" RBK, 4);
+            if (empty && b.n > 0 && b.p[b.n - 1] != ' ' && s[i + n] && s[i + n] != ' ')
+                sb_put(&b, " ", 1);
+            i += n;
+            continue;
+        }
+        if (!strncmp(s + i, LBK LBK, 6) || !strncmp(s + i, RBK RBK, 6)) {
+            sb_put(&b, s + i, 3);
+            i += 6;
+            continue;
+        }
+        sb_put(&b, s + i, 1);
+        i++;
+    }
+    /* blanks doubled where a placeholder stood between them */
+    char *t = sb_take(&b);
+    if (t) {
+        size_t w = 0;
+        for (size_t r = 0; t[r]; r++)
+            if (!(t[r] == ' ' && w > 0 && t[w - 1] == ' ')) t[w++] = t[r];
+        t[w] = '\0';
+    }
+    return t;
+}
+
+/* literal brackets of a translation doubled again (XLIFF segment text) */
+static char *redouble(const char *s) {
+    sbuf b;
+    memset(&b, 0, sizeof b);
+    for (size_t i = 0; s[i]; i++) {
+        if (!strncmp(s + i, LBK, 3) || !strncmp(s + i, RBK, 3)) {
+            sb_put(&b, s + i, 3);
+            sb_put(&b, s + i, 3);
+            i += 2;
+            continue;
+        }
+        sb_put(&b, s + i, 1);
+    }
+    return sb_take(&b);
+}
+
 typedef struct builder {
     app_anatomy *a;
     int cap;
@@ -434,6 +505,16 @@ static void add_piece(builder *b, const char *s, size_t n, const char *indent, s
     }
     memcpy(p->text, s, n);
     p->text[n] = '\0';
+    if (strstr(p->text, LBK) || strstr(p->text, RBK)) { /* XLIFF: the MT sees plain text */
+        p->tagged = p->text;
+        p->text = untag(p->tagged);
+        if (p->text == NULL) {
+            p->text = p->tagged;
+            p->tagged = NULL;
+            b->rc = mt_seterr(MT_ERR_NOMEM, "out of memory (segment anatomy)");
+            return;
+        }
+    }
     memcpy(p->indent, indent, n_indent);
     p->indent[n_indent] = '\0';
     p->width = width;
@@ -554,6 +635,7 @@ mt_status app_anat_parse(const char *source, app_anatomy **out) {
         }
         for (int i = 0; i < b.a->n; i++) {
             mt_free(b.a->p[i].text);
+            mt_free(b.a->p[i].tagged);
             mt_free(b.a->p[i].indent);
         }
         mt_free(b.a->p);
@@ -570,8 +652,10 @@ static bool ph_equal(const char *a, const app_ph *x, const char *b, const app_ph
     return x->len == y->len && memcmp(a + x->at, b + y->at, x->len) == 0;
 }
 
-/* printf directives that take arguments in order (no n$, not %%) */
+/* placeholders whose order must stay: printf directives that take
+** arguments in order (no n$, not %%), XLIFF tags */
 static bool sequential(const char *s, const app_ph *x) {
+    if (x->kind == APP_PH_XLIFF) return true; /* tags keep their order: nesting */
     if (x->kind != APP_PH_PRINTF || s[x->at + 1] == '%') return false;
     return strchr(s + x->at, '$') == NULL || strchr(s + x->at, '$') >= s + x->at + x->len;
 }
@@ -654,8 +738,7 @@ static void insert_at(char **s, size_t pos, const char *ph, size_t n, bool blank
 ** translation had a dropped one, else near its relative position in the
 ** source (before the final punctuation when only punctuation follows it
 ** there). */
-static char *repair(const app_anatomy *a, int i, const char *mt) {
-    const char *src = a->p[i].text;
+static char *repair(const char *src, const char *mt) {
     app_ph *x = NULL, *y = NULL;
     int nx = 0, ny = 0;
     if (app_ph_scan(src, &x, &nx) != MT_OK || app_ph_scan(mt, &y, &ny) != MT_OK) {
@@ -711,7 +794,9 @@ static char *repair(const app_anatomy *a, int i, const char *mt) {
     int n_missing = 0;
     for (int k = 0; s && k < nx; k++)
         n_missing += !have[k];
-    int use = n_missing < n_slots ? n_missing : n_slots;
+    /* slots are in text order: used only when there is one for every
+    ** missing placeholder, so the source's order is kept */
+    int use = n_missing <= n_slots ? n_missing : 0;
     for (int k = nx - 1, left = n_missing; s && k >= 0; k--) {
         if (have[k]) continue;
         left--;
@@ -720,7 +805,7 @@ static char *repair(const app_anatomy *a, int i, const char *mt) {
             have[k] = true;
         }
     }
-    size_t src_len = strlen(src);
+    size_t src_len = strlen(src), floor = 0; /* insertions keep the source's order */
     for (int k = 0; s && k < nx; k++) {
         if (have[k]) continue;
         size_t len = strlen(s), after = x[k].at + x[k].len, pos;
@@ -753,10 +838,19 @@ static char *repair(const app_anatomy *a, int i, const char *mt) {
                 hi++;
             pos = want - lo <= hi - want ? lo : hi;
         }
+        /* an opening or empty tag goes after the blank, a closing one before */
+        if (x[k].kind == APP_PH_XLIFF && pos < len && s[pos] == ' ' && src[x[k].at + 3] != '/')
+            pos++;
+        if (pos < floor) pos = floor;
         bool before = x[k].at > 0 && src[x[k].at - 1] == ' ';
         bool after_blank = after < src_len && src[after] == ' ';
-        insert_at(&s, pos, src + x[k].at, x[k].len, before || (pos > 0 && !tail),
-                  !glued && (after_blank || pos == 0));
+        bool blank_before = before || (pos > 0 && !tail);
+        if (x[k].kind == APP_PH_XLIFF) /* tags sit where the source has them: no blanks added */
+            blank_before = before && pos > 0 && s[pos - 1] != ' ';
+        size_t old_len = strlen(s);
+        insert_at(&s, pos, src + x[k].at, x[k].len, blank_before,
+                  x[k].kind != APP_PH_XLIFF && !glued && (after_blank || pos == 0));
+        if (s) floor = pos + (strlen(s) - old_len);
     }
     /* blanks doubled where something was dropped */
     if (s) {
@@ -843,17 +937,25 @@ mt_status app_anat_assemble(const app_anatomy *a, const char *const *mt, char **
         sb_puts(&o, a->glue[i]);
         const char *t = mt ? mt[i] : NULL;
         if (t == NULL || t[0] == '\0') continue;
-        char *fixed = NULL;
+        char *fixed = NULL, *tagged = NULL;
         if (!app_anat_accepts(a, i, t)) {
-            fixed = repair(a, i, t);
+            fixed = repair(a->p[i].text, t);
             if (fixed == NULL) o.oom = true;
             t = fixed;
+        }
+        if (t && a->p[i].tagged) { /* XLIFF: the tags come back, in order */
+            char *d = redouble(t);
+            tagged = d ? repair(a->p[i].tagged, d) : NULL;
+            mt_free(d);
+            if (tagged == NULL) o.oom = true;
+            t = tagged;
         }
         if (t && a->p[i].width > 0)
             wrap(&o, t, a->p[i].first_col, a->p[i].width, a->p[i].indent);
         else if (t)
             sb_puts(&o, t);
         mt_free(fixed);
+        mt_free(tagged);
     }
     sb_puts(&o, a->glue[a->n]);
     char *s = sb_take(&o);

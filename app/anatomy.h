@@ -27,6 +27,11 @@
 ** ones are inserted at the word boundary nearest to their relative position
 ** in the source.
 **
+** XLIFF inline tags (⟦N⟧ ⟦/N⟧ ⟦N/⟧, app/doc.h) are left out of the MT
+** input (doubled brackets undoubled) and put back into the translation in
+** the source's order, each near its relative position, so paired tags
+** stay properly nested.
+**
 ** Accelerators: one '_' or '&' that starts a word and is followed by a
 ** letter (GTK "_Open", Qt "&Open") is removed from the MT input (the
 ** training data has none) and put back before the same letter when the
@@ -49,6 +54,7 @@ typedef enum app_ph_kind {
     APP_PH_VAR,        /* $HOME ${name} $1                               */
     APP_PH_URL,        /* http://..., https://..., ftp://..., mailto:... */
     APP_PH_KDE,        /* %1 %12 (KDE, Qt: numbered arguments)           */
+    APP_PH_XLIFF,      /* ⟦1⟧ ⟦/1⟧ ⟦2/⟧: XLIFF inline tags (app/doc.h)    */
 } app_ph_kind;
 
 /* Length of the placeholder that starts at s[at] (0: none) and its kind.

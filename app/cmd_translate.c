@@ -946,16 +946,13 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
         if (sg->state != APP_DOC_STATE_EMPTY) continue;
         for (int f = 0; f < sg->n_targets && rc == MT_OK; f++) {
             const char *src = f > 0 && sg->source_plural ? sg->source_plural : sg->source;
-            char *plain = NULL;
-            rc = fmt == APP_DOC_FORMAT_XLIFF ? app_doc_strip_tags(src, &plain) : MT_OK;
-            if (rc != MT_OK) break;
             doc_item *it = &items[n_items++];
             it->seg = i;
             it->form = f;
             it->first = n_lines;
-            rc = app_anat_parse(plain ? plain : src, &it->anat);
+            /* XLIFF inline tags: the anatomy keeps them out of the MT and puts them back */
+            rc = app_anat_parse(src, &it->anat);
             if (rc == MT_OK) n_lines += app_anat_pieces(it->anat);
-            mt_free(plain);
         }
     }
     char **lines = NULL;

@@ -47,7 +47,7 @@ typedef struct unit {
     int form;           /* translation form                              */
     const char *source; /* shown (points into the document)              */
     char *label;        /* "plural form 1/2 (n = 1)", or NULL            */
-    char *mt_source;    /* translated: tags stripped                     */
+    char *mt_source;    /* what is translated (a copy of source)         */
     char *target;       /* current target, "" when none                  */
     ui_seg_status status;
     int64_t seg_id; /* store row of the current document version     */
@@ -422,8 +422,10 @@ static mt_status build_units(app_edit_ctl *c) {
             u->target = mt_try_strdup(ds->targets[f]);
             if (u->target == NULL) return oom();
             if (u->target[0] && (u->last_text = mt_try_strdup(u->target)) == NULL) return oom();
-            mt_status rc = app_doc_strip_tags(u->source, &u->mt_source);
-            if (rc != MT_OK) return rc;
+            /* XLIFF inline tags stay: the anatomy keeps them out of the MT
+            ** input and puts them back into the translation */
+            u->mt_source = mt_try_strdup(u->source);
+            if (u->mt_source == NULL) return oom();
             if (ds->source_plural) { /* the forms of one entry, not separate ones */
                 char label[128];
                 const char *ex = app_doc_plural_examples(c->doc, f);

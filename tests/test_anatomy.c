@@ -235,9 +235,81 @@ static void test_choice_and_repair(void) {
                    "eins zwei\ndrei vier\nfünf\n");
 }
 
+#define LB "\xe2\x9f\xa6"
+#define RB "\xe2\x9f\xa7"
+
+/* the XLIFF placeholders of s, in order, as one string */
+static void tags_of(const char *s, char *out, size_t n) {
+    app_ph *ph = NULL;
+    int k = 0;
+    out[0] = '\0';
+    if (app_ph_scan(s, &ph, &k) != MT_OK) return;
+    for (int i = 0; i < k; i++)
+        if (ph[i].kind == APP_PH_XLIFF)
+            snprintf(out + strlen(out), n - strlen(out), "%.*s", (int)ph[i].len, s + ph[i].at);
+    mt_free(ph);
+}
+
+/* XLIFF inline tags (⟦N⟧, app/doc.h) stay out of the MT input and come
+** back in the source's order whatever the MT does with the words */
+static void test_xliff_tags(void) {
+    check_ph(LB "1" RB "x", 0, 7, APP_PH_XLIFF);
+    check_ph(LB "/12" RB, 0, 9, APP_PH_XLIFF);
+    check_ph(LB "3/" RB, 0, 8, APP_PH_XLIFF);
+    check_ph(LB LB "1" RB RB, 0, 0, 0); /* a doubled bracket is text */
+    check_layout("Open the " LB "1" RB "selected" LB "/1" RB " file", "|Open the selected file|");
+    check_layout("Error:" LB "2/" RB "Retry", "|Error: Retry|");
+    check_layout("a " LB LB "b" RB RB " c", "|a " LB "b" RB " c|");
+    check_assemble("Open the " LB "1" RB "selected" LB "/1" RB " file", "Die gewählte Datei öffnen",
+                   "Die " LB "1" RB "gewählte" LB "/1" RB " Datei öffnen");
+    check_assemble(LB "1/" RB, "x", LB "1/" RB);
+    char *lit = assemble1("a " LB LB "b" RB RB " c", "a " LB "b" RB " c");
+    CHECK(lit && !strcmp(lit, "a " LB LB "b" RB RB " c"), "literal brackets doubled again: '%s'",
+          lit ? lit : "(null)");
+    mt_free(lit);
+
+    /* random nesting, MT that reverses the words: same tags, same order */
+    srand(3);
+    for (int t = 0; t < 500; t++) {
+        char src[512] = "", mt[512] = "", want[256], got[256];
+        int depth = 0, next = 1, open[16], words = 0;
+        for (int j = 0; j < 10; j++) {
+            int r = rand() % 4;
+            char tmp[32];
+            if (r == 0 && depth < 4) {
+                open[depth++] = next;
+                snprintf(tmp, sizeof tmp, LB "%d" RB, next++);
+            } else if (r == 1 && depth > 0) {
+                snprintf(tmp, sizeof tmp, LB "/%d" RB, open[--depth]);
+            } else if (r == 2) {
+                snprintf(tmp, sizeof tmp, LB "%d/" RB, next++);
+            } else {
+                snprintf(tmp, sizeof tmp, "%sw%d", j ? " " : "", words++);
+            }
+            strcat(src, tmp);
+        }
+        while (depth > 0) {
+            char tmp[32];
+            snprintf(tmp, sizeof tmp, LB "/%d" RB, open[--depth]);
+            strcat(src, tmp);
+        }
+        strcat(src, " end");
+        for (int w = words - 1; w >= 0; w--)
+            snprintf(mt + strlen(mt), sizeof mt - strlen(mt), "W%d ", w);
+        strcat(mt, "ENDE");
+        char *out = assemble1(src, mt);
+        tags_of(src, want, sizeof want);
+        tags_of(out ? out : "", got, sizeof got);
+        if (!CHECK(out && !strcmp(want, got), "tags of '%s' -> '%s'", src, out ? out : "(null)"))
+            t = 500;
+        mt_free(out);
+    }
+}
+
 int main(void) {
     test_placeholders();
     test_layout();
     test_choice_and_repair();
+    test_xliff_tags();
     TEST_MAIN_END();
 }
