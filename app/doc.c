@@ -497,6 +497,13 @@ mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user
     bool exists = stat(target, &st) == 0;
     if (exists && !S_ISREG(st.st_mode))
         return mt_seterr(MT_ERR_IO, "cannot save '%s': not a regular file", path);
+    /* a read-only file stays as it is, as editors do (also for root, whom
+    ** the permission bits do not stop) */
+    if (exists && (st.st_mode & 0222) == 0)
+        return mt_seterr(MT_ERR_IO,
+                         "cannot save '%s': the file is read-only (make it writable, or save "
+                         "under another name)",
+                         path);
 
     for (int attempt = 0; fd < 0; attempt++) {
         unsigned n = atomic_fetch_add(&tmp_counter, 1);
@@ -508,6 +515,14 @@ mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user
         }
     }
     tmp_made = true;
+    /* the new file keeps the owner and group where we may set them (root,
+    ** or a group of ours), then the mode (after chown, which may clear the
+    ** set-id bits) */
+    if (exists && (st.st_uid != geteuid() || st.st_gid != getegid()) &&
+        fchown(fd, st.st_uid, st.st_gid) != 0 && errno != EPERM) {
+        rc = io_fail(path, "keeping its owner", errno);
+        goto fail;
+    }
     if (exists && fchmod(fd, st.st_mode & 07777) != 0) {
         rc = io_fail(path, "setting permissions", errno);
         goto fail;

@@ -1340,6 +1340,26 @@ static void test_atomic(void) {
     CHECK(lstat(link, &lst) == 0 && S_ISLNK(lst.st_mode), "still a link");
     CHECK(same_file_text(p, "via link\n"), "target written");
 
+    /* a read-only file is refused, also for root (issue 38, finding 6) */
+    chmod(p, 0444);
+    CHECK(app_doc_atomic_write(p, hello_writer, "over it\n") == MT_ERR_IO &&
+              strstr(mt_errmsg(), "read-only") && strstr(mt_errmsg(), "atomic.txt"),
+          "read-only file refused: %s", mt_errmsg());
+    CHECK(same_file_text(p, "via link\n") && no_temp_files(), "read-only file untouched");
+    chmod(p, 0640);
+    /* owner and group kept (only root can hand a file to someone else) */
+    if (geteuid() == 0) {
+        CHECK(chown(p, 1234, 5678) == 0, "chown");
+        CHECK_STATUS(app_doc_atomic_write(p, hello_writer, "owned\n"));
+        CHECK(stat(p, &st) == 0 && st.st_uid == 1234 && st.st_gid == 5678 &&
+                  (st.st_mode & 0777) == 0640,
+              "owner, group and mode kept: %d:%d %o", (int)st.st_uid, (int)st.st_gid,
+              st.st_mode & 0777);
+        CHECK(chown(p, 0, 0) == 0, "chown back");
+    } else {
+        fprintf(stderr, "  (not root: the owner-kept check is skipped)\n");
+    }
+
     /* read-only directory (meaningless for root, who may write anyway) */
     char ro[512];
     snprintf(ro, sizeof ro, "%s/ro", tmpdir);
