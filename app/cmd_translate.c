@@ -426,6 +426,7 @@ typedef struct line_src {
     const char *pname;
     char *buf[MT_MAX_STREAMS + 1];
     size_t bcap[MT_MAX_STREAMS + 1];
+    size_t len[MT_MAX_STREAMS + 1]; /* bytes of the line read (a NUL may hide some) */
     int64_t bytes;
     mt_status err; /* of the last failure */
     /* memory */
@@ -439,6 +440,7 @@ static int next_line(line_src *ls, int64_t line_no, const char **texts, const ch
     if (ls->mem) {
         if (ls->at >= ls->n_mem) return 0;
         texts[0] = ls->mem[ls->at++];
+        ls->len[0] = strlen(texts[0]);
         return 1;
     }
     for (int k = 0; k < ls->n_src; k++) {
@@ -461,6 +463,7 @@ static int next_line(line_src *ls, int64_t line_no, const char **texts, const ch
                 }
             return 0;
         }
+        ls->len[k] = (size_t)n;
         if (k == 0) {
             long off = ftell(ls->f[0]);
             ls->bytes = off >= 0 ? off : ls->bytes + n + 1;
@@ -637,6 +640,10 @@ static mt_status reader_main(tr_ctx *c, line_src *ls) {
             memset(sl, 0, sizeof *sl);
             sl->bytes = ls->bytes;
             mt_status lrc = MT_OK;
+            for (int s = 0; s < c->am.n_src && lrc == MT_OK; s++) /* "a\0b" is not "a" */
+                if (ls->len[s] != strlen(texts[s]))
+                    lrc = mt_seterr(MT_ERR_INVALID, "%s:%lld: a NUL byte in the line",
+                                    ls->mem ? "input" : ls->name[s], (long long)id + 1);
             for (int s = 0; s < c->am.n_src && lrc == MT_OK; s++)
                 lrc = app_check_utf8(texts[s], strlen(texts[s]), ls->mem ? "input" : ls->name[s],
                                      id + 1);

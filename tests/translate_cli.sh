@@ -155,6 +155,16 @@ if "$mtpe" translate "${tiny[@]}" -b 2 -i "$tmp/edge.en" >"$tmp/edge.out" 2>"$tm
 else
     fail "edge cases: exit status $?: $(cat "$tmp/edge.err")"
 fi
+# a NUL byte: the line is reported and not translated, not cut at the NUL
+# (issue 38: "The house\0 is small" used to be translated as "The house")
+printf 'The house\000 is small\nSave\n' >"$tmp/nul.en"
+if "$mtpe" translate "${tiny[@]}" -b 2 -i "$tmp/nul.en" >"$tmp/nul.out" 2>"$tmp/nul.err"; then
+    [ "$(wc -l <"$tmp/nul.out")" = 2 ] && [ -z "$(sed -n 1p "$tmp/nul.out")" ] &&
+        [ -n "$(sed -n 2p "$tmp/nul.out")" ] || fail "NUL line: output $(cat -A "$tmp/nul.out")"
+    grep -q "nul.en:1: a NUL byte" "$tmp/nul.err" || fail "NUL byte not reported: $(cat "$tmp/nul.err")"
+else
+    fail "NUL line: exit status $?: $(cat "$tmp/nul.err")"
+fi
 "$mtpe" translate "${tiny[@]}" -b 2 --max-length-crop --quiet -i "$tmp/edge.en" >"$tmp/crop.out" ||
     fail "--max-length-crop failed"
 [ -n "$(sed -n 3p "$tmp/crop.out")" ] || fail "--max-length-crop: the long line not translated"
