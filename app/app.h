@@ -16,8 +16,8 @@ int app_align_main(int argc, char **argv);   /* app/cmd_align.c   */
 int app_shortlist_main(int argc, char **argv); /* app/cmd_shortlist.c */
 int app_translate_main(int argc, char **argv); /* app/cmd_translate.c */
 int app_rescore_main(int argc, char **argv);   /* app/cmd_rescore.c   */
-int app_bench_translate_main(int argc, char **argv); /* app/bench_translate.c */
-int app_bench_train_main(int argc, char **argv);     /* app/bench_train.c     */
+int app_bench_translate_main(int argc, char **argv); /* app/bench/bench_translate.c */
+int app_bench_train_main(int argc, char **argv);     /* app/bench/bench_train.c     */
 int app_corpus_main(int argc, char **argv);    /* app/cmd_corpus.c    */
 int app_edit_main(int argc, char **argv);      /* app/cmd_edit.c      */
 

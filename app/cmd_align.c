@@ -1,6 +1,6 @@
 /*
 ** cmd_align.c: `mtpe align`, a fast_align-style word aligner (IBM Model 2
-** with a diagonal-favouring prior; model and heuristics in app/align.h).
+** with a diagonal-favouring prior; model and heuristics in app/align/align.h).
 **
 **   mtpe align -i corpus.src-trg -d -o -v > fwd.align
 **   mtpe align -s corpus.en -t corpus.de -d -o -v --both > sym.align

@@ -7,7 +7,7 @@
 **   mtpe corpus export --tmx edits.tmx [--db PATH] [--document FILE] [--since TIME]
 **   mtpe corpus export --tsv edits.tsv --since 2024-05-01T00:00:00Z
 **
-** What is kept, dropped and changed is described in app/corpus_io.h (the
+** What is kept, dropped and changed is described in app/formats/corpus_io.h (the
 ** work is done there; this file parses options and prints the counts).
 ** Exit codes: 0 ok, 1 failure, 2 usage error.
 */

@@ -14,12 +14,12 @@
 ** vocab.spm); without one the editor opens without machine translation
 ** (`:model PATH` loads one later).  Vocabularies default to vocab.spm next
 ** to the model.  --db defaults to $XDG_DATA_HOME/mtpe/mtpe.db.  Saving a PO
-** file stamps its header (app/doc.h): Last-Translator is $MTPE_TRANSLATOR
+** file stamps its header (app/formats/doc.h): Last-Translator is $MTPE_TRANSLATOR
 ** ("Name <email>"), else $USER.  Saving writes confirmed segments and the
 ** translator's drafts; MT that nobody edited (pre-translated or merely
 ** seen) stays out of the file unless --save-mt asks for it as fuzzy
 ** drafts (PO and XLIFF; a text file cannot mark a draft).
-** Quality checks (app/qa.h), --qa: "confirm" (default) asks for a second
+** Quality checks (app/formats/qa.h), --qa: "confirm" (default) asks for a second
 ** confirmation of a translation with QA issues and makes :w refuse a PO
 ** file msgfmt --check would reject (:w! writes it anyway); "save" only the
 ** latter; "off" neither.  :qa lists the problems in every mode.
@@ -116,8 +116,8 @@ static bool file_exists(const char *p) {
 /* ----------------------------------------------------------- the model */
 
 typedef struct model_files {
-    char models[APP_MAX_MODELS][PATH_MAX];
-    char vocabs[APP_MAX_STREAMS][PATH_MAX];
+    char models[MT_MAX_MODELS][PATH_MAX];
+    char vocabs[MT_MAX_VOCABS][PATH_MAX];
 } model_files;
 
 /* Fills spec from -m/-v or the default model.  *have: a model was found. */
@@ -125,9 +125,9 @@ static mt_status resolve_model(const app_opts *o, model_files *mf, app_edit_mode
                                bool *have, char *why, size_t why_size) {
     *have = false;
     int nm = app_opts_count(o, "models"), nv = app_opts_count(o, "vocabs");
-    if (nm > APP_MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", APP_MAX_MODELS);
-    if (nv > APP_MAX_STREAMS)
-        return mt_seterr(MT_ERR_INVALID, "at most %d vocabularies", APP_MAX_STREAMS);
+    if (nm > MT_MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", MT_MAX_MODELS);
+    if (nv > MT_MAX_VOCABS)
+        return mt_seterr(MT_ERR_INVALID, "at most %d vocabularies", MT_MAX_VOCABS);
     if (nm == 0) {
         char dir[PATH_MAX], looked[2 * PATH_MAX];
         if (!app_default_model_dir(dir, sizeof dir, looked, sizeof looked)) {

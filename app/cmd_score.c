@@ -60,7 +60,7 @@
 #include "options.h"
 #include "vocab.h"
 
-#define N_STREAMS_MAX APP_MAX_STREAMS
+#define N_STREAMS_MAX MT_MAX_VOCABS
 
 static const app_opt score_opts[] = {
     {"config", 'c', APP_OPT_STRINGS, NULL, NULL, "YAML config files (command line wins)"},
@@ -105,7 +105,7 @@ typedef struct item {
 
 typedef struct scorer {
     app_opts *o;
-    app_models am; /* the ensemble and its vocabularies */
+    mt_ensemble am; /* the ensemble and its vocabularies */
     int n_models, n_streams, n_src;
     mt_model **models;
     const float *weights;
@@ -408,10 +408,10 @@ static mt_status load_all(scorer *s) {
     app_opts *o = s->o;
     const char *key = app_opts_count(o, "models") > 0 ? "models" : "model";
     int n = app_opts_count(o, key), nw = app_opts_count(o, "weights");
-    if (n > APP_MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", APP_MAX_MODELS);
+    if (n > MT_MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", MT_MAX_MODELS);
     if (nw != 0 && nw != n) return mt_seterr(MT_ERR_INVALID, "%d weights for %d models", nw, n);
-    const char *paths[APP_MAX_MODELS], *vpaths[N_STREAMS_MAX];
-    float w[APP_MAX_MODELS];
+    const char *paths[MT_MAX_MODELS], *vpaths[N_STREAMS_MAX];
+    float w[MT_MAX_MODELS];
     for (int m = 0; m < n; m++) {
         paths[m] = app_opts_item(o, key, m);
         w[m] = nw ? (float)app_opts_float_item(o, "weights", m) : 1.0f;
@@ -420,7 +420,7 @@ static mt_status load_all(scorer *s) {
     if (nv > N_STREAMS_MAX) nv = N_STREAMS_MAX;
     for (int k = 0; k < nv; k++)
         vpaths[k] = app_opts_item(o, "vocabs", k);
-    mt_status rc = app_models_load(&s->am, paths, n, w, vpaths, nv);
+    mt_status rc = mt_ensemble_load(&s->am, paths, n, w, vpaths, nv);
     if (rc != MT_OK) return rc;
     s->n_models = s->am.n_models;
     s->n_src = s->am.n_src;
@@ -649,7 +649,7 @@ int app_score_main(int argc, char **argv) {
     pthread_mutex_init(&s.mu, NULL);
     ret = run(&s);
     pthread_mutex_destroy(&s.mu);
-    app_models_free(&s.am);
+    mt_ensemble_free(&s.am);
     app_opts_free(o);
     return ret;
 }

@@ -1,6 +1,6 @@
 /*
 ** cmd_shortlist.c: `mtpe shortlist`, Marian lexical shortlists (formats and
-** semantics in app/shortlist.h).
+** semantics in models/shortlist.h).
 **
 **   mtpe shortlist --src C.en --trg C.de --align C.align -o lex.s2t [--t2s lex.t2s]
 **       P(t|s) from an aligned corpus, as extract_lex computes it
@@ -19,6 +19,7 @@
 
 #include "align.h"
 #include "app.h"
+#include "lex.h"
 #include "shortlist.h"
 
 static void usage(FILE *f) {
@@ -220,31 +221,31 @@ static int do_extract(const sl_args *a) {
 }
 
 static int do_info(const sl_args *a) {
-    app_shortlist *sl = NULL;
-    if (app_shortlist_read(a->info, a->check, 0, &sl) != MT_OK) {
+    mt_shortlist *sl = NULL;
+    if (mt_shortlist_read(a->info, a->check, 0, &sl) != MT_OK) {
         fprintf(stderr, "mtpe shortlist: %s\n", mt_errmsg());
         return 1;
     }
     printf("firstNum %" PRIu64 "\nbestNum %" PRIu64 "\nsource rows %" PRIu64 "\nentries %" PRIu64
            "\nchecksum %016" PRIx64 "%s\n",
            sl->first_num, sl->best_num, sl->n_rows, sl->offsets[sl->n_rows],
-           app_shortlist_checksum(sl->blob, sl->blob_size), a->check ? " (verified)" : "");
-    app_shortlist_free(sl);
+           mt_shortlist_checksum(sl->blob, sl->blob_size), a->check ? " (verified)" : "");
+    mt_shortlist_free(sl);
     return 0;
 }
 
 /* Generates one shortlist per mini-batch of the input lines and prints its ids. */
-static mt_status show(const sl_args *a, const app_shortlist *sl, const mt_vocab *sv,
+static mt_status show(const sl_args *a, const mt_shortlist *sl, const mt_vocab *sv,
                       const mt_vocab *tv) {
     char *buf = NULL;
     size_t len = 0, pos = 0;
     int32_t *batch = NULL, *ids = NULL, *out = NULL;
     int64_t nb = 0, cap = 1024, lines = 0;
-    app_shortlist_gen *g = NULL;
+    mt_shortlist_gen *g = NULL;
     bool shared = strcmp(a->vocabs[0], a->vocabs[1]) == 0;
-    mt_status rc = app_text_read_all(a->input, &buf, &len);
+    mt_status rc = mt_text_read_all(a->input, &buf, &len);
     if (rc != MT_OK) return rc;
-    rc = app_shortlist_gen_init(sl, mt_vocab_size(sv), mt_vocab_size(tv), shared, &g);
+    rc = mt_shortlist_gen_init(sl, mt_vocab_size(sv), mt_vocab_size(tv), shared, &g);
     if (rc != MT_OK) goto done;
     batch = mt_try_malloc((size_t)cap * sizeof *batch);
     out = mt_try_malloc((size_t)mt_vocab_size(tv) * sizeof *out);
@@ -264,7 +265,7 @@ static mt_status show(const sl_args *a, const app_shortlist *sl, const mt_vocab 
             int64_t k;
             rc = mt_vocab_encode(sv, s, MT_VOCAB_ADD_EOS, &ids, &k);
             if (rc != MT_OK) {
-                app_err_prefix(rc, "%s:%lld", a->input, (long long)lines + 1);
+                mt_errprefix(rc, "%s:%lld", a->input, (long long)lines + 1);
                 goto done;
             }
             if (nb + k > cap) {
@@ -284,7 +285,7 @@ static mt_status show(const sl_args *a, const app_shortlist *sl, const mt_vocab 
             lines++;
         }
         if ((have && lines % a->mini_batch == 0) || (!have && nb > 0)) {
-            int32_t m = app_shortlist_gen_run(g, batch, nb, out);
+            int32_t m = mt_shortlist_gen_run(g, batch, nb, out);
             for (int32_t q = 0; q < m; q++)
                 printf(q ? " %d" : "%d", (int)out[q]);
             putchar('\n');
@@ -298,20 +299,20 @@ done:
     mt_free(batch);
     mt_free(ids);
     mt_free(out);
-    app_shortlist_gen_free(g);
+    mt_shortlist_gen_free(g);
     return rc;
 }
 
 static int do_vocab_modes(const sl_args *a) {
     mt_vocab *sv = NULL, *tv = NULL;
-    app_shortlist *sl = NULL;
+    mt_shortlist *sl = NULL;
     mt_status rc = mt_vocab_load(a->vocabs[0], 0, &sv);
     if (rc == MT_OK) rc = mt_vocab_load(a->vocabs[1], 0, &tv);
     if (rc != MT_OK) goto done;
     if (a->convert) {
-        rc = app_shortlist_load_text(a->convert, sv, tv, a->first, a->best, (float)a->threshold,
-                                     APP_SL_BINARY, &sl);
-        if (rc == MT_OK) rc = app_shortlist_write(sl, a->dump);
+        rc = mt_shortlist_load_text(a->convert, sv, tv, a->first, a->best, (float)a->threshold,
+                                    MT_SL_BINARY, &sl);
+        if (rc == MT_OK) rc = mt_shortlist_write(sl, a->dump);
         if (rc == MT_OK)
             mt_log(MT_LOG_INFO,
                    "shortlist: wrote %s (%" PRIu64 " source rows, %" PRIu64 " entries)", a->dump,
@@ -319,15 +320,15 @@ static int do_vocab_modes(const sl_args *a) {
     } else {
         /* Marian: for a binary file the value after the path is the check flag */
         bool check = a->check;
-        if (a->n_positional > 0 && app_shortlist_is_binary(a->shortlist))
+        if (a->n_positional > 0 && mt_shortlist_is_binary(a->shortlist))
             check = check && a->first != 0;
-        rc = app_shortlist_load(a->shortlist, sv, tv, a->first, a->best, (float)a->threshold,
-                                check, &sl);
+        rc = mt_shortlist_load(a->shortlist, sv, tv, a->first, a->best, (float)a->threshold, check,
+                               &sl);
         if (rc == MT_OK) rc = show(a, sl, sv, tv);
     }
 done:
     if (rc != MT_OK) fprintf(stderr, "mtpe shortlist: %s\n", mt_errmsg());
-    app_shortlist_free(sl);
+    mt_shortlist_free(sl);
     mt_vocab_free(sv);
     mt_vocab_free(tv);
     return rc == MT_OK ? 0 : 1;

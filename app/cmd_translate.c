@@ -63,7 +63,7 @@
 ** (int16: fixed scale 2^10; int8: scale 127 / max|W|, activations
 ** quantized per call), or auto-tuned per shape.  Default float32.  With any
 ** of the integer types the decoder also keeps the cross-attention context
-** and the frozen self-attention history in float16 (app/scorer_model.c,
+** and the frozen self-attention history in float16 (models/scorer.c,
 ** mt_graph_params.kv_f16), with int8 their keys in int8 (kv_keys_i8);
 ** --kv-cache float32|float16 (also "kv-cache:")
 ** decides that instead of auto (to compare int8 products with marian-
@@ -86,7 +86,7 @@
 ** file (or every line of a text file) are translated line by line (a
 ** segment's '\n's are kept) and written back as drafts: PO "#, fuzzy",
 ** XLIFF state="needs-review-translation"; everything else of the file is
-** kept (app/doc.h).  Written to -o OUT, else to standard output; over FILE
+** kept (app/formats/doc.h).  Written to -o OUT, else to standard output; over FILE
 ** only with --in-place (text: the target file named after FILE, doc.h).
 */
 #include <errno.h>
@@ -106,7 +106,7 @@
 #include "doc.h"
 #include "options.h"
 #include "shortlist.h"
-#include "translate.h"
+#include "translator.h"
 
 static const app_opt tr_opts[] = {
     {"config", 'c', APP_OPT_STRINGS, NULL, NULL, "YAML config files (command line wins)"},
@@ -172,8 +172,8 @@ enum { SLOT_FREE = 0, SLOT_PENDING, SLOT_DONE };
 
 typedef struct slot {
     int state;
-    app_tr_sentence s;
-    app_tr_result r;
+    mt_tr_sentence s;
+    mt_tr_result r;
     bool bad;      /* no translation: print an empty line                  */
     char *warn;    /* logged when the line is printed                       */
     int64_t bytes; /* input bytes up to the end of this line (progress)     */
@@ -191,9 +191,9 @@ typedef mt_status (*sink_fn)(tr_ctx *c, int64_t id, slot *sl);
 
 struct tr_ctx {
     app_opts *o;
-    app_models am;
-    app_shortlist *sl;
-    app_translator *tr;
+    mt_ensemble am;
+    mt_shortlist *sl;
+    mt_translator *tr;
     int threads;
     /* pipeline (mu guards everything below) */
     pthread_mutex_t mu;
@@ -239,11 +239,11 @@ static slot *slot_of(tr_ctx *c, int64_t id) { return &c->ring[id % c->cap]; }
 
 static void *worker_main(void *arg) {
     tr_ctx *c = arg;
-    app_translate_worker *w = NULL;
-    app_tr_sentence *ss = NULL;
-    app_tr_result *rs = NULL;
+    mt_translate_worker *w = NULL;
+    mt_tr_sentence *ss = NULL;
+    mt_tr_result *rs = NULL;
     int cap = 0;
-    mt_status rc = app_translate_worker_init(c->tr, &w);
+    mt_status rc = mt_translate_worker_init(c->tr, &w);
     if (rc != MT_OK) {
         set_error(c, rc, mt_errmsg());
         return NULL;
@@ -272,7 +272,7 @@ static void *worker_main(void *arg) {
             /* the slots of a job are not touched by others until DONE */
             for (int i = 0; i < j->n; i++)
                 ss[i] = slot_of(c, j->ids[i])->s;
-            rc = app_translate_encoded(w, ss, j->n, rs, NULL, NULL);
+            rc = mt_translate_encoded(w, ss, j->n, rs, NULL, NULL);
         }
         if (rc != MT_OK) {
             set_error(c, rc, mt_errmsg());
@@ -285,7 +285,7 @@ static void *worker_main(void *arg) {
         c->n_sentences += j->n;
         for (int i = 0; i < j->n; i++) {
             slot *sl = slot_of(c, j->ids[i]);
-            app_tr_sentence_clear(&sl->s);
+            mt_tr_sentence_clear(&sl->s);
             sl->r = rs[i];
             sl->state = SLOT_DONE;
         }
@@ -296,13 +296,13 @@ static void *worker_main(void *arg) {
     }
     mt_free(ss);
     mt_free(rs);
-    app_translate_worker_free(w);
+    mt_translate_worker_free(w);
     return NULL;
 }
 
 /* ------------------------------------------------------------ output */
 
-static void print_word_scores(FILE *f, const app_tr_hyp *h) {
+static void print_word_scores(FILE *f, const mt_tr_hyp *h) {
     fputs("WordScores=", f);
     for (int32_t t = 0; h->word_scores && t < h->length; t++)
         fprintf(f, " %.5f", (double)h->word_scores[t]);
@@ -313,7 +313,7 @@ static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
     if (sl->bad || sl->r.n_hyps == 0) {
         if (!c->nbest) fputc('\n', f);
     } else if (!c->nbest) {
-        const app_tr_hyp *h = &sl->r.hyps[0];
+        const mt_tr_hyp *h = &sl->r.hyps[0];
         fputs(h->text, f);
         if (c->align[0]) {
             fputs(" ||| ", f);
@@ -326,7 +326,7 @@ static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
         fputc('\n', f);
     } else {
         for (int k = 0; k < sl->r.n_hyps; k++) {
-            const app_tr_hyp *h = &sl->r.hyps[k];
+            const mt_tr_hyp *h = &sl->r.hyps[k];
             fprintf(f, "%lld ||| %s", (long long)id, h->text);
             if (c->align[0]) {
                 fputs(" ||| ", f);
@@ -397,7 +397,7 @@ static void *writer_main(void *arg) {
         if (sl->warn) mt_log(MT_LOG_WARN, "%s", sl->warn);
         mt_status rc = c->sink(c, id, sl);
         if (c->progress) draw_progress(c, id + 1, sl->bytes, false);
-        app_tr_result_clear(&sl->r);
+        mt_tr_result_clear(&sl->r);
         mt_free(sl->warn);
         sl->warn = NULL;
         if (rc != MT_OK) {
@@ -491,7 +491,7 @@ typedef struct heap_ctx {
 
 static bool h_less(const heap_ctx *h, int64_t a, int64_t b) {
     if (h->mode == 0) return a > b; /* cmpNone: getId() > */
-    const app_tr_sentence *x = &slot_of(h->c, a)->s, *y = &slot_of(h->c, b)->s;
+    const mt_tr_sentence *x = &slot_of(h->c, a)->s, *y = &slot_of(h->c, b)->s;
     int n = h->c->am.n_src;
     for (int k = 0; k < n; k++) { /* lexicographical_compare by sizes */
         if (x->len[k] < y->len[k]) return true;
@@ -650,10 +650,10 @@ static mt_status reader_main(tr_ctx *c, line_src *ls) {
             if (lrc == MT_OK && prefix)
                 lrc = app_check_utf8(prefix, strlen(prefix), ls->pname, id + 1);
             if (lrc == MT_OK) {
-                app_tr_input in = {.prefix = prefix};
+                mt_tr_input in = {.prefix = prefix};
                 for (int s = 0; s < c->am.n_src; s++)
                     in.src[s] = texts[s];
-                lrc = app_tr_encode(c->tr, &in, &sl->s);
+                lrc = mt_tr_encode(c->tr, &in, &sl->s);
             }
             if (lrc == MT_ERR_NOMEM) {
                 rc = lrc;
@@ -672,7 +672,7 @@ static mt_status reader_main(tr_ctx *c, line_src *ls) {
                              (int)app_opts_int(c->o, "max-length"));
                 sl->warn = mt_try_strdup(msg);
                 sl->bad = true;
-                app_tr_sentence_clear(&sl->s);
+                mt_tr_sentence_clear(&sl->s);
             } else if (sl->s.cropped) {
                 char msg[256];
                 snprintf(msg, sizeof msg, "%s:%lld: %d tokens cropped to --max-length %d",
@@ -731,8 +731,8 @@ static mt_status run_pipeline(tr_ctx *c, line_src *ls) {
         mt_free(j);
     }
     for (int64_t i = 0; i < c->cap; i++) {
-        app_tr_sentence_clear(&c->ring[i].s);
-        app_tr_result_clear(&c->ring[i].r);
+        mt_tr_sentence_clear(&c->ring[i].s);
+        mt_tr_result_clear(&c->ring[i].r);
         mt_free(c->ring[i].warn);
     }
     mt_free(c->ring);
@@ -791,10 +791,10 @@ static mt_status rebase(app_opts *o, const char *key, const char *dir, bool base
 static mt_status resolve_models(app_opts *o) {
     if (app_opts_count(o, "models") == 0 && app_opts_count(o, "model") > 0) {
         int n = app_opts_count(o, "model");
-        const char *v[APP_MAX_MODELS];
-        for (int i = 0; i < n && i < APP_MAX_MODELS; i++)
+        const char *v[MT_MAX_MODELS];
+        for (int i = 0; i < n && i < MT_MAX_MODELS; i++)
             v[i] = app_opts_item(o, "model", i);
-        mt_status rc = app_opts_set(o, "models", n < APP_MAX_MODELS ? n : APP_MAX_MODELS, v,
+        mt_status rc = app_opts_set(o, "models", n < MT_MAX_MODELS ? n : MT_MAX_MODELS, v,
                                     app_opts_source(o, "model"));
         if (rc != MT_OK) return rc;
     }
@@ -845,19 +845,19 @@ static mt_status load_everything(tr_ctx *c) {
     mt_status rc = resolve_models(o);
     if (rc != MT_OK) return rc;
     int n = app_opts_count(o, "models"), nw = app_opts_count(o, "weights");
-    if (n > APP_MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", APP_MAX_MODELS);
+    if (n > MT_MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", MT_MAX_MODELS);
     if (nw != 0 && nw != n) return mt_seterr(MT_ERR_INVALID, "%d weights for %d models", nw, n);
-    const char *paths[APP_MAX_MODELS], *vpaths[APP_MAX_STREAMS];
-    float w[APP_MAX_MODELS];
+    const char *paths[MT_MAX_MODELS], *vpaths[MT_MAX_VOCABS];
+    float w[MT_MAX_MODELS];
     for (int m = 0; m < n; m++) {
         paths[m] = app_opts_item(o, "models", m);
         w[m] = nw ? (float)app_opts_float_item(o, "weights", m) : 1.0f;
     }
     int nv = app_opts_count(o, "vocabs");
-    if (nv > APP_MAX_STREAMS) nv = APP_MAX_STREAMS;
+    if (nv > MT_MAX_VOCABS) nv = MT_MAX_VOCABS;
     for (int k = 0; k < nv; k++)
         vpaths[k] = app_opts_item(o, "vocabs", k);
-    rc = app_models_load(&c->am, paths, n, w, vpaths, nv);
+    rc = mt_ensemble_load(&c->am, paths, n, w, vpaths, nv);
     if (rc != MT_OK) return rc;
     int ns = app_opts_count(o, "shortlist");
     if (ns > 0) {
@@ -874,12 +874,12 @@ static mt_status load_everything(tr_ctx *c) {
             if (i == 2) best = (uint64_t)d;
             if (i == 3) threshold = (float)d;
         }
-        rc = app_shortlist_load(app_opts_item(o, "shortlist", 0), c->am.vocabs[0],
-                                c->am.vocabs[c->am.n_streams - 1], first, best, threshold, check,
-                                &c->sl);
+        rc = mt_shortlist_load(app_opts_item(o, "shortlist", 0), c->am.vocabs[0],
+                               c->am.vocabs[c->am.n_streams - 1], first, best, threshold, check,
+                               &c->sl);
         if (rc != MT_OK) return rc;
     }
-    app_translate_params p = app_translate_default_params();
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = (int32_t)app_opts_int(o, "beam-size");
     p.normalize = (float)app_opts_float(o, "normalize");
     p.word_penalty = (float)app_opts_float(o, "word-penalty");
@@ -889,7 +889,7 @@ static mt_status load_everything(tr_ctx *c) {
     p.allow_unk = app_opts_flag(o, "allow-unk");
     p.allow_special = app_opts_flag(o, "allow-special");
     /* documents choose among the n-best the first translation that keeps
-    ** the placeholders (app/anatomy.h) */
+    ** the placeholders (app/formats/anatomy.h) */
     p.n_best = app_opts_flag(o, "n-best") || app_opts_count(o, "format") > 0;
     p.word_scores = app_opts_flag(o, "word-scores");
     p.alignment = app_opts_str(o, "alignment")[0] != '\0';
@@ -907,17 +907,16 @@ static mt_status load_everything(tr_ctx *c) {
                          gt);
     if (!app_opts_flag(o, "quiet") && p.gemm_type != MT_GEMM_FLOAT32)
         mt_log(MT_LOG_INFO, "weight products: %s (--gemm-type)", mt_gemm_type_name(p.gemm_type));
-    mt_status krc = app_kv_cache_parse(app_opts_str(o, "kv-cache"), &p.kv_cache);
+    mt_status krc = mt_kv_cache_parse(app_opts_str(o, "kv-cache"), &p.kv_cache);
     if (krc != MT_OK) return krc;
-    if (!app_opts_flag(o, "quiet") && app_kv_cache_f16(p.kv_cache, p.gemm_type))
+    if (!app_opts_flag(o, "quiet") && mt_kv_cache_f16(p.kv_cache, p.gemm_type))
         mt_log(MT_LOG_INFO, "decoder caches: float16%s (--kv-cache)",
-               app_kv_cache_bf16(p.kv_cache)
+               mt_kv_cache_bf16(p.kv_cache)
                    ? ", the contexts in bfloat16 where the CPU has AVX-512 BF16"
-               : app_kv_cache_keys_i8(p.kv_cache, p.gemm_type)
-                   ? " values, int8 keys"
-                   : "");
+               : mt_kv_cache_keys_i8(p.kv_cache, p.gemm_type) ? " values, int8 keys"
+                                                              : "");
     if (p.max_length < 0) p.max_length = 0;
-    return app_translator_init(&c->am, c->sl, &p, &c->tr);
+    return mt_translator_init(&c->am, c->sl, &p, &c->tr);
 }
 
 /* --------------------------------------------------------- documents */
@@ -1162,9 +1161,9 @@ int app_translate_main(int argc, char **argv) {
         mt_log(MT_LOG_INFO, "Total time: %.5fs wall; %lld sentences in %lld searches",
                app_now() - t_start, (long long)c.n_sentences, (long long)c.n_searches);
 done:
-    app_translator_free(c.tr);
-    app_shortlist_free(c.sl);
-    app_models_free(&c.am);
+    mt_translator_free(c.tr);
+    mt_shortlist_free(c.sl);
+    mt_ensemble_free(&c.am);
     pthread_mutex_destroy(&c.mu);
     pthread_cond_destroy(&c.cv_job);
     pthread_cond_destroy(&c.cv_done);

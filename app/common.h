@@ -1,8 +1,7 @@
 /*
 ** common.h: helpers that the commands reading models and text share
 ** (`mtpe score`, `mtpe translate`, the editor's translation workers):
-** loading an ensemble with its vocabularies, reading lines, checking UTF-8,
-** running worker threads.
+** reading lines, checking UTF-8, running worker threads, timing.
 */
 #ifndef APP_COMMON_H
 #define APP_COMMON_H
@@ -11,47 +10,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "model.h"
+#include "ensemble.h"
 #include "mt.h"
-#include "vocab.h"
-
-#define APP_MAX_MODELS 8
-#define APP_MAX_STREAMS (MT_MAX_STREAMS + 1) /* source streams + target */
-
-/* An ensemble and its vocabularies (read-only once loaded: several threads
-** may use it, each with its own graphs). */
-typedef struct app_models {
-    int n_models;
-    mt_model *models[APP_MAX_MODELS];
-    char *model_paths[APP_MAX_MODELS];
-    float weights[APP_MAX_MODELS]; /* --weights, 1 each by default           */
-    int n_src;                     /* source streams of the models           */
-    int n_streams;                 /* n_src + 1 (the target last)            */
-    mt_vocab *vocabs[APP_MAX_STREAMS];
-    char *vocab_paths[APP_MAX_STREAMS];
-    bool right_left; /* right-left: true in the models (all or none)            */
-    bool borrowed;   /* app_models_borrow: models and vocabularies not owned    */
-    bool shared;     /* borrowed: the target vocabulary is source 0's           */
-} app_models;
-
-/* Loads n_models models (weights NULL: all 1) and n_streams vocabularies
-** (sources..., target).  The models must read the same number of source
-** streams, have the same vocabulary sizes and the same direction (Marian:
-** left-to-right and right-to-left models cannot be mixed); architectures may
-** differ.  Vocabularies get the first model's dim-vocabs as their size
-** limit.  Errors name the file: MT_ERR_INVALID (usage: counts, mismatches),
-** or the loaders' errors.  On failure *m holds what was loaded: free it with
-** app_models_free (also on success, when done). */
-mt_status app_models_load(app_models *m, const char *const *model_paths, int n_models,
-                          const float *weights, const char *const *vocab_paths, int n_vocabs);
-void app_models_free(app_models *m); /* zeroes *m; safe on a zeroed struct */
-/* One model and its vocabularies loaded elsewhere (e.g. the model being
-** trained, for translating the validation set), not owned: app_models_free
-** only forgets them.  shared_vocab: the target vocabulary is source 0's. */
-void app_models_borrow(app_models *m, mt_model *model, mt_vocab *const *vocabs, bool shared_vocab);
-/* True when the target vocabulary is the same file as source stream 0's
-** (Marian adds the source ids to a shortlist then). */
-bool app_models_shared_vocab(const app_models *m);
 
 /* getline() without the line end ('\n' and one '\r' before it); -1 at the
 ** end of the file (or on a read error: check ferror).  *buf as getline. */

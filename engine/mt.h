@@ -225,14 +225,14 @@ typedef struct mt_graph_params {
     ** models/transformer.c) are kept in float16 instead of float32: half
     ** the memory traffic of the attention, results within f16 rounding of
     ** the keys and values (about 2^-11 relative).  mtpe turns it on with
-    ** the integer gemm types (app/scorer_model.c), never for float32. */
+    ** the integer gemm types (models/scorer.c), never for float32. */
     bool kv_f16;
     /* With kv_f16: the cross-attention contexts in bfloat16 pairs instead
     ** (the layout of kcpu.h's bfloat16-pair jobs), where the device's fused
     ** attention multiplies them without widening (AVX-512 BF16:
     ** mt_graph_kv_bf16); the queries and weights are then rounded to
     ** bfloat16 too (2^-9 relative).  mtpe turns it on with --kv-cache
-    ** bfloat16 only (app/scorer_model.c). */
+    ** bfloat16 only (models/scorer.c). */
     bool kv_bf16;
     /* With kv_f16: the keys of the cross-attention contexts and of the
     ** frozen self-attention history in int8, each key quantized on its own
@@ -240,7 +240,7 @@ typedef struct mt_graph_params {
     ** exact integer sums (mt_graph_kv_keys_i8; mt_pack_rows_kq); the values
     ** stay f16.  A quarter of f16's instructions per key and half its bytes;
     ** a score moves by at most alpha dk max |q| max |k| / 127.  mtpe turns
-    ** it on with int8 products (app/scorer_model.c). */
+    ** it on with int8 products (models/scorer.c). */
     bool kv_keys_i8;
     /* Training graphs (mtpe train --precision bfloat16): the products of
     ** mt_matmul and mt_affine and both products of their gradients, one

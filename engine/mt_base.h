@@ -38,6 +38,13 @@ mt_status mt_seterr(mt_status rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Prepends "<prefix>: " (printf format) to the current message and returns
+** rc: `return mt_errprefix(rc, "%s", path);` after a failed read of path. */
+mt_status mt_errprefix(mt_status rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 void mt_clearerr(void);
 
 /* ------------------------------------------------------------------- log */

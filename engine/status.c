@@ -38,6 +38,23 @@ mt_status mt_seterr(mt_status rc, const char *fmt, ...) {
     return rc;
 }
 
+mt_status mt_errprefix(mt_status rc, const char *fmt, ...) {
+    char out[sizeof errbuf];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(out, sizeof out - 2, fmt, ap);
+    va_end(ap);
+    size_t n = k < 0 ? 0 : (size_t)k < sizeof out - 2 ? (size_t)k : sizeof out - 3;
+    out[n++] = ':';
+    out[n++] = ' ';
+    size_t m = strlen(errbuf);
+    if (m > sizeof out - 1 - n) m = sizeof out - 1 - n;
+    memcpy(out + n, errbuf, m);
+    out[n + m] = '\0';
+    memcpy(errbuf, out, n + m + 1);
+    return rc;
+}
+
 void mt_set_abort_hook(void (*hook)(void)) { abort_hook = hook; }
 
 void mt_abort(const char *file, int line, const char *what) {

@@ -636,3 +636,60 @@ int64_t mt_batcher_skip(mt_batcher *b, int64_t n) {
 
 int64_t mt_batcher_epoch(const mt_batcher *b) { return b->epoch; }
 int64_t mt_batcher_position(const mt_batcher *b) { return b->position; }
+
+/* ----------------------------------------------------- whole text files */
+
+mt_status mt_text_read_all(const char *path, char **out, size_t *len) {
+    mt_status rc = MT_OK;
+    char *buf = NULL;
+    size_t n = 0, cap = 1 << 16;
+    gzFile f = gzopen(path, "rb");
+    if (f == NULL) return mt_seterr(MT_ERR_IO, "cannot open '%s'", path);
+    buf = mt_try_malloc(cap);
+    if (buf == NULL) {
+        rc = mt_seterr(MT_ERR_NOMEM, "no memory to read '%s'", path);
+        goto fail;
+    }
+    for (;;) {
+        if (cap - n < (1 << 15) + 1) {
+            size_t ncap = cap * 2;
+            char *nb = mt_try_realloc(buf, ncap);
+            if (nb == NULL) {
+                rc = mt_seterr(MT_ERR_NOMEM, "no memory to read '%s' (%zu bytes)", path, ncap);
+                goto fail;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        int got = gzread(f, buf + n, 1 << 15);
+        if (got < 0) {
+            int zerr = 0;
+            const char *msg = gzerror(f, &zerr);
+            rc = mt_seterr(MT_ERR_IO, "cannot read '%s': %s", path, msg ? msg : "?");
+            goto fail;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    gzclose(f);
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return MT_OK;
+fail:
+    mt_free(buf);
+    gzclose(f);
+    return rc;
+}
+
+bool mt_next_line(const char *buf, size_t len, size_t *pos, const char **line, size_t *line_len) {
+    if (*pos >= len) return false;
+    const char *s = buf + *pos;
+    const char *nl = memchr(s, '\n', len - *pos);
+    size_t n = nl ? (size_t)(nl - s) : len - *pos;
+    *pos += n + (nl ? 1 : 0);
+    if (n > 0 && s[n - 1] == '\r') n--;
+    *line = s;
+    *line_len = n;
+    return true;
+}

@@ -110,4 +110,13 @@ int64_t mt_batcher_skip(mt_batcher *b, int64_t n);
 int64_t mt_batcher_epoch(const mt_batcher *b);
 int64_t mt_batcher_position(const mt_batcher *b); /* batches handed out this epoch */
 
+/* Reads a whole file (plain or gzip) into a NUL-terminated buffer (free with
+** mt_free).  MT_ERR_IO names the file. */
+mt_status mt_text_read_all(const char *path, char **out, size_t *len);
+
+/* Next line of buf[*pos..len) (as read by mt_text_read_all): sets *line and
+** *line_len (without the '\n' and one '\r' before it) and moves *pos past
+** the line end; false at the end.  A last line without '\n' counts. */
+bool mt_next_line(const char *buf, size_t len, size_t *pos, const char **line, size_t *line_len);
+
 #endif /* MT_CORPUS_H */

@@ -157,7 +157,7 @@ mt_model_loss mt_model_build_loss(mt_model *m, mt_graph *g, const mt_batch *b,
 **                not clear it between steps); call mt_graph_forward after
 **                each step.  Memory grows with every step: for tests and
 **                short outputs.
-**   bounded      (app/scorer_model.c) encode + start on an "encoder" graph,
+**   bounded      (models/scorer.c) encode + start on an "encoder" graph,
 **                each step on its own graph, alternating between two: a step
 **                imports the state of the previous one (mt_dec_state_import:
 **                leaves viewing the computed values of the other graph), is

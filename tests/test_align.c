@@ -1,6 +1,6 @@
 /*
 ** test_align.c: the fast_align-style aligner and the atools heuristics
-** (app/align.h).
+** (app/align/align.h).
 **
 **   - a synthetic parallel corpus from a mini-language with a known bijective
 **     dictionary and local reorderings: alignment error rate against the known

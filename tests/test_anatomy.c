@@ -1,5 +1,5 @@
 /*
-** test_anatomy.c: segment anatomy (app/anatomy.c): placeholders, what is
+** test_anatomy.c: segment anatomy (app/formats/anatomy.c): placeholders, what is
 ** translated and what is copied, the choice and repair of translations.
 **
 ** Expected pieces and glue are written out by hand from the rules in
@@ -250,7 +250,7 @@ static void tags_of(const char *s, char *out, size_t n) {
     mt_free(ph);
 }
 
-/* XLIFF inline tags (⟦N⟧, app/doc.h) stay out of the MT input and come
+/* XLIFF inline tags (⟦N⟧, app/formats/doc.h) stay out of the MT input and come
 ** back in the source's order whatever the MT does with the words */
 static void test_xliff_tags(void) {
     check_ph(LB "1" RB "x", 0, 7, APP_PH_XLIFF);

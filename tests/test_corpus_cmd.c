@@ -1,5 +1,5 @@
 /*
-** test_corpus_cmd.c: `mtpe corpus` (app/corpus_io.c, app/cmd_corpus.c) and
+** test_corpus_cmd.c: `mtpe corpus` (app/formats/corpus_io.c, app/cmd_corpus.c) and
 ** the default paths (app/paths.c).
 **
 **   - helpers: language matching, flattening, ISO 8601 times (expected

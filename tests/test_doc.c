@@ -1,5 +1,5 @@
 /*
-** test_doc.c: the document model (app/doc*.c): PO, XLIFF 1.2, plain and
+** test_doc.c: the document model (app/formats/doc*.c): PO, XLIFF 1.2, plain and
 ** parallel text, TSV, TMX export and the atomic save helper.
 **
 ** Expected values are written out by hand from the sample files and the
@@ -1130,7 +1130,7 @@ static void test_text_formats(void) {
     CHECK(strstr(mt_errmsg(), "bad.tsv:2:") != NULL, "%s", mt_errmsg());
 }
 
-/* Counts the lines of a file as app/doc_text.c does ("a\nb" and "a\nb\n"
+/* Counts the lines of a file as app/formats/doc_text.c does ("a\nb" and "a\nb\n"
 ** have two). */
 static int count_lines(const char *path) {
     char *t = slurp(path);

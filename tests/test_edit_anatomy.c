@@ -1,6 +1,6 @@
 /*
 ** test_edit_anatomy.c: the editor's translations through the segment
-** anatomy (app/edit_anatomy.c) with a fake engine whose output is known by
+** anatomy (app/edit/edit_anatomy.c) with a fake engine whose output is known by
 ** construction: the translation of a piece is its upper-case copy; its
 ** n-best list puts first a "mangled" copy whose "%s" became "%" (what the
 ** real model does to "'%s'"), then the correct one.  Completions complete

@@ -1,6 +1,6 @@
 /*
 ** test_edit_session.c: the editor's translation session and controller
-** (app/edit_session.c, app/edit_ctl.c) without a terminal.
+** (app/edit/edit_session.c, app/edit/edit_ctl.c) without a terminal.
 **
 ** The engine is a fake whose translations are known by construction
 ** (source "X" -> "T(X)", n-best "T(X)", "T(X) alt"; a completion of prefix P

@@ -1,5 +1,5 @@
 /*
-** test_qa.c: the QA checks (app/qa.c).
+** test_qa.c: the QA checks (app/formats/qa.c).
 **
 ** Oracle: gettext's msgfmt --check.  Every case (hand-written ones, then
 ** random mutations of real format strings) is written as a one-entry PO

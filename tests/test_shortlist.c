@@ -1,5 +1,5 @@
 /*
-** test_shortlist.c: lexical tables and Marian shortlists (app/shortlist.h).
+** test_shortlist.c: lexical tables and Marian shortlists (models/shortlist.h).
 **
 **   - extract_lex probabilities of a toy aligned corpus against hand-computed
 **     values, and the exact lex.s2t / lex.t2s text
@@ -18,6 +18,7 @@
 
 #include "align.h"
 #include "harness.h"
+#include "lex.h"
 #include "mt.h"
 #include "shortlist.h"
 #include "vocab.h"
@@ -123,7 +124,7 @@ static int32_t toy_map(void *user, const char *tok, bool is_source) {
     return 0; /* unknown: "UNK" id 0 */
 }
 
-static bool row_is(const app_shortlist *sl, uint64_t r, const uint32_t *want, uint64_t n) {
+static bool row_is(const mt_shortlist *sl, uint64_t r, const uint32_t *want, uint64_t n) {
     if (r >= sl->n_rows) return n == 0;
     uint64_t a = sl->offsets[r], b = sl->offsets[r + 1];
     if (b - a != n) return false;
@@ -135,16 +136,16 @@ static bool row_is(const app_shortlist *sl, uint64_t r, const uint32_t *want, ui
 static void test_pruning(void) {
     write_file(tmp_path("toy.s2t"), "t5 s1 0.5\nt3 s1 0.2\n t7 s1\n0.2 t2 s1 0.05\n"
                                     "t5 s1 0.1\nt9 s3 0.9\nNULL s1 0.9\nt4 NULL 0.3\n");
-    app_lex_triple *t = NULL;
+    mt_lex_triple *t = NULL;
     int64_t n = 0;
-    CHECK_STATUS(app_lex_read_text(tmp_path("toy.s2t"), toy_map, NULL, &t, &n));
+    CHECK_STATUS(mt_lex_read_text(tmp_path("toy.s2t"), toy_map, NULL, &t, &n));
     CHECK(n == 6, "6 entries without NULL (got %lld)", (long long)n);
     if (n != 6) return;
     CHECK(t[2].src == 1 && t[2].trg == 7 && t[2].prob == 0.2f, "stream reading across lines");
-    app_shortlist *sl = NULL;
+    mt_shortlist *sl = NULL;
 
     /* text: (s1,t5) = 0.1 (last wins); prob > 0.1: t7 0.2, t3 0.2; t5 stops it */
-    CHECK_STATUS(app_shortlist_build(t, n, 10, 100, 3, 0.1f, APP_SL_LEXICAL, &sl));
+    CHECK_STATUS(mt_shortlist_build(t, n, 10, 100, 3, 0.1f, MT_SL_LEXICAL, &sl));
     if (sl) {
         const uint32_t r1[] = {3, 7}, r3[] = {9};
         CHECK(sl->n_rows == 4, "text rows = largest source id + 1 (%llu)",
@@ -152,61 +153,61 @@ static void test_pruning(void) {
         CHECK(row_is(sl, 1, r1, 2) && row_is(sl, 3, r3, 1) && row_is(sl, 0, NULL, 0) &&
                   row_is(sl, 2, NULL, 0),
               "text rows, threshold 0.1");
-        app_shortlist_free(sl);
+        mt_shortlist_free(sl);
         sl = NULL;
     }
     /* text, best 1: ties at 0.2 go to the larger id (std::greater on pairs) */
-    CHECK_STATUS(app_shortlist_build(t, n, 10, 100, 1, 0.0f, APP_SL_LEXICAL, &sl));
+    CHECK_STATUS(mt_shortlist_build(t, n, 10, 100, 1, 0.0f, MT_SL_LEXICAL, &sl));
     if (sl) {
         const uint32_t r1[] = {7};
         CHECK(row_is(sl, 1, r1, 1), "tie broken towards the larger target id");
-        app_shortlist_free(sl);
+        mt_shortlist_free(sl);
         sl = NULL;
     }
     /* import: (s1,t5) = max = 0.5; threshold 0 on ids keeps all; best 3: t5 t7 t3 */
-    CHECK_STATUS(app_shortlist_build(t, n, 5, 100, 3, 0.0f, APP_SL_BINARY, &sl));
+    CHECK_STATUS(mt_shortlist_build(t, n, 5, 100, 3, 0.0f, MT_SL_BINARY, &sl));
     if (sl) {
         const uint32_t r1[] = {3, 5, 7}, r3[] = {9};
         CHECK(sl->n_rows == 5, "import rows = source vocab size");
         CHECK(row_is(sl, 1, r1, 3) && row_is(sl, 3, r3, 1) && row_is(sl, 4, NULL, 0),
               "import rows");
-        app_shortlist_free(sl);
+        mt_shortlist_free(sl);
         sl = NULL;
     }
     /* import with threshold 4: the threshold applies to target ids (t2, t3 dropped) */
-    CHECK_STATUS(app_shortlist_build(t, n, 5, 100, 3, 4.0f, APP_SL_BINARY, &sl));
+    CHECK_STATUS(mt_shortlist_build(t, n, 5, 100, 3, 4.0f, MT_SL_BINARY, &sl));
     if (sl) {
         const uint32_t r1[] = {5, 7}, r3[] = {9};
         CHECK(row_is(sl, 1, r1, 2) && row_is(sl, 3, r3, 1), "import threshold on target ids");
-        app_shortlist_free(sl);
+        mt_shortlist_free(sl);
         sl = NULL;
     }
     /* a probability at or below 0 survives import as 0 (max with the default 0) */
-    app_lex_triple neg[] = {{2, 4, -1.0f}, {2, 6, 0.3f}};
-    CHECK_STATUS(app_shortlist_build(neg, 2, 5, 0, 5, 0.0f, APP_SL_BINARY, &sl));
+    mt_lex_triple neg[] = {{2, 4, -1.0f}, {2, 6, 0.3f}};
+    CHECK_STATUS(mt_shortlist_build(neg, 2, 5, 0, 5, 0.0f, MT_SL_BINARY, &sl));
     if (sl) {
         const uint32_t r2[] = {4, 6};
         CHECK(row_is(sl, 2, r2, 2), "import keeps non-positive entries");
-        app_shortlist_free(sl);
+        mt_shortlist_free(sl);
         sl = NULL;
     }
-    CHECK_STATUS(app_shortlist_build(neg, 2, 5, 0, 5, 0.0f, APP_SL_LEXICAL, &sl));
+    CHECK_STATUS(mt_shortlist_build(neg, 2, 5, 0, 5, 0.0f, MT_SL_LEXICAL, &sl));
     if (sl) {
         const uint32_t r2[] = {6};
         CHECK(row_is(sl, 2, r2, 1), "text drops prob <= threshold");
-        app_shortlist_free(sl);
+        mt_shortlist_free(sl);
         sl = NULL;
     }
-    CHECK(app_shortlist_build(t, n, 2, 100, 3, 0.0f, APP_SL_BINARY, &sl) == MT_ERR_INVALID,
+    CHECK(mt_shortlist_build(t, n, 2, 100, 3, 0.0f, MT_SL_BINARY, &sl) == MT_ERR_INVALID,
           "source id beyond the source vocab");
     mt_free(t);
 
     write_file(tmp_path("bad.s2t"), "t1 s1 0.5\nt2 s1 abc\n");
-    CHECK(app_lex_read_text(tmp_path("bad.s2t"), toy_map, NULL, &t, &n) == MT_ERR_FORMAT &&
+    CHECK(mt_lex_read_text(tmp_path("bad.s2t"), toy_map, NULL, &t, &n) == MT_ERR_FORMAT &&
               strstr(mt_errmsg(), ":2:"),
           "bad probability: %s", mt_errmsg());
     write_file(tmp_path("bad.s2t"), "t1 s1 0.5\nt2 s1\n");
-    CHECK(app_lex_read_text(tmp_path("bad.s2t"), toy_map, NULL, &t, &n) == MT_ERR_FORMAT,
+    CHECK(mt_lex_read_text(tmp_path("bad.s2t"), toy_map, NULL, &t, &n) == MT_ERR_FORMAT,
           "incomplete triple");
 }
 
@@ -222,21 +223,21 @@ static void test_binary(void) {
     buf[16] = 1;
     buf[24] = 2;
     uint64_t h = combine(combine(0, 1), 2);
-    CHECK(app_shortlist_checksum(buf, 32) == h, "checksum of two words");
-    CHECK(app_shortlist_checksum(buf, 28) == combine(0, 1), "a trailing half word is ignored");
+    CHECK(mt_shortlist_checksum(buf, 32) == h, "checksum of two words");
+    CHECK(mt_shortlist_checksum(buf, 28) == combine(0, 1), "a trailing half word is ignored");
     CHECK(combine(0, 1) == 0x9e3779baull, "hash_combine(0, 1)");
 
     /* 3 source rows, 5 ids (odd: the file ends with a half word) */
-    app_lex_triple t[] = {{0, 4, 0.5f}, {0, 2, 0.4f}, {2, 9, 0.3f}, {2, 1, 0.9f}, {2, 3, 0.1f}};
-    app_shortlist *sl = NULL, *back = NULL;
-    CHECK_STATUS(app_shortlist_build(t, 5, 3, 16, 100, 0.0f, APP_SL_BINARY, &sl));
+    mt_lex_triple t[] = {{0, 4, 0.5f}, {0, 2, 0.4f}, {2, 9, 0.3f}, {2, 1, 0.9f}, {2, 3, 0.1f}};
+    mt_shortlist *sl = NULL, *back = NULL;
+    CHECK_STATUS(mt_shortlist_build(t, 5, 3, 16, 100, 0.0f, MT_SL_BINARY, &sl));
     if (!sl) return;
     CHECK(sl->blob_size == 48 + 4 * 8 + 5 * 4, "file size %zu", sl->blob_size);
-    CHECK_STATUS(app_shortlist_write(sl, tmp_path("sl.bin")));
-    CHECK(app_shortlist_is_binary(tmp_path("sl.bin")), "magic detected");
-    CHECK(!app_shortlist_is_binary(tmp_path("c.src")), "text is not binary");
+    CHECK_STATUS(mt_shortlist_write(sl, tmp_path("sl.bin")));
+    CHECK(mt_shortlist_is_binary(tmp_path("sl.bin")), "magic detected");
+    CHECK(!mt_shortlist_is_binary(tmp_path("c.src")), "text is not binary");
     CHECK(access(tmp_path("sl.bin.tmp"), F_OK) != 0, "no temporary left");
-    CHECK_STATUS(app_shortlist_read(tmp_path("sl.bin"), true, 10, &back));
+    CHECK_STATUS(mt_shortlist_read(tmp_path("sl.bin"), true, 10, &back));
     if (back) {
         CHECK(back->blob_size == sl->blob_size && memcmp(back->blob, sl->blob, sl->blob_size) == 0,
               "round trip");
@@ -244,7 +245,7 @@ static void test_binary(void) {
         const uint32_t r0[] = {2, 4}, r2[] = {1, 3, 9};
         CHECK(row_is(back, 0, r0, 2) && row_is(back, 1, NULL, 0) && row_is(back, 2, r2, 3),
               "rows read back");
-        app_shortlist_free(back);
+        mt_shortlist_free(back);
         back = NULL;
     }
     /* header layout by hand */
@@ -252,7 +253,7 @@ static void test_binary(void) {
     memcpy(w, sl->blob, sizeof w);
     CHECK(w[0] == 0xF11A48D5013417F5ull && w[2] == 16 && w[3] == 100 && w[4] == 4 && w[5] == 5,
           "header words");
-    CHECK(w[1] == app_shortlist_checksum(sl->blob, sl->blob_size), "stored checksum");
+    CHECK(w[1] == mt_shortlist_checksum(sl->blob, sl->blob_size), "stored checksum");
 
     /* corrupt each byte after the checksum in turn: with check, every byte but the
     ** trailing half word is caught, by the checksum or the structure checks */
@@ -261,14 +262,14 @@ static void test_binary(void) {
     for (size_t k = 0; k < sl->blob_size; k++) {
         memcpy(copy, sl->blob, sl->blob_size);
         copy[k] ^= 0x10;
-        mt_status rc = app_shortlist_parse(copy, sl->blob_size, true, 10, &back);
+        mt_status rc = mt_shortlist_parse(copy, sl->blob_size, true, 10, &back);
         bool tail = k >= 16 + (sl->blob_size - 16) / 8 * 8;
         if (tail) {
             /* not covered by the checksum; ids 1..9 stay < 10 or the id check fires */
-            if (rc == MT_OK) app_shortlist_free(back);
+            if (rc == MT_OK) mt_shortlist_free(back);
         } else if (rc != MT_ERR_FORMAT) {
             missed++;
-            if (rc == MT_OK) app_shortlist_free(back);
+            if (rc == MT_OK) mt_shortlist_free(back);
         }
         back = NULL;
     }
@@ -276,27 +277,27 @@ static void test_binary(void) {
     /* without check a damaged id is accepted but the generator stays in range */
     memcpy(copy, sl->blob, sl->blob_size);
     copy[48 + 32] = 0xff; /* first id of row 0 */
-    CHECK(app_shortlist_parse(copy, sl->blob_size, true, 10, &back) == MT_ERR_FORMAT,
+    CHECK(mt_shortlist_parse(copy, sl->blob_size, true, 10, &back) == MT_ERR_FORMAT,
           "checksum catches an id");
-    CHECK_STATUS(app_shortlist_parse(copy, sl->blob_size, false, 10, &back));
-    app_shortlist_free(back);
+    CHECK_STATUS(mt_shortlist_parse(copy, sl->blob_size, false, 10, &back));
+    mt_shortlist_free(back);
     back = NULL;
     /* damaged offsets are refused even without check */
     memcpy(copy, sl->blob, sl->blob_size);
     copy[48 + 8] = 7; /* offsets [0, 7, 2, 5]: 7 > S and out of order */
-    CHECK(app_shortlist_parse(copy, sl->blob_size, false, 10, &back) == MT_ERR_FORMAT,
+    CHECK(mt_shortlist_parse(copy, sl->blob_size, false, 10, &back) == MT_ERR_FORMAT,
           "offsets out of order");
-    CHECK(app_shortlist_parse(sl->blob, sl->blob_size - 4, true, 10, &back) == MT_ERR_FORMAT,
+    CHECK(mt_shortlist_parse(sl->blob, sl->blob_size - 4, true, 10, &back) == MT_ERR_FORMAT,
           "truncated");
-    CHECK(app_shortlist_parse(sl->blob, 40, true, 10, &back) == MT_ERR_FORMAT, "no header");
+    CHECK(mt_shortlist_parse(sl->blob, 40, true, 10, &back) == MT_ERR_FORMAT, "no header");
     /* an id >= the target vocab fails the content check */
-    CHECK(app_shortlist_parse(sl->blob, sl->blob_size, true, 9, &back) == MT_ERR_FORMAT,
+    CHECK(mt_shortlist_parse(sl->blob, sl->blob_size, true, 9, &back) == MT_ERR_FORMAT,
           "id 9 with a vocab of 9");
-    CHECK_STATUS(app_shortlist_parse(sl->blob, sl->blob_size, false, 9, &back));
-    app_shortlist_free(back);
+    CHECK_STATUS(mt_shortlist_parse(sl->blob, sl->blob_size, false, 9, &back));
+    mt_shortlist_free(back);
     free(copy);
-    app_shortlist_free(sl);
-    CHECK(app_shortlist_read(tmp_path("missing.bin"), true, 0, &back) == MT_ERR_IO, "missing");
+    mt_shortlist_free(sl);
+    CHECK(mt_shortlist_read(tmp_path("missing.bin"), true, 0, &back) == MT_ERR_IO, "missing");
 }
 
 /* ------------------------------------------------------------ generation */
@@ -311,7 +312,7 @@ static uint32_t rnd(void) {
 
 /* Marian's LexicalShortlistGenerator::generate with std::set-like semantics,
 ** written out literally: insert, then pad while size % 8 != 0 (bounded by V). */
-static int reference_generate(const app_shortlist *sl, const int32_t *src, int n, bool shared,
+static int reference_generate(const mt_shortlist *sl, const int32_t *src, int n, bool shared,
                               int32_t v, int32_t *out) {
     int cnt = 0;
     unsigned char *in = calloc((size_t)v, 1);
@@ -343,21 +344,21 @@ static void test_generate_random(void) {
     for (int round = 0; round < 300; round++) {
         int32_t vs = 20 + (int32_t)(rnd() % 40), vt = 10 + (int32_t)(rnd() % 60);
         int nt = (int)(rnd() % 200);
-        app_lex_triple *t = malloc(sizeof *t * (size_t)(nt + 1));
+        mt_lex_triple *t = malloc(sizeof *t * (size_t)(nt + 1));
         for (int k = 0; k < nt; k++) {
             t[k].src = (int32_t)(rnd() % (uint32_t)vs);
             t[k].trg = (int32_t)(rnd() % (uint32_t)vt);
             t[k].prob = (float)(rnd() % 1000) / 1000.0f;
         }
         uint64_t first = rnd() % 80, best = 1 + rnd() % 8;
-        app_shortlist_mode mode = round % 2 ? APP_SL_BINARY : APP_SL_LEXICAL;
-        app_shortlist *sl = NULL;
-        CHECK_STATUS(app_shortlist_build(t, nt, vs, first, best, 0.0f, mode, &sl));
+        mt_shortlist_mode mode = round % 2 ? MT_SL_BINARY : MT_SL_LEXICAL;
+        mt_shortlist *sl = NULL;
+        CHECK_STATUS(mt_shortlist_build(t, nt, vs, first, best, 0.0f, mode, &sl));
         free(t);
         if (!sl) continue;
         bool shared = round % 3 == 0;
-        app_shortlist_gen *g = NULL;
-        CHECK_STATUS(app_shortlist_gen_init(sl, vs, vt, shared, &g));
+        mt_shortlist_gen *g = NULL;
+        CHECK_STATUS(mt_shortlist_gen_init(sl, vs, vt, shared, &g));
         int32_t *got = malloc(sizeof(int32_t) * (size_t)vt);
         int32_t *want = malloc(sizeof(int32_t) * (size_t)vt);
         for (int b = 0; g && b < 5; b++) {
@@ -365,7 +366,7 @@ static void test_generate_random(void) {
             int n = 1 + (int)(rnd() % 40);
             for (int k = 0; k < n; k++)
                 src[k] = (int32_t)(rnd() % (uint32_t)vs);
-            int m = app_shortlist_gen_run(g, src, n, got);
+            int m = mt_shortlist_gen_run(g, src, n, got);
             int mw = reference_generate(sl, src, n, shared, vt, want);
             if (m != mw || memcmp(got, want, sizeof(int32_t) * (size_t)m) != 0) mismatches++;
             if (m % 8 != 0 && m != vt && (uint64_t)m >= first) {
@@ -383,31 +384,31 @@ static void test_generate_random(void) {
         }
         free(got);
         free(want);
-        app_shortlist_gen_free(g);
-        app_shortlist_free(sl);
+        mt_shortlist_gen_free(g);
+        mt_shortlist_free(sl);
     }
     CHECK(mismatches == 0, "%d generated sets differ from the reference", mismatches);
     CHECK(not8 == 0, "%d sets not padded to a multiple of 8", not8);
 
     /* by hand: first 3, row of 5 = {7, 12}, shared: {0,1,2} + {7,12} + {5} = 6 ids,
     ** padded with 3, 4 (5 is present) -> 8 */
-    app_lex_triple t[] = {{5, 7, 0.5f}, {5, 12, 0.5f}};
-    app_shortlist *sl = NULL;
-    app_shortlist_gen *g = NULL;
-    CHECK_STATUS(app_shortlist_build(t, 2, 20, 3, 10, 0.0f, APP_SL_LEXICAL, &sl));
-    CHECK_STATUS(app_shortlist_gen_init(sl, 20, 20, true, &g));
+    mt_lex_triple t[] = {{5, 7, 0.5f}, {5, 12, 0.5f}};
+    mt_shortlist *sl = NULL;
+    mt_shortlist_gen *g = NULL;
+    CHECK_STATUS(mt_shortlist_build(t, 2, 20, 3, 10, 0.0f, MT_SL_LEXICAL, &sl));
+    CHECK_STATUS(mt_shortlist_gen_init(sl, 20, 20, true, &g));
     if (g) {
         int32_t out[20], src[] = {5, 5, 19};
-        int m = app_shortlist_gen_run(g, src, 2, out);
+        int m = mt_shortlist_gen_run(g, src, 2, out);
         const int32_t want[] = {0, 1, 2, 3, 4, 5, 7, 12};
         CHECK(m == 8 && memcmp(out, want, sizeof want) == 0, "hand example (%d ids)", m);
         /* 19 has no row (text rows end at 5): only itself (shared); 7 ids + 3 */
-        m = app_shortlist_gen_run(g, src, 3, out);
+        m = mt_shortlist_gen_run(g, src, 3, out);
         const int32_t want2[] = {0, 1, 2, 3, 5, 7, 12, 19};
         CHECK(m == 8 && memcmp(out, want2, sizeof want2) == 0, "source id without a row (%d)", m);
-        app_shortlist_gen_free(g);
+        mt_shortlist_gen_free(g);
     }
-    app_shortlist_free(sl);
+    mt_shortlist_free(sl);
 }
 
 /* ----------------------------------------------------------------- fixture */
@@ -451,8 +452,8 @@ static void test_fixture(void) {
     CHECK(vrc == MT_OK, "vocab: %s", mt_errmsg());
     if (vrc != MT_OK) return;
     int32_t V = mt_vocab_size(v);
-    app_shortlist *sl = NULL, *bin = NULL, *bin2 = NULL;
-    CHECK_STATUS(app_shortlist_load(FIX "lex.s2t", v, v, 50, 50, 0.0f, true, &sl));
+    mt_shortlist *sl = NULL, *bin = NULL, *bin2 = NULL;
+    CHECK_STATUS(mt_shortlist_load(FIX "lex.s2t", v, v, 50, 50, 0.0f, true, &sl));
     if (!sl) {
         mt_vocab_free(v);
         return;
@@ -496,16 +497,16 @@ static void test_fixture(void) {
     CHECK(row_diff == 0, "%d rows differ from the file", row_diff);
 
     /* the binary conversion of the same file gives the same per-batch sets */
-    CHECK_STATUS(app_shortlist_load_text(FIX "lex.s2t", v, v, 50, 50, 0.0f, APP_SL_BINARY, &bin));
+    CHECK_STATUS(mt_shortlist_load_text(FIX "lex.s2t", v, v, 50, 50, 0.0f, MT_SL_BINARY, &bin));
     if (bin) {
         CHECK(bin->n_rows == (uint64_t)V, "binary rows = vocab size");
-        CHECK_STATUS(app_shortlist_write(bin, tmp_path("lex.bin")));
-        CHECK_STATUS(app_shortlist_load(tmp_path("lex.bin"), v, v, 0, 0, 0.0f, true, &bin2));
+        CHECK_STATUS(mt_shortlist_write(bin, tmp_path("lex.bin")));
+        CHECK_STATUS(mt_shortlist_load(tmp_path("lex.bin"), v, v, 0, 0, 0.0f, true, &bin2));
     }
 
-    app_shortlist_gen *g = NULL, *gb = NULL;
-    CHECK_STATUS(app_shortlist_gen_init(sl, V, V, true, &g));
-    if (bin2) CHECK_STATUS(app_shortlist_gen_init(bin2, V, V, true, &gb));
+    mt_shortlist_gen *g = NULL, *gb = NULL;
+    CHECK_STATUS(mt_shortlist_gen_init(sl, V, V, true, &g));
+    if (bin2) CHECK_STATUS(mt_shortlist_gen_init(bin2, V, V, true, &gb));
     int32_t *out = malloc(sizeof(int32_t) * (size_t)V), *outb = malloc(sizeof(int32_t) * (size_t)V);
     unsigned char *sel = malloc((size_t)V);
     char *input = read_file(FIX "input.en"), *hyps = read_file(FIX "beam4-shortlist.out");
@@ -517,7 +518,7 @@ static void test_fixture(void) {
         int32_t *ids = NULL;
         int64_t n = 0;
         CHECK_STATUS(mt_vocab_encode(v, line, MT_VOCAB_ADD_EOS, &ids, &n));
-        int m = app_shortlist_gen_run(g, ids, n, out);
+        int m = mt_shortlist_gen_run(g, ids, n, out);
         /* straightforward set: 0..49, the source ids, their targets, padding */
         memset(sel, 0, (size_t)V);
         int cnt = 0;
@@ -538,7 +539,7 @@ static void test_fixture(void) {
         if (!same) set_diff++;
         CHECK(m % 8 == 0, "line %d: %d ids", ln, m);
         if (gb) {
-            int mb = app_shortlist_gen_run(gb, ids, n, outb);
+            int mb = mt_shortlist_gen_run(gb, ids, n, outb);
             if (mb != m || memcmp(out, outb, sizeof(int32_t) * (size_t)m) != 0) bin_diff++;
         }
         /* Marian's translation with this shortlist uses only shortlisted pieces */
@@ -580,11 +581,11 @@ static void test_fixture(void) {
     free(input);
     free(hyps);
     free(pairs);
-    app_shortlist_gen_free(g);
-    app_shortlist_gen_free(gb);
-    app_shortlist_free(sl);
-    app_shortlist_free(bin);
-    app_shortlist_free(bin2);
+    mt_shortlist_gen_free(g);
+    mt_shortlist_gen_free(gb);
+    mt_shortlist_free(sl);
+    mt_shortlist_free(bin);
+    mt_shortlist_free(bin2);
     mt_vocab_free(v);
 }
 
@@ -595,25 +596,25 @@ static void test_alloc_failures(void) {
     mt_status rc;
     do {
         app_lex *lx = NULL;
-        app_lex_triple *t = NULL;
+        mt_lex_triple *t = NULL;
         int64_t nt = 0;
-        app_shortlist *sl = NULL, *back = NULL;
-        app_shortlist_gen *g = NULL;
+        mt_shortlist *sl = NULL, *back = NULL;
+        mt_shortlist_gen *g = NULL;
         mt_alloc_fail_at(n, true);
         rc = app_lex_from_files(tmp_path("f.src"), tmp_path("f.trg"), tmp_path("f.aln"), &lx);
         if (rc == MT_OK) rc = app_lex_write(lx, true, tmp_path("f.s2t"));
-        if (rc == MT_OK) rc = app_lex_read_text(tmp_path("f.s2t"), toy_map, NULL, &t, &nt);
-        if (rc == MT_OK) rc = app_shortlist_build(t, nt, 64, 8, 4, 0.0f, APP_SL_BINARY, &sl);
-        if (rc == MT_OK) rc = app_shortlist_parse(sl->blob, sl->blob_size, true, 64, &back);
-        if (rc == MT_OK) rc = app_shortlist_gen_init(back, 64, 64, false, &g);
+        if (rc == MT_OK) rc = mt_lex_read_text(tmp_path("f.s2t"), toy_map, NULL, &t, &nt);
+        if (rc == MT_OK) rc = mt_shortlist_build(t, nt, 64, 8, 4, 0.0f, MT_SL_BINARY, &sl);
+        if (rc == MT_OK) rc = mt_shortlist_parse(sl->blob, sl->blob_size, true, 64, &back);
+        if (rc == MT_OK) rc = mt_shortlist_gen_init(back, 64, 64, false, &g);
         mt_alloc_fail_at(-1, false);
         CHECK(rc == MT_OK || rc == MT_ERR_NOMEM, "failure %lld: %s (%s)", (long long)n,
               mt_status_str(rc), mt_errmsg());
         app_lex_free(lx);
         mt_free(t);
-        app_shortlist_free(sl);
-        app_shortlist_free(back);
-        app_shortlist_gen_free(g);
+        mt_shortlist_free(sl);
+        mt_shortlist_free(back);
+        mt_shortlist_gen_free(g);
         n++;
     } while (rc != MT_OK && n < 100000);
     CHECK(rc == MT_OK, "succeeds once allocations work");

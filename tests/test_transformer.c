@@ -462,7 +462,7 @@ static void test_greedy_batched(const char *dir, const char *sv, const char *tv,
 ** A reorders its caches with mt_model_select (the plain index_select), B
 ** passes the selection as row_ids, freezes its caches every FOLD steps
 ** and reads the history through the composed row map hist_ids, as
-** app/scorer_model.c does; once in the middle B folds the history back
+** models/scorer.c does; once in the middle B folds the history back
 ** into its rows.  Their log-probs must agree at every step (the weighted
 ** sum of the values adds two partial sums: rounding only).  A model
 ** without growing caches (AAN) refuses to fold.
@@ -594,7 +594,7 @@ static void test_fold(const char *dir, const char *sv, const char *tv, int kv) {
                                          : 1e-4),
           "log-probs differ by %g with a frozen history", worst);
     CHECK(kv16 || bad_argmax == 0, "%d rows with another best token", bad_argmax);
-    { /* a pending selection folds the selected rows (app/scorer_model.c folds
+    { /* a pending selection folds the selected rows (models/scorer.c folds
       ** the rows the next step continues): the fold of every row, then the
       ** selection, bit for bit; a selection of another count is refused */
         mt_dec_state whole = sb, fa, fs;

@@ -1,6 +1,6 @@
 /*
-** test_translate.c: the translation API (app/translate.h) and the model
-** scorer (app/scorer_model.c) with the Marian fixtures of tests/data/marian.
+** test_translate.c: the translation API (models/translator.h) and the model
+** scorer (models/scorer.c) with the Marian fixtures of tests/data/marian.
 **
 **   - beam 1 and beam 4 (-n 0.6) translations of input.en equal Marian's
 **     beam1.out / beam4.out, one sentence per search as Marian ran them;
@@ -27,21 +27,21 @@
 #include "model.h"
 #include "mt.h"
 #include "test_util.h"
-#include "translate.h"
+#include "translator.h"
 #include "vocab.h"
 
 #define DATA MT_TEST_DATA "/marian/"
 #define CHECK_OK(expr) CHECK((expr) == MT_OK, "%s: %s", #expr, mt_errmsg())
 
 typedef struct fixture {
-    app_models am;
-    app_translator *tr;
-    app_translate_worker *w;
+    mt_ensemble am;
+    mt_translator *tr;
+    mt_translate_worker *w;
     lines input;
 } fixture;
 
 static int fixture_open(fixture *fx, const char *dir, const char *sv, const char *tv,
-                        const app_translate_params *p, int n_models, const float *weights) {
+                        const mt_translate_params *p, int n_models, const float *weights) {
     memset(fx, 0, sizeof *fx);
     char mp[512], v1[512], v2[512], in[512];
     snprintf(mp, sizeof mp, DATA "%s/model.npz", dir);
@@ -49,31 +49,31 @@ static int fixture_open(fixture *fx, const char *dir, const char *sv, const char
     snprintf(v2, sizeof v2, DATA "%s/%s", dir, tv);
     snprintf(in, sizeof in, DATA "%s/input.en", dir);
     const char *models[2] = {mp, mp}, *vocabs[2] = {v1, v2};
-    if (!CHECK_OK(app_models_load(&fx->am, models, n_models, weights, vocabs, 2))) return 0;
-    if (!CHECK_OK(app_translator_init(&fx->am, NULL, p, &fx->tr))) return 0;
-    if (!CHECK_OK(app_translate_worker_init(fx->tr, &fx->w))) return 0;
+    if (!CHECK_OK(mt_ensemble_load(&fx->am, models, n_models, weights, vocabs, 2))) return 0;
+    if (!CHECK_OK(mt_translator_init(&fx->am, NULL, p, &fx->tr))) return 0;
+    if (!CHECK_OK(mt_translate_worker_init(fx->tr, &fx->w))) return 0;
     return CHECK(read_lines(in, &fx->input) && fx->input.n == 60, "read %s", in);
 }
 
 static void fixture_close(fixture *fx) {
-    app_translate_worker_free(fx->w);
-    app_translator_free(fx->tr);
-    app_models_free(&fx->am);
+    mt_translate_worker_free(fx->w);
+    mt_translator_free(fx->tr);
+    mt_ensemble_free(&fx->am);
     lines_free(&fx->input);
 }
 
 /* Translates line i alone (Marian's --mini-batch 1). */
 static mt_status translate_line(fixture *fx, const char *text, const char *prefix,
-                                app_tr_result *r) {
-    app_tr_input in = {.src = {text}, .prefix = prefix};
-    return app_translate(fx->w, &in, 1, r, NULL, NULL);
+                                mt_tr_result *r) {
+    mt_tr_input in = {.src = {text}, .prefix = prefix};
+    return mt_translate(fx->w, &in, 1, r, NULL, NULL);
 }
 
 /* ------------------------------------------------- 1-best vs Marian */
 
 static void test_one_best(const char *dir, const char *sv, const char *tv, int beam, float alpha,
                           const char *want_file) {
-    app_translate_params p = app_translate_default_params();
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = beam;
     p.normalize = alpha;
     fixture fx;
@@ -83,15 +83,15 @@ static void test_one_best(const char *dir, const char *sv, const char *tv, int b
     if (fixture_open(&fx, dir, sv, tv, &p, 1, NULL) && CHECK(read_lines(path, &want), "%s", path)) {
         int same = 0;
         for (int i = 0; i < fx.input.n && i < want.n; i++) {
-            app_tr_result r;
+            mt_tr_result r;
             if (!CHECK_OK(translate_line(&fx, fx.input.s[i], NULL, &r))) break;
             if (CHECK(r.n_hyps == 1, "%s line %d: %d hypotheses", dir, i + 1, r.n_hyps))
                 same += CHECK(!strcmp(r.hyps[0].text, want.s[i]),
                               "%s %s line %d:\n  got  '%s'\n  want '%s'", dir, want_file, i + 1,
                               r.hyps[0].text, want.s[i]);
-            app_tr_result_clear(&r);
+            mt_tr_result_clear(&r);
         }
-        int64_t folds = app_translate_worker_stats(fx.w).folds;
+        int64_t folds = mt_translate_worker_stats(fx.w).folds;
         fprintf(stderr, "%s: %d of %d lines equal to %s (caches frozen %lld times)\n", dir, same,
                 fx.input.n, want_file, (long long)folds);
         /* outputs of 16 tokens and more read a frozen history */
@@ -106,11 +106,11 @@ static void test_one_best(const char *dir, const char *sv, const char *tv, int b
 
 /* The 60 lines in one search, all at once versus a window of max_active
 ** sentences refilled as they finish (sentences join a running search at
-** other positions: app/scorer_model.c op_add, models/model.h row_pos).
+** other positions: models/scorer.c op_add, models/model.h row_pos).
 ** Same n-best lists up to float rounding (the products' row counts differ,
 ** which may swap near ties); the scorer must really have added sentences. */
 static void test_topup(const char *dir, const char *sv, const char *tv) {
-    app_translate_params p = app_translate_default_params();
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = 4;
     p.normalize = 0.6f;
     p.n_best = true;
@@ -120,20 +120,20 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
         fixture_close(&fx);
         return;
     }
-    app_tr_input in[60];
-    app_tr_result ref[60], got[60];
+    mt_tr_input in[60];
+    mt_tr_result ref[60], got[60];
     memset(in, 0, sizeof in);
     for (int i = 0; i < 60; i++)
         in[i].src[0] = fx.input.s[i];
-    CHECK_OK(app_translate(fx.w, in, 60, ref, NULL, NULL));
-    app_translator *tr = (app_translator *)fx.tr;
+    CHECK_OK(mt_translate(fx.w, in, 60, ref, NULL, NULL));
+    mt_translator *tr = (mt_translator *)fx.tr;
     const int windows[] = {1, 3, 8, 24};
     int64_t all_tfolds = 0;
     for (size_t k = 0; k < sizeof windows / sizeof windows[0]; k++) {
         tr->p.max_active = windows[k];
-        app_model_scorer_stats st0 = app_translate_worker_stats(fx.w);
-        if (!CHECK_OK(app_translate(fx.w, in, 60, got, NULL, NULL))) break;
-        app_model_scorer_stats st1 = app_translate_worker_stats(fx.w);
+        mt_model_scorer_stats st0 = mt_translate_worker_stats(fx.w);
+        if (!CHECK_OK(mt_translate(fx.w, in, 60, got, NULL, NULL))) break;
+        mt_model_scorer_stats st1 = mt_translate_worker_stats(fx.w);
         int64_t adds = st1.adds - st0.adds, tfolds = st1.topup_folds - st0.topup_folds;
         int same_best = 0, same_hyps = 0, n_hyps = 0;
         double worst = 0;
@@ -143,7 +143,7 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
             for (int h = 0; h < ref[i].n_hyps; h++) {
                 n_hyps++;
                 for (int j = 0; j < got[i].n_hyps; j++) {
-                    const app_tr_hyp *a = &got[i].hyps[j], *b = &ref[i].hyps[h];
+                    const mt_tr_hyp *a = &got[i].hyps[j], *b = &ref[i].hyps[h];
                     if (a->n_tokens != b->n_tokens ||
                         memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)a->n_tokens))
                         continue; /* (texts may repeat with other pieces) */
@@ -153,7 +153,7 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
                     break;
                 }
             }
-            app_tr_result_clear(&got[i]);
+            mt_tr_result_clear(&got[i]);
         }
         fprintf(stderr,
                 "%s top-up window %d: %lld additions, %lld folds of rows at different positions, "
@@ -174,7 +174,7 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
     CHECK(all_tfolds > 0 || !mt_model_can_fold(fx.am.models[0]),
           "%s: no fold with rows at different positions", dir);
     for (int i = 0; i < 60; i++)
-        app_tr_result_clear(&ref[i]);
+        mt_tr_result_clear(&ref[i]);
     fixture_close(&fx);
 }
 
@@ -187,43 +187,42 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
 ** float32 products give the same best translations as float32 caches on
 ** most lines (f16 rounding of the keys and values only). */
 static void test_kv_cache(void) {
-    app_kv_cache kv;
-    CHECK(app_kv_cache_parse("float16", &kv) == MT_OK && kv == APP_KV_FLOAT16, "parse float16");
-    CHECK(app_kv_cache_parse("bfloat16", &kv) == MT_OK && kv == APP_KV_BFLOAT16, "parse bfloat16");
-    CHECK(app_kv_cache_f16(APP_KV_BFLOAT16, MT_GEMM_FLOAT32) &&
-              app_kv_cache_bf16(APP_KV_BFLOAT16) && !app_kv_cache_bf16(APP_KV_AUTO) &&
-              !app_kv_cache_bf16(APP_KV_FLOAT16),
+    mt_kv_cache kv;
+    CHECK(mt_kv_cache_parse("float16", &kv) == MT_OK && kv == MT_KV_FLOAT16, "parse float16");
+    CHECK(mt_kv_cache_parse("bfloat16", &kv) == MT_OK && kv == MT_KV_BFLOAT16, "parse bfloat16");
+    CHECK(mt_kv_cache_f16(MT_KV_BFLOAT16, MT_GEMM_FLOAT32) && mt_kv_cache_bf16(MT_KV_BFLOAT16) &&
+              !mt_kv_cache_bf16(MT_KV_AUTO) && !mt_kv_cache_bf16(MT_KV_FLOAT16),
           "bfloat16 contexts only when asked for (with f16 histories)");
-    CHECK(app_kv_cache_parse("f16", &kv) == MT_ERR_INVALID && strstr(mt_errmsg(), "f16"),
+    CHECK(mt_kv_cache_parse("f16", &kv) == MT_ERR_INVALID && strstr(mt_errmsg(), "f16"),
           "parse f16: %s", mt_errmsg());
-    CHECK(app_kv_cache_f16(APP_KV_AUTO, MT_GEMM_INT8) &&
-              !app_kv_cache_f16(APP_KV_AUTO, MT_GEMM_FLOAT32) &&
-              app_kv_cache_f16(APP_KV_FLOAT16, MT_GEMM_FLOAT32) &&
-              !app_kv_cache_f16(APP_KV_FLOAT32, MT_GEMM_INT16),
+    CHECK(mt_kv_cache_f16(MT_KV_AUTO, MT_GEMM_INT8) &&
+              !mt_kv_cache_f16(MT_KV_AUTO, MT_GEMM_FLOAT32) &&
+              mt_kv_cache_f16(MT_KV_FLOAT16, MT_GEMM_FLOAT32) &&
+              !mt_kv_cache_f16(MT_KV_FLOAT32, MT_GEMM_INT16),
           "kv cache precision by gemm type");
     size_t bytes[2] = {0, 0}, values[2] = {0, 0};
     char *best[2][60];
     memset(best, 0, sizeof best);
     for (int k = 0; k < 4; k++) {
-        app_translate_params p = app_translate_default_params();
+        mt_translate_params p = mt_translate_default_params();
         p.beam_size = 4;
         p.gemm_type = k < 2 ? MT_GEMM_INT8 : MT_GEMM_FLOAT32;
-        p.kv_cache = k % 2 ? APP_KV_FLOAT32 : APP_KV_FLOAT16;
+        p.kv_cache = k % 2 ? MT_KV_FLOAT32 : MT_KV_FLOAT16;
         fixture fx;
         if (fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
-            app_tr_input in[60];
-            app_tr_result r[60];
+            mt_tr_input in[60];
+            mt_tr_result r[60];
             memset(in, 0, sizeof in);
             for (int i = 0; i < 60; i++)
                 in[i].src[0] = fx.input.s[i];
-            if (CHECK_OK(app_translate(fx.w, in, 60, r, NULL, NULL))) {
+            if (CHECK_OK(mt_translate(fx.w, in, 60, r, NULL, NULL))) {
                 if (k < 2) {
-                    bytes[k] = app_translate_worker_stats(fx.w).cache_bytes;
-                    values[k] = app_translate_worker_stats(fx.w).cache_values;
+                    bytes[k] = mt_translate_worker_stats(fx.w).cache_bytes;
+                    values[k] = mt_translate_worker_stats(fx.w).cache_values;
                 }
                 for (int i = 0; i < 60; i++) {
                     if (k >= 2 && r[i].n_hyps > 0) best[k - 2][i] = strdup(r[i].hyps[0].text);
-                    app_tr_result_clear(&r[i]);
+                    mt_tr_result_clear(&r[i]);
                 }
             }
         }
@@ -270,7 +269,7 @@ static int parse_nbest(char *line, int *id, char **text, double *f0, double *nor
 }
 
 static void test_nbest(void) {
-    app_translate_params p = app_translate_default_params();
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = 4;
     p.normalize = 0.6f;
     p.n_best = true;
@@ -285,12 +284,12 @@ static void test_nbest(void) {
     int at = 0, compared = 0;
     double maxd = 0;
     for (int i = 0; i < fx.input.n; i++) {
-        app_tr_result r;
+        mt_tr_result r;
         if (!CHECK_OK(translate_line(&fx, fx.input.s[i], NULL, &r))) break;
         CHECK(r.n_hyps == 4, "line %d: %d hypotheses", i + 1, r.n_hyps);
         bool empty = fx.input.s[i][0] == '\0';
         for (int h = 0; h < r.n_hyps; h++) {
-            const app_tr_hyp *y = &r.hyps[h];
+            const mt_tr_hyp *y = &r.hyps[h];
             if (h > 0) {
                 CHECK(y->norm_score <= r.hyps[h - 1].norm_score, "line %d: n-best not sorted",
                       i + 1);
@@ -327,7 +326,7 @@ static void test_nbest(void) {
             if (fabs(y->model_scores[0] - f0) > maxd) maxd = fabs(y->model_scores[0] - f0);
             compared++;
         }
-        app_tr_result_clear(&r);
+        mt_tr_result_clear(&r);
     }
     CHECK(at == want.n, "compared %d of %d n-best lines", at, want.n);
     fprintf(stderr, "n-best: %d hypotheses equal to nbest4.out, F0 max abs diff %.2g\n", compared,
@@ -339,7 +338,7 @@ static void test_nbest(void) {
 /* ------------------------------------------------------------ prefix */
 
 static void test_prefix(void) {
-    app_translate_params p = app_translate_default_params();
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = 4;
     p.normalize = 0.6f;
     p.n_best = true;
@@ -354,11 +353,11 @@ static void test_prefix(void) {
         int32_t *ids = NULL;
         int64_t n = 0;
         CHECK_OK(mt_vocab_encode(tv, prefixes[k], 0, &ids, &n));
-        app_tr_result r;
+        mt_tr_result r;
         if (CHECK_OK(translate_line(&fx, fx.input.s[1], prefixes[k], &r))) {
             CHECK(r.n_hyps == 4, "prefix '%s': %d hypotheses", prefixes[k], r.n_hyps);
             for (int h = 0; h < r.n_hyps; h++) {
-                const app_tr_hyp *y = &r.hyps[h];
+                const mt_tr_hyp *y = &r.hyps[h];
                 CHECK(y->prefix_len == n && y->n_tokens >= n &&
                           memcmp(y->tokens, ids, sizeof(int32_t) * (size_t)n) == 0,
                       "prefix '%s' hyp %d does not start with the prefix", prefixes[k], h);
@@ -368,18 +367,18 @@ static void test_prefix(void) {
             if (k == 0 && r.n_hyps > 0)
                 fprintf(stderr, "prefix '%s' of '%s' -> '%s'\n", prefixes[k], fx.input.s[1],
                         r.hyps[0].text);
-            app_tr_result_clear(&r);
+            mt_tr_result_clear(&r);
         }
         mt_free(ids);
     }
     /* the prefix of Marian's own best translation gives that translation */
     lines want;
     if (CHECK(read_lines(DATA "transformer-tiny/beam4.out", &want), "beam4.out")) {
-        app_tr_result r;
+        mt_tr_result r;
         if (CHECK_OK(translate_line(&fx, fx.input.s[1], "Benutzer", &r)) && r.n_hyps > 0)
             CHECK(!strcmp(r.hyps[0].text, want.s[1]), "forced 'Benutzer': '%s', want '%s'",
                   r.hyps[0].text, want.s[1]);
-        app_tr_result_clear(&r);
+        mt_tr_result_clear(&r);
         lines_free(&want);
     }
     fixture_close(&fx);
@@ -388,7 +387,7 @@ static void test_prefix(void) {
 /* ------------------------------------------------ edges of the input */
 
 static void test_edges(void) {
-    app_translate_params p = app_translate_default_params();
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = 2;
     p.n_best = true;
     p.alignment = true;
@@ -403,9 +402,9 @@ static void test_edges(void) {
     for (size_t i = 0; i < 10000; i++)
         memcpy(big + 5 * i, "word ", 5);
     big[n - 1] = '\0';
-    app_tr_input in[4] = {{.src = {""}}, {.src = {big}}, {.src = {"Save"}}, {.src = {""}}};
-    app_tr_result r[4];
-    if (CHECK_OK(app_translate(fx.w, in, 4, r, NULL, NULL))) {
+    mt_tr_input in[4] = {{.src = {""}}, {.src = {big}}, {.src = {"Save"}}, {.src = {""}}};
+    mt_tr_result r[4];
+    if (CHECK_OK(mt_translate(fx.w, in, 4, r, NULL, NULL))) {
         CHECK(r[0].n_hyps == 2 && r[0].hyps[0].text[0] == '\0' && r[0].hyps[0].n_tokens == 0,
               "empty line: %d hyps", r[0].n_hyps);
         if (r[0].n_hyps == 2) {
@@ -423,35 +422,35 @@ static void test_edges(void) {
         CHECK(r[3].n_hyps == 2 && r[3].hyps[0].text[0] == '\0', "second empty line");
     }
     for (int i = 0; i < 4; i++)
-        app_tr_result_clear(&r[i]);
+        mt_tr_result_clear(&r[i]);
     /* cropped */
-    app_translator *t2 = NULL;
-    app_translate_worker *w2 = NULL;
+    mt_translator *t2 = NULL;
+    mt_translate_worker *w2 = NULL;
     p.max_length_crop = true;
     p.max_length = 100;
     p.n_best = false;
-    if (CHECK_OK(app_translator_init(&fx.am, NULL, &p, &t2)) &&
-        CHECK_OK(app_translate_worker_init(t2, &w2))) {
-        app_tr_sentence s;
-        if (CHECK_OK(app_tr_encode(t2, &in[1], &s))) {
+    if (CHECK_OK(mt_translator_init(&fx.am, NULL, &p, &t2)) &&
+        CHECK_OK(mt_translate_worker_init(t2, &w2))) {
+        mt_tr_sentence s;
+        if (CHECK_OK(mt_tr_encode(t2, &in[1], &s))) {
             CHECK(s.cropped && !s.skipped && s.len[0] == 100 && s.raw_len == 10001 &&
                       s.ids[0][99] == mt_vocab_eos_id(fx.am.vocabs[0]),
                   "cropped to %d tokens", (int)s.len[0]);
-            app_tr_result rr;
-            if (CHECK_OK(app_translate_encoded(w2, &s, 1, &rr, NULL, NULL)))
+            mt_tr_result rr;
+            if (CHECK_OK(mt_translate_encoded(w2, &s, 1, &rr, NULL, NULL)))
                 CHECK(rr.n_hyps == 1 && rr.hyps[0].src_len == 100 && rr.hyps[0].length <= 300,
                       "cropped: source %d, output %d tokens", (int)rr.hyps[0].src_len,
                       (int)rr.hyps[0].length);
-            app_tr_result_clear(&rr);
-            app_tr_sentence_clear(&s);
+            mt_tr_result_clear(&rr);
+            mt_tr_sentence_clear(&s);
         }
     }
-    app_translate_worker_free(w2);
-    app_translator_free(t2);
+    mt_translate_worker_free(w2);
+    mt_translator_free(t2);
     /* invalid UTF-8 */
-    app_tr_sentence s;
-    app_tr_input bad = {.src = {"caf\xc3("}};
-    CHECK(app_tr_encode(fx.tr, &bad, &s) == MT_ERR_INVALID, "invalid UTF-8 accepted");
+    mt_tr_sentence s;
+    mt_tr_input bad = {.src = {"caf\xc3("}};
+    CHECK(mt_tr_encode(fx.tr, &bad, &s) == MT_ERR_INVALID, "invalid UTF-8 accepted");
     free(big);
     fixture_close(&fx);
 }
@@ -465,37 +464,37 @@ static bool cancel_after_5(void *user) {
 }
 
 static void test_cancel(void) {
-    app_translate_params p = app_translate_default_params();
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = 4;
     fixture fx;
     if (fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
-        app_tr_input in = {.src = {fx.input.s[0]}};
-        app_tr_result r;
+        mt_tr_input in = {.src = {fx.input.s[0]}};
+        mt_tr_result r;
         polls = 0;
-        CHECK(app_translate(fx.w, &in, 1, &r, cancel_after_5, NULL) == MT_ABORTED,
+        CHECK(mt_translate(fx.w, &in, 1, &r, cancel_after_5, NULL) == MT_ABORTED,
               "cancel did not abort");
         CHECK(r.n_hyps == 0 && r.hyps == NULL, "results after a cancel");
         /* the worker is still usable */
-        if (CHECK_OK(app_translate(fx.w, &in, 1, &r, NULL, NULL)))
+        if (CHECK_OK(mt_translate(fx.w, &in, 1, &r, NULL, NULL)))
             CHECK(r.n_hyps == 1, "translation after a cancel");
         /* the same model borrowed (as the trainer would lend its own) */
-        app_models bm;
-        app_translator *bt = NULL;
-        app_translate_worker *bw = NULL;
-        app_models_borrow(&bm, fx.am.models[0], fx.am.vocabs, true);
-        app_tr_result r2;
-        if (CHECK_OK(app_translator_init(&bm, NULL, &p, &bt)) &&
-            CHECK_OK(app_translate_worker_init(bt, &bw)) &&
-            CHECK_OK(app_translate(bw, &in, 1, &r2, NULL, NULL)) && r.n_hyps == 1) {
+        mt_ensemble bm;
+        mt_translator *bt = NULL;
+        mt_translate_worker *bw = NULL;
+        mt_ensemble_borrow(&bm, fx.am.models[0], fx.am.vocabs, true);
+        mt_tr_result r2;
+        if (CHECK_OK(mt_translator_init(&bm, NULL, &p, &bt)) &&
+            CHECK_OK(mt_translate_worker_init(bt, &bw)) &&
+            CHECK_OK(mt_translate(bw, &in, 1, &r2, NULL, NULL)) && r.n_hyps == 1) {
             CHECK(r2.n_hyps == 1 && !strcmp(r2.hyps[0].text, r.hyps[0].text),
                   "borrowed model translates differently");
-            app_tr_result_clear(&r2);
+            mt_tr_result_clear(&r2);
         }
-        app_translate_worker_free(bw);
-        app_translator_free(bt);
-        app_models_free(&bm);
+        mt_translate_worker_free(bw);
+        mt_translator_free(bt);
+        mt_ensemble_free(&bm);
         CHECK(bm.models[0] == NULL && fx.am.models[0] != NULL, "borrowed models were freed");
-        app_tr_result_clear(&r);
+        mt_tr_result_clear(&r);
     }
     fixture_close(&fx);
 }
@@ -503,7 +502,7 @@ static void test_cancel(void) {
 /* --------------------------------------------------------- ensembles */
 
 static void test_ensemble(void) {
-    app_translate_params p = app_translate_default_params();
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = 4;
     p.normalize = 0.6f;
     p.n_best = true;
@@ -514,7 +513,7 @@ static void test_ensemble(void) {
         CHECK(read_lines(DATA "transformer-tiny/beam4.out", &want), "beam4.out")) {
         int same = 0;
         for (int i = 0; i < 20; i++) {
-            app_tr_result r;
+            mt_tr_result r;
             if (!CHECK_OK(translate_line(&fx, fx.input.s[i], NULL, &r))) break;
             if (r.n_hyps > 0) {
                 same += !strcmp(r.hyps[0].text, want.s[i]);
@@ -522,7 +521,7 @@ static void test_ensemble(void) {
                       "line %d: F0 %g != F1 %g", i + 1, (double)r.hyps[0].model_scores[0],
                       (double)r.hyps[0].model_scores[1]);
             }
-            app_tr_result_clear(&r);
+            mt_tr_result_clear(&r);
         }
         /* 0.5 a + 0.5 a may round differently from a: allow one near-tie */
         CHECK(same >= 19, "ensemble of a model with itself: %d of 20 lines as beam4.out", same);
@@ -564,16 +563,16 @@ static void spy_finish(void *u, void *state) {
 static const mt_scorer_ops spy_ops = {spy_vocab, spy_start, NULL, spy_step, spy_finish, NULL, NULL};
 
 static void test_bounded_memory(void) {
-    app_models am;
+    mt_ensemble am;
     const char *mp[1] = {DATA "transformer-aan/model.npz"};
     const char *vp[2] = {DATA "transformer-aan/vocab.en.spm", DATA "transformer-aan/vocab.de.spm"};
     lines in;
-    if (!CHECK_OK(app_models_load(&am, mp, 1, NULL, vp, 2)) ||
+    if (!CHECK_OK(mt_ensemble_load(&am, mp, 1, NULL, vp, 2)) ||
         !CHECK(read_lines(DATA "transformer-aan/input.en", &in), "input")) {
-        app_models_free(&am);
+        mt_ensemble_free(&am);
         return;
     }
-    app_model_scorer *ms = NULL;
+    mt_model_scorer *ms = NULL;
     mt_beam *beam = NULL;
     int32_t *ids[3] = {0};
     int64_t len[3] = {0};
@@ -587,10 +586,10 @@ static void test_bounded_memory(void) {
         seqs[i] = (mt_batch_seq){ids[i], (int32_t)len[i]};
         src_len[i] = (int32_t)len[i];
     }
-    if (CHECK_OK(app_model_scorer_init(am.models[0], MT_GEMM_FLOAT32, APP_KV_FLOAT32, &ms)) &&
+    if (CHECK_OK(mt_model_scorer_init(am.models[0], MT_GEMM_FLOAT32, MT_KV_FLOAT32, &ms)) &&
         CHECK_OK(mt_beam_init(&beam))) {
-        app_model_scorer_set_batch(ms, seqs, 3, 1);
-        spy sp = {app_model_scorer_get(ms), false, 0, 0};
+        mt_model_scorer_set_batch(ms, seqs, 3, 1);
+        spy sp = {mt_model_scorer_get(ms), false, 0, 0};
         mt_scorer sc = {&spy_ops, &sp};
         mt_beam_params bp = mt_beam_default_params();
         bp.beam_size = 4;
@@ -601,7 +600,7 @@ static void test_bounded_memory(void) {
         ** long one twice: the second time counting allocations */
         bp.max_length_factor = 0.3f;
         CHECK_OK(mt_beam_search(beam, &bp, &sc, 1, &bi, &res));
-        app_model_scorer_stats short_st = app_model_scorer_get_stats(ms);
+        mt_model_scorer_stats short_st = mt_model_scorer_get_stats(ms);
         bp.max_length_factor = 3.0f;
         int32_t first_len = 0;
         for (int round = 0; round < 2; round++) {
@@ -613,7 +612,7 @@ static void test_bounded_memory(void) {
             else
                 CHECK(res[0].hyps[0].length == first_len, "second search differs");
         }
-        app_model_scorer_stats st = app_model_scorer_get_stats(ms);
+        mt_model_scorer_stats st = mt_model_scorer_get_stats(ms);
         fprintf(stderr,
                 "bounded memory: %lld steps, longest output %d tokens, %lld allocations in the "
                 "steps of the second search; step graphs %.2f MB (%.2f MB after a 46-step "
@@ -636,9 +635,9 @@ static void test_bounded_memory(void) {
     for (int i = 0; i < 3; i++)
         mt_free(ids[i]);
     mt_beam_free(beam);
-    app_model_scorer_free(ms);
+    mt_model_scorer_free(ms);
     lines_free(&in);
-    app_models_free(&am);
+    mt_ensemble_free(&am);
 }
 
 /* ------------------------------------------------ allocation failures */
@@ -647,44 +646,44 @@ static void test_bounded_memory(void) {
 ** prefix) with the N-th try-allocation and all later ones failing, for every
 ** N until it succeeds: always a clean status with a message, nothing leaked. */
 static mt_status fault_scenario(void *ctx) {
-    const app_models *am = ctx;
-    app_translate_params p = app_translate_default_params();
+    const mt_ensemble *am = ctx;
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = 2;
     p.n_best = true;
     p.word_scores = true;
     p.alignment = true;
     p.max_active = 1; /* top-up: sentences join the running search */
-    app_translator *t = NULL;
-    app_translate_worker *w = NULL;
-    app_tr_input in[4] = {{.src = {"Open the file."}},
-                          {.src = {""}},
-                          {.src = {"Save"}, .prefix = "Speichern"},
-                          {.src = {"Close all windows"}}};
-    app_tr_result r[4];
+    mt_translator *t = NULL;
+    mt_translate_worker *w = NULL;
+    mt_tr_input in[4] = {{.src = {"Open the file."}},
+                         {.src = {""}},
+                         {.src = {"Save"}, .prefix = "Speichern"},
+                         {.src = {"Close all windows"}}};
+    mt_tr_result r[4];
     memset(r, 0, sizeof r);
-    mt_status rc = app_translator_init(am, NULL, &p, &t);
-    if (rc == MT_OK) rc = app_translate_worker_init(t, &w);
-    if (rc == MT_OK) rc = app_translate(w, in, 4, r, NULL, NULL);
+    mt_status rc = mt_translator_init(am, NULL, &p, &t);
+    if (rc == MT_OK) rc = mt_translate_worker_init(t, &w);
+    if (rc == MT_OK) rc = mt_translate(w, in, 4, r, NULL, NULL);
     if (rc == MT_OK && (r[0].n_hyps != 2 || r[2].n_hyps != 2 || r[3].n_hyps != 2 ||
-                        app_translate_worker_stats(w).adds < 1))
+                        mt_translate_worker_stats(w).adds < 1))
         rc = mt_seterr(MT_ERR_INVALID, "wrong results");
     for (int i = 0; i < 4; i++)
-        app_tr_result_clear(&r[i]);
-    app_translate_worker_free(w);
-    app_translator_free(t);
+        mt_tr_result_clear(&r[i]);
+    mt_translate_worker_free(w);
+    mt_translator_free(t);
     return rc;
 }
 
 static void test_alloc_failures(void) {
-    app_models am;
+    mt_ensemble am;
     const char *mp[1] = {DATA "transformer-tiny/model.npz"};
     const char *vp[2] = {DATA "transformer-tiny/vocab.spm", DATA "transformer-tiny/vocab.spm"};
-    if (!CHECK_OK(app_models_load(&am, mp, 1, NULL, vp, 2))) {
-        app_models_free(&am);
+    if (!CHECK_OK(mt_ensemble_load(&am, mp, 1, NULL, vp, 2))) {
+        mt_ensemble_free(&am);
         return;
     }
     test_alloc_fail_sweep(fault_scenario, &am, 5000);
-    app_models_free(&am);
+    mt_ensemble_free(&am);
 }
 
 int main(void) {

@@ -2,12 +2,12 @@
 ** edit_session.h: the machinery behind `mtpe edit` (app/cmd_edit.c).
 **
 **   engine    what translates one segment (app_edit_engine): the real one
-**             wraps app_translator (app/edit_engine.c), tests plug in fakes
+**             wraps mt_translator (app/edit/edit_engine.c), tests plug in fakes
 **   sink      where results go (app_edit_sink): ui_post_*() under ui_run,
 **             a queue in --script mode, a recorder in tests
-**   session   translation workers and the request queue (app/edit_session.c)
+**   session   translation workers and the request queue (app/edit/edit_session.c)
 **   ctl       the document, the store and the session behind ui_hooks
-**             (app/edit_ctl.c)
+**             (app/edit/edit_ctl.c)
 **
 ** Threads (DESIGN.md section 5).  The ui thread owns the terminal, the
 ** document and the store connection; every function here except the
@@ -97,7 +97,7 @@ typedef struct app_edit_engine {
 } app_edit_engine;
 
 /* Translates a segment with engine e through the segment anatomy
-** (app/edit_anatomy.c): blanks, line breaks, columns and placeholders of
+** (app/edit/edit_anatomy.c): blanks, line breaks, columns and placeholders of
 ** the source are kept; arguments and result as ops->translate. */
 mt_status app_edit_translate_segment(const app_edit_engine *e, void *worker, const char *source,
                                      const char *prefix, bool (*cancel)(void *), void *cancel_user,
@@ -108,14 +108,14 @@ mt_status app_edit_engine_new(const app_edit_engine_ops *ops, void *impl, const 
                               const char *path, app_edit_engine **out);
 void app_edit_engine_free(app_edit_engine *e); /* NULL is a no-op */
 
-/* The real engine (app/edit_engine.c): an ensemble with its vocabularies
+/* The real engine (app/edit/edit_engine.c): an ensemble with its vocabularies
 ** and two translators over it, one for full translations (n-best, word
 ** scores, attention, beam_size) and one for completions (word scores,
 ** completion_beam). */
 typedef struct app_edit_model_spec {
-    const char *models[APP_MAX_MODELS];
+    const char *models[MT_MAX_MODELS];
     int n_models;
-    const char *vocabs[APP_MAX_STREAMS]; /* source, then target */
+    const char *vocabs[MT_MAX_VOCABS]; /* source, then target */
     int n_vocabs;
     int32_t beam_size;       /* full translations and the n-best list  */
     int32_t completion_beam; /* completions                            */
@@ -295,7 +295,7 @@ mt_status app_edit_doc_hash(const app_doc *doc, char **out);
 
 /* ---------------------------------------------------------------- bench */
 
-/* `mtpe bench edit`: completion latency (app/bench_edit.c). */
+/* `mtpe bench edit`: completion latency (app/bench/bench_edit.c). */
 int app_bench_edit_main(int argc, char **argv);
 
 #endif

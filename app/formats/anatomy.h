@@ -27,7 +27,7 @@
 ** ones are inserted at the word boundary nearest to their relative position
 ** in the source.
 **
-** XLIFF inline tags (⟦N⟧ ⟦/N⟧ ⟦N/⟧, app/doc.h) are left out of the MT
+** XLIFF inline tags (⟦N⟧ ⟦/N⟧ ⟦N/⟧, app/formats/doc.h) are left out of the MT
 ** input (doubled brackets undoubled) and put back into the translation in
 ** the source's order, each near its relative position, so paired tags
 ** stay properly nested.
@@ -54,7 +54,7 @@ typedef enum app_ph_kind {
     APP_PH_VAR,        /* $HOME ${name} $1                               */
     APP_PH_URL,        /* http://..., https://..., ftp://..., mailto:... */
     APP_PH_KDE,        /* %1 %12 (KDE, Qt: numbered arguments)           */
-    APP_PH_XLIFF,      /* ⟦1⟧ ⟦/1⟧ ⟦2/⟧: XLIFF inline tags (app/doc.h)    */
+    APP_PH_XLIFF,      /* ⟦1⟧ ⟦/1⟧ ⟦2/⟧: XLIFF inline tags (app/formats/doc.h)    */
 } app_ph_kind;
 
 /* Length of the placeholder that starts at s[at] (0: none) and its kind.

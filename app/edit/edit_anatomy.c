@@ -1,6 +1,6 @@
 /*
 ** edit_anatomy.c: the editor's translations through the segment anatomy
-** (app/anatomy.h), so the MT a translator sees keeps the source's blanks,
+** (app/formats/anatomy.h), so the MT a translator sees keeps the source's blanks,
 ** line breaks, column layout and placeholders, as `mtpe translate
 ** --format` does.
 **

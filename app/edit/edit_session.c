@@ -181,7 +181,6 @@ app_edit_session_params app_edit_session_default_params(void) {
     return p;
 }
 
-
 static job *job_new(job_kind kind, int64_t seg, const char *prefix) {
     job *j = mt_try_calloc(1, sizeof *j);
     if (j == NULL) return NULL;

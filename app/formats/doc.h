@@ -6,15 +6,15 @@
 ** time, and written back so that everything the user did not touch stays as
 ** it was.  Formats (one reader/writer each):
 **
-**   po        gettext PO/POT (app/doc_po.c).  One segment per entry; the
+**   po        gettext PO/POT (app/formats/doc_po.c).  One segment per entry; the
 **             header entry and obsolete (#~) entries are kept, not segments.
 **             Saving rewrites only the msgstr and "#," lines of changed
 **             entries; every other byte is copied from the original file
 **             (but see stamp_header below).
-**   xliff     XLIFF 1.2 (app/doc_xliff.c, libxml2).  One segment per
+**   xliff     XLIFF 1.2 (app/formats/doc_xliff.c, libxml2).  One segment per
 **             trans-unit (translate="no" units are skipped).  Inline tags
 **             become placeholders, see "Inline tags" below.
-**   text      plain text, one segment per line (app/doc_text.c); the
+**   text      plain text, one segment per line (app/formats/doc_text.c); the
 **             translations are written to a separate target file.
 **   parallel  Moses-style parallel text: a source file and a line-aligned
 **             target file (the target may not exist yet).
@@ -224,7 +224,7 @@ typedef struct app_doc_tmx_row {
 ** character XML cannot carry; message names the row), MT_ERR_IO, MT_ERR_NOMEM. */
 mt_status app_doc_tmx_write(const char *path, const app_doc_tmx_row *rows, int64_t n_rows);
 
-/* ------------------------------------------ private to app/doc*.c ------- */
+/* ------------------------------------------ private to app/formats/doc*.c ------- */
 
 /* Growable byte buffer (mt_try_realloc); failures are sticky. */
 typedef struct app_doc_buf {

@@ -2,7 +2,7 @@
 ** bench_translate.c: `mtpe bench translate [-m MODEL -v SRC TRG] [-i FILE]
 **                     [--lines N] [--repeat N] [--tables batching,gemm] ...`
 **
-** Translation throughput through the translate API (app/translate.h), two
+** Translation throughput through the translate API (models/translator.h), two
 ** tables in one run (--tables picks them):
 **
 **   batching  beam 1 and 4 x mini-batch 1 and 32 x 1 and 2 threads x top-up
@@ -57,7 +57,7 @@
 ** --kv-cache: the decoder caches of every row (as mtpe translate's: auto,
 ** float32, float16, bfloat16 or int8), to time the others against auto.
 **
-** Threads: each thread has its own app_translate_worker (made before the
+** Threads: each thread has its own mt_translate_worker (made before the
 ** clock starts, and warmed by one mini-batch) and single-threaded BLAS;
 ** searches, in input order, go to whichever thread is free.  Sentences are
 ** encoded before the clock starts and, with --maxi-batch-sort src (the
@@ -87,7 +87,7 @@
 #include "options.h"
 #include "paths.h"
 #include "shortlist.h"
-#include "translate.h"
+#include "translator.h"
 
 static const app_opt bt_opts[] = {
     {"models", 'm', APP_OPT_STRINGS, NULL, NULL, "model (default: the installed en-de model)"},
@@ -127,7 +127,6 @@ static void bt_help(FILE *f) {
     app_opts_print_help(bt_opts, n_bt_opts, f);
 }
 
-
 static bool bt_is_file(const char *p) {
     struct stat st;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
@@ -136,10 +135,10 @@ static bool bt_is_file(const char *p) {
 /* One timed run: threads take searches [next, next + per_search). */
 typedef struct bt_run {
     pthread_mutex_t mu;
-    app_translate_worker **workers;
+    mt_translate_worker **workers;
     int next_worker;
-    const app_tr_sentence *s;
-    app_tr_result *r;
+    const mt_tr_sentence *s;
+    mt_tr_result *r;
     int n, per_search, next;
     mt_status rc;
     char err[512];
@@ -148,7 +147,7 @@ typedef struct bt_run {
 static void *bt_thread(void *arg) {
     bt_run *b = arg;
     pthread_mutex_lock(&b->mu);
-    app_translate_worker *w = b->workers[b->next_worker++];
+    mt_translate_worker *w = b->workers[b->next_worker++];
     pthread_mutex_unlock(&b->mu);
     for (;;) {
         pthread_mutex_lock(&b->mu);
@@ -157,7 +156,7 @@ static void *bt_thread(void *arg) {
         b->next = start + cnt;
         pthread_mutex_unlock(&b->mu);
         if (cnt <= 0) break;
-        mt_status rc = app_translate_encoded(w, b->s + start, cnt, b->r + start, NULL, NULL);
+        mt_status rc = mt_translate_encoded(w, b->s + start, cnt, b->r + start, NULL, NULL);
         if (rc != MT_OK) {
             pthread_mutex_lock(&b->mu);
             if (b->rc == MT_OK) {
@@ -172,8 +171,8 @@ static void *bt_thread(void *arg) {
 }
 
 /* Translates s[0..n) on `threads` threads; wall time and target tokens. */
-static mt_status bt_once(app_translate_worker **workers, int threads, const app_tr_sentence *s,
-                         app_tr_result *r, int n, int per_search, double *wall,
+static mt_status bt_once(mt_translate_worker **workers, int threads, const mt_tr_sentence *s,
+                         mt_tr_result *r, int n, int per_search, double *wall,
                          int64_t *trg_tokens) {
     bt_run b;
     memset(&b, 0, sizeof b);
@@ -190,13 +189,12 @@ static mt_status bt_once(app_translate_worker **workers, int threads, const app_
     int64_t toks = 0;
     for (int i = 0; i < n; i++) {
         if (b.rc == MT_OK && r[i].n_hyps > 0) toks += r[i].hyps[0].n_tokens;
-        app_tr_result_clear(&r[i]);
+        mt_tr_result_clear(&r[i]);
     }
     *trg_tokens = toks;
     if (b.rc != MT_OK) return mt_seterr(b.rc, "%s", b.err);
     return MT_OK;
 }
-
 
 /* Reads the non-empty lines of path, repeated up to n. */
 static mt_status read_input(const char *path, int n, char ***out) {
@@ -289,23 +287,23 @@ static bt_macs model_macs(const mt_model_config *c) {
 /* ---------------------------------------------------------------- runs */
 
 typedef struct bt_ctx {
-    app_models am;
+    mt_ensemble am;
     char **lines;
     int n, repeat, max_active, pool;
-    app_tr_sentence *s; /* encoded once */
-    app_tr_result *r;
+    mt_tr_sentence *s; /* encoded once */
+    mt_tr_result *r;
     int64_t src_tokens, src_positions;
-    app_shortlist *sl;
+    mt_shortlist *sl;
     bt_macs macs;
     double peak_gops, usd_per_hour;
     const char *peak_src; /* where peak_gops comes from */
     bool peak_measured;   /* probed: probe again before each integer row */
     double peak_first;    /* the first probe                          */
     int peak_probes;
-    char peak_buf[96];    /* "measured ... throughput" */
+    char peak_buf[96];              /* "measured ... throughput" */
     double f32_b4_b32, i8sl_b4_b32; /* src tok/s for the ratio */
     const char *rows;               /* --rows: the gemm rows to run (NULL: all) */
-    app_kv_cache kv_cache;          /* --kv-cache */
+    mt_kv_cache kv_cache;           /* --kv-cache */
 } bt_ctx;
 
 typedef struct bt_row {
@@ -322,11 +320,11 @@ typedef struct bt_meas {
 } bt_meas;
 
 /* Scored rows and rows x output columns of the workers so far. */
-static void bt_counts(app_translate_worker **workers, int threads, int64_t *rows,
+static void bt_counts(mt_translate_worker **workers, int threads, int64_t *rows,
                       int64_t *row_cols) {
     *rows = *row_cols = 0;
     for (int k = 0; k < threads; k++) {
-        app_model_scorer_stats st = app_translate_worker_stats(workers[k]);
+        mt_model_scorer_stats st = mt_translate_worker_stats(workers[k]);
         *rows += st.rows;
         *row_cols += st.row_cols;
     }
@@ -336,9 +334,9 @@ static void bt_counts(app_translate_worker **workers, int threads, int64_t *rows
 ** mini-batch per thread, then the median of --repeat runs. */
 static mt_status bt_row_run(bt_ctx *c, const bt_row *row, bt_meas *out) {
     mt_status rc = MT_OK;
-    app_translator *tr = NULL;
-    app_translate_worker *workers[2] = {NULL, NULL};
-    app_translate_params p = app_translate_default_params();
+    mt_translator *tr = NULL;
+    mt_translate_worker *workers[2] = {NULL, NULL};
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = row->beam;
     p.gemm_type = row->gemm;
     p.kv_cache = c->kv_cache;
@@ -348,9 +346,9 @@ static mt_status bt_row_run(bt_ctx *c, const bt_row *row, bt_meas *out) {
         int share = (c->n + row->threads - 1) / row->threads;
         per_search = row->batch * c->pool < share ? row->batch * c->pool : share;
     }
-    rc = app_translator_init(&c->am, row->shortlist ? c->sl : NULL, &p, &tr);
+    rc = mt_translator_init(&c->am, row->shortlist ? c->sl : NULL, &p, &tr);
     for (int k = 0; k < row->threads && rc == MT_OK; k++)
-        rc = app_translate_worker_init(tr, &workers[k]);
+        rc = mt_translate_worker_init(tr, &workers[k]);
     double walls[64], wall;
     int64_t trg = 0, warm_trg;
     int warm_n = row->batch * row->threads < c->n ? row->batch * row->threads : c->n;
@@ -370,8 +368,8 @@ static mt_status bt_row_run(bt_ctx *c, const bt_row *row, bt_meas *out) {
         out->trg_tokens = trg;
     }
     for (int k = 0; k < 2; k++)
-        app_translate_worker_free(workers[k]);
-    app_translator_free(tr);
+        mt_translate_worker_free(workers[k]);
+    mt_translator_free(tr);
     return rc;
 }
 
@@ -559,12 +557,12 @@ static mt_status bt_load_shortlist(bt_ctx *c, const app_opts *o, const char *mod
             return MT_OK;
         }
     }
-    return app_shortlist_load(path_out, c->am.vocabs[0], c->am.vocabs[c->am.n_streams - 1], first,
-                              best, threshold, check, &c->sl);
+    return mt_shortlist_load(path_out, c->am.vocabs[0], c->am.vocabs[c->am.n_streams - 1], first,
+                             best, threshold, check, &c->sl);
 }
 
 /* Longest source first; ties in input order (the sort is stable by index). */
-static const app_tr_sentence *bt_sort_base;
+static const mt_tr_sentence *bt_sort_base;
 static int bt_cmp_len(const void *pa, const void *pb) {
     int a = *(const int *)pa, b = *(const int *)pb;
     int32_t la = bt_sort_base[a].len[0], lb = bt_sort_base[b].len[0];
@@ -574,7 +572,7 @@ static int bt_cmp_len(const void *pa, const void *pb) {
 
 static mt_status bt_sort(bt_ctx *c) {
     int *idx = mt_try_malloc(sizeof(int) * (size_t)c->n);
-    app_tr_sentence *tmp = mt_try_malloc(sizeof *tmp * (size_t)c->n);
+    mt_tr_sentence *tmp = mt_try_malloc(sizeof *tmp * (size_t)c->n);
     if (!idx || !tmp) {
         mt_free(idx);
         mt_free(tmp);
@@ -594,24 +592,24 @@ static mt_status bt_sort(bt_ctx *c) {
 
 /* Encodes the input once (a translator with default limits). */
 static mt_status bt_encode(bt_ctx *c) {
-    app_translator *tr = NULL;
-    app_translate_params p = app_translate_default_params();
-    mt_status rc = app_translator_init(&c->am, NULL, &p, &tr);
+    mt_translator *tr = NULL;
+    mt_translate_params p = mt_translate_default_params();
+    mt_status rc = mt_translator_init(&c->am, NULL, &p, &tr);
     if (rc != MT_OK) return rc;
     c->s = mt_try_calloc((size_t)c->n, sizeof *c->s);
     c->r = mt_try_calloc((size_t)c->n, sizeof *c->r);
     if (!c->s || !c->r) rc = mt_seterr(MT_ERR_NOMEM, "bench translate: out of memory");
     for (int i = 0; i < c->n && rc == MT_OK; i++) {
-        app_tr_input in;
+        mt_tr_input in;
         memset(&in, 0, sizeof in);
         in.src[0] = c->lines[i];
-        rc = app_tr_encode(tr, &in, &c->s[i]);
+        rc = mt_tr_encode(tr, &in, &c->s[i]);
         if (rc == MT_OK && !c->s[i].skipped) {
             c->src_tokens += c->s[i].len[0] - 1;
             c->src_positions += c->s[i].len[0];
         }
     }
-    app_translator_free(tr);
+    mt_translator_free(tr);
     return rc;
 }
 
@@ -640,7 +638,7 @@ int app_bench_translate_main(int argc, char **argv) {
         ret = 2;
         goto done;
     }
-    if (app_kv_cache_parse(app_opts_str(o, "kv-cache"), &c.kv_cache) != MT_OK) {
+    if (mt_kv_cache_parse(app_opts_str(o, "kv-cache"), &c.kv_cache) != MT_OK) {
         fprintf(stderr, "mtpe bench translate: %s\n", mt_errmsg());
         ret = 2;
         goto done;
@@ -687,7 +685,7 @@ int app_bench_translate_main(int argc, char **argv) {
     }
     const char *paths[1] = {model};
     const char *vpaths[2] = {vsrc, vtrg};
-    mt_status rc = app_models_load(&c.am, paths, 1, NULL, vpaths, 2);
+    mt_status rc = mt_ensemble_load(&c.am, paths, 1, NULL, vpaths, 2);
     if (rc == MT_OK) rc = read_input(input, c.n, &c.lines);
     if (rc == MT_OK) rc = bt_encode(&c);
     if (rc == MT_OK && !strcmp(app_opts_str(o, "maxi-batch-sort"), "src")) rc = bt_sort(&c);
@@ -750,16 +748,16 @@ int app_bench_translate_main(int argc, char **argv) {
 done:
     if (c.s)
         for (int i = 0; i < c.n; i++)
-            app_tr_sentence_clear(&c.s[i]);
+            mt_tr_sentence_clear(&c.s[i]);
     mt_free(c.s);
     mt_free(c.r);
-    app_shortlist_free(c.sl);
+    mt_shortlist_free(c.sl);
     if (c.lines)
         for (int i = 0; i < c.n; i++)
             mt_free(c.lines[i]);
     mt_free(c.lines);
     mt_free(assets);
-    app_models_free(&c.am);
+    mt_ensemble_free(&c.am);
     app_opts_free(o);
     return ret;
 }

@@ -224,7 +224,7 @@ static size_t match_url(const char *s, size_t at) {
     return 0;
 }
 
-#define LBK "\xe2\x9f\xa6" /* U+27E6, XLIFF placeholders (app/doc.h) */
+#define LBK "\xe2\x9f\xa6" /* U+27E6, XLIFF placeholders (app/formats/doc.h) */
 #define RBK "\xe2\x9f\xa7" /* U+27E7 */
 
 /* ⟦N⟧ ⟦/N⟧ ⟦N/⟧ (not a doubled, literal ⟦⟦) */

@@ -1,24 +1,24 @@
 /*
-** translate.c: the translation API of translate.h: inputs encoded as
+** translator.c: the translation API of translator.h: inputs encoded as
 ** Marian's corpus reader does, one beam search (engine/beam.c) per batch
-** over one app_model_scorer per ensemble member, results decoded.
+** over one mt_model_scorer per ensemble member, results decoded.
 */
-#include "translate.h"
+#include "translator.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct app_translate_worker {
-    const app_translator *t;
-    app_model_scorer *sc[APP_MAX_MODELS];
-    mt_scorer scorers[APP_MAX_MODELS];
+struct mt_translate_worker {
+    const mt_translator *t;
+    mt_model_scorer *sc[MT_MAX_MODELS];
+    mt_scorer scorers[MT_MAX_MODELS];
     mt_beam *beam;
-    app_shortlist_gen *slgen;
+    mt_shortlist_gen *slgen;
 };
 
-app_translate_params app_translate_default_params(void) {
-    app_translate_params p;
+mt_translate_params mt_translate_default_params(void) {
+    mt_translate_params p;
     memset(&p, 0, sizeof p);
     p.beam_size = 12;
     p.normalize = 0.0f;
@@ -31,14 +31,14 @@ app_translate_params app_translate_default_params(void) {
 
 /* ------------------------------------------------------- translator */
 
-mt_status app_translator_init(const app_models *models, const app_shortlist *sl,
-                              const app_translate_params *p, app_translator **out) {
+mt_status mt_translator_init(const mt_ensemble *models, const mt_shortlist *sl,
+                             const mt_translate_params *p, mt_translator **out) {
     *out = NULL;
     if (models->n_models < 1 || models->n_streams < 2)
         return mt_seterr(MT_ERR_INVALID, "translate: no models");
     if (p->beam_size < 1)
         return mt_seterr(MT_ERR_INVALID, "translate: beam size %d < 1", (int)p->beam_size);
-    app_translator *t = mt_try_calloc(1, sizeof *t);
+    mt_translator *t = mt_try_calloc(1, sizeof *t);
     if (t == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
     t->models = models;
     t->sl = sl;
@@ -55,60 +55,60 @@ mt_status app_translator_init(const app_models *models, const app_shortlist *sl,
     return MT_OK;
 }
 
-void app_translator_free(app_translator *t) {
+void mt_translator_free(mt_translator *t) {
     if (t == NULL) return;
     mt_free(t->suppress);
     mt_free(t);
 }
 
-app_model_scorer_stats app_translate_worker_stats(const app_translate_worker *w) {
-    return app_model_scorer_get_stats(w->sc[0]);
+mt_model_scorer_stats mt_translate_worker_stats(const mt_translate_worker *w) {
+    return mt_model_scorer_get_stats(w->sc[0]);
 }
 
-mt_status app_translate_worker_init(const app_translator *t, app_translate_worker **out) {
+mt_status mt_translate_worker_init(const mt_translator *t, mt_translate_worker **out) {
     *out = NULL;
-    app_translate_worker *w = mt_try_calloc(1, sizeof *w);
+    mt_translate_worker *w = mt_try_calloc(1, sizeof *w);
     if (w == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
     w->t = t;
     mt_status rc = mt_beam_init(&w->beam);
     for (int i = 0; i < t->models->n_models && rc == MT_OK; i++) {
-        rc = app_model_scorer_init(t->models->models[i], t->p.gemm_type, t->p.kv_cache, &w->sc[i]);
-        if (rc == MT_OK) w->scorers[i] = app_model_scorer_get(w->sc[i]);
+        rc = mt_model_scorer_init(t->models->models[i], t->p.gemm_type, t->p.kv_cache, &w->sc[i]);
+        if (rc == MT_OK) w->scorers[i] = mt_model_scorer_get(w->sc[i]);
     }
     if (rc == MT_OK && t->sl) {
         const mt_model *m0 = t->models->models[0];
-        rc = app_shortlist_gen_init(t->sl, mt_model_src_vocab(m0, 0), mt_model_trg_vocab(m0),
-                                    app_models_shared_vocab(t->models), &w->slgen);
+        rc = mt_shortlist_gen_init(t->sl, mt_model_src_vocab(m0, 0), mt_model_trg_vocab(m0),
+                                   mt_ensemble_shared_vocab(t->models), &w->slgen);
     }
     if (rc != MT_OK) {
-        app_translate_worker_free(w);
+        mt_translate_worker_free(w);
         return rc;
     }
     *out = w;
     return MT_OK;
 }
 
-void app_translate_worker_free(app_translate_worker *w) {
+void mt_translate_worker_free(mt_translate_worker *w) {
     if (w == NULL) return;
-    for (int i = 0; i < APP_MAX_MODELS; i++)
-        app_model_scorer_free(w->sc[i]);
+    for (int i = 0; i < MT_MAX_MODELS; i++)
+        mt_model_scorer_free(w->sc[i]);
     mt_beam_free(w->beam);
-    app_shortlist_gen_free(w->slgen);
+    mt_shortlist_gen_free(w->slgen);
     mt_free(w);
 }
 
 /* ----------------------------------------------------------- inputs */
 
-void app_tr_sentence_clear(app_tr_sentence *s) {
+void mt_tr_sentence_clear(mt_tr_sentence *s) {
     for (int k = 0; k < MT_MAX_STREAMS; k++)
         mt_free(s->ids[k]);
     mt_free(s->prefix);
     memset(s, 0, sizeof *s);
 }
 
-mt_status app_tr_encode(const app_translator *t, const app_tr_input *in, app_tr_sentence *out) {
+mt_status mt_tr_encode(const mt_translator *t, const mt_tr_input *in, mt_tr_sentence *out) {
     memset(out, 0, sizeof *out);
-    const app_models *am = t->models;
+    const mt_ensemble *am = t->models;
     mt_status rc = MT_OK;
     for (int k = 0; k < am->n_src && rc == MT_OK; k++) {
         int64_t n = 0;
@@ -139,13 +139,13 @@ mt_status app_tr_encode(const app_translator *t, const app_tr_input *in, app_tr_
             out->prefix_len = (int32_t)n;
         }
     }
-    if (rc != MT_OK) app_tr_sentence_clear(out);
+    if (rc != MT_OK) mt_tr_sentence_clear(out);
     return rc;
 }
 
 /* ---------------------------------------------------------- results */
 
-static void hyp_clear(app_tr_hyp *h) {
+static void hyp_clear(mt_tr_hyp *h) {
     mt_free(h->text);
     mt_free(h->tokens);
     mt_free(h->word_scores);
@@ -153,7 +153,7 @@ static void hyp_clear(app_tr_hyp *h) {
     memset(h, 0, sizeof *h);
 }
 
-void app_tr_result_clear(app_tr_result *r) {
+void mt_tr_result_clear(mt_tr_result *r) {
     for (int i = 0; i < r->n_hyps; i++)
         hyp_clear(&r->hyps[i]);
     mt_free(r->hyps);
@@ -167,9 +167,9 @@ static void *dup_mem(const void *p, size_t n) {
 }
 
 /* Copies one hypothesis of the engine into h (text decoded). */
-static mt_status take_hyp(const app_translator *t, const mt_beam_hyp *b, const float *mscores,
-                          app_tr_hyp *h) {
-    const app_models *am = t->models;
+static mt_status take_hyp(const mt_translator *t, const mt_beam_hyp *b, const float *mscores,
+                          mt_tr_hyp *h) {
+    const mt_ensemble *am = t->models;
     memset(h, 0, sizeof *h);
     h->n_tokens = b->n_tokens;
     h->length = b->length;
@@ -207,9 +207,9 @@ static mt_status take_hyp(const app_translator *t, const mt_beam_hyp *b, const f
 
 /* Marian's F scores of an empty source: each model's log-probability of the
 ** EOS it is forced to produce at step 0 (over the shortlist if any). */
-static mt_status empty_scores(app_translate_worker *w, int32_t sent, int32_t src_len,
+static mt_status empty_scores(mt_translate_worker *w, int32_t sent, int32_t src_len,
                               const int32_t *sl, int32_t n_sl, float *lp_buf, float *out) {
-    const app_translator *t = w->t;
+    const mt_translator *t = w->t;
     int32_t eos = mt_vocab_eos_id(t->models->vocabs[t->models->n_streams - 1]);
     int32_t col = eos;
     if (sl) {
@@ -271,10 +271,10 @@ static void bufs_free(search_bufs *b) {
     mt_free(b->lp);
 }
 
-mt_status app_translate_encoded(app_translate_worker *w, const app_tr_sentence *s, int n,
-                                app_tr_result *out, bool (*cancel)(void *), void *cancel_user) {
-    const app_translator *t = w->t;
-    const app_models *am = t->models;
+mt_status mt_translate_encoded(mt_translate_worker *w, const mt_tr_sentence *s, int n,
+                               mt_tr_result *out, bool (*cancel)(void *), void *cancel_user) {
+    const mt_translator *t = w->t;
+    const mt_ensemble *am = t->models;
     const int n_src = am->n_src, m = am->n_models;
     const mt_vocab *tv = am->vocabs[am->n_streams - 1];
     const int32_t V = mt_model_trg_vocab(am->models[0]);
@@ -333,7 +333,7 @@ mt_status app_translate_encoded(app_translate_worker *w, const app_tr_sentence *
             memcpy(bf.sl_src + q, s[bf.act[a]].ids[0], sizeof(int32_t) * (size_t)bf.src_len[a]);
             q += bf.src_len[a];
         }
-        n_sl = app_shortlist_gen_run(w->slgen, bf.sl_src, q, bf.sl);
+        n_sl = mt_shortlist_gen_run(w->slgen, bf.sl_src, q, bf.sl);
         int32_t extra = n_sl;
         bf.sl[extra++] = mt_vocab_eos_id(tv);
         for (int32_t a = 0; a < na; a++)
@@ -348,7 +348,7 @@ mt_status app_translate_encoded(app_translate_worker *w, const app_tr_sentence *
         }
     }
     for (int i = 0; i < m; i++)
-        app_model_scorer_set_batch(w->sc[i], bf.seqs, na, n_src);
+        mt_model_scorer_set_batch(w->sc[i], bf.seqs, na, n_src);
 
     mt_beam_params bp = mt_beam_default_params();
     bp.beam_size = t->p.beam_size;
@@ -384,7 +384,7 @@ mt_status app_translate_encoded(app_translate_worker *w, const app_tr_sentence *
     rc = mt_beam_search(w->beam, &bp, w->scorers, m, &bi, &res);
     if (rc != MT_OK) goto done;
     for (int32_t a = 0; a < na && rc == MT_OK; a++) {
-        app_tr_result *r = &out[bf.act[a]];
+        mt_tr_result *r = &out[bf.act[a]];
         const mt_beam_result *br = &res[a];
         bool empty = bf.src_len[a] <= 1;
         int nh = br->n_hyps;
@@ -394,7 +394,7 @@ mt_status app_translate_encoded(app_translate_worker *w, const app_tr_sentence *
             rc = mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
             break;
         }
-        float ms[APP_MAX_MODELS] = {0};
+        float ms[MT_MAX_MODELS] = {0};
         if (empty && t->p.n_best)
             rc = empty_scores(w, a, bf.src_len[a], t->sl ? bf.sl : NULL, n_sl, bf.lp, ms);
         for (int h = 0; h < nh && rc == MT_OK; h++) {
@@ -407,21 +407,21 @@ done:
     bufs_free(&bf);
     if (rc != MT_OK)
         for (int i = 0; i < n; i++)
-            app_tr_result_clear(&out[i]);
+            mt_tr_result_clear(&out[i]);
     return rc;
 }
 
-mt_status app_translate(app_translate_worker *w, const app_tr_input *in, int n, app_tr_result *out,
-                        bool (*cancel)(void *), void *cancel_user) {
+mt_status mt_translate(mt_translate_worker *w, const mt_tr_input *in, int n, mt_tr_result *out,
+                       bool (*cancel)(void *), void *cancel_user) {
     if (n <= 0) return MT_OK;
-    app_tr_sentence *s = mt_try_calloc((size_t)n, sizeof *s);
+    mt_tr_sentence *s = mt_try_calloc((size_t)n, sizeof *s);
     if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
     mt_status rc = MT_OK;
     for (int i = 0; i < n && rc == MT_OK; i++)
-        rc = app_tr_encode(w->t, &in[i], &s[i]);
-    if (rc == MT_OK) rc = app_translate_encoded(w, s, n, out, cancel, cancel_user);
+        rc = mt_tr_encode(w->t, &in[i], &s[i]);
+    if (rc == MT_OK) rc = mt_translate_encoded(w, s, n, out, cancel, cancel_user);
     for (int i = 0; i < n; i++)
-        app_tr_sentence_clear(&s[i]);
+        mt_tr_sentence_clear(&s[i]);
     mt_free(s);
     return rc;
 }

@@ -1,33 +1,20 @@
 /*
 ** shortlist.h: Marian's lexical shortlists (reference/marian-compat.md §7):
-** building the lexical table from an aligned corpus as extract_lex does,
-** reading the text `lex.s2t` format, Marian's two ways of pruning it, its
+** reading the text `lex.s2t` format (app/align/lex.h builds it from an
+** aligned corpus), Marian's two ways of pruning it, its
 ** binary format (write, read, checksum), and the per-batch set of target ids.
-**
-** Lexical table (extract_lex, marian-nmt/extract-lex).  Per sentence pair and
-** per alignment link i-j, c(s_i, t_j) += 1.  A source word without any link
-** adds c(s, NULL) += 1, a target word without any link c(NULL, t) += 1 (links
-** outside the sentence are reported and skipped; repeated links count again).
-**   lex.s2t:  "t s P(t|s)"   P(t|s) = c(s,t) / sum_t' c(s,t')
-**   lex.t2s:  "s t P(s|t)"   P(s|t) = c(s,t) / sum_s' c(s',t)
-** NULL is the word "NULL" (a corpus token "NULL" is the same word, as in
-** extract_lex).  The quotient is computed in float as extract_lex does and
-** printed with 7 decimals ("%.7f").  extract_lex prints in the order of its
-** string pointers; here lines are sorted bytewise by the conditioning word,
-** then by the other word.  (extract_lex keeps counts in float, which stop
-** growing past 2^24; counts here are doubles.)
 **
 ** Loading lex.s2t for decoding (whitespace-separated triples "t s prob", read
 ** as a stream so that line structure does not matter; entries with "NULL" on
 ** either side skipped; tokens mapped through the vocabularies, unknown ones to
 ** the UNK id).  Two modes, because Marian has two code paths:
-**   APP_SL_LEXICAL  LexicalShortlistGenerator (text --shortlist at decoding):
+**   MT_SL_LEXICAL  LexicalShortlistGenerator (text --shortlist at decoding):
 **                   a later duplicate (s, t) overwrites an earlier one; per
 **                   source id keep the entries with prob > threshold, at most
 **                   best_num of them, by decreasing prob (ties: larger target
 **                   id first); one row per source id up to the largest one in
 **                   the file.
-**   APP_SL_BINARY   BinaryShortlistGenerator::import (marian-conv --shortlist ...
+**   MT_SL_BINARY   BinaryShortlistGenerator::import (marian-conv --shortlist ...
 **                   --dump): duplicates keep the largest prob (starting from 0);
 **                   the threshold is compared with the TARGET ID, not with the
 **                   probability (`entry.first >= threshold`, a Marian bug kept
@@ -83,8 +70,8 @@
 ** when the vocabulary is almost exhausted); with a shared vocabulary, source ids
 ** >= V are not added.
 */
-#ifndef APP_SHORTLIST_H
-#define APP_SHORTLIST_H
+#ifndef MT_SHORTLIST_H
+#define MT_SHORTLIST_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,110 +79,82 @@
 #include "mt.h"
 #include "vocab.h"
 
-#define APP_SHORTLIST_MAGIC 0xF11A48D5013417F5ull
-#define APP_SHORTLIST_HEADER 48
-
-/* ------------------------------------------------ lexical table (extract) */
-
-typedef struct app_lex app_lex;
-
-mt_status app_lex_init(app_lex **out);
-void app_lex_free(app_lex *lx); /* NULL is a no-op */
-/* Adds one sentence pair with its Pharaoh alignment line (no line ends).  Links
-** outside the sentence are skipped with a warning naming line_no.  MT_ERR_FORMAT
-** for a malformed alignment line. */
-mt_status app_lex_add(app_lex *lx, const char *src, size_t src_len, const char *trg, size_t trg_len,
-                      const char *align, size_t align_len, int64_t line_no);
-int64_t app_lex_skipped_links(const app_lex *lx);
-
-typedef struct app_lex_entry {
-    const char *given; /* conditioning word: source for s2t, target for t2s */
-    const char *word;  /* predicted word                                     */
-    float prob;        /* P(word | given)                                    */
-} app_lex_entry;
-
-/* All entries, sorted by given then word (bytewise).  The strings live as long as
-** lx and until the next app_lex_add.  *out: mt_free. */
-mt_status app_lex_entries(const app_lex *lx, bool s2t, app_lex_entry **out, int64_t *n);
-/* Writes lex.s2t ("word given prob" = "t s P(t|s)") or lex.t2s ("s t P(s|t)"). */
-mt_status app_lex_write(const app_lex *lx, bool s2t, const char *path);
-/* Reads three line-aligned files (plain or gzip) into a new table. */
-mt_status app_lex_from_files(const char *src_path, const char *trg_path, const char *align_path,
-                             app_lex **out);
+#define MT_SHORTLIST_MAGIC 0xF11A48D5013417F5ull
+#define MT_SHORTLIST_HEADER 48
 
 /* ------------------------------------------------------------ shortlist */
 
-typedef enum app_shortlist_mode {
-    APP_SL_LEXICAL = 0, /* text shortlist as used for decoding        */
-    APP_SL_BINARY = 1,  /* marian-conv import (threshold on target id) */
-} app_shortlist_mode;
+typedef enum mt_shortlist_mode {
+    MT_SL_LEXICAL = 0, /* text shortlist as used for decoding        */
+    MT_SL_BINARY = 1,  /* marian-conv import (threshold on target id) */
+} mt_shortlist_mode;
 
 /* A loaded shortlist: the file image and views into it (read-only). */
-typedef struct app_shortlist {
+typedef struct mt_shortlist {
     uint64_t first_num, best_num;
     uint64_t n_rows;         /* W - 1: source ids with a row   */
     const uint64_t *offsets; /* [n_rows + 1]                   */
     const uint32_t *ids;     /* [offsets[n_rows]]               */
     unsigned char *blob;     /* the binary file image           */
     size_t blob_size;
-} app_shortlist;
+} mt_shortlist;
 
-void app_shortlist_free(app_shortlist *sl); /* NULL is a no-op */
+void mt_shortlist_free(mt_shortlist *sl); /* NULL is a no-op */
 
-typedef struct app_lex_triple {
+typedef struct mt_lex_triple {
     int32_t src, trg;
     float prob;
-} app_lex_triple;
+} mt_lex_triple;
 
 /* Maps a token to its id (never fails; unknown tokens map to UNK). */
-typedef int32_t (*app_token_map)(void *user, const char *token, bool is_source);
+typedef int32_t (*mt_token_map)(void *user, const char *token, bool is_source);
 
 /* Reads a text lex file (plain or gzip) into (src id, trg id, prob) triples in file
 ** order, NULL entries dropped.  MT_ERR_FORMAT for a probability that is not a
 ** number or a trailing incomplete triple (Marian stops reading silently there). */
-mt_status app_lex_read_text(const char *path, app_token_map map, void *user, app_lex_triple **out,
-                            int64_t *n);
+mt_status mt_lex_read_text(const char *path, mt_token_map map, void *user, mt_lex_triple **out,
+                           int64_t *n);
 
 /* Builds a shortlist from triples (see the modes above).  src_vocab_size: rows in
-** APP_SL_BINARY mode (source ids must be below it); ignored in APP_SL_LEXICAL mode. */
-mt_status app_shortlist_build(const app_lex_triple *t, int64_t n, int32_t src_vocab_size,
-                              uint64_t first_num, uint64_t best_num, float threshold,
-                              app_shortlist_mode mode, app_shortlist **out);
+** MT_SL_BINARY mode (source ids must be below it); ignored in MT_SL_LEXICAL mode. */
+mt_status mt_shortlist_build(const mt_lex_triple *t, int64_t n, int32_t src_vocab_size,
+                             uint64_t first_num, uint64_t best_num, float threshold,
+                             mt_shortlist_mode mode, mt_shortlist **out);
 
-/* app_lex_read_text + app_shortlist_build with Marian vocabularies. */
-mt_status app_shortlist_load_text(const char *path, const mt_vocab *src, const mt_vocab *trg,
-                                  uint64_t first_num, uint64_t best_num, float threshold,
-                                  app_shortlist_mode mode, app_shortlist **out);
+/* mt_lex_read_text + mt_shortlist_build with Marian vocabularies. */
+mt_status mt_shortlist_load_text(const char *path, const mt_vocab *src, const mt_vocab *trg,
+                                 uint64_t first_num, uint64_t best_num, float threshold,
+                                 mt_shortlist_mode mode, mt_shortlist **out);
 
 /* Binary format.  trg_vocab_size: for the id check (0 skips it). */
-uint64_t app_shortlist_checksum(const void *data, size_t size);
-bool app_shortlist_is_binary(const char *path); /* file starts with the magic */
-mt_status app_shortlist_parse(const void *data, size_t size, bool check, int32_t trg_vocab_size,
-                              app_shortlist **out);
-mt_status app_shortlist_read(const char *path, bool check, int32_t trg_vocab_size,
-                             app_shortlist **out);
+uint64_t mt_shortlist_checksum(const void *data, size_t size);
+bool mt_shortlist_is_binary(const char *path); /* file starts with the magic */
+mt_status mt_shortlist_parse(const void *data, size_t size, bool check, int32_t trg_vocab_size,
+                             mt_shortlist **out);
+mt_status mt_shortlist_read(const char *path, bool check, int32_t trg_vocab_size,
+                            mt_shortlist **out);
 /* Writes the binary file (to path.tmp, then renamed). */
-mt_status app_shortlist_write(const app_shortlist *sl, const char *path);
+mt_status mt_shortlist_write(const mt_shortlist *sl, const char *path);
 
 /* Marian's --shortlist for decoding: a binary file (by magic) is read with
-** check = (values[1] != 0); anything else is a text lex read in APP_SL_LEXICAL
+** check = (values[1] != 0); anything else is a text lex read in MT_SL_LEXICAL
 ** mode with first/best/threshold. */
-mt_status app_shortlist_load(const char *path, const mt_vocab *src, const mt_vocab *trg,
-                             uint64_t first_num, uint64_t best_num, float threshold, bool check,
-                             app_shortlist **out);
+mt_status mt_shortlist_load(const char *path, const mt_vocab *src, const mt_vocab *trg,
+                            uint64_t first_num, uint64_t best_num, float threshold, bool check,
+                            mt_shortlist **out);
 
 /* --------------------------------------------------------- per batch */
 
-typedef struct app_shortlist_gen app_shortlist_gen;
+typedef struct mt_shortlist_gen mt_shortlist_gen;
 
 /* A generator holds O(V) scratch so that generating allocates nothing.  shared:
 ** source and target use the same vocabulary file. */
-mt_status app_shortlist_gen_init(const app_shortlist *sl, int32_t src_vocab_size,
-                                 int32_t trg_vocab_size, bool shared, app_shortlist_gen **out);
-void app_shortlist_gen_free(app_shortlist_gen *g); /* NULL is a no-op */
+mt_status mt_shortlist_gen_init(const mt_shortlist *sl, int32_t src_vocab_size,
+                                int32_t trg_vocab_size, bool shared, mt_shortlist_gen **out);
+void mt_shortlist_gen_free(mt_shortlist_gen *g); /* NULL is a no-op */
 /* Writes the sorted target ids for the source ids of a batch (n of them, all
 ** sentences concatenated, EOS included) to out (room for trg_vocab_size ids) and
 ** returns their count. */
-int32_t app_shortlist_gen_run(app_shortlist_gen *g, const int32_t *src, int64_t n, int32_t *out);
+int32_t mt_shortlist_gen_run(mt_shortlist_gen *g, const int32_t *src, int64_t n, int32_t *out);
 
 #endif

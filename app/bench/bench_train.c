@@ -86,9 +86,6 @@ static void btr_help(FILE *f) {
     app_opts_print_help(btr_opts, n_btr_opts, f);
 }
 
-
-
-
 /* Copies the first n lines of path (plain text) to a new temporary file
 ** whose name goes to tmp (cap bytes).  On failure no file is left and tmp
 ** is "". */
@@ -299,7 +296,7 @@ int app_bench_train_main(int argc, char **argv) {
     ret = 1;
     btr_ctx c;
     memset(&c, 0, sizeof c);
-    app_models am;
+    mt_ensemble am;
     memset(&am, 0, sizeof am);
     mt_model *fresh = NULL;
     char model[4200], vsrc[4200], vtrg[4200], in_src[4200], in_trg[4200];
@@ -337,7 +334,7 @@ int app_bench_train_main(int argc, char **argv) {
 
     const char *mpaths[1] = {model};
     const char *vpaths[2] = {vsrc, vtrg};
-    mt_status rc = app_models_load(&am, mpaths, 1, NULL, vpaths, 2);
+    mt_status rc = mt_ensemble_load(&am, mpaths, 1, NULL, vpaths, 2);
     if (rc == MT_OK && am.n_src != 1)
         rc = mt_seterr(MT_ERR_UNSUPPORTED, "bench train: %s reads %d source streams (1 needed)",
                        model, am.n_src);
@@ -451,7 +448,7 @@ done:
         mt_batch_free(c.batches[i]);
     mt_corpus_free(c.corpus);
     mt_model_free(fresh);
-    app_models_free(&am);
+    mt_ensemble_free(&am);
     app_opts_free(o);
     return ret;
 }

@@ -16,7 +16,7 @@
 ** plural forms (gettext allows it for a form used for one number, such as
 ** "one file" for n = 1); every other form needs all of them.
 **
-** Warnings, for every format: placeholders of app/anatomy.h that the
+** Warnings, for every format: placeholders of app/formats/anatomy.h that the
 ** translation lacks or adds (tags, {name}, options, URLs, ...), leading
 ** or trailing blanks that differ, numbers of the source missing from the
 ** translation, a word written twice in a row, an accelerator ('_' or

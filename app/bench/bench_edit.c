@@ -68,7 +68,6 @@ typedef struct lat_sink {
     char hyp[2048];
 } lat_sink;
 
-
 static mt_status k_mt(void *user, int64_t seg, const ui_mt_result *r) {
     lat_sink *k = user;
     pthread_mutex_lock(&k->mu);
@@ -116,7 +115,6 @@ static double wait_flag(lat_sink *k, bool *flag) {
     pthread_mutex_unlock(&k->mu);
     return t;
 }
-
 
 static double quantile(double *v, int n, double q) {
     if (n == 0) return 0;

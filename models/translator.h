@@ -1,18 +1,18 @@
 /*
-** translate.h: translation with Marian's decoding semantics, for
+** translator.h: translation with Marian's decoding semantics, for
 ** `mtpe translate` (batch mode), `mtpe bench translate` and the editor's
 ** as-you-type completion (worker threads).
 **
 ** Layers:
-**   app_model_scorer   the mt_scorer of one model (app/scorer_model.c): the
+**   mt_model_scorer   the mt_scorer of one model (models/scorer.c): the
 **                      beam search of engine/mt.h over the model step API of
 **                      models/model.h, in bounded memory
-**   app_translator     an ensemble with its vocabularies, shortlist and
+**   mt_translator     an ensemble with its vocabularies, shortlist and
 **                      decoding options; read-only, shared by the workers
-**   app_translate_worker   one per thread: its graphs, beam search and
+**   mt_translate_worker   one per thread: its graphs, beam search and
 **                      scratch; translates batches of sentences
 **
-** What a translation returns (app_tr_result): the n-best list (only the best
+** What a translation returns (mt_tr_result): the n-best list (only the best
 ** without n_best), each hypothesis with its detokenised text (left to right,
 ** also for right-to-left models), its target ids in the model's order, the
 ** normalised score, the path score and every model's own score (Marian's
@@ -21,7 +21,7 @@
 ** (rows: target tokens incl. EOS; columns: source tokens incl. EOS), both
 ** in the model's order as Marian prints them.
 **
-** Batches: app_translate_encoded() decodes its sentences in one search, so
+** Batches: mt_translate_encoded() decodes its sentences in one search, so
 ** they form one of Marian's mini-batches (the length limit is the factor
 ** times the longest source of the batch; results may depend on the batch
 ** at the level of float rounding, as in Marian).  With top-up batching
@@ -34,7 +34,7 @@
 ** cropped (max_length_crop: the last kept token becomes EOS) or skipped
 ** (result.skipped: no translation; Marian drops such lines).
 **
-** Forced prefix (app_tr_input.prefix): the target text is encoded without
+** Forced prefix (mt_tr_input.prefix): the target text is encoded without
 ** EOS, forced, and completed by beam search; each hypothesis starts with it
 ** (prefix_len tokens).  Not for right-to-left models (MT_ERR_UNSUPPORTED).
 **
@@ -44,19 +44,19 @@
 ** Memory: a worker keeps its graphs and buffers between calls (sized by the
 ** largest batch so far); a step allocates nothing once they have grown.
 */
-#ifndef APP_TRANSLATE_H
-#define APP_TRANSLATE_H
+#ifndef MT_TRANSLATOR_H
+#define MT_TRANSLATOR_H
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "ensemble.h"
 #include "model.h"
 #include "mt.h"
 #include "shortlist.h"
 
 /* ------------------------------------------------ the scorer of a model */
 
-typedef struct app_model_scorer app_model_scorer;
+typedef struct mt_model_scorer mt_model_scorer;
 
 /* Precision of the decoder's cross-attention context and frozen
 ** self-attention history (--kv-cache): auto = int8 with int8 products,
@@ -65,40 +65,39 @@ typedef struct app_model_scorer app_model_scorer;
 ** context in bfloat16 pairs where the CPU multiplies them directly (AVX-512
 ** BF16: mt_graph_kv_bf16), else float16; int8: float16 values, the keys of
 ** both in int8, quantized per key (mt_graph_params.kv_keys_i8). */
-typedef enum app_kv_cache {
-    APP_KV_AUTO = 0,
-    APP_KV_FLOAT32,
-    APP_KV_FLOAT16,
-    APP_KV_BFLOAT16,
-    APP_KV_INT8
-} app_kv_cache;
+typedef enum mt_kv_cache {
+    MT_KV_AUTO = 0,
+    MT_KV_FLOAT32,
+    MT_KV_FLOAT16,
+    MT_KV_BFLOAT16,
+    MT_KV_INT8
+} mt_kv_cache;
 /* "auto", "float32", "float16", "bfloat16" or "int8" -> *out;
 ** MT_ERR_INVALID otherwise. */
-mt_status app_kv_cache_parse(const char *s, app_kv_cache *out);
+mt_status mt_kv_cache_parse(const char *s, mt_kv_cache *out);
 /* Whether caches of kind kv are kept in f16 with gemm type gt. */
-bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt);
+bool mt_kv_cache_f16(mt_kv_cache kv, mt_gemm_type gt);
 /* Whether the contexts are asked for in bfloat16 pairs (the graph keeps
 ** them so where its device can: mt_graph_kv_bf16). */
-bool app_kv_cache_bf16(app_kv_cache kv);
+bool mt_kv_cache_bf16(mt_kv_cache kv);
 /* Whether the keys of the context and the frozen history are asked for in
 ** int8 with gemm type gt (the graph keeps them so where its device can:
 ** mt_graph_kv_keys_i8). */
-bool app_kv_cache_keys_i8(app_kv_cache kv, mt_gemm_type gt);
+bool mt_kv_cache_keys_i8(mt_kv_cache kv, mt_gemm_type gt);
 
 /* A scorer for model m (not owned; shared read-only with other threads);
 ** its graphs multiply by weight matrices as gemm_type says (engine/mt.h)
-** and keep the decoder's caches as kv says (app_kv_cache_f16, _bf16). */
-mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_kv_cache kv,
-                                app_model_scorer **out);
-void app_model_scorer_free(app_model_scorer *s); /* NULL is a no-op */
+** and keep the decoder's caches as kv says (mt_kv_cache_f16, _bf16). */
+mt_status mt_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, mt_kv_cache kv,
+                               mt_model_scorer **out);
+void mt_model_scorer_free(mt_model_scorer *s); /* NULL is a no-op */
 /* The sentences the next search may decode: sentence i, source stream k is
 ** seqs[i * n_src + k] (model order, EOS last).  The arrays must stay valid
 ** until the search ends. */
-void app_model_scorer_set_batch(app_model_scorer *s, const mt_batch_seq *seqs, int32_t n,
-                                int n_src);
-mt_scorer app_model_scorer_get(app_model_scorer *s);
+void mt_model_scorer_set_batch(mt_model_scorer *s, const mt_batch_seq *seqs, int32_t n, int n_src);
+mt_scorer mt_model_scorer_get(mt_model_scorer *s);
 
-typedef struct app_model_scorer_stats {
+typedef struct mt_model_scorer_stats {
     int64_t steps;       /* step calls                                     */
     int64_t rows;        /* rows computed (the live hypotheses)            */
     int64_t row_cols;    /* sum of rows x output columns of each step (the
@@ -114,62 +113,62 @@ typedef struct app_model_scorer_stats {
     size_t cache_values; /* the keys and values of the contexts and of the
                             frozen history at the end of the last search  */
     size_t cache_bytes;  /* ... and their bytes (--kv-cache: 2 or 4 each) */
-} app_model_scorer_stats;
-app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s);
+} mt_model_scorer_stats;
+mt_model_scorer_stats mt_model_scorer_get_stats(const mt_model_scorer *s);
 
 /* ------------------------------------------------------- translation */
 
-typedef struct app_translate_params {
-    int32_t beam_size;       /* -b (Marian's decoder default 12)                  */
-    float normalize;         /* -n: score / L^normalize                          */
-    float word_penalty;      /* --word-penalty                                    */
-    float max_length_factor; /* --max-length-factor (3)                           */
-    int32_t max_length;      /* --max-length: longest source in tokens incl. EOS
-                                (1000; 0 = no limit)                            */
-    bool max_length_crop;    /* --max-length-crop                                 */
-    bool allow_unk;          /* --allow-unk                                       */
-    bool allow_special;      /* --allow-special                                   */
-    bool n_best;             /* return the whole n-best list (beam_size entries)  */
-    bool word_scores;        /* fill app_tr_hyp.word_scores                       */
-    bool alignment;          /* fill app_tr_hyp.align                             */
-    bool scores;             /* valid scores also at beam 1 (else NAN there)      */
-    bool pieces;             /* --no-spm-decode: text = pieces joined by spaces   */
-    int32_t max_active;      /* mt_beam_params.max_active (0: all at once)        */
-    mt_gemm_type gemm_type;  /* --gemm-type (default float32)                     */
-    app_kv_cache kv_cache;   /* --kv-cache (default auto)                         */
+typedef struct mt_translate_params {
+    int32_t beam_size;        /* -b (Marian's decoder default 12)                  */
+    float normalize;          /* -n: score / L^normalize                          */
+    float word_penalty;       /* --word-penalty                                    */
+    float max_length_factor;  /* --max-length-factor (3)                           */
+    int32_t max_length;       /* --max-length: longest source in tokens incl. EOS
+                                 (1000; 0 = no limit)                            */
+    bool max_length_crop;     /* --max-length-crop                                 */
+    bool allow_unk;           /* --allow-unk                                       */
+    bool allow_special;       /* --allow-special                                   */
+    bool n_best;              /* return the whole n-best list (beam_size entries)  */
+    bool word_scores;         /* fill mt_tr_hyp.word_scores                       */
+    bool alignment;           /* fill mt_tr_hyp.align                             */
+    bool scores;              /* valid scores also at beam 1 (else NAN there)      */
+    bool pieces;              /* --no-spm-decode: text = pieces joined by spaces   */
+    int32_t max_active;       /* mt_beam_params.max_active (0: all at once)        */
+    mt_gemm_type gemm_type;   /* --gemm-type (default float32)                     */
+    mt_kv_cache kv_cache;     /* --kv-cache (default auto)                         */
     bool length_per_sentence; /* length limit: the factor times each sentence's
                                  own source length instead of the longest of
                                  the batch (Marian's); always so with top-up  */
-} app_translate_params;
-app_translate_params app_translate_default_params(void);
+} mt_translate_params;
+mt_translate_params mt_translate_default_params(void);
 
-typedef struct app_translator {
-    const app_models *models; /* not owned                                  */
-    const app_shortlist *sl;  /* --shortlist, not owned; NULL = none        */
-    app_translate_params p;
+typedef struct mt_translator {
+    const mt_ensemble *models; /* not owned                                  */
+    const mt_shortlist *sl;    /* --shortlist, not owned; NULL = none        */
+    mt_translate_params p;
     int32_t *suppress; /* ids never produced (besides UNK): special pieces  */
     int n_suppress;
-} app_translator;
+} mt_translator;
 
 /* models and sl must outlive the translator. */
-mt_status app_translator_init(const app_models *models, const app_shortlist *sl,
-                              const app_translate_params *p, app_translator **out);
-void app_translator_free(app_translator *t); /* NULL is a no-op */
+mt_status mt_translator_init(const mt_ensemble *models, const mt_shortlist *sl,
+                             const mt_translate_params *p, mt_translator **out);
+void mt_translator_free(mt_translator *t); /* NULL is a no-op */
 
-typedef struct app_translate_worker app_translate_worker;
-mt_status app_translate_worker_init(const app_translator *t, app_translate_worker **out);
-void app_translate_worker_free(app_translate_worker *w); /* NULL is a no-op */
+typedef struct mt_translate_worker mt_translate_worker;
+mt_status mt_translate_worker_init(const mt_translator *t, mt_translate_worker **out);
+void mt_translate_worker_free(mt_translate_worker *w); /* NULL is a no-op */
 /* Counters of the first model's scorer since the worker was made. */
-app_model_scorer_stats app_translate_worker_stats(const app_translate_worker *w);
+mt_model_scorer_stats mt_translate_worker_stats(const mt_translate_worker *w);
 
-typedef struct app_tr_input {
+typedef struct mt_tr_input {
     const char *src[MT_MAX_STREAMS]; /* the text of each source stream (UTF-8)   */
     const char *prefix;              /* forced target prefix, or NULL             */
-} app_tr_input;
+} mt_tr_input;
 
 /* An encoded input: ids in the model's order (reversed for right-to-left
 ** models except the final EOS), EOS included. */
-typedef struct app_tr_sentence {
+typedef struct mt_tr_sentence {
     int32_t *ids[MT_MAX_STREAMS];
     int32_t len[MT_MAX_STREAMS];
     int32_t *prefix; /* target ids, no EOS (NULL: none)              */
@@ -177,17 +176,17 @@ typedef struct app_tr_sentence {
     bool skipped;    /* longer than max_length: not translated       */
     bool cropped;    /* cut to max_length                            */
     int32_t raw_len; /* stream 0 length before cropping               */
-} app_tr_sentence;
+} mt_tr_sentence;
 
 /* Encodes one input (see the header comment for max_length).  MT_ERR_INVALID
 ** for invalid UTF-8 or a prefix with a right-to-left model; MT_ERR_NOMEM. */
-mt_status app_tr_encode(const app_translator *t, const app_tr_input *in, app_tr_sentence *out);
-void app_tr_sentence_clear(app_tr_sentence *s); /* frees, zeroes */
+mt_status mt_tr_encode(const mt_translator *t, const mt_tr_input *in, mt_tr_sentence *out);
+void mt_tr_sentence_clear(mt_tr_sentence *s); /* frees, zeroes */
 
 /* One hypothesis.  length is L, the tokens including EOS (n_tokens + 1, or
 ** n_tokens when the length limit stopped it); word_scores has L entries and
 ** align L rows of src_len (the first source, EOS included). */
-typedef struct app_tr_hyp {
+typedef struct mt_tr_hyp {
     char *text;      /* detokenised, left to right                        */
     int32_t *tokens; /* n_tokens target ids, model order, without EOS     */
     int32_t n_tokens;
@@ -200,24 +199,24 @@ typedef struct app_tr_hyp {
     float *align;       /* NULL unless asked for                          */
     int32_t src_len;
     /* unweighted score of each model (Marian's F0= F1= ...) */
-    float model_scores[APP_MAX_MODELS];
-} app_tr_hyp;
+    float model_scores[MT_MAX_MODELS];
+} mt_tr_hyp;
 
-typedef struct app_tr_result {
-    int n_hyps;       /* best first (n_best: beam_size of them, else 1)   */
-    app_tr_hyp *hyps; /* n_hyps of them                                   */
-    bool skipped;     /* the source was longer than max_length            */
-} app_tr_result;
+typedef struct mt_tr_result {
+    int n_hyps;      /* best first (n_best: beam_size of them, else 1)   */
+    mt_tr_hyp *hyps; /* n_hyps of them                                   */
+    bool skipped;    /* the source was longer than max_length            */
+} mt_tr_result;
 
-void app_tr_result_clear(app_tr_result *r); /* frees, zeroes */
+void mt_tr_result_clear(mt_tr_result *r); /* frees, zeroes */
 
 /* Translates n encoded sentences in one search; out[0..n) receive the
 ** results (cleared first).  Returns MT_OK, MT_ABORTED (cancel returned
 ** true: out cleared), or an error (out cleared). */
-mt_status app_translate_encoded(app_translate_worker *w, const app_tr_sentence *s, int n,
-                                app_tr_result *out, bool (*cancel)(void *), void *cancel_user);
+mt_status mt_translate_encoded(mt_translate_worker *w, const mt_tr_sentence *s, int n,
+                               mt_tr_result *out, bool (*cancel)(void *), void *cancel_user);
 /* Encodes and translates n inputs in one search. */
-mt_status app_translate(app_translate_worker *w, const app_tr_input *in, int n, app_tr_result *out,
-                        bool (*cancel)(void *), void *cancel_user);
+mt_status mt_translate(mt_translate_worker *w, const mt_tr_input *in, int n, mt_tr_result *out,
+                       bool (*cancel)(void *), void *cancel_user);
 
 #endif

@@ -1,11 +1,11 @@
 /*
 ** edit_engine.c: the editor's translation engine (app_edit_engine over
-** app_translator, see edit_session.h).
+** mt_translator, see edit_session.h).
 **
 ** Two translators share one loaded ensemble: "full" (n-best list, word
 ** scores, attention of the alignment layer; -b) for the MT of a segment and
 ** "comp" (word scores; --completion-beam) for completions of a typed prefix.
-** Each worker thread has one app_translate_worker per translator, created
+** Each worker thread has one mt_translate_worker per translator, created
 ** when first needed.
 **
 ** Word confidences: the model's per-token log-probabilities (word scores,
@@ -30,17 +30,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "translate.h"
+#include "translator.h"
 #include "vocab.h"
 
 typedef struct engine {
-    app_models am;
-    app_translator *full, *comp;
+    mt_ensemble am;
+    mt_translator *full, *comp;
 } engine;
 
 typedef struct eworker {
     engine *e;
-    app_translate_worker *full, *comp;
+    mt_translate_worker *full, *comp;
 } eworker;
 
 app_edit_model_spec app_edit_model_default_spec(void) {
@@ -56,9 +56,9 @@ app_edit_model_spec app_edit_model_default_spec(void) {
 static void engine_free(void *impl) {
     engine *e = impl;
     if (e == NULL) return;
-    app_translator_free(e->full);
-    app_translator_free(e->comp);
-    app_models_free(&e->am);
+    mt_translator_free(e->full);
+    mt_translator_free(e->comp);
+    mt_ensemble_free(&e->am);
     mt_free(e);
 }
 
@@ -73,8 +73,8 @@ static mt_status eworker_init(void *impl, void **out) {
 static void eworker_free(void *p) {
     eworker *w = p;
     if (w == NULL) return;
-    app_translate_worker_free(w->full);
-    app_translate_worker_free(w->comp);
+    mt_translate_worker_free(w->full);
+    mt_translate_worker_free(w->comp);
     mt_free(w);
 }
 
@@ -85,7 +85,7 @@ static char *dup_piece(const mt_vocab *v, int32_t id) {
 
 /* Word confidences of hypothesis h (see the header comment); NULL when the
 ** words cannot be matched with the text. */
-static float *word_conf(const engine *e, const app_tr_hyp *h, int32_t *n_out) {
+static float *word_conf(const engine *e, const mt_tr_hyp *h, int32_t *n_out) {
     *n_out = 0;
     if (h->word_scores == NULL || h->text == NULL) return NULL;
     const mt_vocab *tv = e->am.vocabs[e->am.n_streams - 1];
@@ -119,7 +119,7 @@ static float *word_conf(const engine *e, const app_tr_hyp *h, int32_t *n_out) {
 }
 
 /* The completion of prefix in h (see the header comment). */
-static mt_status completion_of(const engine *e, const char *prefix, const app_tr_hyp *h,
+static mt_status completion_of(const engine *e, const char *prefix, const mt_tr_hyp *h,
                                char **out) {
     *out = NULL;
     const char *text = h->text ? h->text : "";
@@ -146,10 +146,10 @@ static mt_status completion_of(const engine *e, const char *prefix, const app_tr
     return *out ? MT_OK : mt_seterr(MT_ERR_NOMEM, "edit: out of memory (completion)");
 }
 
-static mt_status fill_full(const engine *e, const app_tr_sentence *s, const app_tr_result *r,
+static mt_status fill_full(const engine *e, const mt_tr_sentence *s, const mt_tr_result *r,
                            app_edit_output *o) {
     const mt_vocab *sv = e->am.vocabs[0], *tv = e->am.vocabs[e->am.n_streams - 1];
-    const app_tr_hyp *h = &r->hyps[0];
+    const mt_tr_hyp *h = &r->hyps[0];
     o->nbest = mt_try_calloc((size_t)r->n_hyps, sizeof *o->nbest);
     o->scores = mt_try_calloc((size_t)r->n_hyps, sizeof *o->scores);
     if (o->nbest == NULL || o->scores == NULL) goto oom;
@@ -185,33 +185,33 @@ static mt_status etranslate(void *wp, const char *source, const char *prefix,
     engine *e = w->e;
     memset(o, 0, sizeof *o);
     bool is_comp = prefix != NULL;
-    app_translate_worker **tw = is_comp ? &w->comp : &w->full;
-    const app_translator *t = is_comp ? e->comp : e->full;
+    mt_translate_worker **tw = is_comp ? &w->comp : &w->full;
+    const mt_translator *t = is_comp ? e->comp : e->full;
     mt_status rc = MT_OK;
     if (*tw == NULL) {
-        rc = app_translate_worker_init(t, tw);
+        rc = mt_translate_worker_init(t, tw);
         if (rc != MT_OK) return rc;
     }
-    app_tr_input in;
+    mt_tr_input in;
     memset(&in, 0, sizeof in);
     in.src[0] = source;
     in.prefix = prefix;
-    app_tr_sentence s;
-    app_tr_result r;
+    mt_tr_sentence s;
+    mt_tr_result r;
     memset(&r, 0, sizeof r);
-    rc = app_tr_encode(t, &in, &s);
+    rc = mt_tr_encode(t, &in, &s);
     if (rc != MT_OK) return rc;
     if (s.skipped) {
         rc = mt_seterr(MT_ERR_INVALID, "the segment is longer than %d tokens", t->p.max_length);
         goto done;
     }
-    rc = app_translate_encoded(*tw, &s, 1, &r, cancel, cancel_user);
+    rc = mt_translate_encoded(*tw, &s, 1, &r, cancel, cancel_user);
     if (rc != MT_OK) goto done;
     if (r.n_hyps < 1) {
         rc = mt_seterr(MT_ERR_INVALID, "no translation");
         goto done;
     }
-    const app_tr_hyp *h = &r.hyps[0];
+    const mt_tr_hyp *h = &r.hyps[0];
     o->hyp = mt_try_strdup(h->text ? h->text : "");
     if (o->hyp == NULL) {
         rc = mt_seterr(MT_ERR_NOMEM, "edit: out of memory (translation result)");
@@ -237,8 +237,8 @@ static mt_status etranslate(void *wp, const char *source, const char *prefix,
     }
 done:
     if (rc != MT_OK) app_edit_output_clear(o);
-    app_tr_result_clear(&r);
-    app_tr_sentence_clear(&s);
+    mt_tr_result_clear(&r);
+    mt_tr_sentence_clear(&s);
     return rc;
 }
 
@@ -258,14 +258,14 @@ static void model_name(const char *path, char *buf, size_t size) {
 
 mt_status app_edit_engine_load(const app_edit_model_spec *spec, app_edit_engine **out) {
     *out = NULL;
-    if (spec->n_models < 1 || spec->n_models > APP_MAX_MODELS)
-        return mt_seterr(MT_ERR_INVALID, "edit: %d models (1..%d)", spec->n_models, APP_MAX_MODELS);
+    if (spec->n_models < 1 || spec->n_models > MT_MAX_MODELS)
+        return mt_seterr(MT_ERR_INVALID, "edit: %d models (1..%d)", spec->n_models, MT_MAX_MODELS);
     if (spec->beam_size < 1 || spec->completion_beam < 1)
         return mt_seterr(MT_ERR_INVALID, "edit: beam sizes must be at least 1");
     engine *e = mt_try_calloc(1, sizeof *e);
     if (e == NULL) return mt_seterr(MT_ERR_NOMEM, "edit: out of memory (engine)");
     mt_status rc =
-        app_models_load(&e->am, spec->models, spec->n_models, NULL, spec->vocabs, spec->n_vocabs);
+        mt_ensemble_load(&e->am, spec->models, spec->n_models, NULL, spec->vocabs, spec->n_vocabs);
     if (rc != MT_OK) goto fail;
     if (e->am.n_src != 1) {
         rc = mt_seterr(MT_ERR_UNSUPPORTED, "edit: %s reads %d sources; the editor needs one",
@@ -278,7 +278,7 @@ mt_status app_edit_engine_load(const app_edit_model_spec *spec, app_edit_engine 
                        spec->models[0]);
         goto fail;
     }
-    app_translate_params p = app_translate_default_params();
+    mt_translate_params p = mt_translate_default_params();
     p.beam_size = spec->beam_size;
     p.normalize = spec->normalize;
     p.max_length_factor = spec->max_length_factor;
@@ -286,12 +286,12 @@ mt_status app_edit_engine_load(const app_edit_model_spec *spec, app_edit_engine 
     p.word_scores = true;
     p.n_best = true;
     p.alignment = true;
-    rc = app_translator_init(&e->am, NULL, &p, &e->full);
+    rc = mt_translator_init(&e->am, NULL, &p, &e->full);
     if (rc != MT_OK) goto fail;
     p.beam_size = spec->completion_beam;
     p.n_best = false;
     p.alignment = false;
-    rc = app_translator_init(&e->am, NULL, &p, &e->comp);
+    rc = mt_translator_init(&e->am, NULL, &p, &e->comp);
     if (rc != MT_OK) goto fail;
     char name[256];
     model_name(spec->models[0], name, sizeof name);

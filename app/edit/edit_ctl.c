@@ -84,7 +84,6 @@ struct app_edit_ctl {
     int64_t model_id;
 };
 
-
 static mt_status oom(void) { return mt_seterr(MT_ERR_NOMEM, "edit: out of memory"); }
 
 static mt_status replace_str(char **dst, const char *s) {
@@ -145,7 +144,7 @@ static ui_seg_status from_store(store_seg_status s, const char *target) {
 }
 
 static ui_seg_status from_doc(app_doc_state s, const char *target) {
-    /* confirmed and empty: an empty line of a text file (app/doc_text.c) */
+    /* confirmed and empty: an empty line of a text file (app/formats/doc_text.c) */
     if (target == NULL || target[0] == '\0')
         return s == APP_DOC_STATE_CONFIRMED ? UI_SEG_CONFIRMED : UI_SEG_NEW;
     return s == APP_DOC_STATE_CONFIRMED ? UI_SEG_CONFIRMED : UI_SEG_EDITED;
@@ -757,7 +756,7 @@ static void h_edited(void *user, int64_t seg, const char *text, ui_edit_kind kin
                mt_errmsg());
 }
 
-/* QA issues of text as the translation of unit ui (app/qa.h) */
+/* QA issues of text as the translation of unit ui (app/formats/qa.h) */
 static int unit_qa(const app_edit_ctl *c, int64_t ui, const char *text, app_qa_issue *is) {
     const unit *u = &c->u[ui];
     const app_doc_segment *ds = app_doc_segment_at(c->doc, u->dseg);

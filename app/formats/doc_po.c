@@ -33,7 +33,7 @@
 **   - the "#," line is rewritten (or inserted before "#|"/msgctxt/msgid, or
 **     deleted when it becomes empty) only when the fuzzy flag must change.
 ** With stamp_header, the header's PO-Revision-Date, Last-Translator and
-** X-Generator are set as well (write_header; app/doc.h says how).
+** X-Generator are set as well (write_header; app/formats/doc.h says how).
 ** "#|" previous-msgid lines stay (gettext's msgattrib keeps them too unless
 ** asked with --clear-previous).  Regenerated strings get msgcat's layout
 ** (gettext's write-po.c behaviour, reimplemented): `msgstr "..."` on one

@@ -28,75 +28,8 @@
 
 #include "align.h"
 
-/* ---------------------------------------------------------------- files */
-
-mt_status app_text_read_all(const char *path, char **out, size_t *len) {
-    mt_status rc = MT_OK;
-    char *buf = NULL;
-    size_t n = 0, cap = 1 << 16;
-    gzFile f = gzopen(path, "rb");
-    if (f == NULL) return mt_seterr(MT_ERR_IO, "cannot open '%s'", path);
-    buf = mt_try_malloc(cap);
-    if (buf == NULL) {
-        rc = mt_seterr(MT_ERR_NOMEM, "no memory to read '%s'", path);
-        goto fail;
-    }
-    for (;;) {
-        if (cap - n < (1 << 15) + 1) {
-            size_t ncap = cap * 2;
-            char *nb = mt_try_realloc(buf, ncap);
-            if (nb == NULL) {
-                rc = mt_seterr(MT_ERR_NOMEM, "no memory to read '%s' (%zu bytes)", path, ncap);
-                goto fail;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        int got = gzread(f, buf + n, 1 << 15);
-        if (got < 0) {
-            int zerr = 0;
-            const char *msg = gzerror(f, &zerr);
-            rc = mt_seterr(MT_ERR_IO, "cannot read '%s': %s", path, msg ? msg : "?");
-            goto fail;
-        }
-        if (got == 0) break;
-        n += (size_t)got;
-    }
-    gzclose(f);
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return MT_OK;
-fail:
-    mt_free(buf);
-    gzclose(f);
-    return rc;
-}
-
-mt_status app_err_prefix(mt_status rc, const char *fmt, ...) {
-    char prefix[512], msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
-    va_end(ap);
-    snprintf(msg, sizeof msg, "%s", mt_errmsg());
-    return mt_seterr(rc, "%s: %s", prefix, msg);
-}
-
 static bool is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-bool app_next_line(const char *buf, size_t len, size_t *pos, const char **line, size_t *line_len) {
-    if (*pos >= len) return false;
-    const char *s = buf + *pos;
-    const char *nl = memchr(s, '\n', len - *pos);
-    size_t n = nl ? (size_t)(nl - s) : len - *pos;
-    *pos += n + (nl ? 1 : 0);
-    if (n > 0 && s[n - 1] == '\r') n--;
-    *line = s;
-    *line_len = n;
-    return true;
 }
 
 /* ------------------------------------------------------------- interner */
@@ -508,20 +441,20 @@ mt_status app_bitext_read_joined(const char *path, app_bitext **out) {
     char *buf = NULL;
     size_t len = 0, pos = 0;
     app_bitext *bt = NULL;
-    mt_status rc = app_text_read_all(path, &buf, &len);
+    mt_status rc = mt_text_read_all(path, &buf, &len);
     if (rc != MT_OK) return rc;
     rc = app_bitext_init(&bt);
     if (rc != MT_OK) goto fail;
     const char *line;
     size_t n;
     int64_t line_no = 0;
-    while (app_next_line(buf, len, &pos, &line, &n)) {
+    while (mt_next_line(buf, len, &pos, &line, &n)) {
         line_no++;
         size_t sep = find_separator(line, n);
         size_t trg_at = sep < n ? sep + 3 : n;
         rc = app_bitext_add(bt, line, sep, line + trg_at, n - trg_at, line_no);
         if (rc != MT_OK) {
-            app_err_prefix(rc, "%s", path);
+            mt_errprefix(rc, "%s", path);
             goto fail;
         }
     }
@@ -538,9 +471,9 @@ mt_status app_bitext_read_pair(const char *src_path, const char *trg_path, app_b
     char *sb = NULL, *tb = NULL;
     size_t sl = 0, tl = 0, sp = 0, tp = 0;
     app_bitext *bt = NULL;
-    mt_status rc = app_text_read_all(src_path, &sb, &sl);
+    mt_status rc = mt_text_read_all(src_path, &sb, &sl);
     if (rc != MT_OK) goto fail;
-    rc = app_text_read_all(trg_path, &tb, &tl);
+    rc = mt_text_read_all(trg_path, &tb, &tl);
     if (rc != MT_OK) goto fail;
     rc = app_bitext_init(&bt);
     if (rc != MT_OK) goto fail;
@@ -548,8 +481,8 @@ mt_status app_bitext_read_pair(const char *src_path, const char *trg_path, app_b
     for (;;) {
         const char *s, *t;
         size_t ns, nt;
-        bool hs = app_next_line(sb, sl, &sp, &s, &ns);
-        bool ht = app_next_line(tb, tl, &tp, &t, &nt);
+        bool hs = mt_next_line(sb, sl, &sp, &s, &ns);
+        bool ht = mt_next_line(tb, tl, &tp, &t, &nt);
         if (!hs && !ht) break;
         line_no++;
         if (hs != ht) {
@@ -560,7 +493,7 @@ mt_status app_bitext_read_pair(const char *src_path, const char *trg_path, app_b
         }
         rc = app_bitext_add(bt, s, ns, t, nt, line_no);
         if (rc != MT_OK) {
-            app_err_prefix(rc, "%s / %s", src_path, trg_path);
+            mt_errprefix(rc, "%s / %s", src_path, trg_path);
             goto fail;
         }
     }
@@ -1256,7 +1189,7 @@ mt_status app_alignment_symmetrize(const app_bitext *bt, const app_alignment *a,
                             a->off[s + 1] - a->off[s], b->links + b->off[s],
                             b->off[s + 1] - b->off[s], method, buf, &n);
         if (rc != MT_OK) {
-            app_err_prefix(rc, "sentence %lld", (long long)s + 1);
+            mt_errprefix(rc, "sentence %lld", (long long)s + 1);
             goto fail;
         }
         r->off[s] = nl;

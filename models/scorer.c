@@ -1,5 +1,5 @@
 /*
-** scorer_model.c: the mt_scorer of one model (engine/mt.h, "beam search")
+** scorer.c: the mt_scorer of one model (engine/mt.h, "beam search")
 ** over the step API of models/model.h, in bounded memory.
 **
 ** Graphs (all owned by the scorer, reused from search to search):
@@ -42,7 +42,7 @@
 */
 #include <string.h>
 
-#include "translate.h"
+#include "translator.h"
 
 /* Positions between two folds of the caches: each step copies at most this
 ** many positions per row (with the beam's reordering), each fold all of
@@ -59,7 +59,7 @@
 ** beam 4; the model README's table is measured with 8). */
 #define FOLD_EVERY 8
 
-struct app_model_scorer {
+struct mt_model_scorer {
     mt_model *m;
     mt_graph *enc[2], *step[2];
     mt_graph *enc_add; /* encode + start of sentences joining (top-up)     */
@@ -72,22 +72,22 @@ struct app_model_scorer {
     int n_src;
     /* state */
     mt_dec_state st;
-    int32_t n_live;  /* sentences of the state (finished ones stay until
-                        the next purge, see step_rows)                  */
-    int32_t n_rows;  /* rows of the state (row i = hypothesis i of the
-                        last step; at the start one per sentence)        */
-    int32_t *live;   /* [n_live + n_pend] search sentence of each state
-                        sentence, then of each sentence added (pending) */
-    int32_t n_pend;  /* sentences added since the last step: the FIXED
-                        part of the state has them, the rows not yet     */
-    int32_t *qpos;   /* [state rows] tokens consumed by each (top-up)     */
-    int32_t *hmap;   /* [state rows] row of the frozen history of each    */
-    int32_t *hlen;   /* [state rows] its positions there (packed from the
-                        left; 0: a row newer than the history)           */
-    bool topup;      /* sentences were added: rows may be at different
-                        positions (mt_dec_state.row_pos)                 */
-    bool fold_due;   /* the last step asked for a fold: made at the next
-                        step, of the rows it continues (fold_parents)    */
+    int32_t n_live; /* sentences of the state (finished ones stay until
+                       the next purge, see step_rows)                  */
+    int32_t n_rows; /* rows of the state (row i = hypothesis i of the
+                       last step; at the start one per sentence)        */
+    int32_t *live;  /* [n_live + n_pend] search sentence of each state
+                       sentence, then of each sentence added (pending) */
+    int32_t n_pend; /* sentences added since the last step: the FIXED
+                       part of the state has them, the rows not yet     */
+    int32_t *qpos;  /* [state rows] tokens consumed by each (top-up)     */
+    int32_t *hmap;  /* [state rows] row of the frozen history of each    */
+    int32_t *hlen;  /* [state rows] its positions there (packed from the
+                       left; 0: a row newer than the history)           */
+    bool topup;     /* sentences were added: rows may be at different
+                       positions (mt_dec_state.row_pos)                 */
+    bool fold_due;  /* the last step asked for a fold: made at the next
+                       step, of the rows it continues (fold_parents)    */
     /* scratch (grown, never shrunk) */
     int32_t cap_sent, cap_rows;
     int32_t *new_live, *sel_sent, *sel_rows, *prev_tok, *row_sent, *hnew, *hlen_new, *vpos;
@@ -98,7 +98,7 @@ struct app_model_scorer {
     size_t cap_align;
     float *topk_buf; /* a step's mt_dec_step.topk rows [n, 2 k] */
     size_t cap_topk;
-    app_model_scorer_stats stats;
+    mt_model_scorer_stats stats;
 };
 
 /* ---------------------------------------------------------- buffers */
@@ -110,7 +110,7 @@ static mt_status grow_i32(int32_t **p, int32_t n) {
     return MT_OK;
 }
 
-static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
+static mt_status reserve(mt_model_scorer *s, int32_t n_sent, int32_t n_rows) {
     mt_status rc = MT_OK;
     if (n_sent > s->cap_sent) {
         int32_t **bufs[] = {&s->live, &s->new_live, &s->sel_sent};
@@ -143,39 +143,39 @@ static mt_status reserve(app_model_scorer *s, int32_t n_sent, int32_t n_rows) {
 ** products their keys in int8 (kv_keys_i8: scored by integer products, a
 ** quarter of f16's instructions per key); float32 decoding keeps them in f32
 ** and stays bit for bit with Marian's. */
-static mt_status new_graph(mt_gemm_type gemm_type, app_kv_cache kv, mt_graph **g) {
+static mt_status new_graph(mt_gemm_type gemm_type, mt_kv_cache kv, mt_graph **g) {
     mt_graph_params gp = mt_graph_default_params();
     gp.workspace_bytes = 1 << 20;
     gp.training = false;
     gp.memoize = true;
     gp.release_values = true;
     gp.gemm_type = gemm_type;
-    gp.kv_f16 = app_kv_cache_f16(kv, gemm_type);
-    gp.kv_bf16 = app_kv_cache_bf16(kv);
-    gp.kv_keys_i8 = app_kv_cache_keys_i8(kv, gemm_type);
+    gp.kv_f16 = mt_kv_cache_f16(kv, gemm_type);
+    gp.kv_bf16 = mt_kv_cache_bf16(kv);
+    gp.kv_keys_i8 = mt_kv_cache_keys_i8(kv, gemm_type);
     return mt_graph_init(NULL, gp, g);
 }
 
-mt_status app_kv_cache_parse(const char *s, app_kv_cache *out) {
+mt_status mt_kv_cache_parse(const char *s, mt_kv_cache *out) {
     static const char *const names[] = {"auto", "float32", "float16", "bfloat16", "int8"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (!strcmp(s, names[i])) {
-            *out = (app_kv_cache)i;
+            *out = (mt_kv_cache)i;
             return MT_OK;
         }
     return mt_seterr(MT_ERR_INVALID,
                      "--kv-cache: '%s' is not auto, float32, float16, bfloat16 or int8", s);
 }
 
-bool app_kv_cache_f16(app_kv_cache kv, mt_gemm_type gt) {
-    return kv == APP_KV_FLOAT16 || kv == APP_KV_BFLOAT16 || kv == APP_KV_INT8 ||
-           (kv == APP_KV_AUTO && gt != MT_GEMM_FLOAT32);
+bool mt_kv_cache_f16(mt_kv_cache kv, mt_gemm_type gt) {
+    return kv == MT_KV_FLOAT16 || kv == MT_KV_BFLOAT16 || kv == MT_KV_INT8 ||
+           (kv == MT_KV_AUTO && gt != MT_GEMM_FLOAT32);
 }
 
-bool app_kv_cache_bf16(app_kv_cache kv) { return kv == APP_KV_BFLOAT16; }
+bool mt_kv_cache_bf16(mt_kv_cache kv) { return kv == MT_KV_BFLOAT16; }
 
-bool app_kv_cache_keys_i8(app_kv_cache kv, mt_gemm_type gt) {
-    return kv == APP_KV_INT8 || (kv == APP_KV_AUTO && gt == MT_GEMM_INT8);
+bool mt_kv_cache_keys_i8(mt_kv_cache kv, mt_gemm_type gt) {
+    return kv == MT_KV_INT8 || (kv == MT_KV_AUTO && gt == MT_GEMM_INT8);
 }
 
 /* The state's nodes outlive the graph's forward (the next graph imports them). */
@@ -188,10 +188,10 @@ static void keep_state(mt_graph *g, const mt_dec_state *st) {
         mt_graph_keep(g, st->fixed[r]);
 }
 
-mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_kv_cache kv,
-                                app_model_scorer **out) {
+mt_status mt_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, mt_kv_cache kv,
+                               mt_model_scorer **out) {
     *out = NULL;
-    app_model_scorer *s = mt_try_calloc(1, sizeof *s);
+    mt_model_scorer *s = mt_try_calloc(1, sizeof *s);
     if (s == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
     s->m = m;
     mt_status rc = MT_OK;
@@ -209,14 +209,14 @@ mt_status app_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, app_kv_cach
     for (size_t i = 0; i < sizeof others / sizeof others[0] && rc == MT_OK; i++)
         rc = mt_graph_share_gemm_state(others[i], s->step[0]);
     if (rc != MT_OK) {
-        app_model_scorer_free(s);
+        mt_model_scorer_free(s);
         return rc;
     }
     *out = s;
     return MT_OK;
 }
 
-void app_model_scorer_free(app_model_scorer *s) {
+void mt_model_scorer_free(mt_model_scorer *s) {
     if (s == NULL) return;
     for (int i = 0; i < 2; i++) {
         mt_graph_free(s->enc[i]);
@@ -235,15 +235,14 @@ void app_model_scorer_free(app_model_scorer *s) {
     mt_free(s);
 }
 
-void app_model_scorer_set_batch(app_model_scorer *s, const mt_batch_seq *seqs, int32_t n,
-                                int n_src) {
+void mt_model_scorer_set_batch(mt_model_scorer *s, const mt_batch_seq *seqs, int32_t n, int n_src) {
     s->seqs = seqs;
     s->n_sent = n;
     s->n_src = n_src;
 }
 
-app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s) {
-    app_model_scorer_stats st = s->stats;
+mt_model_scorer_stats mt_model_scorer_get_stats(const mt_model_scorer *s) {
+    mt_model_scorer_stats st = s->stats;
     st.enc_bytes = st.step_bytes = st.hist_bytes = 0;
     for (int i = 0; i < 2; i++) {
         st.enc_bytes += mt_graph_get_stats(s->enc[i]).workspace_capacity;
@@ -258,14 +257,14 @@ app_model_scorer_stats app_model_scorer_get_stats(const app_model_scorer *s) {
 /* ------------------------------------------------------- scorer ops */
 
 static int32_t op_vocab_size(void *user) {
-    app_model_scorer *s = user;
+    mt_model_scorer *s = user;
     return mt_model_trg_vocab(s->m);
 }
 
 /* Encodes sentences[0..n) of the search's batch on g and makes their start
 ** state; live[at..at+n) get their ids. */
-static mt_status encode_start(app_model_scorer *s, mt_graph *g, const int32_t *sentences,
-                              int32_t n, int32_t at, mt_dec_state *out) {
+static mt_status encode_start(mt_model_scorer *s, mt_graph *g, const int32_t *sentences, int32_t n,
+                              int32_t at, mt_dec_state *out) {
     if (s->seqs == NULL || s->n_src != mt_model_n_src(s->m))
         return mt_seterr(MT_ERR_INVALID, "translate: the scorer has no batch of %d inputs",
                          mt_model_n_src(s->m));
@@ -302,7 +301,7 @@ static mt_status encode_start(app_model_scorer *s, mt_graph *g, const int32_t *s
 }
 
 static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void **state) {
-    app_model_scorer *s = user;
+    mt_model_scorer *s = user;
     *state = s;
     s->n_live = s->n_pend = 0;
     s->topup = false;
@@ -316,7 +315,7 @@ static mt_status op_start(void *user, const int32_t *sentences, int32_t n, void 
 
 /* The fold of imp (a state imported into g, the other history graph)
 ** computed, and its caches made the state's. */
-static mt_status fold_run(app_model_scorer *s, mt_graph *g, mt_dec_state *imp, mt_dec_state *out) {
+static mt_status fold_run(mt_model_scorer *s, mt_graph *g, mt_dec_state *imp, mt_dec_state *out) {
     mt_status rc = mt_model_fold(s->m, g, imp, true, out);
     if (rc == MT_OK) keep_state(g, out);
     if (rc == MT_OK) rc = mt_graph_forward(g);
@@ -332,7 +331,7 @@ static mt_status fold_run(app_model_scorer *s, mt_graph *g, mt_dec_state *imp, m
 
 /* The caches of the state's rows frozen into a new history on the other
 ** history graph (with top-up each row's positions packed from the left). */
-static mt_status fold(app_model_scorer *s) {
+static mt_status fold(mt_model_scorer *s) {
     mt_graph *g = s->hist[1 - s->hcur];
     mt_graph_clear(g);
     mt_dec_state imp, out;
@@ -366,7 +365,7 @@ static mt_status fold(app_model_scorer *s) {
 ** steps after a fold) and a fold copies each row's whole history.  The
 ** same values as a fold of every row: the rows left out are never read.
 ** Not with top-up (fold, as the step asked). */
-static mt_status fold_parents(app_model_scorer *s, int32_t n) {
+static mt_status fold_parents(mt_model_scorer *s, int32_t n) {
     int32_t *used = s->vpos, *par = s->hlen_new, *hsel = s->hnew; /* scratch [rows] */
     memset(used, 0, sizeof(int32_t) * (size_t)s->n_rows);
     for (int32_t i = 0; i < n; i++)
@@ -400,7 +399,7 @@ static mt_status fold_parents(app_model_scorer *s, int32_t n) {
 ** FIXED part of the state for the live and the new sentences on the other
 ** encoder graph (mt_model_append); their rows join at the next step. */
 static mt_status op_add(void *user, void *state, const int32_t *sentences, int32_t n) {
-    app_model_scorer *s = state;
+    mt_model_scorer *s = state;
     (void)user;
     if (n < 1) return MT_OK;
     int32_t at = s->n_live + s->n_pend;
@@ -427,7 +426,7 @@ static mt_status op_add(void *user, void *state, const int32_t *sentences, int32
 
 /* The FIXED part of the state for the sentences sel_sent[0..n): on the other
 ** encoder graph, which becomes the current one. */
-static mt_status purge(app_model_scorer *s, int32_t n) {
+static mt_status purge(mt_model_scorer *s, int32_t n) {
     mt_graph *g = s->enc[1 - s->ecur];
     mt_graph_clear(g);
     mt_dec_state imp, red;
@@ -467,7 +466,7 @@ typedef struct step_out {
 
 /* want's top_cols / logprobs [n, k] from the step's topk node [n, 2 k]
 ** (each row's values, then their columns as floats). */
-static mt_status get_topk(app_model_scorer *s, mt_node *top, int32_t n, int32_t k,
+static mt_status get_topk(mt_model_scorer *s, mt_node *top, int32_t n, int32_t k,
                           const step_out *want) {
     size_t need = 2 * (size_t)n * (size_t)k;
     if (need > s->cap_topk) {
@@ -487,7 +486,7 @@ static mt_status get_topk(app_model_scorer *s, mt_node *top, int32_t n, int32_t 
 }
 
 /* One step (want: step_out). */
-static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const step_out *want,
+static mt_status step_rows(mt_model_scorer *s, const mt_scorer_step *in, const step_out *want,
                            float *align) {
     const int32_t k = want->k;
     const int32_t n = in->n_hyps, n_tot = s->n_live + s->n_pend;
@@ -584,7 +583,7 @@ static mt_status step_rows(app_model_scorer *s, const mt_scorer_step *in, const 
         cur.row_sent = mt_input_i32(g, mt_shape1(n), s->row_sent);
         rc = mt_graph_status(g);
     }
-    if (rc == MT_OK && cur.hist_len > 0) { /* the history row of each new row */
+    if (rc == MT_OK && cur.hist_len > 0) {        /* the history row of each new row */
         for (int32_t j = 0; j < s->n_pend; j++) { /* appended rows: none there */
             s->hmap[s->n_rows + j] = 0;
             s->hlen[s->n_rows + j] = 0;
@@ -712,7 +711,7 @@ static mt_status op_step_argmax(void *user, void *state, const mt_scorer_step *i
 /* The keys and values of the contexts and of the frozen history that the
 ** state holds (the per-sentence nodes end with the n_ctx masks of the
 ** contexts, which are not counted): their number and bytes. */
-static void cache_size(app_model_scorer *s) {
+static void cache_size(mt_model_scorer *s) {
     s->stats.cache_values = s->stats.cache_bytes = 0;
     for (int r = 0; r < MT_DEC_STATE_SLOTS; r++) {
         const mt_node *kept[2] = {r < s->st.n_fixed - s->st.n_ctx ? s->st.fixed[r] : NULL,
@@ -727,7 +726,7 @@ static void cache_size(app_model_scorer *s) {
 }
 
 static void op_finish(void *user, void *state) {
-    app_model_scorer *s = user;
+    mt_model_scorer *s = user;
     (void)state;
     cache_size(s); /* after the search's last step */
     memset(&s->st, 0, sizeof s->st);
@@ -747,4 +746,4 @@ static const mt_scorer_ops model_scorer_ops = {
     .step_argmax = op_step_argmax,
 };
 
-mt_scorer app_model_scorer_get(app_model_scorer *s) { return (mt_scorer){&model_scorer_ops, s}; }
+mt_scorer mt_model_scorer_get(mt_model_scorer *s) { return (mt_scorer){&model_scorer_ops, s}; }
