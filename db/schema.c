@@ -35,6 +35,16 @@
 **   confirmation   segment, final text, time, time spent, its CONFIRM event
 **   finetune_run   base and output model, status, start/end, edits used
 **                  (count, up to time), log path, metrics (JSON object)
+**
+** Version 2 (saving a document records what changed, not a full copy):
+**   segment.original_status   the status the segment was imported with
+**                  (NULL in rows imported before version 2)
+**   doc_version    one save of a document: the written file's content
+**                  hash, the time, the number of segments it changed
+**   segment_version  the segments a save changed: target and status as
+**                  written, for each segment whose (target, status)
+**                  differs from its previous save's (or, before the first
+**                  save, from the imported one)
 */
 #include <stdio.h>
 
@@ -138,8 +148,28 @@ static const char schema_v1[] =
     "    metrics TEXT CHECK (metrics IS NULL OR json_valid(metrics))\n"
     ") STRICT;\n";
 
+static const char schema_v2[] =
+    "ALTER TABLE segment ADD COLUMN original_status INTEGER REFERENCES segment_status(code);\n"
+    "CREATE TABLE doc_version (\n"
+    "    id INTEGER PRIMARY KEY,\n"
+    "    document_id INTEGER NOT NULL REFERENCES document(id) ON DELETE CASCADE,\n"
+    "    content_hash TEXT NOT NULL,\n"
+    "    saved_ms INTEGER NOT NULL,\n"
+    "    n_changed INTEGER NOT NULL CHECK (n_changed >= 0)\n"
+    ") STRICT;\n"
+    "CREATE INDEX doc_version_document ON doc_version(document_id);\n"
+    "CREATE INDEX doc_version_hash ON doc_version(content_hash);\n"
+    "CREATE TABLE segment_version (\n"
+    "    version_id INTEGER NOT NULL REFERENCES doc_version(id) ON DELETE CASCADE,\n"
+    "    segment_id INTEGER NOT NULL REFERENCES segment(id) ON DELETE CASCADE,\n"
+    "    target TEXT,\n"
+    "    status INTEGER NOT NULL REFERENCES segment_status(code),\n"
+    "    PRIMARY KEY (segment_id, version_id)\n"
+    ") STRICT, WITHOUT ROWID;\n";
+
 const store_migration store_migrations[] = {
     {1, "initial schema", schema_v1, NULL},
+    {2, "document versions by changed segments", schema_v2, NULL},
 };
 const int store_n_migrations = (int)(sizeof store_migrations / sizeof store_migrations[0]);
 _Static_assert(sizeof store_migrations / sizeof store_migrations[0] == STORE_SCHEMA_VERSION,

@@ -45,6 +45,31 @@
     X(COMMIT, "COMMIT")                                                                            \
     X(ROLLBACK, "ROLLBACK")                                                                        \
     X(DOC_FIND, "SELECT id FROM document WHERE path = ?1 AND content_hash = ?2")                   \
+    X(DOC_FIND_SAVED, "SELECT id FROM (SELECT id, created_ms AS t, 0 AS v FROM document"           \
+                      " WHERE path = ?1 AND content_hash = ?2 UNION ALL"                           \
+                      " SELECT v.document_id, v.saved_ms, v.id FROM doc_version v"                 \
+                      " JOIN document d ON d.id = v.document_id"                                   \
+                      " WHERE d.path = ?1 AND v.content_hash = ?2) ORDER BY t DESC, v DESC")       \
+    X(VER_LAST, "SELECT content_hash FROM (SELECT content_hash, 0 AS v FROM document"              \
+                " WHERE id = ?1 UNION ALL SELECT content_hash, id FROM doc_version"                \
+                " WHERE document_id = ?1) ORDER BY v DESC")                                        \
+    X(VER_BASE, "SELECT s.idx, s.id, coalesce((SELECT sv.target FROM segment_version sv"           \
+                " WHERE sv.segment_id = s.id ORDER BY sv.version_id DESC LIMIT 1),"                \
+                " s.original_target), (SELECT sv.status FROM segment_version sv"                   \
+                " WHERE sv.segment_id = s.id ORDER BY sv.version_id DESC LIMIT 1),"                \
+                " s.original_status, EXISTS (SELECT 1 FROM segment_version sv"                     \
+                " WHERE sv.segment_id = s.id)"                                                     \
+                " FROM segment s WHERE s.document_id = ?1 ORDER BY s.idx")                         \
+    X(VER_INSERT, "INSERT INTO doc_version (document_id, content_hash, saved_ms, n_changed)"       \
+                  " VALUES (?1, ?2, ?3, 0)")                                                       \
+    X(VER_CHANGED, "UPDATE doc_version SET n_changed = ?2 WHERE id = ?1")                          \
+    X(SEGVER_INSERT, "INSERT INTO segment_version (version_id, segment_id, target, status)"        \
+                     " VALUES (?1, ?2, ?3, ?4)")                                                   \
+    X(VER_LIST, "SELECT id, document_id, content_hash, saved_ms, n_changed FROM doc_version"       \
+                " WHERE document_id = ?1 ORDER BY id")                                             \
+    X(SEGVER_LIST, "SELECT s.idx, s.id, sv.target, sv.status, s.source FROM segment_version sv"    \
+                   " JOIN segment s ON s.id = sv.segment_id WHERE sv.version_id = ?1"              \
+                   " ORDER BY s.idx")                                                              \
     X(DOC_INSERT, "INSERT INTO document (path, format, src_lang, tgt_lang, content_hash,"          \
                   " created_ms, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)")                   \
     X(DOC_OPENED, "UPDATE document SET opened_ms = ?2 WHERE id = ?1")                              \
@@ -53,8 +78,8 @@
     X(CURSOR_SET, "UPDATE document SET cursor_segment = ?2, cursor_offset = ?3 WHERE id = ?1")     \
     X(CURSOR_GET, "SELECT cursor_segment, cursor_offset FROM document WHERE id = ?1")              \
     X(SEG_INSERT, "INSERT INTO segment (document_id, idx, source, context, plural_source,"         \
-                  " plural_form, original_target, target, status, source_words, updated_ms)"       \
-                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10)")                         \
+                  " plural_form, original_target, target, status, original_status, source_words,"  \
+                  " updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?8, ?9, ?10)")         \
     X(SEG_LIST, SEG_COLUMNS " WHERE document_id = ?1 AND (?2 >> status) & 1 ORDER BY idx")         \
     X(SEG_GET, SEG_COLUMNS " WHERE id = ?1")                                                       \
     X(SEG_AT, SEG_COLUMNS " WHERE document_id = ?1 AND idx = ?2")                                  \
@@ -622,16 +647,198 @@ mt_status store_find_document(store *s, const char *path, const char *content_ha
     if (!path || !content_hash)
         return invalid(s, "find document", "path and content hash are required");
     int rc = SQLITE_OK;
-    bind_text(s->st[ST_DOC_FIND], 1, path, &rc);
-    bind_text(s->st[ST_DOC_FIND], 2, content_hash, &rc);
-    mt_status ret = first_row(s, ST_DOC_FIND, rc, "find document");
+    bind_text(s->st[ST_DOC_FIND_SAVED], 1, path, &rc);
+    bind_text(s->st[ST_DOC_FIND_SAVED], 2, content_hash, &rc);
+    mt_status ret = first_row(s, ST_DOC_FIND_SAVED, rc, "find document");
     if (ret == MT_ERR_NOTFOUND)
         return mt_seterr(ret, "store %s: no document %s with content hash %s", s->path, path,
                          content_hash);
     if (ret != MT_OK) return ret;
-    *doc_id = sqlite3_column_int64(s->st[ST_DOC_FIND], 0);
-    finish(s->st[ST_DOC_FIND]);
+    *doc_id = sqlite3_column_int64(s->st[ST_DOC_FIND_SAVED], 0);
+    finish(s->st[ST_DOC_FIND_SAVED]);
     return MT_OK;
+}
+
+/* The stored (target, status) a save is compared with: the segment's last
+** saved one, else the imported one (status -1: unknown, rows imported
+** before schema version 2). */
+typedef struct ver_base {
+    int64_t seg_id;
+    char *target; /* NULL: none */
+    int status;
+} ver_base;
+
+static void free_bases(ver_base *b, int32_t n) {
+    if (b == NULL) return;
+    for (int32_t i = 0; i < n; i++)
+        mt_free(b[i].target);
+    mt_free(b);
+}
+
+static bool same_target(const char *a, const char *b) {
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+mt_status store_add_version(store *s, int64_t doc_id, const char *content_hash,
+                            const store_saved_segment *segs, int32_t n, int64_t *version_id,
+                            int32_t *n_changed) {
+    CHECK_STORE(s);
+    MT_ASSERT(version_id != NULL && (segs != NULL || n == 0));
+    const char *op = "add version";
+    if (!content_hash) return invalid(s, op, "a content hash is required");
+    for (int32_t i = 0; i < n; i++)
+        if ((unsigned)segs[i].status >= STORE_SEG_STATUS_COUNT)
+            return invalid(s, op, "unknown segment status");
+    *version_id = 0;
+    if (n_changed) *n_changed = 0;
+    int64_t now = now_ms(s);
+    ver_base *base = NULL;
+    int32_t n_base = 0, changed = 0;
+    mt_status ret = tx_begin(s, op);
+    if (ret != MT_OK) return ret;
+
+    /* the same content as the last save (or the import): nothing to record */
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_VER_LAST], 1, doc_id, &rc);
+    ret = first_row(s, ST_VER_LAST, rc, op);
+    if (ret == MT_ERR_NOTFOUND) {
+        ret = mt_seterr(MT_ERR_NOTFOUND, "store %s: %s: no document %lld", s->path, op,
+                        (long long)doc_id);
+        goto fail;
+    }
+    if (ret != MT_OK) goto fail;
+    const char *last = (const char *)sqlite3_column_text(s->st[ST_VER_LAST], 0);
+    bool same = last && strcmp(last, content_hash) == 0;
+    finish(s->st[ST_VER_LAST]);
+    if (same) return tx_commit(s, "add version: commit");
+
+    base = mt_try_calloc((size_t)(n > 0 ? n : 1), sizeof *base);
+    if (base == NULL) {
+        ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
+        goto fail;
+    }
+    sqlite3_stmt *st = s->st[ST_VER_BASE];
+    rc = SQLITE_OK;
+    bind_int(st, 1, doc_id, &rc);
+    if (rc != SQLITE_OK) {
+        ret = fail_sql(s, rc, op);
+        goto fail;
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t idx = sqlite3_column_int64(st, 0);
+        if (idx != n_base || n_base >= n) {
+            n_base = -1;
+            break;
+        }
+        ver_base *b = &base[n_base++];
+        b->seg_id = sqlite3_column_int64(st, 1);
+        const char *t = (const char *)sqlite3_column_text(st, 2);
+        if (t && (b->target = mt_try_strdup(t)) == NULL) {
+            finish(st);
+            ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
+            goto fail;
+        }
+        bool saved = sqlite3_column_int(st, 5) != 0;
+        int col = saved ? 3 : 4;
+        b->status = sqlite3_column_type(st, col) == SQLITE_NULL ? -1 : sqlite3_column_int(st, col);
+    }
+    finish(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        ret = fail_sql(s, rc, op);
+        goto fail;
+    }
+    if (n_base != n) {
+        ret = mt_seterr(MT_ERR_INVALID,
+                        "store %s: %s: document %lld has other segments than the %d saved", s->path,
+                        op, (long long)doc_id, (int)n);
+        goto fail;
+    }
+
+    rc = SQLITE_OK;
+    bind_int(s->st[ST_VER_INSERT], 1, doc_id, &rc);
+    bind_text(s->st[ST_VER_INSERT], 2, content_hash, &rc);
+    bind_int(s->st[ST_VER_INSERT], 3, now, &rc);
+    ret = run(s, ST_VER_INSERT, rc, op);
+    if (ret != MT_OK) goto fail;
+    int64_t vid = sqlite3_last_insert_rowid(s->db);
+    for (int32_t i = 0; i < n; i++) {
+        const ver_base *b = &base[i];
+        if (same_target(b->target, segs[i].target) &&
+            (b->status < 0 || b->status == (int)segs[i].status))
+            continue;
+        rc = SQLITE_OK;
+        bind_int(s->st[ST_SEGVER_INSERT], 1, vid, &rc);
+        bind_int(s->st[ST_SEGVER_INSERT], 2, b->seg_id, &rc);
+        bind_text(s->st[ST_SEGVER_INSERT], 3, segs[i].target, &rc);
+        bind_int(s->st[ST_SEGVER_INSERT], 4, segs[i].status, &rc);
+        ret = run(s, ST_SEGVER_INSERT, rc, "add version: changed segment");
+        if (ret != MT_OK) goto fail;
+        changed++;
+    }
+    rc = SQLITE_OK;
+    bind_int(s->st[ST_VER_CHANGED], 1, vid, &rc);
+    bind_int(s->st[ST_VER_CHANGED], 2, changed, &rc);
+    ret = run(s, ST_VER_CHANGED, rc, op);
+    if (ret != MT_OK) goto fail;
+    ret = tx_commit(s, "add version: commit");
+    free_bases(base, n_base > 0 ? n_base : 0);
+    if (ret != MT_OK) return ret;
+    *version_id = vid;
+    if (n_changed) *n_changed = changed;
+    return MT_OK;
+fail:
+    free_bases(base, n_base > 0 ? n_base : 0);
+    tx_rollback(s);
+    return ret;
+}
+
+typedef struct ver_ctx {
+    store_version_fn fn;
+    store_version_segment_fn seg_fn;
+    void *user;
+} ver_ctx;
+
+static int ver_row(sqlite3_stmt *st, void *ctx) {
+    ver_ctx *c = ctx;
+    store_version v = {
+        .id = sqlite3_column_int64(st, 0),
+        .doc_id = sqlite3_column_int64(st, 1),
+        .content_hash = col_text(st, 2),
+        .saved_ms = sqlite3_column_int64(st, 3),
+        .n_changed = sqlite3_column_int(st, 4),
+    };
+    return c->fn(c->user, &v);
+}
+
+static int segver_row(sqlite3_stmt *st, void *ctx) {
+    ver_ctx *c = ctx;
+    store_version_segment g = {
+        .index = sqlite3_column_int(st, 0),
+        .seg_id = sqlite3_column_int64(st, 1),
+        .target = col_text(st, 2),
+        .status = (store_seg_status)sqlite3_column_int(st, 3),
+        .source = col_text(st, 4),
+    };
+    return c->seg_fn(c->user, &g);
+}
+
+mt_status store_list_versions(store *s, int64_t doc_id, store_version_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    ver_ctx c = {.fn = fn, .user = user};
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_VER_LIST], 1, doc_id, &rc);
+    return each_row(s, ST_VER_LIST, rc, "list versions", ver_row, &c, NULL);
+}
+
+mt_status store_version_segments(store *s, int64_t version_id, store_version_segment_fn fn,
+                                 void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    ver_ctx c = {.seg_fn = fn, .user = user};
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_SEGVER_LIST], 1, version_id, &rc);
+    return each_row(s, ST_SEGVER_LIST, rc, "list version segments", segver_row, &c, NULL);
 }
 
 /* Runs an UPDATE of one row; MT_ERR_NOTFOUND when it matched none. */

@@ -130,10 +130,49 @@ typedef struct store_segment_in {
 mt_status store_add_document(store *s, const store_doc_info *info, const store_segment_in *segs,
                              int32_t n, int64_t *doc_id);
 
-/* Finds the document with this path and content hash: MT_OK and *doc_id,
-** or MT_ERR_NOTFOUND. */
+/* Finds the document with this path whose import or one of whose saves
+** (store_add_version) had this content hash, the most recent if several:
+** MT_OK and *doc_id, or MT_ERR_NOTFOUND. */
 mt_status store_find_document(store *s, const char *path, const char *content_hash,
                               int64_t *doc_id);
+
+/* A save of the document: the file was written with content_hash.  segs[i]
+** is what was written for segment i (n: all the document's segments, else
+** MT_ERR_INVALID); only the segments whose (target, status) differ from
+** their previous save (or, before the first, from the import) are stored
+** with the version, so a save costs what it changed.  A hash equal to the
+** last save's (or the import's, before any save) records nothing
+** (*version_id 0).  store_find_document finds the document by the hash of
+** any of its saves.  *n_changed (may be NULL): segments recorded. */
+typedef struct store_saved_segment {
+    const char *target; /* as written; NULL for none */
+    store_seg_status status;
+} store_saved_segment;
+mt_status store_add_version(store *s, int64_t doc_id, const char *content_hash,
+                            const store_saved_segment *segs, int32_t n, int64_t *version_id,
+                            int32_t *n_changed);
+
+typedef struct store_version {
+    int64_t id, doc_id;
+    const char *content_hash;
+    int64_t saved_ms;
+    int32_t n_changed;
+} store_version;
+typedef int (*store_version_fn)(void *user, const store_version *v);
+/* The saves of a document, oldest first. */
+mt_status store_list_versions(store *s, int64_t doc_id, store_version_fn fn, void *user);
+
+typedef struct store_version_segment {
+    int32_t index;
+    int64_t seg_id;
+    const char *target; /* NULL when none */
+    store_seg_status status;
+    const char *source; /* the segment's */
+} store_version_segment;
+typedef int (*store_version_segment_fn)(void *user, const store_version_segment *g);
+/* The segments a save changed, by index. */
+mt_status store_version_segments(store *s, int64_t version_id, store_version_segment_fn fn,
+                                 void *user);
 
 /* Records that the document was opened now (for "recent documents"). */
 mt_status store_document_opened(store *s, int64_t doc_id);

@@ -1143,6 +1143,26 @@ static void test_export(void) {
                                            "_File\t_Datei", "Hello\tGuten Tag"};
     check_lines(tpath("final.tsv"), hist_tsv, 4, "export --history: every version");
 
+    /* a save of the document (store_add_version) keeps the segments it
+    ** changed; --history has them too, the final export only the latest */
+    store_saved_segment sv2[2] = {{"Guten Tag", STORE_SEG_CONFIRMED},
+                                  {"Zeilen\numbruch", STORE_SEG_CONFIRMED}};
+    int64_t vid = 0;
+    CHECK_STATUS(store_add_version(s, a2_id, "h1-v3", sv2, 2, &vid, NULL));
+    clk.t = T0 + 95000;
+    CHECK_STATUS(store_confirm(s, seg_at(s, a2_id, 0), "Guten Morgen", 1000, 5, &cid));
+    p.history = false;
+    CHECK_STATUS(app_corpus_export(s, &p, &st));
+    static const char *const final2_tsv[] = {"Line break\tZeile Umbruch", "_File\t_Datei",
+                                             "Hello\tGuten Morgen"};
+    check_lines(tpath("final.tsv"), final2_tsv, 3, "export after a save: the latest only");
+    p.history = true;
+    CHECK_STATUS(app_corpus_export(s, &p, &st));
+    static const char *const hist2_tsv[] = {
+        "Hello\tHallo",     "Line break\tZeile Umbruch",  "_File\t_Datei",
+        "Hello\tGuten Tag", "Line break\tZeilen umbruch", "Hello\tGuten Morgen"};
+    check_lines(tpath("final.tsv"), hist2_tsv, 6, "export --history: what each save wrote");
+
     /* an empty store gives a valid, empty TMX */
     store *e = NULL;
     CHECK_STATUS(store_open(":memory:", &e));

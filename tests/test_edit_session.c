@@ -39,6 +39,7 @@
 #include "editor.h"
 #include "harness.h"
 #include "store.h"
+#include "store_impl.h"
 
 /* ------------------------------------------------------------ the fake */
 
@@ -545,6 +546,53 @@ static int seg_target_cb(void *u, const store_segment *s) {
     return 0;
 }
 
+/* Rows of a table of the store (a save must not copy segments). */
+static int64_t count_rows(store *st, const char *table) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    sqlite3_stmt *q = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(store_db(st), sql, -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return n;
+}
+
+typedef struct versions {
+    int n;
+    int64_t id[8];
+    int32_t changed[8];
+} versions;
+
+static int version_cb(void *u, const store_version *v) {
+    versions *vs = u;
+    if (vs->n < 8) {
+        vs->id[vs->n] = v->id;
+        vs->changed[vs->n] = v->n_changed;
+    }
+    vs->n++;
+    return 0;
+}
+
+typedef struct version_segs {
+    int n;
+    int32_t index[64];
+    store_seg_status status[64];
+    char target[64][96];
+} version_segs;
+
+static int version_seg_cb(void *u, const store_version_segment *g) {
+    version_segs *vs = u;
+    if (vs->n < 64) {
+        vs->index[vs->n] = g->index;
+        vs->status[vs->n] = g->status;
+        snprintf(vs->target[vs->n], sizeof vs->target[0], "%s", g->target ? g->target : "");
+    }
+    vs->n++;
+    return 0;
+}
+
 static const char *seg_target(store *st, int64_t seg_id, char *buf, size_t size) {
     target_buf t = {buf, size};
     buf[0] = '\0';
@@ -698,6 +746,7 @@ static void test_ctl(void) {
                       "Keine Aufgabenkalender aktiviert."),
           "left unchanged: confirmed again with its text (%s)", target);
     int64_t old_doc = app_edit_ctl_doc_id(c);
+    int64_t segs_before = count_rows(st, "segment");
     CHECK_STATUS(h.save(h.user, false));
     now = slurp(po);
     CHECK(now && po_has(now, "msgid \"No task calendars enabled.\"\n"
@@ -711,11 +760,37 @@ static void test_ctl(void) {
         snprintf(cmd, sizeof cmd, "msgfmt --check -o /dev/null '%s' 2>/dev/null", po);
         CHECK(system(cmd) == 0, "msgfmt --check accepts the saved file");
     }
+    /* the save is a version of the same document holding the segments it
+    ** changed (the two confirmations and the draft), not a copy */
     int64_t new_doc = app_edit_ctl_doc_id(c);
-    CHECK(new_doc != old_doc, "a save registers a new document version");
+    CHECK(new_doc == old_doc, "a save keeps the document (%lld, was %lld)", (long long)new_doc,
+          (long long)old_doc);
+    CHECK(count_rows(st, "segment") == segs_before, "a save copies no segment (%lld, was %lld)",
+          (long long)count_rows(st, "segment"), (long long)segs_before);
+    versions vs = {0};
+    CHECK_STATUS(store_list_versions(st, new_doc, version_cb, &vs));
+    CHECK(vs.n == 1, "one version after one save, got %d", vs.n);
+    version_segs vg = {0};
+    if (vs.n >= 1) CHECK_STATUS(store_version_segments(st, vs.id[0], version_seg_cb, &vg));
+    bool has_seg = false, has_seg4 = false;
+    for (int j = 0; j < vg.n && j < 64; j++) {
+        if (vg.index[j] == seg)
+            has_seg = vg.status[j] == STORE_SEG_CONFIRMED &&
+                      !strcmp(vg.target[j], "Keine Aufgabenkalender aktiviert.");
+        if (vg.index[j] == seg4) has_seg4 = vg.status[j] == STORE_SEG_CONFIRMED;
+    }
+    CHECK(has_seg && has_seg4, "the version holds both confirmations");
+    CHECK(vs.n >= 1 && vg.n == vs.changed[0] && vg.n >= 2 &&
+              vg.n < (int)app_edit_ctl_document(c)->n_segs,
+          "only the changed segments are stored: %d of %lld", vg.n,
+          (long long)app_edit_ctl_document(c)->n_segs);
+    CHECK_STATUS(h.save(h.user, false));
+    vs.n = 0;
+    CHECK_STATUS(store_list_versions(st, new_doc, version_cb, &vs));
+    CHECK(vs.n == 1, "saving unchanged content records nothing, got %d versions", vs.n);
     h.segment_changed(h.user, 7, "ein Entwurf", 8);
     CHECK(seg_status(st, app_edit_ctl_seg_id(c, 7)) == STORE_SEG_EDITED,
-          "edits after the save go to the new version");
+          "edits after the save go to the document");
     app_edit_ctl_free(c);
     app_doc_free(doc);
     c = NULL;
@@ -724,6 +799,7 @@ static void test_ctl(void) {
     CHECK_STATUS(app_edit_ctl_open(st, doc, &cp, &c));
     if (c == NULL) goto done;
     CHECK(app_edit_ctl_doc_id(c) == new_doc, "the saved file is found by its hash");
+    CHECK(count_rows(st, "segment") == segs_before, "reopening the saved file copies nothing");
     CHECK(app_edit_ctl_start(c) == 8, "at the cursor, got %lld", (long long)app_edit_ctl_start(c));
     ud = app_edit_ctl_document(c);
     CHECK(ud->segs[7].status == UI_SEG_EDITED && !strcmp(ud->segs[7].target, "ein Entwurf"),

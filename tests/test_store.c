@@ -28,7 +28,7 @@ static void tmp_path(char *buf, size_t cap, const char *name) {
 
 /* Removes a database and its WAL files. */
 static void remove_db(const char *path) {
-    char buf[512];
+    char buf[1024];
     unlink(path);
     snprintf(buf, sizeof buf, "%s-wal", path);
     unlink(buf);
@@ -828,6 +828,141 @@ static void test_api(const char *path) {
     store_close(NULL);
 }
 
+/* -------------------------------------------------------------- versions */
+
+typedef struct ver_list {
+    int n;
+    store_version v[8];
+    char hash[8][32];
+} ver_list;
+
+static int collect_ver(void *user, const store_version *v) {
+    ver_list *l = user;
+    if (l->n < 8) {
+        l->v[l->n] = *v;
+        snprintf(l->hash[l->n], sizeof l->hash[0], "%s", v->content_hash);
+        l->v[l->n].content_hash = l->hash[l->n];
+    }
+    l->n++;
+    return 0;
+}
+
+typedef struct verseg_list {
+    int n;
+    int32_t index[N_SEGS];
+    store_seg_status status[N_SEGS];
+    char target[N_SEGS][64];
+    bool has_target[N_SEGS];
+} verseg_list;
+
+static int collect_verseg(void *user, const store_version_segment *g) {
+    verseg_list *l = user;
+    if (l->n < N_SEGS) {
+        l->index[l->n] = g->index;
+        l->status[l->n] = g->status;
+        l->has_target[l->n] = g->target != NULL;
+        snprintf(l->target[l->n], sizeof l->target[0], "%s", g->target ? g->target : "");
+    }
+    l->n++;
+    return 0;
+}
+
+/* The saved state of every segment as the import had it. */
+static void saved_as_imported(const store_segment_in *in, store_saved_segment *out) {
+    for (int i = 0; i < N_SEGS; i++) {
+        out[i].target = in[i].target;
+        out[i].status = in[i].status;
+    }
+}
+
+static int64_t table_rows(store *s, const char *table) {
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    sqlite3_stmt *q = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return n;
+}
+
+/* Saves record the segments they change, not copies; a saved hash finds
+** the document. */
+static void test_versions(void) {
+    store *s = NULL;
+    CHECK_STATUS(store_open(":memory:", &s));
+    if (!s) return;
+    store_segment_in in[N_SEGS];
+    make_segments(in);
+    int64_t doc = 0, v = -1, id = 0;
+    int32_t changed = -1;
+    CHECK_STATUS(store_add_document(s, &doc_info, in, N_SEGS, &doc));
+    store_saved_segment sv[N_SEGS];
+    saved_as_imported(in, sv);
+
+    /* the import's own content: nothing to record */
+    CHECK_STATUS(store_add_version(s, doc, doc_info.content_hash, sv, N_SEGS, &v, &changed));
+    CHECK(v == 0 && changed == 0, "the imported content is no new version");
+
+    /* a save that changes segments 0 (target) and 1 (status only) */
+    sv[0].target = "Datei";
+    sv[0].status = STORE_SEG_CONFIRMED;
+    sv[1].status = STORE_SEG_CONFIRMED; /* same text as imported, now confirmed */
+    CHECK_STATUS(store_add_version(s, doc, "sha256:bb02", sv, N_SEGS, &v, &changed));
+    CHECK(v > 0 && changed == 2, "two changed segments recorded, got %d", changed);
+    CHECK(table_rows(s, "segment") == N_SEGS, "no segment copied");
+    verseg_list g = {0};
+    CHECK_STATUS(store_version_segments(s, v, collect_verseg, &g));
+    CHECK(g.n == 2 && g.index[0] == 0 && !strcmp(g.target[0], "Datei") &&
+              g.status[0] == STORE_SEG_CONFIRMED && g.index[1] == 1 &&
+              !strcmp(g.target[1], "Salutations de Cologne") && g.status[1] == STORE_SEG_CONFIRMED,
+          "the version holds what changed");
+    CHECK_STATUS(store_find_document(s, doc_info.path, "sha256:bb02", &id));
+    CHECK(id == doc, "the saved hash finds the document");
+    CHECK_STATUS(store_find_document(s, doc_info.path, doc_info.content_hash, &id));
+    CHECK(id == doc, "the imported hash still finds it");
+    CHECK(store_find_document(s, "other/app.po", "sha256:bb02", &id) == MT_ERR_NOTFOUND,
+          "another path does not");
+
+    /* the same content again: nothing; a further change: only that segment */
+    CHECK_STATUS(store_add_version(s, doc, "sha256:bb02", sv, N_SEGS, &v, &changed));
+    CHECK(v == 0 && changed == 0, "saving the same content again records nothing");
+    sv[2].target = "Hallo";
+    sv[2].status = STORE_SEG_EDITED;
+    CHECK_STATUS(store_add_version(s, doc, "sha256:cc03", sv, N_SEGS, &v, &changed));
+    CHECK(v > 0 && changed == 1, "one changed segment, got %d", changed);
+    /* back to an earlier text: compared with the last save, so recorded */
+    sv[0].target = NULL;
+    sv[0].status = STORE_SEG_NEW;
+    CHECK_STATUS(store_add_version(s, doc, "sha256:dd04", sv, N_SEGS, &v, &changed));
+    g.n = 0;
+    CHECK_STATUS(store_version_segments(s, v, collect_verseg, &g));
+    CHECK(changed == 1 && g.n == 1 && g.index[0] == 0 && !g.has_target[0] &&
+              g.status[0] == STORE_SEG_NEW,
+          "a target removed again is a change");
+    ver_list l = {0};
+    CHECK_STATUS(store_list_versions(s, doc, collect_ver, &l));
+    CHECK(l.n == 3 && !strcmp(l.hash[0], "sha256:bb02") && l.v[0].n_changed == 2 &&
+              !strcmp(l.hash[2], "sha256:dd04") && l.v[2].saved_ms >= l.v[0].saved_ms,
+          "three versions, oldest first");
+    CHECK(table_rows(s, "segment_version") == 4, "4 changed segments stored in all");
+
+    /* refusals */
+    CHECK(store_add_version(s, doc, "sha256:ee05", sv, N_SEGS - 1, &v, NULL) == MT_ERR_INVALID,
+          "a save of another number of segments is refused");
+    CHECK(store_add_version(s, doc + 100, "sha256:ee05", sv, N_SEGS, &v, NULL) == MT_ERR_NOTFOUND,
+          "an unknown document is refused");
+    sv[3].status = (store_seg_status)99;
+    CHECK(store_add_version(s, doc, "sha256:ee05", sv, N_SEGS, &v, NULL) == MT_ERR_INVALID,
+          "an unknown status is refused");
+    l.n = 0;
+    CHECK_STATUS(store_list_versions(s, doc, collect_ver, &l));
+    CHECK(l.n == 3, "refused saves leave nothing");
+    CHECK_STATUS(store_check(s));
+    store_close(s);
+}
+
 /* ------------------------------------------------------------- migrations */
 
 /* Seeds a database at schema version k with data through raw SQL (the API
@@ -853,7 +988,44 @@ static void check_v0(store *s) {
     if (l.n) CHECK_STATUS(store_confirm(s, l.r[0].g.id, "Hallo", 1, 1, &c));
 }
 
-static const seeder seeders[] = {{seed_v0, check_v0}};
+/* Version 1: documents and segments without original_status; a save was a
+** full copy (a second document with the same path). */
+static void seed_v1(sqlite3 *db) {
+    static const char sql[] =
+        "INSERT INTO document (id, path, format, src_lang, tgt_lang, content_hash, created_ms,"
+        " opened_ms) VALUES (1, 'old.po', 0, 'en', 'de', 'h1', 1000, 1000),"
+        " (2, 'old.po', 0, 'en', 'de', 'h2', 2000, 2000);"
+        "INSERT INTO segment (id, document_id, idx, source, original_target, target, status,"
+        " updated_ms) VALUES (1, 1, 0, 'Open', NULL, NULL, 0, 1000),"
+        " (2, 1, 1, 'Close', 'Zu', 'Zu', 3, 1000),"
+        " (3, 2, 0, 'Open', NULL, 'Öffnen', 3, 2000), (4, 2, 1, 'Close', 'Zu', 'Zu', 3, 2000);"
+        "INSERT INTO edit (id, segment_id, kind, text, time_ms, spent_ms, keystrokes)"
+        " VALUES (1, 3, 5, 'Öffnen', 2500, 10, 6);"
+        "INSERT INTO confirmation (segment_id, edit_id, text, time_ms, spent_ms)"
+        " VALUES (3, 1, 'Öffnen', 2500, 10);";
+    CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "seed v1: %s", sqlite3_errmsg(db));
+}
+
+static void check_v1(store *s) {
+    int64_t id = 0, v = 0;
+    int32_t changed = -1;
+    CHECK_STATUS(store_find_document(s, "old.po", "h2", &id));
+    CHECK(id == 2, "the old copies stay documents");
+    seg_list l = {0};
+    CHECK_STATUS(store_list_segments(s, 2, STORE_SEG_ALL, collect_seg, &l));
+    CHECK(l.n == 2 && l.r[0].has_target && !strcmp(l.r[0].target, "Öffnen"),
+          "segments survive the migration");
+    /* a save of an old document: the imported status is unknown, targets
+    ** are compared */
+    store_saved_segment sv[2] = {{"Öffnen", STORE_SEG_CONFIRMED},
+                                 {"Schließen", STORE_SEG_CONFIRMED}};
+    CHECK_STATUS(store_add_version(s, 2, "h3", sv, 2, &v, &changed));
+    CHECK(v > 0 && changed == 2, "both targets differ from the imported ones, got %d", changed);
+    CHECK_STATUS(store_find_document(s, "old.po", "h3", &id));
+    CHECK(id == 2, "the new save finds the old document");
+}
+
+static const seeder seeders[] = {{seed_v0, check_v0}, {seed_v1, check_v1}};
 _Static_assert(sizeof seeders / sizeof seeders[0] == STORE_SCHEMA_VERSION,
                "tests/test_store.c: add a seeder for every older schema version");
 
@@ -1407,6 +1579,7 @@ int main(void) {
     test_api(":memory:");
     test_api(path);
     remove_db(path);
+    test_versions();
     test_migrate_from_each_version();
     test_migration_machinery();
     test_refusals();

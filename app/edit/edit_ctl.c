@@ -837,25 +837,26 @@ static mt_status h_commit(void *user, int64_t seg, const char *text, const ui_ed
     return MT_OK;
 }
 
-/* The saved file is the document's new version in the store. */
+/* The saved file is the document's new version in the store: the
+** segments it changed since the last save, not a copy (store_add_version). */
 static mt_status register_version(app_edit_ctl *c) {
     char *hash = NULL;
-    int64_t id = 0;
     mt_status rc = app_edit_doc_hash(c->doc, &hash);
     if (rc != MT_OK) return rc;
-    rc = store_find_document(c->st, c->path, hash, &id);
-    if (rc == MT_ERR_NOTFOUND) rc = add_version(c, hash, &id);
+    store_saved_segment *sv = mt_try_calloc((size_t)c->n, sizeof *sv);
+    if (sv == NULL) {
+        mt_free(hash);
+        return oom();
+    }
+    for (int64_t i = 0; i < c->n; i++) {
+        sv[i].target = c->u[i].target[0] ? c->u[i].target : NULL;
+        sv[i].status = to_store(c->u[i].status);
+    }
+    int64_t version = 0;
+    rc = store_add_version(c->st, c->doc_id, hash, sv, (int32_t)c->n, &version, NULL);
+    mt_free(sv);
     mt_free(hash);
-    if (rc != MT_OK) return rc;
-    if (id == c->doc_id) return MT_OK;
-    seg_rows rows;
-    rc = take_ids(c, id, &rows); /* on failure the old ids stay */
-    if (rc != MT_OK) return rc;
-    rows_free(&rows);
-    c->doc_id = id;
-    for (int64_t i = 0; i < c->n; i++) /* the stored target is the last edit */
-        if (c->u[i].status != UI_SEG_NEW) replace_str(&c->u[i].last_text, c->u[i].target);
-    if (c->cur >= 0) rc = store_set_cursor(c->st, id, (int32_t)c->cur, 0);
+    if (rc == MT_OK && c->cur >= 0) rc = store_set_cursor(c->st, c->doc_id, (int32_t)c->cur, 0);
     return rc;
 }
 

@@ -1386,6 +1386,7 @@ typedef struct export_ctx {
     row_set seen;  /* pass 1: (path, "index\x1fsource") of newer versions */
     row_set final; /* pass 1: (document id, index) holding a final translation */
     const export_doc *cur;
+    int64_t version_ms; /* history: the time of the save being read */
     mt_status rc;
 } export_ctx;
 
@@ -1445,14 +1446,41 @@ static int final_row(void *user, const store_export_row *r) {
     return rc != MT_OK;
 }
 
+/* One (source, target) pair of the current document into the output. */
+static mt_status export_pair(export_ctx *c, const char *source, const char *target,
+                             int64_t time_ms) {
+    char *s = NULL, *t = NULL;
+    mt_status rc = MT_OK;
+    c->st->entries++;
+    if (c->cur->format == STORE_FORMAT_XLIFF) {
+        rc = app_doc_strip_tags(source, &s);
+        if (rc == MT_OK) rc = app_doc_strip_tags(target, &t);
+    } else {
+        s = mt_try_strdup(source);
+        t = mt_try_strdup(target);
+        if (s == NULL || t == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+    }
+    if (rc == MT_OK) {
+        if (c->p->strip_accelerators) app_corpus_strip_accelerators(s, t);
+        if (blank(s) || blank(t)) {
+            c->st->empty++;
+        } else {
+            bool dup;
+            rc = rows_add(&c->rows, s, t, c->cur->src_lang, c->cur->tgt_lang, time_ms / 1000, &dup);
+            if (dup) c->st->duplicates++;
+        }
+    }
+    mt_free(s);
+    mt_free(t);
+    return rc;
+}
+
 static int export_row(void *user, const store_export_row *r) {
     export_ctx *c = user;
     if (r->time_ms < c->p->since_ms) {
         c->st->before_since++;
         return 0;
     }
-    char *s = NULL, *t = NULL;
-    mt_status rc = MT_OK;
     if (!c->p->history) { /* only the segment's final translation (pass 1) */
         char a[32], b[32];
         snprintf(a, sizeof a, "%lld", (long long)r->doc_id);
@@ -1462,30 +1490,58 @@ static int export_row(void *user, const store_export_row *r) {
             return 0;
         }
     }
-    c->st->entries++;
-    if (c->cur->format == STORE_FORMAT_XLIFF) {
-        rc = app_doc_strip_tags(r->source, &s);
-        if (rc == MT_OK) rc = app_doc_strip_tags(r->target, &t);
-    } else {
-        s = mt_try_strdup(r->source);
-        t = mt_try_strdup(r->target);
-        if (s == NULL || t == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+    c->rc = export_pair(c, r->source, r->target, r->time_ms);
+    return c->rc != MT_OK;
+}
+
+/* History: the confirmed translations that saves of the document wrote
+** (store_add_version keeps the segments each save changed). */
+static int export_saved_segment(void *user, const store_version_segment *g) {
+    export_ctx *c = user;
+    if (g->status != STORE_SEG_CONFIRMED || g->target == NULL) return 0;
+    if (c->version_ms < c->p->since_ms) {
+        c->st->before_since++;
+        return 0;
     }
-    if (rc == MT_OK) {
-        if (c->p->strip_accelerators) app_corpus_strip_accelerators(s, t);
-        if (blank(s) || blank(t)) {
-            c->st->empty++;
-        } else {
-            bool dup;
-            rc = rows_add(&c->rows, s, t, c->cur->src_lang, c->cur->tgt_lang, r->time_ms / 1000,
-                          &dup);
-            if (dup) c->st->duplicates++;
-        }
+    c->rc = export_pair(c, g->source, g->target, c->version_ms);
+    return c->rc != MT_OK;
+}
+
+/* The saves of the current document (listed first: the store cannot be
+** read again from inside a listing). */
+typedef struct saves {
+    int64_t *id, *ms;
+    int64_t n, cap;
+} saves;
+
+static int collect_save(void *user, const store_version *v) {
+    saves *sv = user;
+    if (sv->n == sv->cap) {
+        int64_t cap = sv->cap ? sv->cap * 2 : 8;
+        int64_t *ni = mt_try_realloc(sv->id, (size_t)cap * sizeof *ni);
+        if (ni) sv->id = ni;
+        int64_t *nm = ni ? mt_try_realloc(sv->ms, (size_t)cap * sizeof *nm) : NULL;
+        if (nm) sv->ms = nm;
+        if (!ni || !nm) return 1;
+        sv->cap = cap;
     }
-    mt_free(s);
-    mt_free(t);
-    c->rc = rc;
-    return rc != MT_OK;
+    sv->id[sv->n] = v->id;
+    sv->ms[sv->n++] = v->saved_ms;
+    return 0;
+}
+
+static mt_status export_saves(store *s, export_ctx *c, int64_t doc_id) {
+    saves sv = {0};
+    mt_status rc = store_list_versions(s, doc_id, collect_save, &sv);
+    if (rc == MT_ABORTED) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < sv.n && rc == MT_OK; i++) {
+        c->version_ms = sv.ms[i];
+        rc = store_version_segments(s, sv.id[i], export_saved_segment, c);
+        if (rc == MT_ABORTED) rc = c->rc;
+    }
+    mt_free(sv.id);
+    mt_free(sv.ms);
+    return rc;
 }
 
 mt_status app_corpus_export(store *s, const app_corpus_export_params *p, app_corpus_stats *st) {
@@ -1522,6 +1578,10 @@ mt_status app_corpus_export(store *s, const app_corpus_export_params *p, app_cor
         }
         st->documents++;
         c.cur = d;
+        if (p->history) {
+            rc = export_saves(s, &c, d->id);
+            if (rc != MT_OK) goto done;
+        }
         rc = store_export_confirmed(s, d->id, export_row, &c);
         if (rc == MT_ABORTED) rc = c.rc;
         if (rc != MT_OK) goto done;

@@ -182,15 +182,18 @@ typedef struct app_corpus_export_params {
     const char *tsv_path;            /* source<TAB>target, flattened; NULL: none      */
     const char *src_lang, *trg_lang; /* when set, only documents in these languages */
     bool strip_accelerators, dedup;
-    bool history; /* every stored version's confirmations; false: the final
-                     translation of each segment (its newest version's)    */
+    bool history; /* also the confirmed translations each save wrote, and
+                     every imported version's; false: the final translation
+                     of each segment (its newest version's)                 */
 } app_corpus_export_params;
 
 /* Writes the latest confirmation of every confirmed segment (of one
-** document or all, segments by index).  Every :w stores a version of the
-** document; without history only the final translation of a segment is
-** written: the segment (same path, index and source) of the newest
-** version that has it confirmed; with history every version's rows.
+** document or all, segments by index).  Every :w stores the segments it
+** changed (store_add_version); a file changed elsewhere is imported as a
+** new document.  Without history only the final translation of a segment
+** is written: the segment (same path, index and source) of the newest
+** document that has it confirmed; with history also every save's
+** confirmed segments (oldest first) and every document's rows.
 ** Documents by id.  XLIFF segments
 ** lose their inline-tag placeholders.  TMX keeps line breaks; TSV flattens
 ** them.  Rows with an empty side are left out.  Errors: MT_ERR_NOTFOUND (no
