@@ -517,7 +517,8 @@ done:
 static mt_status read_text(const char *path, char **out) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (f == NULL) return mt_seterr(MT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (f == NULL)
+        return mt_seterr(MT_ERR_IO, "cannot open config file %s: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = mt_try_malloc(cap);
     mt_status rc = MT_ERR_NOMEM;
@@ -534,7 +535,7 @@ static mt_status read_text(const char *path, char **out) {
         if (got == 0) break;
     }
     if (ferror(f)) {
-        rc = mt_seterr(MT_ERR_IO, "cannot read %s", path);
+        rc = mt_seterr(MT_ERR_IO, "cannot read config file %s", path);
         goto fail_msg;
     }
     const char *nul = memchr(buf, '\0', n);
