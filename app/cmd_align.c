@@ -16,63 +16,47 @@
 
 #include "align.h"
 #include "app.h"
+#include "options.h"
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: mtpe align -i CORPUS [options] > ALIGNMENT\n"
-               "       mtpe align -s SRC -t TRG [options] > ALIGNMENT\n"
-               "\n"
-               "Word alignment with fast_align's model (IBM Model 2 with a prior that favours\n"
-               "the diagonal).  Tokens are separated by blanks; prints one line of Pharaoh\n"
-               "links i-j (source index - target index, 0-based) per sentence pair.\n"
-               "\n"
-               "input:\n"
-               "  -i, --input FILE          \"source ||| target\" per line (fast_align format)\n"
-               "  -s, --source FILE         source side, one sentence per line\n"
-               "  -t, --target FILE         target side, line-aligned with --source\n"
-               "model (fast_align's options):\n"
-               "  -d, --favor-diagonal      prior favouring the diagonal (recommended)\n"
-               "  -o, --optimize-tension    optimize the diagonal tension (recommended)\n"
-               "  -v, --variational-bayes   Dirichlet prior on t(f|e) (recommended)\n"
-               "  -r, --reverse             condition on the target, generate the source\n"
-               "  -N, --no-null-word        no NULL word\n"
-               "  -I, --iterations N        EM passes including the final one (5)\n"
-               "  -p0, --p0 X               NULL alignment prior with -d (0.08)\n"
-               "  -T, --diagonal-tension X  initial tension (4)\n"
-               "  -a, --alpha X             Dirichlet concentration with -v (0.01)\n"
-               "symmetrization:\n"
-               "  --both                    align both directions and symmetrize\n"
-               "  --sym NAME                grow-diag-final-and (default), grow-diag-final,\n"
-               "                            grow-diag, intersect, union\n"
-               "other:\n"
-               "  --lex-out FILE            write the final table e<TAB>f<TAB>ln t(f|e); with\n"
-               "                            --both the reverse table goes to FILE.r\n"
-               "  -q, --quiet               no progress messages\n"
-               "  -h, --help                this text\n"
-               "Short flags combine: -dov is -d -o -v.\n");
-}
+static const app_opt align_opts[] = {
+    {"input", 'i', APP_OPT_STRING, NULL, NULL,
+     "\"source ||| target\" per line (fast_align format)"},
+    {"source", 's', APP_OPT_STRING, NULL, NULL, "source side, one sentence per line"},
+    {"target", 't', APP_OPT_STRING, NULL, NULL, "target side, line-aligned with --source"},
+    {"favor-diagonal", 'd', APP_OPT_FLAG, NULL, NULL, "prior favouring the diagonal (recommended)"},
+    {"optimize-tension", 'o', APP_OPT_FLAG, NULL, NULL,
+     "optimize the diagonal tension (recommended)"},
+    {"variational-bayes", 'v', APP_OPT_FLAG, NULL, NULL, "Dirichlet prior on t(f|e) (recommended)"},
+    {"reverse", 'r', APP_OPT_FLAG, NULL, NULL, "condition on the target, generate the source"},
+    {"no-null-word", 'N', APP_OPT_FLAG, NULL, NULL, "no NULL word"},
+    {"iterations", 'I', APP_OPT_INT, "5", NULL, "EM passes including the final one (1..100000)"},
+    {"p0", 'p', APP_OPT_FLOAT, "0.08", NULL, "NULL alignment prior with -d, in [0, 1)"},
+    {"diagonal-tension", 'T', APP_OPT_FLOAT, "4", NULL, "initial tension (> 0)"},
+    {"alpha", 'a', APP_OPT_FLOAT, "0.01", NULL, "Dirichlet concentration with -v (> 0)"},
+    {"both", 0, APP_OPT_FLAG, NULL, NULL, "align both directions and symmetrize"},
+    {"sym", 0, APP_OPT_STRING, "grow-diag-final-and", NULL,
+     "grow-diag-final-and, grow-diag-final, grow-diag, intersect or union"},
+    {"lex-out", 0, APP_OPT_STRING, NULL, NULL,
+     "write the final table e<TAB>f<TAB>ln t(f|e); with --both the reverse table goes to FILE.r"},
+    {"quiet", 'q', APP_OPT_FLAG, NULL, NULL, "no progress messages"},
+};
+
+const app_cmd app_align_cmd = {
+    .name = "align",
+    .usage = "-i CORPUS [options] > ALIGNMENT\n"
+             "-s SRC -t TRG [options] > ALIGNMENT",
+    .about = "Word alignment with fast_align's model (IBM Model 2 with a prior that favours\n"
+             "the diagonal) and fast_align's options.  Tokens are separated by blanks; prints\n"
+             "one line of Pharaoh links i-j (source index - target index, 0-based) per\n"
+             "sentence pair.  Short flags combine: -dov is -d -o -v.\n",
+    .opts = align_opts,
+    .n_opts = (int)(sizeof align_opts / sizeof align_opts[0]),
+};
 
 static void quiet_sink(mt_log_level level, const char *msg, void *user) {
     (void)user;
     if (level >= MT_LOG_WARN)
         fprintf(stderr, "[%s] %s\n", level == MT_LOG_WARN ? "warn" : "error", msg);
-}
-
-static bool parse_int(const char *s, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > 100000) return false;
-    *out = (int)v;
-    return true;
-}
-
-static bool parse_double(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end) return false;
-    *out = v;
-    return true;
 }
 
 typedef struct align_args {
@@ -82,99 +66,44 @@ typedef struct align_args {
     app_sym sym;
 } align_args;
 
-/* Returns 0 to go on, 1 after --help, 2 on a usage error (message printed). */
-static int parse_args(int argc, char **argv, align_args *a) {
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VALUE()                                                                               \
-    do {                                                                                           \
-        if (val == NULL) {                                                                         \
-            fprintf(stderr, "mtpe align: %s needs a value\n", o);                                  \
-            return 2;                                                                              \
-        }                                                                                          \
-        i++;                                                                                       \
-    } while (0)
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            usage(stdout);
-            return 1;
-        } else if (!strcmp(o, "-i") || !strcmp(o, "--input")) {
-            NEED_VALUE();
-            a->input = val;
-        } else if (!strcmp(o, "-s") || !strcmp(o, "--source")) {
-            NEED_VALUE();
-            a->source = val;
-        } else if (!strcmp(o, "-t") || !strcmp(o, "--target")) {
-            NEED_VALUE();
-            a->target = val;
-        } else if (!strcmp(o, "--lex-out")) {
-            NEED_VALUE();
-            a->lex_out = val;
-        } else if (!strcmp(o, "-I") || !strcmp(o, "--iterations")) {
-            NEED_VALUE();
-            if (!parse_int(val, &a->p.iterations)) {
-                fprintf(stderr, "mtpe align: %s wants an integer in [1, 100000], not '%s'\n", o,
-                        val);
-                return 2;
-            }
-        } else if (!strcmp(o, "-p0") || !strcmp(o, "-p") || !strcmp(o, "--p0")) {
-            NEED_VALUE();
-            if (!parse_double(val, &a->p.p0) || a->p.p0 < 0.0 || a->p.p0 >= 1.0) {
-                fprintf(stderr, "mtpe align: %s wants a number in [0, 1), not '%s'\n", o, val);
-                return 2;
-            }
-        } else if (!strcmp(o, "-T") || !strcmp(o, "--diagonal-tension")) {
-            NEED_VALUE();
-            if (!parse_double(val, &a->p.tension) || !(a->p.tension > 0.0)) {
-                fprintf(stderr, "mtpe align: %s wants a positive number, not '%s'\n", o, val);
-                return 2;
-            }
-        } else if (!strcmp(o, "-a") || !strcmp(o, "--alpha")) {
-            NEED_VALUE();
-            if (!parse_double(val, &a->p.alpha) || !(a->p.alpha > 0.0)) {
-                fprintf(stderr, "mtpe align: %s wants a positive number, not '%s'\n", o, val);
-                return 2;
-            }
-        } else if (!strcmp(o, "--sym")) {
-            NEED_VALUE();
-            if (app_sym_parse(val, &a->sym) != MT_OK) {
-                fprintf(stderr, "mtpe align: %s\n", mt_errmsg());
-                return 2;
-            }
-        } else if (!strcmp(o, "--both")) {
-            a->both = true;
-        } else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) {
-            a->quiet = true;
-        } else if (!strcmp(o, "--favor-diagonal")) {
-            a->p.favor_diagonal = true;
-        } else if (!strcmp(o, "--optimize-tension")) {
-            a->p.optimize_tension = true;
-        } else if (!strcmp(o, "--variational-bayes")) {
-            a->p.variational_bayes = true;
-        } else if (!strcmp(o, "--reverse")) {
-            a->p.reverse = true;
-        } else if (!strcmp(o, "--no-null-word")) {
-            a->p.no_null = true;
-        } else if (o[0] == '-' && o[1] != '-' && o[1] != '\0' &&
-                   strspn(o + 1, "dovrN") == strlen(o + 1)) {
-            for (const char *c = o + 1; *c; c++) {
-                if (*c == 'd') a->p.favor_diagonal = true;
-                if (*c == 'o') a->p.optimize_tension = true;
-                if (*c == 'v') a->p.variational_bayes = true;
-                if (*c == 'r') a->p.reverse = true;
-                if (*c == 'N') a->p.no_null = true;
-            }
-        } else {
-            fprintf(stderr, "mtpe align: unknown option '%s' (mtpe align --help)\n", o);
-            return 2;
-        }
-#undef NEED_VALUE
-    }
+static const char *opt_or_null(const app_opts *o, const char *name) {
+    return app_opts_given(o, name) ? app_opts_str(o, name) : NULL;
+}
+
+/* Returns 0 to go on, 2 on a usage error (message printed). */
+static int check_args(const app_opts *o, align_args *a) {
+    const app_cmd *c = &app_align_cmd;
+    a->input = opt_or_null(o, "input");
+    a->source = opt_or_null(o, "source");
+    a->target = opt_or_null(o, "target");
+    a->lex_out = opt_or_null(o, "lex-out");
+    a->both = app_opts_flag(o, "both");
+    a->quiet = app_opts_flag(o, "quiet");
+    a->p.favor_diagonal = app_opts_flag(o, "favor-diagonal");
+    a->p.optimize_tension = app_opts_flag(o, "optimize-tension");
+    a->p.variational_bayes = app_opts_flag(o, "variational-bayes");
+    a->p.reverse = app_opts_flag(o, "reverse");
+    a->p.no_null = app_opts_flag(o, "no-null-word");
+    int64_t it = app_opts_int(o, "iterations");
+    if (it < 1 || it > 100000)
+        return app_cmd_usage_error(c, "--iterations wants an integer in [1, 100000], not %lld",
+                                   (long long)it);
+    a->p.iterations = (int)it;
+    a->p.p0 = app_opts_float(o, "p0");
+    if (a->p.p0 < 0.0 || a->p.p0 >= 1.0)
+        return app_cmd_usage_error(c, "--p0 wants a number in [0, 1), not %g", a->p.p0);
+    a->p.tension = app_opts_float(o, "diagonal-tension");
+    if (!(a->p.tension > 0.0))
+        return app_cmd_usage_error(c, "--diagonal-tension wants a positive number, not %g",
+                                   a->p.tension);
+    a->p.alpha = app_opts_float(o, "alpha");
+    if (!(a->p.alpha > 0.0))
+        return app_cmd_usage_error(c, "--alpha wants a positive number, not %g", a->p.alpha);
+    if (app_sym_parse(app_opts_str(o, "sym"), &a->sym) != MT_OK)
+        return app_cmd_usage_error(c, "%s", mt_errmsg());
     if (!a->input == !(a->source || a->target) || (a->source && !a->target) ||
-        (a->target && !a->source)) {
-        fprintf(stderr, "mtpe align: give either -i CORPUS or both -s SRC and -t TRG\n");
-        return 2;
-    }
+        (a->target && !a->source))
+        return app_cmd_usage_error(c, "give either -i CORPUS or both -s SRC and -t TRG");
     return 0;
 }
 
@@ -209,13 +138,17 @@ int app_align_main(int argc, char **argv) {
     align_args a;
     memset(&a, 0, sizeof a);
     a.p = app_align_default_params();
-    a.sym = APP_SYM_GROW_DIAG_FINAL_AND;
-    int prc = parse_args(argc, argv, &a);
-    if (prc == 1) return 0;
-    if (prc == 2) return 2;
+    app_opts *o = NULL;
+    int ret;
+    if (!app_opts_parse_cmd(&app_align_cmd, argc, argv, &o, &ret)) return ret;
+    ret = check_args(o, &a);
+    if (ret != 0) {
+        app_opts_free(o);
+        return ret;
+    }
     if (a.quiet) mt_log_set(quiet_sink, NULL);
 
-    int ret = 1;
+    ret = 1;
     app_bitext *bt = NULL;
     app_alignment *fwd = NULL, *rev = NULL, *sym = NULL;
     char *lex_rev = NULL;
@@ -265,5 +198,6 @@ fail:
     app_alignment_free(sym);
     app_bitext_free(bt);
     mt_free(lex_rev);
+    app_opts_free(o);
     return ret;
 }

@@ -658,66 +658,67 @@ done:
     return rc;
 }
 
-static void bench_usage(FILE *f) {
-    fprintf(f, "usage: mtpe bench gemm|gemm-int|topk|attn [--repeat N] [--peak-gflops X]\n"
-               "                  [--peak-gops X]\n"
-               "  gemm      fp32 GEMM GFLOP/s at decoder shapes, OpenBLAS vs own kernel\n"
-               "  gemm-int  int8/int16 GEMM GOP/s vs fp32 OpenBLAS; --peak-gops: nominal int8\n"
-               "            peak per core (default 913, Zen 5 VNNI)\n"
-               "  topk      fused bias + log-softmax + top-k vs the unfused path, ns/row\n"
-               "  attn      fused attention of a decoding step vs per-row products, ns/row-head\n"
-               "  edit      the editor's completion latency (mtpe bench edit --help)\n"
-               "  translate translation tokens/s (mtpe bench translate --help)\n"
-               "  train     training words/s and fraction of peak (mtpe bench train --help)\n");
+static const app_opt kbench_opts[] = {
+    {"repeat", 0, APP_OPT_INT, "7", NULL, "samples per shape (at most 64); the median is shown"},
+    {"peak-gflops", 0, APP_OPT_FLOAT, "228", NULL,
+     "gemm: fp32 GFLOP/s peak of one core (228: Zen 5, 2 x 512-bit FMA per cycle)"},
+    {"peak-gops", 0, APP_OPT_FLOAT, "913", NULL,
+     "gemm-int: nominal int8 GOP/s peak of one core (913: Zen 5 VNNI)"},
+};
+enum { N_KBENCH_OPTS = (int)(sizeof kbench_opts / sizeof kbench_opts[0]) };
+const app_cmd app_bench_kernels_cmd[4] = {
+    {.name = "bench gemm",
+     .about = "fp32 GEMM GFLOP/s at decoder shapes, OpenBLAS vs own kernel.\n",
+     .opts = kbench_opts,
+     .n_opts = N_KBENCH_OPTS},
+    {.name = "bench gemm-int",
+     .about = "int8/int16 GEMM GOP/s vs fp32 OpenBLAS at decoder shapes.\n",
+     .opts = kbench_opts,
+     .n_opts = N_KBENCH_OPTS},
+    {.name = "bench topk",
+     .about = "Fused bias + log-softmax + top-k vs the unfused path, ns/row.\n",
+     .opts = kbench_opts,
+     .n_opts = N_KBENCH_OPTS},
+    {.name = "bench attn",
+     .about = "Fused attention of a decoding step vs per-row products, ns/row-head.\n",
+     .opts = kbench_opts,
+     .n_opts = N_KBENCH_OPTS},
+};
+
+/* `mtpe bench gemm|gemm-int|topk|attn [options]`: which indexes app_bench_kernels_cmd. */
+static int kernel_bench_main(int which, int argc, char **argv) {
+    const app_cmd *c = &app_bench_kernels_cmd[which];
+    app_opts *o = NULL;
+    int ret;
+    if (!app_opts_parse_cmd(c, argc, argv, &o, &ret)) return ret;
+    int64_t repeat = app_opts_int(o, "repeat");
+    double peak = app_opts_float(o, "peak-gflops"), peak_int = app_opts_float(o, "peak-gops");
+    app_opts_free(o);
+    if (repeat < 1 || !(peak > 0) || !(peak_int > 0))
+        return app_cmd_usage_error(c, "--repeat, --peak-gflops and --peak-gops must be positive");
+    int r = repeat > 64 ? 64 : (int)repeat;
+    switch (which) {
+    case 0: return bench_gemm(r, peak);
+    case 1: return bench_gemm_int(r, peak_int);
+    case 2: return bench_topk(r);
+    default: return bench_attn(r);
+    }
 }
 
+static int gemm_main(int argc, char **argv) { return kernel_bench_main(0, argc, argv); }
+static int gemm_int_main(int argc, char **argv) { return kernel_bench_main(1, argc, argv); }
+static int topk_main(int argc, char **argv) { return kernel_bench_main(2, argc, argv); }
+static int attn_main(int argc, char **argv) { return kernel_bench_main(3, argc, argv); }
+
 int app_bench_main(int argc, char **argv) {
-    if (argc >= 2 && strcmp(argv[1], "edit") == 0) return app_bench_edit_main(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "translate"))
-        return app_bench_translate_main(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "train")) return app_bench_train_main(argc - 1, argv + 1);
-    const char *what = NULL;
-    int repeat = 7;
-    double peak = 228.0; /* AMD Zen 5: 2 x 512-bit FMA per cycle per core */
-    double peak_int = 913.0; /* AMD Zen 5: nominal int8 VNNI GOP/s per core */
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i];
-        if (i == 0 && strcmp(s, "bench") == 0) {
-            continue;
-        }
-        if (strcmp(s, "--repeat") == 0 && i + 1 < argc) {
-            repeat = atoi(argv[++i]);
-        } else if (strcmp(s, "--peak-gflops") == 0 && i + 1 < argc) {
-            peak = atof(argv[++i]);
-        } else if (strcmp(s, "--peak-gops") == 0 && i + 1 < argc) {
-            peak_int = atof(argv[++i]);
-        } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
-            bench_usage(stdout);
-            return 0;
-        } else if (s[0] != '-' && !what) {
-            what = s;
-        } else {
-            bench_usage(stderr);
-            return 2;
-        }
-    }
-    if (!what || repeat < 1 || !(peak > 0) || !(peak_int > 0)) {
-        bench_usage(stderr);
-        return 2;
-    }
-    if (strcmp(what, "gemm") == 0) {
-        return bench_gemm(repeat, peak);
-    }
-    if (strcmp(what, "gemm-int") == 0) {
-        return bench_gemm_int(repeat, peak_int);
-    }
-    if (strcmp(what, "topk") == 0) {
-        return bench_topk(repeat);
-    }
-    if (strcmp(what, "attn") == 0) {
-        return bench_attn(repeat);
-    }
-    fprintf(stderr, "mtpe bench: unknown benchmark '%s'\n", what);
-    bench_usage(stderr);
-    return 2;
+    static const app_subcmd subs[] = {
+        {"gemm", gemm_main, "fp32 GEMM GFLOP/s at decoder shapes, OpenBLAS vs own kernel"},
+        {"gemm-int", gemm_int_main, "int8/int16 GEMM GOP/s vs fp32 OpenBLAS"},
+        {"topk", topk_main, "fused bias + log-softmax + top-k vs the unfused path, ns/row"},
+        {"attn", attn_main, "fused attention of a decoding step vs per-row products"},
+        {"edit", app_bench_edit_main, "the editor's completion latency"},
+        {"translate", app_bench_translate_main, "translation tokens/s, fraction of the int8 limit"},
+        {"train", app_bench_train_main, "training words/s and fraction of peak"},
+    };
+    return app_subcmd_main("bench", NULL, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }

@@ -16,29 +16,34 @@
 
 #include "app.h"
 #include "mt.h"
+#include "options.h"
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: mtpe convert [options] MODEL OUT\n"
-               "       mtpe convert --info MODEL\n"
-               "\n"
-               "Converts a Marian model between .npz and .bin (formats chosen by the file\n"
-               "suffixes; the output is written to OUT.tmp and renamed), or describes it.\n"
-               "\n"
-               "options:\n"
-               "  -f, --from MODEL  input model (.npz or .bin)\n"
-               "  -t, --to OUT      output model (.npz or .bin)\n"
-               "  -i, --info        print the model config and one line per parameter\n"
-               "                    (name, shape, type), then the totals\n"
-               "  -g, --gemm-type TYPE  int8 | int16: store the weight matrices (names\n"
-               "                    ending in _W or _W?, e.g. _Wq _W1 _Wt) as Marian's\n"
-               "                    intgemm8 / intgemm16 items, as marian-conv -g does\n"
-               "                    (.bin output only); float32: turn such items back\n"
-               "                    into float32 (default: keep every item as it is)\n"
-               "  -h, --help        this text\n"
-               "\n"
-               "Quantized items (intgemm8/16, packed) exist only in .bin files; converting\n"
-               "such a model to .npz is refused.\n");
-}
+static const app_opt conv_opts[] = {
+    {"from", 'f', APP_OPT_STRING, NULL, NULL, "input model (.npz or .bin); or MODEL"},
+    {"to", 't', APP_OPT_STRING, NULL, NULL, "output model (.npz or .bin); or OUT"},
+    {"info", 'i', APP_OPT_FLAG, NULL, NULL,
+     "print the model config and one line per parameter (name, shape, type), then the totals"},
+    {"gemm-type", 'g', APP_OPT_STRING, NULL, NULL,
+     "int8 | int16: store the weight matrices (names ending in _W or _W?, e.g. _Wq _W1 _Wt) as "
+     "Marian's intgemm8 / intgemm16 items, as marian-conv -g does (.bin output only); float32: "
+     "turn such items back into float32 (default: keep every item as it is)"},
+};
+
+const app_cmd app_convert_cmd = {
+    .name = "convert",
+    .usage = "[options] MODEL OUT\n"
+             "[options] -f MODEL -t OUT\n"
+             "--info MODEL",
+    .about = "Converts a Marian model between .npz and .bin (formats chosen by the file\n"
+             "suffixes; the output is written to OUT.tmp and renamed), or describes it.\n"
+             "Quantized items (intgemm8/16, packed) exist only in .bin files; converting\n"
+             "such a model to .npz is refused.\n",
+    .opts = conv_opts,
+    .n_opts = (int)(sizeof conv_opts / sizeof conv_opts[0]),
+    .args = "MODEL [OUT]",
+    .min_args = 0,
+    .max_args = 2,
+};
 
 static void shape_text(const mt_shape *s, char *buf, size_t n) {
     size_t k = (size_t)snprintf(buf, n, "[");
@@ -121,59 +126,22 @@ static int convert(const char *from, const char *to, const char *gemm_type) {
 }
 
 int app_convert_main(int argc, char **argv) {
-    const char *from = NULL, *to = NULL, *gemm_type = NULL;
-    const char *pos[2] = {NULL, NULL};
-    int n_pos = 0;
-    bool info = false, opts_done = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!opts_done && a[0] == '-' && a[1] != '\0') {
-            if (!strcmp(a, "--")) {
-                opts_done = true;
-            } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-                usage(stdout);
-                return 0;
-            } else if (!strcmp(a, "-i") || !strcmp(a, "--info")) {
-                info = true;
-            } else if (!strcmp(a, "-g") || !strcmp(a, "--gemm-type")) {
-                if (i + 1 >= argc) {
-                    fprintf(stderr, "mtpe convert: %s needs a type (float32, int16, int8)\n", a);
-                    return 2;
-                }
-                gemm_type = argv[++i];
-            } else if (!strncmp(a, "--gemm-type=", 12)) {
-                gemm_type = a + 12;
-            } else if (!strcmp(a, "-f") || !strcmp(a, "--from") || !strcmp(a, "-t") ||
-                       !strcmp(a, "--to")) {
-                if (i + 1 >= argc) {
-                    fprintf(stderr, "mtpe convert: %s needs a file name\n", a);
-                    return 2;
-                }
-                bool is_from = !strcmp(a, "-f") || !strcmp(a, "--from");
-                if (is_from)
-                    from = argv[++i];
-                else
-                    to = argv[++i];
-            } else {
-                fprintf(stderr, "mtpe convert: unknown option '%s'\n\n", a);
-                usage(stderr);
-                return 2;
-            }
-            continue;
-        }
-        if (n_pos == 2) {
-            fprintf(stderr, "mtpe convert: too many arguments ('%s')\n\n", a);
-            usage(stderr);
-            return 2;
-        }
-        pos[n_pos++] = a;
-    }
-    int p = 0;
-    if (from == NULL && p < n_pos) from = pos[p++];
-    if (to == NULL && !info && p < n_pos) to = pos[p++];
+    app_opts *o = NULL;
+    int ret;
+    if (!app_opts_parse_cmd(&app_convert_cmd, argc, argv, &o, &ret)) return ret;
+    const char *from = app_opts_given(o, "from") ? app_opts_str(o, "from") : NULL;
+    const char *to = app_opts_given(o, "to") ? app_opts_str(o, "to") : NULL;
+    const char *gemm_type = app_opts_given(o, "gemm-type") ? app_opts_str(o, "gemm-type") : NULL;
+    bool info = app_opts_flag(o, "info");
+    int p = 0, n_pos = app_opts_nargs(o);
+    if (from == NULL && p < n_pos) from = app_opts_arg(o, p++);
+    if (to == NULL && !info && p < n_pos) to = app_opts_arg(o, p++);
     if (p != n_pos || from == NULL || (info ? to != NULL : to == NULL)) {
-        usage(stderr);
-        return 2;
+        ret = app_cmd_usage_error(&app_convert_cmd, info ? "--info takes one MODEL"
+                                                         : "give MODEL and OUT (or -f and -t)");
+    } else {
+        ret = info ? print_info(from) : convert(from, to, gemm_type);
     }
-    return info ? print_info(from) : convert(from, to, gemm_type);
+    app_opts_free(o);
+    return ret;
 }

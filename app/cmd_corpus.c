@@ -53,109 +53,54 @@ static const app_opt export_opts[] = {
 };
 static const int n_export_opts = (int)(sizeof export_opts / sizeof export_opts[0]);
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: mtpe corpus build -o PREFIX --src-lang L1 --trg-lang L2 [options] FILES...\n"
-               "       mtpe corpus export (--tmx FILE | --tsv FILE) [options]\n"
-               "\n"
-               "build: parallel text for training from gettext PO/MO, XLIFF 1.2 and TMX files:\n"
-               "translated entries only (fuzzy ones with --include-fuzzy), one pair per plural\n"
-               "form; line breaks and tabs inside a segment become spaces, XLIFF inline tags are\n"
-               "removed.  Counts go to stderr.\n"
-               "export: the segments confirmed in the editor's store, of one document or all.\n"
-               "\n"
-               "mtpe corpus build --help, mtpe corpus export --help: the options.\n");
-}
+const app_cmd app_corpus_build_cmd = {
+    .name = "corpus build",
+    .usage = "(-o PREFIX | --tsv FILE) --src-lang L1 --trg-lang L2 [options] FILES...",
+    .about = "Parallel text for training from gettext PO/MO, XLIFF 1.2 and TMX files:\n"
+             "translated entries only (fuzzy ones with --include-fuzzy), one pair per plural\n"
+             "form; line breaks and tabs inside a segment become spaces, XLIFF inline tags are\n"
+             "removed.  Counts go to stderr.\n"
+             "FILES: .po/.pot, .mo/.gmo, .xlf/.xliff, .tmx (else detected by content).\n"
+             "Files whose header names other languages are skipped with a warning.\n",
+    .opts = build_opts,
+    .n_opts = n_build_opts,
+    .args = "FILES...",
+    .min_args = 0, /* checked after the languages and the output, for the message */
+    .max_args = -1,
+};
 
-static void build_help(FILE *f) {
-    fprintf(f, "usage: mtpe corpus build (-o PREFIX | --tsv FILE) --src-lang L1 --trg-lang L2\n"
-               "                         [options] FILES...\n\n"
-               "FILES: .po/.pot, .mo/.gmo, .xlf/.xliff, .tmx (else detected by content).\n"
-               "Files whose header names other languages are skipped with a warning.\n\n"
-               "options:\n");
-    app_opts_print_help(build_opts, n_build_opts, f);
-}
-
-static void export_help(FILE *f) {
-    fprintf(f, "usage: mtpe corpus export (--tmx FILE | --tsv FILE) [--db PATH] [--document FILE]\n"
-               "                          [--since TIME] [options]\n\n"
-               "Writes the latest confirmed translation of every confirmed segment (TMX keeps\n"
-               "line breaks, TSV turns them into spaces).  TIME: 2024-05-01, 2024-05-01T14:30Z,\n"
-               "2024-05-01 14:30:00+02:00, ...\n\n"
-               "options:\n");
-    app_opts_print_help(export_opts, n_export_opts, f);
-}
-
-static const app_opt *find_def(const app_opt *defs, int n, const char *arg) {
-    if (arg[0] == '-' && arg[1] == '-') {
-        const char *name = arg + 2;
-        size_t len = strcspn(name, "=");
-        for (int i = 0; i < n; i++)
-            if (strlen(defs[i].name) == len && !strncmp(defs[i].name, name, len)) return &defs[i];
-    } else if (arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0') {
-        for (int i = 0; i < n; i++)
-            if (defs[i].alias == arg[1]) return &defs[i];
-    }
-    return NULL;
-}
-
-/* Splits argv (argv[0]: the subcommand) into the options, for
-** app_opts_parse, and the file names: arguments that are neither an option
-** nor an option's value, and everything after "--".  Both arrays hold
-** pointers into argv; the caller mt_free()s them. */
-static mt_status split_args(const app_opt *defs, int n_defs, int argc, char **argv, char ***opts,
-                            int *n_opts, char ***files, int *n_files) {
-    *opts = mt_try_calloc((size_t)argc + 1, sizeof **opts);
-    *files = mt_try_calloc((size_t)argc + 1, sizeof **files);
-    if (*opts == NULL || *files == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
-    int no = 0, nf = 0;
-    (*opts)[no++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            while (++i < argc)
-                (*files)[nf++] = argv[i];
-            break;
-        }
-        if (a[0] != '-' || a[1] == '\0') {
-            (*files)[nf++] = argv[i];
-            continue;
-        }
-        (*opts)[no++] = argv[i];
-        const app_opt *d = find_def(defs, n_defs, a);
-        if (d == NULL || strchr(a, '=') != NULL || i + 1 >= argc) continue;
-        bool b;
-        if (d->kind == APP_OPT_FLAG ? app_parse_bool(argv[i + 1], &b) : argv[i + 1][0] != '-')
-            (*opts)[no++] = argv[++i];
-    }
-    *n_opts = no;
-    *n_files = nf;
-    return MT_OK;
-}
+const app_cmd app_corpus_export_cmd = {
+    .name = "corpus export",
+    .usage = "(--tmx FILE | --tsv FILE) [--db PATH] [--document FILE] [--since TIME] [options]",
+    .about = "The segments confirmed in the editor's store, of one document or all: the\n"
+             "latest confirmed translation of every confirmed segment (TMX keeps line\n"
+             "breaks, TSV turns them into spaces).  TIME: 2024-05-01, 2024-05-01T14:30Z,\n"
+             "2024-05-01 14:30:00+02:00, ...\n",
+    .opts = export_opts,
+    .n_opts = n_export_opts,
+};
 
 static const char *opt_or_null(const app_opts *o, const char *name) {
     return app_opts_given(o, name) ? app_opts_str(o, name) : NULL;
 }
 
 static int build_main(int argc, char **argv) {
-    char **oargv = NULL, **files = NULL;
-    int oargc = 0, n_files = 0, ret = 1;
+    const char **files = NULL;
+    int n_files = 0, ret = 1;
     app_opts *o = NULL;
-    mt_status rc =
-        split_args(build_opts, n_build_opts, argc, argv, &oargv, &oargc, &files, &n_files);
-    if (rc == MT_OK) rc = app_opts_parse(build_opts, n_build_opts, oargc, oargv, &o);
-    if (rc != MT_OK) {
-        fprintf(stderr, "mtpe corpus build: %s\n\n", mt_errmsg());
-        build_help(stderr);
-        ret = rc == MT_ERR_INVALID ? 2 : 1;
+    if (!app_opts_parse_cmd(&app_corpus_build_cmd, argc, argv, &o, &ret)) return ret;
+    ret = 1;
+    n_files = app_opts_nargs(o);
+    files = mt_try_calloc((size_t)n_files + 1, sizeof *files);
+    if (files == NULL) {
+        fprintf(stderr, "mtpe corpus build: out of memory\n");
         goto done;
     }
-    if (app_opts_help_wanted(o)) {
-        build_help(stdout);
-        ret = 0;
-        goto done;
-    }
+    for (int i = 0; i < n_files; i++)
+        files[i] = app_opts_arg(o, i);
+    mt_status rc;
     app_corpus_build_params p = {
-        .files = (const char *const *)files,
+        .files = files,
         .n_files = n_files,
         .src_lang = opt_or_null(o, "src-lang"),
         .trg_lang = opt_or_null(o, "trg-lang"),
@@ -171,9 +116,7 @@ static int build_main(int argc, char **argv) {
                           : n_files == 0                 ? "input files"
                                                          : NULL;
     if (missing) {
-        fprintf(stderr, "mtpe corpus build: missing %s\n\n", missing);
-        build_help(stderr);
-        ret = 2;
+        ret = app_cmd_usage_error(&app_corpus_build_cmd, "missing %s", missing);
         goto done;
     }
     app_corpus_stats st;
@@ -199,7 +142,6 @@ static int build_main(int argc, char **argv) {
     ret = 0;
 done:
     app_opts_free(o);
-    mt_free(oargv);
     mt_free(files);
     return ret;
 }
@@ -209,18 +151,9 @@ static int export_main(int argc, char **argv) {
     store *s = NULL;
     char *db = NULL;
     int ret = 1;
-    mt_status rc = app_opts_parse(export_opts, n_export_opts, argc, argv, &o);
-    if (rc != MT_OK) {
-        fprintf(stderr, "mtpe corpus export: %s\n\n", mt_errmsg());
-        export_help(stderr);
-        ret = rc == MT_ERR_INVALID ? 2 : 1;
-        goto done;
-    }
-    if (app_opts_help_wanted(o)) {
-        export_help(stdout);
-        ret = 0;
-        goto done;
-    }
+    if (!app_opts_parse_cmd(&app_corpus_export_cmd, argc, argv, &o, &ret)) return ret;
+    ret = 1;
+    mt_status rc;
     app_corpus_export_params p = {
         .document = opt_or_null(o, "document"),
         .since_ms = INT64_MIN,
@@ -233,15 +166,12 @@ static int export_main(int argc, char **argv) {
         .history = app_opts_flag(o, "history"),
     };
     if (!p.tmx_path && !p.tsv_path) {
-        fprintf(stderr, "mtpe corpus export: missing --tmx FILE or --tsv FILE\n\n");
-        export_help(stderr);
-        ret = 2;
+        ret = app_cmd_usage_error(&app_corpus_export_cmd, "missing --tmx FILE or --tsv FILE");
         goto done;
     }
     const char *since = opt_or_null(o, "since");
     if (since && (rc = app_parse_iso8601(since, &p.since_ms)) != MT_OK) {
-        fprintf(stderr, "mtpe corpus export: --since: %s\n", mt_errmsg());
-        ret = 2;
+        ret = app_cmd_usage_error(&app_corpus_export_cmd, "--since: %s", mt_errmsg());
         goto done;
     }
     if (app_opts_given(o, "db")) {
@@ -276,18 +206,9 @@ done:
 }
 
 int app_corpus_main(int argc, char **argv) {
-    const char *sub = argc >= 2 ? argv[1] : NULL;
-    if (sub == NULL) {
-        usage(stderr);
-        return 2;
-    }
-    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-        usage(stdout);
-        return 0;
-    }
-    if (!strcmp(sub, "build")) return build_main(argc - 1, argv + 1);
-    if (!strcmp(sub, "export")) return export_main(argc - 1, argv + 1);
-    fprintf(stderr, "mtpe corpus: unknown subcommand '%s'\n\n", sub);
-    usage(stderr);
-    return 2;
+    static const app_subcmd subs[] = {
+        {"build", build_main, "parallel text from PO/MO, XLIFF and TMX files"},
+        {"export", export_main, "the segments confirmed in the editor's store, as TMX or TSV"},
+    };
+    return app_subcmd_main("corpus", NULL, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }

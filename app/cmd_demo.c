@@ -110,16 +110,23 @@ static int model_demo(const char *path) {
     return 0;
 }
 
+const app_cmd app_demo_cmd = {
+    .name = "demo",
+    .about = "Trains a small network with the engine, then loads MODEL.npz (default: the\n"
+             "tiny Marian transformer of tests/data) and lists its parameters.\n",
+    .args = "[MODEL.npz]",
+    .min_args = 0,
+    .max_args = 1,
+};
+
 int app_demo_main(int argc, char **argv) {
+    app_opts *o = NULL;
+    int rc;
+    if (!app_opts_parse_cmd(&app_demo_cmd, argc, argv, &o, &rc)) return rc;
     const char *model = MT_SOURCE_DIR "/tests/data/marian/transformer-tiny/model.npz";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            printf("usage: mtpe demo [MODEL.npz]\n");
-            return 0;
-        }
-        model = argv[i];
-    }
-    int rc = train_demo();
+    if (app_opts_nargs(o) > 0) model = app_opts_arg(o, 0);
+    rc = train_demo();
     if (rc == 0) rc = model_demo(model);
+    app_opts_free(o);
     return rc;
 }

@@ -6,10 +6,12 @@
 **             [--target FILE] [--src-lang L] [--trg-lang L] [--script FILE]
 **             [--save-mt] [--qa confirm|save|off]
 **
-** FILE comes first (or after "--" at the end).  Its format follows the
-** suffix (.po .pot, .xlf .xliff, .tsv, else plain text); a plain text file
-** is the source side, its translations go to --target (default: the file
-** name with ".SRC." replaced by ".TRG.", else FILE.TRG), Moses style.
+** FILE is the one positional argument (not right after a list option such
+** as -m, which takes every value that follows; "--" ends the options).  Its
+** format follows the suffix (.po .pot, .xlf .xliff, .tsv, else plain text);
+** a plain text file is the source side, its translations go to --target
+** (default: the file name with ".SRC." replaced by ".TRG.", else FILE.TRG),
+** Moses style.
 ** Without -m the default model is used (assets/models/en-de: model.npz and
 ** vocab.spm); without one the editor opens without machine translation
 ** (`:model PATH` loads one later).  Vocabularies default to vocab.spm next
@@ -94,15 +96,20 @@ static const app_opt edit_opts[] = {
 };
 static const int n_edit_opts = (int)(sizeof edit_opts / sizeof edit_opts[0]);
 
-static void edit_help(FILE *f) {
-    fprintf(f, "usage: mtpe edit FILE [options]\n\n"
-               "Post-edit FILE (.po/.pot, .xlf/.xliff, .tsv, or plain text with --target)\n"
-               "with live machine translation; every edit goes to the store at once.\n"
-               "Keys: F1 in the editor, or the README's section \"The editor\".\n"
-               "Saving a PO file sets PO-Revision-Date, X-Generator and Last-Translator\n"
-               "($MTPE_TRANSLATOR, as \"Name <email>\", else $USER) in its header.\n\n");
-    app_opts_print_help(edit_opts, n_edit_opts, f);
-}
+const app_cmd app_edit_cmd = {
+    .name = "edit",
+    .usage = "FILE [options]",
+    .about = "Post-edit FILE (.po/.pot, .xlf/.xliff, .tsv, or plain text with --target)\n"
+             "with live machine translation; every edit goes to the store at once.\n"
+             "Keys: F1 in the editor, or the README's section \"The editor\".\n"
+             "Saving a PO file sets PO-Revision-Date, X-Generator and Last-Translator\n"
+             "($MTPE_TRANSLATOR, as \"Name <email>\", else $USER) in its header.\n",
+    .opts = edit_opts,
+    .n_opts = n_edit_opts,
+    .args = "FILE",
+    .min_args = 1,
+    .max_args = 1,
+};
 
 static const char *opt_or_null(const app_opts *o, const char *name) {
     return app_opts_given(o, name) ? app_opts_str(o, name) : NULL;
@@ -526,23 +533,6 @@ done:
 
 /* ---------------------------------------------------------------- main */
 
-/* FILE is the first argument, or the one after a final "--". */
-static const char *take_file(int *argc, char **argv) {
-    if (*argc >= 2 && argv[1][0] != '-') {
-        const char *f = argv[1];
-        for (int i = 1; i + 1 < *argc; i++)
-            argv[i] = argv[i + 1];
-        (*argc)--;
-        return f;
-    }
-    if (*argc >= 3 && strcmp(argv[*argc - 2], "--") == 0) {
-        const char *f = argv[*argc - 1];
-        *argc -= 2;
-        return f;
-    }
-    return NULL;
-}
-
 int app_edit_main(int argc, char **argv) {
     app_opts *o = NULL;
     app_doc *doc = NULL;
@@ -556,32 +546,10 @@ int app_edit_main(int argc, char **argv) {
     pthread_mutex_init(&q.mu, NULL);
     int ret = 1;
 
-    char **args = mt_try_calloc((size_t)argc + 1, sizeof *args);
-    if (args == NULL) {
-        fprintf(stderr, "mtpe edit: out of memory\n");
-        return 1;
-    }
-    memcpy(args, argv, sizeof *args * (size_t)argc);
-    int nargs = argc;
-    const char *file = take_file(&nargs, args);
-    mt_status rc = app_opts_parse(edit_opts, n_edit_opts, nargs, args, &o);
-    if (rc != MT_OK) {
-        fprintf(stderr, "mtpe edit: %s\n\n", mt_errmsg());
-        edit_help(stderr);
-        ret = rc == MT_ERR_INVALID ? 2 : 1;
-        goto done;
-    }
-    if (app_opts_help_wanted(o)) {
-        edit_help(stdout);
-        ret = 0;
-        goto done;
-    }
-    if (file == NULL) {
-        fprintf(stderr, "mtpe edit: no FILE to edit\n\n");
-        edit_help(stderr);
-        ret = 2;
-        goto done;
-    }
+    mt_status rc;
+    if (!app_opts_parse_cmd(&app_edit_cmd, argc, argv, &o, &ret)) goto done;
+    ret = 1;
+    const char *file = app_opts_arg(o, 0);
     int64_t threads = app_opts_int(o, "cpu-threads"), look = app_opts_int(o, "lookahead");
     if (threads < 1 || threads > 64 || look < 0 || look > 1000) {
         fprintf(stderr, "mtpe edit: --cpu-threads must be 1..64 and --lookahead 0..1000\n");
@@ -721,7 +689,6 @@ done:
     app_opts_free(o);
     mt_free(db);
     mt_free(mf);
-    mt_free(args);
     while (q.head) {
         sev *next = q.head->next;
         sev_free(q.head);

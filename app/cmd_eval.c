@@ -12,43 +12,44 @@
 #include "common.h"
 #include "metrics.h"
 #include "mt.h"
+#include "options.h"
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: mtpe eval -r REF [-i HYP] [--metrics bleu chrf]\n"
-               "  corpus BLEU (13a, exp smoothing) and chrF2 of HYP (default: stdin)\n"
-               "  against REF, as sacreBLEU computes them, with their signatures\n");
-}
+static const app_opt eval_opts[] = {
+    {"ref", 'r', APP_OPT_STRING, NULL, NULL, "the reference translation, one segment per line"},
+    {"input", 'i', APP_OPT_STRING, NULL, NULL, "the translation to score (default: stdin)"},
+    {"metrics", 0, APP_OPT_STRINGS, "bleu chrf", NULL, "bleu, chrf or both"},
+};
+
+const app_cmd app_eval_cmd = {
+    .name = "eval",
+    .usage = "-r REF [-i HYP] [--metrics bleu chrf]",
+    .about = "Corpus BLEU (13a, exp smoothing) and chrF2 of HYP (default: stdin) against\n"
+             "REF, as sacreBLEU computes them, with their signatures.\n",
+    .opts = eval_opts,
+    .n_opts = (int)(sizeof eval_opts / sizeof eval_opts[0]),
+};
 
 int app_eval_main(int argc, char **argv) {
-    const char *ref_path = NULL, *hyp_path = NULL;
-    bool want_bleu = true, want_chrf = true;
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-r") || !strcmp(argv[i], "--ref")) && i + 1 < argc) {
-            ref_path = argv[++i];
-        } else if ((!strcmp(argv[i], "-i") || !strcmp(argv[i], "--input")) && i + 1 < argc) {
-            hyp_path = argv[++i];
-        } else if (!strcmp(argv[i], "--metrics")) {
-            want_bleu = want_chrf = false;
-            while (i + 1 < argc && argv[i + 1][0] != '-') {
-                const char *m = argv[++i];
-                if (!strcmp(m, "bleu")) want_bleu = true;
-                else if (!strcmp(m, "chrf")) want_chrf = true;
-                else {
-                    fprintf(stderr, "mtpe eval: unknown metric '%s'\n", m);
-                    return 2;
-                }
-            }
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
+    app_opts *o = NULL;
+    int ret;
+    if (!app_opts_parse_cmd(&app_eval_cmd, argc, argv, &o, &ret)) return ret;
+    const char *ref_path = app_opts_given(o, "ref") ? app_opts_str(o, "ref") : NULL;
+    const char *hyp_path = app_opts_given(o, "input") ? app_opts_str(o, "input") : NULL;
+    bool want_bleu = false, want_chrf = false;
+    ret = 0;
+    for (int i = 0; i < app_opts_count(o, "metrics") && ret == 0; i++) {
+        const char *m = app_opts_item(o, "metrics", i);
+        if (!strcmp(m, "bleu"))
+            want_bleu = true;
+        else if (!strcmp(m, "chrf"))
+            want_chrf = true;
+        else
+            ret = app_cmd_usage_error(&app_eval_cmd, "unknown metric '%s' (bleu, chrf)", m);
     }
-    if (!ref_path) {
-        usage(stderr);
-        return 2;
+    if (ret == 0 && !ref_path) ret = app_cmd_usage_error(&app_eval_cmd, "missing -r REF");
+    if (ret != 0) {
+        app_opts_free(o);
+        return ret;
     }
     FILE *fr = fopen(ref_path, "r");
     FILE *fh = hyp_path ? fopen(hyp_path, "r") : stdin;
@@ -56,6 +57,7 @@ int app_eval_main(int argc, char **argv) {
         fprintf(stderr, "mtpe eval: cannot open %s\n", !fr ? ref_path : hyp_path);
         if (fr) fclose(fr);
         if (fh && fh != stdin) fclose(fh);
+        app_opts_free(o);
         return 1;
     }
     mt_bleu_stats bs;
@@ -110,5 +112,6 @@ int app_eval_main(int argc, char **argv) {
     free(hl);
     fclose(fr);
     if (fh != stdin) fclose(fh);
+    app_opts_free(o);
     return rc;
 }

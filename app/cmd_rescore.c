@@ -55,8 +55,6 @@ static const app_opt rescore_opts[] = {
     {"output", 'o', APP_OPT_STRING, "stdout", NULL, "where the result goes"},
     {"n-best", 0, APP_OPT_FLAG, NULL, NULL,
      "print the whole n-best list re-sorted, the new total in the last field"},
-    {"pipeline", 0, APP_OPT_FLAG, NULL, NULL,
-     "not implemented: run translate | score | rescore (see above)"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no warnings"},
 };
 static const int n_rescore_opts = (int)(sizeof rescore_opts / sizeof rescore_opts[0]);
@@ -90,23 +88,24 @@ typedef struct rescorer {
     int64_t next_out; /* next id whose line is due (1-best output)     */
 } rescorer;
 
-static void help(FILE *f) {
-    fprintf(f, "usage: mtpe rescore --weights NAME=W ... [-n ALPHA] [-i NBEST] [-o OUT]"
-               " [--n-best]\n\n"
-               "Picks the best hypothesis per sentence of a Marian n-best list by a weighted\n"
-               "sum of its features: the last step of right-to-left rescoring,\n\n"
-               "  mtpe translate -m L2R.npz -v V V --n-best -i src > nbest\n"
-               "  mtpe score -m R2L.npz -v V V --n-best --n-best-feature R2L -t src nbest"
-               " > scored\n"
-               "  mtpe rescore --weights F0=1 R2L=1 -i scored > best\n\n"
-               "There is no single-command pipeline (--pipeline): run the three steps.\n"
-               "With -n ALPHA the total is divided by (words+1)^ALPHA, words being the\n"
-               "whitespace-separated tokens of the detokenised hypothesis text.  Output:\n"
-               "one best text per id 0..max id (empty line for a missing id), or with\n"
-               "--n-best the lines re-sorted with the new total as the last field.\n\n"
-               "options:\n");
-    app_opts_print_help(rescore_opts, n_rescore_opts, f);
-}
+const app_cmd app_rescore_cmd = {
+    .name = "rescore",
+    .usage = "--weights NAME=W ... [-n ALPHA] [-i NBEST] [-o OUT]\n"
+             "  [--n-best]",
+    .about = "Picks the best hypothesis per sentence of a Marian n-best list by a weighted\n"
+             "sum of its features: the last step of right-to-left rescoring,\n\n"
+             "  mtpe translate -m L2R.npz -v V V --n-best -i src > nbest\n"
+             "  mtpe score -m R2L.npz -v V V --n-best --n-best-feature R2L -t src nbest"
+             " > scored\n"
+             "  mtpe rescore --weights F0=1 R2L=1 -i scored > best\n\n"
+             "There is no single-command pipeline: run the three steps.\n"
+             "With -n ALPHA the total is divided by (words+1)^ALPHA, words being the\n"
+             "whitespace-separated tokens of the detokenised hypothesis text.  Output:\n"
+             "one best text per id 0..max id (empty line for a missing id), or with\n"
+             "--n-best the lines re-sorted with the new total as the last field.\n",
+    .opts = rescore_opts,
+    .n_opts = n_rescore_opts,
+};
 
 static int fail(const char *msg) {
     fprintf(stderr, "mtpe rescore: %s\n", msg);
@@ -308,11 +307,6 @@ static int run(rescorer *r, app_opts *o) {
     char *buf = NULL, *line = NULL;
     size_t cap = 0;
     const char *op = app_opts_str(o, "output");
-    if (app_opts_flag(o, "pipeline")) {
-        fprintf(stderr, "mtpe rescore: --pipeline is not implemented; run mtpe translate "
-                        "--n-best | mtpe score --n-best --n-best-feature R2L | mtpe rescore\n");
-        return 2;
-    }
     if (parse_weights(r, o) != MT_OK) {
         fprintf(stderr, "mtpe rescore: %s\n", mt_errmsg());
         return 2;
@@ -377,8 +371,7 @@ done:
 int app_rescore_main(int argc, char **argv) {
     app_opts *o = NULL;
     int ret;
-    if (!app_opts_parse_cmd("rescore", rescore_opts, n_rescore_opts, argc, argv, help, &o, &ret))
-        return ret;
+    if (!app_opts_parse_cmd(&app_rescore_cmd, argc, argv, &o, &ret)) return ret;
     rescorer r;
     memset(&r, 0, sizeof r);
     ret = run(&r, o);

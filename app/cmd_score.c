@@ -630,19 +630,19 @@ done:
     return ret;
 }
 
-static void print_help(FILE *f) {
-    fprintf(f, "usage: mtpe score -m MODEL -v SRC_VOCAB TRG_VOCAB -t SRC TRG [options]\n\n"
-               "Scores sentence pairs with a model, as marian-scorer: one log-probability per\n"
-               "line (sum over the target tokens incl. EOS), or rescores an n-best list.\n\n"
-               "options:\n");
-    app_opts_print_help(score_opts, n_score_opts, f);
-}
+const app_cmd app_score_cmd = {
+    .name = "score",
+    .usage = "-m MODEL -v SRC_VOCAB TRG_VOCAB -t SRC TRG [options]",
+    .about = "Scores sentence pairs with a model, as marian-scorer: one log-probability per\n"
+             "line (sum over the target tokens incl. EOS), or rescores an n-best list.\n",
+    .opts = score_opts,
+    .n_opts = n_score_opts,
+};
 
 int app_score_main(int argc, char **argv) {
     app_opts *o = NULL;
     int ret;
-    if (!app_opts_parse_cmd("score", score_opts, n_score_opts, argc, argv, print_help, &o, &ret))
-        return ret;
+    if (!app_opts_parse_cmd(&app_score_cmd, argc, argv, &o, &ret)) return ret;
     scorer s;
     memset(&s, 0, sizeof s);
     s.o = o;

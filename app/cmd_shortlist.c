@@ -20,40 +20,47 @@
 #include "align.h"
 #include "app.h"
 #include "lex.h"
+#include "options.h"
 #include "shortlist.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: mtpe shortlist --src SRC --trg TRG --align ALIGN -o LEX.S2T [--t2s LEX.T2S]\n"
-            "       mtpe shortlist --convert LEX.S2T [FIRST [BEST [THRESHOLD]]] --vocabs SV TV\n"
-            "                      --dump LEX.BIN\n"
-            "       mtpe shortlist --shortlist LEX [FIRST [BEST [THRESHOLD]]] --vocabs SV TV\n"
-            "                      -i INPUT [--mini-batch N]\n"
-            "       mtpe shortlist --info LEX.BIN\n"
-            "\n"
-            "Lexical shortlists in Marian's formats.  SRC/TRG are tokenized the way the\n"
-            "model sees them (SentencePiece pieces separated by spaces for spm models);\n"
-            "ALIGN has one line of Pharaoh links i-j per sentence pair (mtpe align).\n"
-            "\n"
-            "options:\n"
-            "  --src FILE, --trg FILE, --align FILE   aligned corpus (plain or .gz)\n"
-            "  -o, --output FILE      lex.s2t: \"target source P(target|source)\" per line\n"
-            "  --t2s FILE             also lex.t2s: \"source target P(source|target)\"\n"
-            "  --convert LEX ...      read a text lex (with marian-conv's import rules:\n"
-            "                         THRESHOLD is compared with target ids, a Marian quirk)\n"
-            "  --shortlist LEX ...    load LEX as the decoder does (binary by magic, else\n"
-            "                         text with Marian's pruning: prob > THRESHOLD); for a\n"
-            "                         binary file the first value is Marian's check flag\n"
-            "  --first N, --best N, --threshold X   instead of the positional values\n"
-            "                         (defaults 100 100 0)\n"
-            "  -v, --vocabs SV TV     source and target vocabularies (.spm, .yml, text)\n"
-            "  -d, --dump FILE        write the binary shortlist (with --convert)\n"
-            "  -i, --input FILE       sentences to compute shortlists for (with --shortlist)\n"
-            "  --mini-batch N         sentences per shortlist (1)\n"
-            "  --no-check             do not verify checksum and ids of a binary file\n"
-            "  --info FILE            print the header of a binary shortlist\n"
-            "  -h, --help             this text\n");
-}
+static const app_opt sl_opts[] = {
+    {"src", 0, APP_OPT_STRING, NULL, NULL, "aligned corpus: source side (plain or .gz)"},
+    {"trg", 0, APP_OPT_STRING, NULL, NULL, "aligned corpus: target side"},
+    {"align", 0, APP_OPT_STRING, NULL, NULL, "aligned corpus: Pharaoh links i-j per line"},
+    {"output", 'o', APP_OPT_STRING, NULL, NULL,
+     "lex.s2t to write: \"target source P(target|source)\" per line"},
+    {"t2s", 0, APP_OPT_STRING, NULL, NULL, "also lex.t2s: \"source target P(source|target)\""},
+    {"convert", 0, APP_OPT_STRINGS, NULL, NULL,
+     "LEX [FIRST [BEST [THRESHOLD]]] (100 100 0): read a text lex with marian-conv's import "
+     "rules (THRESHOLD is compared with target ids, a Marian quirk)"},
+    {"shortlist", 0, APP_OPT_STRINGS, NULL, NULL,
+     "LEX [FIRST [BEST [THRESHOLD]]]: load LEX as the decoder does (binary by magic, else text "
+     "with Marian's pruning: prob > THRESHOLD); for a binary file FIRST is Marian's check flag"},
+    {"vocabs", 'v', APP_OPT_STRINGS, NULL, NULL,
+     "source and target vocabularies (.spm, .yml, text)"},
+    {"dump", 'd', APP_OPT_STRING, NULL, NULL, "write the binary shortlist (with --convert)"},
+    {"dump-shortlist", 0, APP_OPT_STRING, NULL, NULL, "same as --dump (marian-conv's name)"},
+    {"input", 'i', APP_OPT_STRING, NULL, NULL,
+     "sentences to compute shortlists for (with --shortlist)"},
+    {"mini-batch", 0, APP_OPT_INT, "1", NULL, "sentences per shortlist"},
+    {"no-check", 0, APP_OPT_FLAG, NULL, NULL, "do not verify checksum and ids of a binary file"},
+    {"info", 0, APP_OPT_STRING, NULL, NULL, "print the header of a binary shortlist"},
+};
+
+const app_cmd app_shortlist_cmd = {
+    .name = "shortlist",
+    .usage = "--src SRC --trg TRG --align ALIGN -o LEX.S2T [--t2s LEX.T2S]\n"
+             "--convert LEX.S2T [FIRST [BEST [THRESHOLD]]] --vocabs SV TV\n"
+             "  --dump LEX.BIN\n"
+             "--shortlist LEX [FIRST [BEST [THRESHOLD]]] --vocabs SV TV\n"
+             "  -i INPUT [--mini-batch N]\n"
+             "--info LEX.BIN",
+    .about = "Lexical shortlists in Marian's formats.  SRC/TRG are tokenized the way the\n"
+             "model sees them (SentencePiece pieces separated by spaces for spm models);\n"
+             "ALIGN has one line of Pharaoh links i-j per sentence pair (mtpe align).\n",
+    .opts = sl_opts,
+    .n_opts = (int)(sizeof sl_opts / sizeof sl_opts[0]),
+};
 
 typedef struct sl_args {
     const char *src, *trg, *align, *output, *t2s;
@@ -85,122 +92,67 @@ static bool parse_num(const char *s, double *out) {
     return true;
 }
 
-static bool is_value(const char *s) { return s != NULL && s[0] != '-'; }
+static const char *opt_or_null(const app_opts *o, const char *name) {
+    return app_opts_given(o, name) ? app_opts_str(o, name) : NULL;
+}
 
-/* Reads up to three positional values after a --convert/--shortlist path. */
-static int take_positionals(int argc, char **argv, int *i, sl_args *a) {
-    for (int k = 0; k < 3 && is_value(*i + 1 < argc ? argv[*i + 1] : NULL); k++) {
-        const char *v = argv[++*i];
+/* Reads the values after a --convert/--shortlist path: at most three. */
+static int take_positionals(const app_opts *o, const char *name, sl_args *a) {
+    int n = app_opts_count(o, name) - 1;
+    if (n > 3)
+        return app_cmd_usage_error(&app_shortlist_cmd,
+                                   "--%s: LEX and at most 3 values, not %d (FIRST BEST THRESHOLD)",
+                                   name, n);
+    for (int k = 0; k < n; k++) {
+        const char *v = app_opts_item(o, name, k + 1);
         bool ok = k == 0   ? parse_u64(v, &a->first)
                   : k == 1 ? parse_u64(v, &a->best)
                            : parse_num(v, &a->threshold);
-        if (!ok) {
-            fprintf(stderr, "mtpe shortlist: bad shortlist value '%s'\n", v);
-            return 2;
-        }
+        if (!ok) return app_cmd_usage_error(&app_shortlist_cmd, "bad shortlist value '%s'", v);
         a->n_positional++;
     }
     return 0;
 }
 
-static int parse_args(int argc, char **argv, sl_args *a) {
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        const char **dst = NULL;
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            usage(stdout);
-            return 1;
-        }
-        if (!strcmp(o, "--src"))
-            dst = &a->src;
-        else if (!strcmp(o, "--trg"))
-            dst = &a->trg;
-        else if (!strcmp(o, "--align"))
-            dst = &a->align;
-        else if (!strcmp(o, "-o") || !strcmp(o, "--output"))
-            dst = &a->output;
-        else if (!strcmp(o, "--t2s"))
-            dst = &a->t2s;
-        else if (!strcmp(o, "-d") || !strcmp(o, "--dump") || !strcmp(o, "--dump-shortlist"))
-            dst = &a->dump;
-        else if (!strcmp(o, "-i") || !strcmp(o, "--input"))
-            dst = &a->input;
-        else if (!strcmp(o, "--info"))
-            dst = &a->info;
-        if (dst != NULL) {
-            if (val == NULL) {
-                fprintf(stderr, "mtpe shortlist: %s needs a value\n", o);
-                return 2;
-            }
-            *dst = val;
-            i++;
-            continue;
-        }
-        if (!strcmp(o, "--convert") || !strcmp(o, "--shortlist")) {
-            if (val == NULL) {
-                fprintf(stderr, "mtpe shortlist: %s needs a file\n", o);
-                return 2;
-            }
-            *(!strcmp(o, "--convert") ? &a->convert : &a->shortlist) = val;
-            i++;
-            if (take_positionals(argc, argv, &i, a)) return 2;
-        } else if (!strcmp(o, "-v") || !strcmp(o, "--vocabs")) {
-            if (!is_value(val) || !is_value(i + 2 < argc ? argv[i + 2] : NULL)) {
-                fprintf(stderr, "mtpe shortlist: %s needs two vocabularies\n", o);
-                return 2;
-            }
-            a->vocabs[0] = argv[i + 1];
-            a->vocabs[1] = argv[i + 2];
-            i += 2;
-        } else if (!strcmp(o, "--first") || !strcmp(o, "--best") || !strcmp(o, "--mini-batch")) {
-            uint64_t v;
-            if (val == NULL || !parse_u64(val, &v) || (!strcmp(o, "--mini-batch") && v == 0)) {
-                fprintf(stderr, "mtpe shortlist: %s wants a non-negative integer\n", o);
-                return 2;
-            }
-            if (!strcmp(o, "--first"))
-                a->first = v;
-            else if (!strcmp(o, "--best"))
-                a->best = v;
-            else
-                a->mini_batch = (int64_t)v;
-            i++;
-        } else if (!strcmp(o, "--threshold")) {
-            if (val == NULL || !parse_num(val, &a->threshold)) {
-                fprintf(stderr, "mtpe shortlist: --threshold wants a number\n");
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(o, "--no-check")) {
-            a->check = false;
-        } else {
-            fprintf(stderr, "mtpe shortlist: unknown option '%s' (mtpe shortlist --help)\n", o);
-            return 2;
-        }
+/* Returns 0 to go on, 2 after a usage error (message printed). */
+static int check_args(const app_opts *o, sl_args *a) {
+    const app_cmd *c = &app_shortlist_cmd;
+    a->src = opt_or_null(o, "src");
+    a->trg = opt_or_null(o, "trg");
+    a->align = opt_or_null(o, "align");
+    a->output = opt_or_null(o, "output");
+    a->t2s = opt_or_null(o, "t2s");
+    a->dump = opt_or_null(o, "dump");
+    if (a->dump == NULL) a->dump = opt_or_null(o, "dump-shortlist");
+    a->input = opt_or_null(o, "input");
+    a->info = opt_or_null(o, "info");
+    a->check = !app_opts_flag(o, "no-check");
+    a->mini_batch = app_opts_int(o, "mini-batch");
+    if (a->mini_batch < 1) return app_cmd_usage_error(c, "--mini-batch wants a positive integer");
+    if (app_opts_count(o, "convert") > 0) {
+        a->convert = app_opts_item(o, "convert", 0);
+        if (take_positionals(o, "convert", a)) return 2;
+    }
+    if (app_opts_count(o, "shortlist") > 0) {
+        a->shortlist = app_opts_item(o, "shortlist", 0);
+        if (take_positionals(o, "shortlist", a)) return 2;
+    }
+    int nv = app_opts_count(o, "vocabs");
+    if (nv != 0 && nv != 2) return app_cmd_usage_error(c, "--vocabs needs two vocabularies");
+    if (nv == 2) {
+        a->vocabs[0] = app_opts_item(o, "vocabs", 0);
+        a->vocabs[1] = app_opts_item(o, "vocabs", 1);
     }
     int modes = (a->src || a->trg || a->align) + !!a->convert + !!a->shortlist + !!a->info;
-    if (modes != 1) {
-        fprintf(stderr, "mtpe shortlist: give exactly one of --src/--trg/--align, --convert, "
-                        "--shortlist, --info (mtpe shortlist --help)\n");
-        return 2;
-    }
-    if ((a->src || a->trg || a->align) && (!a->src || !a->trg || !a->align || !a->output)) {
-        fprintf(stderr, "mtpe shortlist: extraction needs --src, --trg, --align and -o\n");
-        return 2;
-    }
-    if ((a->convert || a->shortlist) && !a->vocabs[0]) {
-        fprintf(stderr, "mtpe shortlist: --vocabs SRC TRG is required\n");
-        return 2;
-    }
-    if (a->convert && !a->dump) {
-        fprintf(stderr, "mtpe shortlist: --convert needs --dump FILE\n");
-        return 2;
-    }
-    if (a->shortlist && !a->input) {
-        fprintf(stderr, "mtpe shortlist: --shortlist needs -i INPUT\n");
-        return 2;
-    }
+    if (modes != 1)
+        return app_cmd_usage_error(c, "give exactly one of --src/--trg/--align, --convert, "
+                                      "--shortlist, --info (mtpe shortlist --help)");
+    if ((a->src || a->trg || a->align) && (!a->src || !a->trg || !a->align || !a->output))
+        return app_cmd_usage_error(c, "extraction needs --src, --trg, --align and -o");
+    if ((a->convert || a->shortlist) && !a->vocabs[0])
+        return app_cmd_usage_error(c, "--vocabs SRC TRG is required");
+    if (a->convert && !a->dump) return app_cmd_usage_error(c, "--convert needs --dump FILE");
+    if (a->shortlist && !a->input) return app_cmd_usage_error(c, "--shortlist needs -i INPUT");
     return 0;
 }
 
@@ -339,12 +291,11 @@ int app_shortlist_main(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     a.first = 100;
     a.best = 100;
-    a.mini_batch = 1;
-    a.check = true;
-    int prc = parse_args(argc, argv, &a);
-    if (prc == 1) return 0;
-    if (prc == 2) return 2;
-    if (a.info) return do_info(&a);
-    if (a.src) return do_extract(&a);
-    return do_vocab_modes(&a);
+    app_opts *o = NULL;
+    int ret;
+    if (!app_opts_parse_cmd(&app_shortlist_cmd, argc, argv, &o, &ret)) return ret;
+    ret = check_args(o, &a);
+    if (ret == 0) ret = a.info ? do_info(&a) : a.src ? do_extract(&a) : do_vocab_modes(&a);
+    app_opts_free(o);
+    return ret;
 }

@@ -1658,28 +1658,20 @@ static mt_status run(trainer *t) {
     return rc;
 }
 
-static void print_help(FILE *f) {
-    fprintf(f, "usage: mtpe train -m MODEL -t SRC TRG -v SRC.spm TRG.spm [options]\n"
-               "\n"
-               "Trains an NMT model as Marian does: same options, config files (-c), model\n"
-               "files and checkpoints.  Re-running with the same --model continues training.\n"
-               "\n"
-               "options:\n");
-    app_opts_print_help(train_opts, n_train_opts, f);
-}
+const app_cmd app_train_cmd = {
+    .name = "train",
+    .usage = "-m MODEL -t SRC TRG -v SRC.spm TRG.spm [options]",
+    .about = "Trains an NMT model as Marian does: same options, config files (-c), model\n"
+             "files and checkpoints.  Re-running with the same --model continues training.\n",
+    .opts = train_opts,
+    .n_opts = n_train_opts,
+};
 
 int app_train_main(int argc, char **argv) {
     app_opts *o = NULL;
-    mt_status rc = app_opts_parse(train_opts, n_train_opts, argc, argv, &o);
-    if (rc != MT_OK) {
-        fprintf(stderr, "mtpe train: %s\n(mtpe train --help lists the options)\n", mt_errmsg());
-        return rc == MT_ERR_INVALID ? 2 : 1;
-    }
-    if (app_opts_help_wanted(o)) {
-        print_help(stdout);
-        app_opts_free(o);
-        return 0;
-    }
+    mt_status rc;
+    int ret;
+    if (!app_opts_parse_cmd(&app_train_cmd, argc, argv, &o, &ret)) return ret;
     /* Marian reloads <model>.yml as the config when no -c is given */
     const char *model = app_opts_str(o, "model");
     char *model_yml = cat2(model, ".yml");

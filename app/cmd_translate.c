@@ -1079,20 +1079,20 @@ static mt_status translate_stream(tr_ctx *c) {
     return rc;
 }
 
-static void print_help(FILE *f) {
-    fprintf(f, "usage: mtpe translate [-m MODEL... -v VOCABS... | -c CONFIG] [-i IN] [-o OUT]\n"
-               "       mtpe translate --format po|xliff|text FILE [-o OUT | --in-place]\n\n"
-               "Translates text, one sentence per line, as marian-decoder (same options and\n"
-               "output formats).  Without -m or -c, the default model in assets/ is used.\n\n"
-               "options:\n");
-    app_opts_print_help(tr_opts, n_tr_opts, f);
-}
+const app_cmd app_translate_cmd = {
+    .name = "translate",
+    .usage = "[-m MODEL... -v VOCABS... | -c CONFIG] [-i IN] [-o OUT]\n"
+             "--format po|xliff|text FILE [-o OUT | --in-place]",
+    .about = "Translates text, one sentence per line, as marian-decoder (same options and\n"
+             "output formats).  Without -m or -c, the default model in assets/ is used.\n",
+    .opts = tr_opts,
+    .n_opts = n_tr_opts,
+};
 
 int app_translate_main(int argc, char **argv) {
     app_opts *o = NULL;
     int ret;
-    if (!app_opts_parse_cmd("translate", tr_opts, n_tr_opts, argc, argv, print_help, &o, &ret))
-        return ret;
+    if (!app_opts_parse_cmd(&app_translate_cmd, argc, argv, &o, &ret)) return ret;
     double t_start = app_now();
     tr_ctx c;
     memset(&c, 0, sizeof c);

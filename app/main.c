@@ -12,14 +12,9 @@
 #include "app.h"
 #include "kcpu.h"
 #include "mt.h"
+#include "options.h"
 
-typedef struct app_command {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
-} app_command;
-
-static const app_command commands[] = {
+static const app_subcmd commands[] = {
     {"edit", app_edit_main, "post-edit a document (PO, XLIFF, text) with live MT"},
     {"convert", app_convert_main, "inspect a model file; convert between .npz and .bin"},
     {"bench", app_bench_main, "speed benchmarks (gemm), GFLOP/s and fraction of peak"},
@@ -38,8 +33,7 @@ static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 static void usage(FILE *f) {
     fprintf(f, "usage: mtpe COMMAND [options]   (mtpe COMMAND --help for its options)\n\n"
                "commands:\n");
-    for (int i = 0; i < n_commands; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    app_subcmds_print(commands, n_commands, f);
     fprintf(f, "\nmtpe %s, CPU instruction set: %s\n", MT_VERSION, mt_cpu_isa());
 }
 
@@ -60,6 +54,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "help") && argc == 3) { /* mtpe help COMMAND: its --help */
+        for (int i = 0; i < n_commands; i++)
+            if (!strcmp(argv[2], commands[i].name))
+                return commands[i].run(2, (char *[]){argv[2], "--help", NULL});
+        fprintf(stderr, "mtpe: unknown command '%s' (mtpe help lists them)\n", argv[2]);
+        return 2;
+    }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
         return 0;
@@ -74,7 +75,6 @@ int main(int argc, char **argv) {
         if (!strcmp(cmd, infer[i])) mt_alloc_keep_freed();
     for (int i = 0; i < n_commands; i++)
         if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "mtpe: unknown command '%s'\n\n", cmd);
-    usage(stderr);
+    fprintf(stderr, "mtpe: unknown command '%s' (mtpe help lists them)\n", cmd);
     return 2;
 }

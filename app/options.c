@@ -7,11 +7,16 @@
 **
 ** Config files are YAML as read by mt_yaml (engine/yaml.c, which documents
 ** the accepted subset): a top-level mapping from option names to scalars or
-** to sequences of scalars.
+** to sequences of scalars.  A config file is text: a NUL byte in it is an
+** error (it would end the text early and drop what follows unnoticed).
+**
+** Positional arguments (commands that declare them in app_cmd) are kept in
+** command-line order, copied.
 */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +32,8 @@ struct app_opts {
     const app_opt *defs;
     int n_defs;
     opt_val *vals;
+    char **args; /* positional arguments */
+    int n_args;
     bool help;
 };
 
@@ -257,6 +264,9 @@ void app_opts_free(app_opts *o) {
     for (int i = 0; o->vals != NULL && i < o->n_defs; i++)
         val_clear(&o->vals[i]);
     mt_free(o->vals);
+    for (int i = 0; i < o->n_args; i++)
+        mt_free(o->args[i]);
+    mt_free(o->args);
     mt_free(o);
 }
 
@@ -270,11 +280,55 @@ static bool is_value_arg(const char *s) {
     return s[1] == '.' && isdigit((unsigned char)s[2]);
 }
 
-static mt_status parse_argv(app_opts *o, int argc, char **argv) {
+static int find_alias(const app_opts *o, char c) {
+    for (int k = 0; k < o->n_defs; k++)
+        if (o->defs[k].alias == c) return k;
+    return -1;
+}
+
+/* -dov: every letter the alias of a flag. */
+static bool is_flag_group(const app_opts *o, const char *arg) {
+    if (arg[0] != '-' || arg[1] == '\0' || arg[1] == '-' || arg[2] == '\0') return false;
+    for (const char *c = arg + 1; *c; c++) {
+        int k = find_alias(o, *c);
+        if (k < 0 || o->defs[k].kind != APP_OPT_FLAG) return false;
+    }
+    return true;
+}
+
+/* Appends a positional argument (allow: the command takes any). */
+static mt_status add_arg(app_opts *o, const char *arg, bool allow) {
+    if (!allow)
+        return mt_seterr(MT_ERR_INVALID, "unexpected argument '%s' (options start with --)", arg);
+    char **a = mt_try_realloc(o->args, (size_t)(o->n_args + 1) * sizeof *a);
+    if (a == NULL) return mt_seterr(MT_ERR_NOMEM, "options: out of memory");
+    o->args = a;
+    if ((a[o->n_args] = mt_try_strdup(arg)) == NULL)
+        return mt_seterr(MT_ERR_NOMEM, "options: out of memory");
+    o->n_args++;
+    return MT_OK;
+}
+
+static mt_status parse_argv(app_opts *o, int argc, char **argv, bool allow_args) {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             o->help = true;
+            continue;
+        }
+        if (!strcmp(arg, "--")) {
+            while (++i < argc) {
+                mt_status rc = add_arg(o, argv[i], allow_args);
+                if (rc != MT_OK) return rc;
+            }
+            break;
+        }
+        if (is_flag_group(o, arg)) {
+            for (const char *c = arg + 1; *c; c++) {
+                const char *v = "true";
+                mt_status rc = set_values(o, find_alias(o, *c), 1, &v, APP_SRC_CMDLINE, "");
+                if (rc != MT_OK) return rc;
+            }
             continue;
         }
         int idx = -1;
@@ -287,14 +341,13 @@ static mt_status parse_argv(app_opts *o, int argc, char **argv) {
                 return mt_seterr(MT_ERR_INVALID, "unknown option '--%.*s'",
                                  (int)(eq ? eq - name : (long)strlen(name)), name);
             }
-        } else if (arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0' &&
-                   !isdigit((unsigned char)arg[1])) {
-            for (int k = 0; k < o->n_defs; k++)
-                if (o->defs[k].alias == arg[1]) idx = k;
+        } else if (!is_value_arg(arg)) {
+            if (arg[2] == '\0') idx = find_alias(o, arg[1]);
             if (idx < 0) return mt_seterr(MT_ERR_INVALID, "unknown option '%s'", arg);
         } else {
-            return mt_seterr(MT_ERR_INVALID, "unexpected argument '%s' (options start with --)",
-                             arg);
+            mt_status rc = add_arg(o, arg, allow_args);
+            if (rc != MT_OK) return rc;
+            continue;
         }
         const app_opt *d = &o->defs[idx];
         mt_status rc;
@@ -332,7 +385,8 @@ static mt_status parse_argv(app_opts *o, int argc, char **argv) {
     return MT_OK;
 }
 
-mt_status app_opts_parse(const app_opt *defs, int n_defs, int argc, char **argv, app_opts **out) {
+static mt_status parse(const app_opt *defs, int n_defs, int argc, char **argv, bool allow_args,
+                       app_opts **out) {
     *out = NULL;
     mt_status rc = MT_ERR_NOMEM;
     app_opts *o = mt_try_calloc(1, sizeof *o);
@@ -346,10 +400,11 @@ mt_status app_opts_parse(const app_opt *defs, int n_defs, int argc, char **argv,
     }
     for (int i = 0; i < n_defs; i++) {
         MT_ASSERT(find_opt(o, defs[i].name, strlen(defs[i].name)) == i); /* unique names */
+        MT_ASSERT(defs[i].alias == 0 || find_alias(o, defs[i].alias) == i); /* and aliases */
         rc = set_from_words(o, i, defs[i].def, APP_SRC_DEFAULT);
         if (rc != MT_OK) goto fail;
     }
-    rc = parse_argv(o, argc, argv);
+    rc = parse_argv(o, argc, argv, allow_args);
     if (rc != MT_OK) goto fail;
     int c = find_opt(o, "config", 6);
     if (c >= 0 && !o->help) {
@@ -363,6 +418,38 @@ mt_status app_opts_parse(const app_opt *defs, int n_defs, int argc, char **argv,
 fail:
     app_opts_free(o);
     return rc;
+}
+
+mt_status app_opts_parse(const app_opt *defs, int n_defs, int argc, char **argv, app_opts **out) {
+    return parse(defs, n_defs, argc, argv, false, out);
+}
+
+mt_status app_cmd_parse(const app_cmd *cmd, int argc, char **argv, app_opts **out) {
+    app_opts *o = NULL;
+    mt_status rc = parse(cmd->opts, cmd->n_opts, argc, argv, cmd->max_args != 0, &o);
+    if (rc != MT_OK) {
+        *out = NULL;
+        return rc;
+    }
+    if (!o->help && o->n_args < cmd->min_args) {
+        rc = mt_seterr(MT_ERR_INVALID, "missing %s", cmd->args ? cmd->args : "arguments");
+    } else if (!o->help && cmd->max_args >= 0 && o->n_args > cmd->max_args) {
+        rc = mt_seterr(MT_ERR_INVALID, "too many arguments ('%s'; expected %s)",
+                       o->args[cmd->max_args], cmd->args ? cmd->args : "none");
+    }
+    if (rc != MT_OK) {
+        app_opts_free(o);
+        o = NULL;
+    }
+    *out = o;
+    return rc;
+}
+
+int app_opts_nargs(const app_opts *o) { return o->n_args; }
+
+const char *app_opts_arg(const app_opts *o, int i) {
+    MT_ASSERT(i >= 0 && i < o->n_args);
+    return o->args[i];
 }
 
 /* ------------------------------------------------------------- config */
@@ -430,7 +517,8 @@ done:
 static mt_status read_text(const char *path, char **out) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (f == NULL) return mt_seterr(MT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (f == NULL)
+        return mt_seterr(MT_ERR_IO, "cannot open config file %s: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = mt_try_malloc(cap);
     mt_status rc = MT_ERR_NOMEM;
@@ -447,7 +535,13 @@ static mt_status read_text(const char *path, char **out) {
         if (got == 0) break;
     }
     if (ferror(f)) {
-        rc = mt_seterr(MT_ERR_IO, "cannot read %s", path);
+        rc = mt_seterr(MT_ERR_IO, "cannot read config file %s", path);
+        goto fail_msg;
+    }
+    const char *nul = memchr(buf, '\0', n);
+    if (nul != NULL) {
+        rc = mt_seterr(MT_ERR_FORMAT, "config file %s: NUL byte at offset %zu (not a text file)",
+                       path, (size_t)(nul - buf));
         goto fail_msg;
     }
     buf[n] = '\0';
@@ -480,25 +574,38 @@ static void log_errors_only(mt_log_level level, const char *msg, void *user) {
     if (level >= MT_LOG_ERROR) fprintf(stderr, "%s\n", msg);
 }
 
-bool app_opts_parse_cmd(const char *cmd, const app_opt *defs, int n_defs, int argc, char **argv,
-                        void (*help)(FILE *f), app_opts **out, int *ret) {
+bool app_opts_parse_cmd(const app_cmd *cmd, int argc, char **argv, app_opts **out, int *ret) {
     app_opts *o = NULL;
-    mt_status rc = app_opts_parse(defs, n_defs, argc, argv, &o);
+    *out = NULL;
+    mt_status rc = app_cmd_parse(cmd, argc, argv, &o);
     if (rc != MT_OK) {
-        fprintf(stderr, "mtpe %s: %s\n\n", cmd, mt_errmsg());
-        help(stderr);
-        *ret = 2;
+        fprintf(stderr, "mtpe %s: %s%s%s%s\n", cmd->name, mt_errmsg(),
+                rc == MT_ERR_INVALID ? " (mtpe " : "", rc == MT_ERR_INVALID ? cmd->name : "",
+                rc == MT_ERR_INVALID ? " --help lists the options)" : "");
+        *ret = rc == MT_ERR_INVALID ? 2 : 1;
         return false;
     }
     if (app_opts_help_wanted(o)) {
-        help(stdout);
+        app_cmd_print_help(cmd, stdout);
         app_opts_free(o);
         *ret = 0;
         return false;
     }
-    if (app_opts_flag(o, "quiet")) mt_log_set(log_errors_only, NULL);
+    int q = find_opt(o, "quiet", 5);
+    if (q >= 0 && o->defs[q].kind == APP_OPT_FLAG && app_opts_flag(o, "quiet"))
+        mt_log_set(log_errors_only, NULL);
     *out = o;
     return true;
+}
+
+int app_cmd_usage_error(const app_cmd *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "mtpe %s: ", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
 }
 
 app_opt_source app_opts_source(const app_opts *o, const char *name) {
@@ -584,26 +691,128 @@ static const char *arg_label(app_opt_kind k) {
     return "";
 }
 
+enum { HELP_WIDTH = 79, HELP_HEAD_MAX = 34 };
+
+/* Prints text from column col on, wrapped at HELP_WIDTH into lines that
+** start at column indent; breaks at spaces, except inside "(...)" groups
+** that start with "(default: " or "(bare: ".  Returns the column reached. */
+static int put_wrapped(FILE *f, const char *text, int col, int indent) {
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (*p == '\0') break;
+        const char *end = p;
+        if (!strncmp(p, "(default: ", 10) || !strncmp(p, "(bare: ", 7)) {
+            end = strchr(p, ')');
+            end = end ? end + 1 : p + strlen(p);
+        } else {
+            end = p + strcspn(p, " ");
+        }
+        int n = (int)(end - p);
+        if (col > indent && col + 1 + n > HELP_WIDTH) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%.*s", n, p);
+        col += n;
+        p = end;
+    }
+    return col;
+}
+
 void app_opts_print_help(const app_opt *defs, int n_defs, FILE *f) {
+    char head[128], more[512];
+    int indent = 18; /* the text's column: after the widest head, at most HELP_HEAD_MAX */
     for (int i = 0; i < n_defs; i++) {
-        const app_opt *d = &defs[i];
-        char head[96];
-        if (d->alias) {
+        int w = snprintf(head, sizeof head, "  -x, --%s%s", defs[i].name, arg_label(defs[i].kind));
+        if (w + 2 > indent) indent = w + 2 > HELP_HEAD_MAX ? HELP_HEAD_MAX : w + 2;
+    }
+    for (int i = 0; i <= n_defs; i++) {
+        const app_opt *d = i < n_defs ? &defs[i] : NULL;
+        if (d == NULL) {
+            snprintf(head, sizeof head, "  -h, --help");
+        } else if (d->alias) {
             snprintf(head, sizeof head, "  -%c, --%s%s", d->alias, d->name, arg_label(d->kind));
         } else {
             snprintf(head, sizeof head, "      --%s%s", d->name, arg_label(d->kind));
         }
-        fprintf(f, "%-44s %s", head, d->help ? d->help : "");
-        if (d->kind == APP_OPT_FLAG) {
-            fprintf(f, " (default: %s)", d->def ? d->def : "false");
-        } else if (d->def != NULL) {
-            fprintf(f, " (default: %s)", d->def[0] ? d->def : "\"\"");
+        int col = fprintf(f, "%s", head);
+        if (col + 2 > indent) {
+            fprintf(f, "\n%*s", indent, "");
+        } else {
+            fprintf(f, "%*s", indent - col, "");
         }
-        if (d->implicit != NULL && d->kind != APP_OPT_FLAG)
-            fprintf(f, " (bare: %s)", d->implicit[0] ? d->implicit : "\"\"");
+        col = put_wrapped(f, d ? (d->help ? d->help : "") : "print this list", indent, indent);
+        more[0] = '\0';
+        if (d == NULL) {
+        } else if (d->kind == APP_OPT_FLAG) {
+            bool on = false;
+            if (d->def != NULL && app_parse_bool(d->def, &on) && on)
+                snprintf(more, sizeof more, "(default: true)"); /* false goes without saying */
+        } else if (d->def != NULL) {
+            snprintf(more, sizeof more, "(default: %s)", d->def[0] ? d->def : "\"\"");
+        }
+        if (d && d->implicit != NULL && d->kind != APP_OPT_FLAG) {
+            size_t k = strlen(more);
+            snprintf(more + k, sizeof more - k, "%s(bare: %s)", k ? " " : "",
+                     d->implicit[0] ? d->implicit : "\"\"");
+        }
+        put_wrapped(f, more, col, indent);
         fputc('\n', f);
     }
-    fprintf(f, "      --help, -h                           print this list\n");
+}
+
+void app_cmd_print_help(const app_cmd *cmd, FILE *f) {
+    if (cmd->usage == NULL) {
+        fprintf(f, "usage: mtpe %s [options]%s%s\n", cmd->name, cmd->args ? " " : "",
+                cmd->args ? cmd->args : "");
+    } else {
+        const char *u = cmd->usage;
+        for (int k = 0; *u; k++) {
+            size_t n = strcspn(u, "\n");
+            if (*u == ' ') { /* the previous form continued */
+                size_t sp = strspn(u, " ");
+                fprintf(f, "%*s%.*s\n", 13 + (int)strlen(cmd->name), "", (int)(n - sp), u + sp);
+            } else {
+                fprintf(f, "%s mtpe %s %.*s\n", k ? "      " : "usage:", cmd->name, (int)n, u);
+            }
+            u += n + (u[n] == '\n');
+        }
+    }
+    if (cmd->about) fprintf(f, "\n%s", cmd->about);
+    fprintf(f, "\noptions:\n");
+    app_opts_print_help(cmd->opts, cmd->n_opts, f);
+}
+
+/* --------------------------------------------------------- subcommands */
+
+void app_subcmds_print(const app_subcmd *subs, int n, FILE *f) {
+    for (int i = 0; i < n; i++)
+        fprintf(f, "  %-10s %s\n", subs[i].name, subs[i].summary);
+}
+
+int app_subcmd_main(const char *cmd, const char *about, const app_subcmd *subs, int n, int argc,
+                    char **argv) {
+    const char *sub = argc >= 2 ? argv[1] : NULL;
+    if (sub != NULL && (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help"))) {
+        printf("usage: mtpe %s SUBCOMMAND [options]\n\n%s%ssubcommands:\n", cmd, about ? about : "",
+               about ? "\n" : "");
+        app_subcmds_print(subs, n, stdout);
+        printf("\nmtpe %s SUBCOMMAND --help: its options.\n", cmd);
+        return 0;
+    }
+    for (int i = 0; sub != NULL && i < n; i++)
+        if (!strcmp(sub, subs[i].name)) return subs[i].run(argc - 1, argv + 1);
+    if (sub == NULL)
+        fprintf(stderr, "mtpe %s: missing subcommand (mtpe %s --help lists them)\n", cmd, cmd);
+    else
+        fprintf(stderr, "mtpe %s: unknown subcommand '%s' (mtpe %s --help lists them)\n", cmd, sub,
+                cmd);
+    return 2;
 }
 
 /* ---------------------------------------------------------------- YAML */

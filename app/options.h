@@ -19,6 +19,10 @@
 **                           lists are YAML sequences.  Priority: defaults <
 **                           config files (later ones win) < command line.
 **                           An unknown key is an error naming the file.
+**   -dov                    short flags combine (-d -o -v)
+**   FILE ...                positional arguments, for commands that declare
+**                           them (app_cmd); "--" ends the options: all
+**                           that follows is positional
 **   --help, -h              sets app_opts_help_wanted(); nothing else runs
 **
 ** Values are validated while parsing (an integer option holds an integer,
@@ -27,8 +31,22 @@
 ** the wrong type, is a programmer error (MT_ASSERT).
 **
 ** Errors: MT_ERR_INVALID for usage errors (unknown option, missing or bad
-** value; mt_errmsg() names the option), MT_ERR_IO for an unreadable config
-** file, MT_ERR_FORMAT for a config file that is not YAML, MT_ERR_NOMEM.
+** value, wrong number of positional arguments; mt_errmsg() names the
+** option), MT_ERR_IO for an unreadable config file, MT_ERR_FORMAT for a
+** config file that is not YAML or holds a NUL byte, MT_ERR_NOMEM.
+**
+** Commands (app_cmd) describe their options, positional arguments and
+** purpose in one place; --help is generated from it in one layout for all:
+**
+**   usage: mtpe NAME USAGE          (one line per form)
+**
+**   ABOUT
+**
+**   options:
+**     -m, --models ARG...  help (default: x)
+**
+** Exit codes of a command: 0 ok, 1 failure, 2 usage error, reported as one
+** line "mtpe NAME: message" on stderr.
 */
 #ifndef APP_OPTIONS_H
 #define APP_OPTIONS_H
@@ -71,11 +89,35 @@ typedef struct app_freq {
 
 typedef struct app_opts app_opts;
 
+/* A command (`mtpe translate`, `mtpe corpus build`): everything its
+** parsing and its --help need. */
+typedef struct app_cmd {
+    const char *name;  /* "translate", "corpus build": after "mtpe " in help and messages */
+    const char *usage; /* what follows "mtpe NAME " on the usage line; several forms
+                          separated by '\n' (a line starting with ' ' continues the
+                          previous form).  NULL: "[options]", then args             */
+    const char *about; /* what the command does: lines, each ending in '\n'; or NULL */
+    const app_opt *opts;
+    int n_opts;
+    const char *args;       /* positional arguments as the usage line names them
+                               ("FILE", "MODEL [OUT]", "FILES..."); NULL: none   */
+    int min_args, max_args; /* how many are accepted; max_args < 0: no limit      */
+} app_cmd;
+
 /* Parses argv[1..argc) (argv[0] is the command name) against defs[0..n_defs).
 ** Config files named by an option called "config" (-c) are merged under the
-** command line.  On success *out owns the result (free with app_opts_free). */
+** command line.  On success *out owns the result (free with app_opts_free).
+** Positional arguments are a usage error. */
 mt_status app_opts_parse(const app_opt *defs, int n_defs, int argc, char **argv, app_opts **out);
+/* The same for a command: positional arguments are collected in order
+** (app_opts_nargs, app_opts_arg), their number checked against
+** cmd->min_args..max_args unless --help was given. */
+mt_status app_cmd_parse(const app_cmd *cmd, int argc, char **argv, app_opts **out);
 void app_opts_free(app_opts *o); /* NULL is a no-op */
+
+/* Positional arguments, in command-line order. */
+int app_opts_nargs(const app_opts *o);
+const char *app_opts_arg(const app_opts *o, int i);
 
 /* Merges a YAML config under the values given on the command line: keys
 ** whose option has a value from the command line are ignored, others are
@@ -89,15 +131,37 @@ mt_status app_opts_merge_file(app_opts *o, const char *path, bool lenient);
 bool app_opts_help_wanted(const app_opts *o);
 /* Prints "  -m, --model ARG   help (default: x)" lines for every option. */
 void app_opts_print_help(const app_opt *defs, int n_defs, FILE *f);
+/* Prints a command's --help (layout above). */
+void app_cmd_print_help(const app_cmd *cmd, FILE *f);
 
-/* The start of a subcommand's main (`mtpe score`, `mtpe translate`): parses
-** argv as app_opts_parse.  Returns true with *out owning the options when the
-** command should run; with --quiet, from then on only errors are logged (to
-** stderr).  Returns false with the exit code in *ret otherwise: 2 after a
-** usage error ("mtpe CMD: message", an empty line and help(stderr) on stderr),
-** 0 after --help (help(stdout)). */
-bool app_opts_parse_cmd(const char *cmd, const app_opt *defs, int n_defs, int argc, char **argv,
-                        void (*help)(FILE *f), app_opts **out, int *ret);
+/* The start of a command's main: parses argv as app_cmd_parse.  Returns
+** true with *out owning the options when the command should run; with a
+** --quiet flag given, from then on only errors are logged (to stderr).
+** Returns false with the exit code in *ret otherwise: 0 after --help (the
+** help on stdout); 2 after a usage error, 1 after another failure (an
+** unreadable config file), each with one line "mtpe NAME: message" on
+** stderr. */
+bool app_opts_parse_cmd(const app_cmd *cmd, int argc, char **argv, app_opts **out, int *ret);
+/* Prints "mtpe NAME: message" (printf-style) as one line on stderr and
+** returns 2, the exit code of a usage error. */
+int app_cmd_usage_error(const app_cmd *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Commands with subcommands (`mtpe corpus build`, `mtpe bench gemm`) and
+** mtpe itself: name, entry point (argv[0] is the subcommand's name), one
+** line of help. */
+typedef struct app_subcmd {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} app_subcmd;
+/* "  name       summary" lines, one per subcommand. */
+void app_subcmds_print(const app_subcmd *subs, int n, FILE *f);
+/* The main of a command made of subcommands: argv[1] names one, which runs
+** with argv + 1.  "mtpe CMD", an unknown name: usage error (one line);
+** "mtpe CMD --help" (-h, help): usage, about, the list of subcommands. */
+int app_subcmd_main(const char *cmd, const char *about, const app_subcmd *subs, int n, int argc,
+                    char **argv);
 
 /* Value access.  Scalars: the value (lists: the first item); lists: count
 ** and items.  Strings live as long as o or until the option is set again. */

@@ -95,8 +95,8 @@ expect "intersection is inside the forward alignment" awk '
     NR == FNR { F[FNR] = " " $0 " "; next }
     { n = split($0, l, " "); for (k = 1; k <= n; k++) if (index(F[FNR], " " l[k] " ") == 0) bad++ }
     END { exit bad ? 1 : 0 }' "$tmp/fwd" "$tmp/inter"
-"$mtpe" align -i "$tmp/c.joined" -I 3 -p0 0.1 -T 2 -a 0.05 -N -q >"$tmp/misc" 2>"$tmp/err"
-expect "-I -p0 -T -a -N accepted" [ $? -eq 0 ]
+"$mtpe" align -i "$tmp/c.joined" -I 3 -p 0.1 -T 2 -a 0.05 -N -q >"$tmp/misc" 2>"$tmp/err"
+expect "-I -p -T -a -N accepted" [ $? -eq 0 ]
 "$mtpe" align -i "$tmp/c.joined" -d -I 2 >/dev/null 2>"$tmp/err"
 expect "progress goes to stderr" grep -q 'align pass 2 (final)' "$tmp/err"
 

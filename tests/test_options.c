@@ -2,13 +2,20 @@
 ** test_options.c: the Marian-style option parser of app/options.c: single
 ** and list values, short aliases, bare flags and implicit values, unit
 ** suffixes, config files merged under the command line, unknown options and
-** bad values as usage errors, YAML round trip.
+** bad values as usage errors, YAML round trip; positional arguments and
+** combined short flags; a config file with a NUL byte refused.  Then the
+** commands: each one's --help exits 0 and is the generated help listing
+** every option of its table, the commands that had hand-written parsers
+** accept their documented options, and usage errors are one line on
+** stderr with exit code 2.
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "app.h"
+#include "edit_session.h"
 #include "harness.h"
 #include "mt.h"
 #include "options.h"
@@ -324,6 +331,493 @@ static void test_alloc_failures(void) {
     }
 }
 
+/* ------------------------------------------------- positional arguments */
+
+static const app_opt pdefs[] = {
+    {"model", 'm', APP_OPT_STRINGS, NULL, NULL, "models"},
+    {"out", 'o', APP_OPT_STRING, NULL, NULL, "output"},
+    {"dedup", 'd', APP_OPT_FLAG, NULL, NULL, "dedup"},
+    {"verbose", 'v', APP_OPT_FLAG, NULL, NULL, "verbose"},
+    {"number", 'n', APP_OPT_INT, "1", NULL, "a number"},
+};
+static const app_cmd pcmd = {
+    .name = "ptest",
+    .about = "A test command.\n",
+    .opts = pdefs,
+    .n_opts = (int)(sizeof pdefs / sizeof pdefs[0]),
+    .args = "SRC [MORE...]",
+    .min_args = 1,
+    .max_args = 3,
+};
+
+static void test_positional(void) {
+    const char *a1[] = {"ptest", "first", "-o", "x", "--dedup", "second", "-n", "-3", "-", "-dv"};
+    app_opts *o = NULL;
+    CHECK_STATUS(app_cmd_parse(&pcmd, 10, (char **)a1, &o));
+    if (o) {
+        CHECK(app_opts_nargs(o) == 3, "three positionals: %d", app_opts_nargs(o));
+        CHECK(app_opts_nargs(o) == 3 && !strcmp(app_opts_arg(o, 0), "first") &&
+                  !strcmp(app_opts_arg(o, 1), "second") && !strcmp(app_opts_arg(o, 2), "-"),
+              "in command-line order, \"-\" is an argument");
+        CHECK(!strcmp(app_opts_str(o, "out"), "x") && app_opts_int(o, "number") == -3,
+              "values between positionals");
+        CHECK(app_opts_flag(o, "dedup") && app_opts_flag(o, "verbose"), "flags, -dv combined");
+    }
+    app_opts_free(o);
+
+    /* "--" ends the options; a list option stops before it */
+    const char *a2[] = {"ptest", "-m", "a", "b", "--", "-x", "--out"};
+    CHECK_STATUS(app_cmd_parse(&pcmd, 7, (char **)a2, &o));
+    if (o) {
+        CHECK(app_opts_count(o, "model") == 2, "list before --");
+        CHECK(app_opts_nargs(o) == 2 && !strcmp(app_opts_arg(o, 0), "-x") &&
+                  !strcmp(app_opts_arg(o, 1), "--out"),
+              "after --: positional");
+        CHECK(!app_opts_given(o, "out"), "--out after -- is no option");
+    }
+    app_opts_free(o);
+
+    /* a flag takes a boolean after it, not a file */
+    const char *a3[] = {"ptest", "--dedup", "file", "--verbose", "false"};
+    CHECK_STATUS(app_cmd_parse(&pcmd, 5, (char **)a3, &o));
+    if (o) {
+        CHECK(app_opts_nargs(o) == 1 && !strcmp(app_opts_arg(o, 0), "file"), "file after flag");
+        CHECK(app_opts_flag(o, "dedup") && !app_opts_flag(o, "verbose"), "flag values");
+    }
+    app_opts_free(o);
+
+    /* counts */
+    const char *a4[] = {"ptest", "-o", "x"};
+    mt_status rc = app_cmd_parse(&pcmd, 3, (char **)a4, &o);
+    CHECK(rc == MT_ERR_INVALID && o == NULL && strstr(mt_errmsg(), "missing SRC"), "too few: %s",
+          mt_errmsg());
+    const char *a5[] = {"ptest", "a", "b", "c", "d"};
+    rc = app_cmd_parse(&pcmd, 5, (char **)a5, &o);
+    CHECK(rc == MT_ERR_INVALID && o == NULL && strstr(mt_errmsg(), "'d'"), "too many: %s",
+          mt_errmsg());
+    const char *a6[] = {"ptest", "--help"};
+    CHECK_STATUS(app_cmd_parse(&pcmd, 2, (char **)a6, &o));
+    CHECK(o && app_opts_help_wanted(o), "--help without the required arguments");
+    app_opts_free(o);
+
+    /* -dx: not every letter a flag */
+    const char *a7[] = {"ptest", "a", "-dx"};
+    rc = app_cmd_parse(&pcmd, 3, (char **)a7, &o);
+    CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "-dx"), "bad flag group: %s", mt_errmsg());
+    const char *a8[] = {"ptest", "a", "-dn"};
+    rc = app_cmd_parse(&pcmd, 3, (char **)a8, &o);
+    CHECK(rc == MT_ERR_INVALID, "a non-flag in a flag group");
+
+    /* a command without positional arguments refuses them */
+    app_cmd none = pcmd;
+    none.args = NULL;
+    none.min_args = none.max_args = 0;
+    const char *a9[] = {"ptest", "-o", "x", "stray"};
+    rc = app_cmd_parse(&none, 4, (char **)a9, &o);
+    CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "stray"), "no positionals: %s", mt_errmsg());
+    const char *a10[] = {"ptest", "--", "stray"};
+    rc = app_cmd_parse(&none, 3, (char **)a10, &o);
+    CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "stray"), "no positionals after --");
+
+    /* help: usage line from the declared arguments */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    app_cmd_print_help(&pcmd, f);
+    fclose(f);
+    CHECK(!strncmp(
+              buf, "usage: mtpe ptest [options] SRC [MORE...]\n\nA test command.\n\noptions:\n",
+              strlen("usage: mtpe ptest [options] SRC [MORE...]\n\nA test command.\n\noptions:\n")),
+          "help layout:\n%s", buf);
+    CHECK(strstr(buf, "  -n, --number INT") && strstr(buf, "(default: 1)") &&
+              strstr(buf, "  -h, --help"),
+          "help lists the options");
+    free(buf);
+}
+
+/* Every allocation failure while collecting positionals is a clean error. */
+static void test_positional_alloc(void) {
+    const char *argv[] = {"ptest", "a", "-o", "x", "b", "--", "c"};
+    for (int64_t n = 0; n < 10000; n++) {
+        mt_alloc_fail_at(n, false);
+        app_opts *o = NULL;
+        mt_status rc = app_cmd_parse(&pcmd, 7, (char **)argv, &o);
+        mt_alloc_fail_at(-1, false);
+        if (rc == MT_OK) {
+            CHECK(app_opts_nargs(o) == 3, "positionals after %lld failures", (long long)n);
+            app_opts_free(o);
+            break;
+        }
+        CHECK(rc == MT_ERR_NOMEM && o == NULL, "failure %lld: %s", (long long)n, mt_status_str(rc));
+    }
+}
+
+/* ----------------------------------------------------- NUL in a config */
+
+static void test_config_nul(void) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/mtpe_test_options_%d_nul.yml", (int)getpid());
+    static const char text[] = "mini-batch: 3\n\0seed: 5\n";
+    FILE *f = fopen(path, "wb");
+    fwrite(text, 1, sizeof text - 1, f);
+    fclose(f);
+    const char *argv[] = {"train", "-c", path};
+    app_opts *o = NULL;
+    mt_status rc = parse(&o, 3, argv);
+    CHECK(rc == MT_ERR_FORMAT && o == NULL, "NUL in a config: %s", mt_status_str(rc));
+    CHECK(strstr(mt_errmsg(), path) && strstr(mt_errmsg(), "NUL") && strstr(mt_errmsg(), "14"),
+          "message names file and offset: %s", mt_errmsg());
+    /* the same through app_opts_merge_file (decoder.yml, model.npz.yml), even lenient */
+    const char *a0[] = {"train"};
+    CHECK_STATUS(parse(&o, 1, a0));
+    if (o) {
+        CHECK(app_opts_merge_file(o, path, true) == MT_ERR_FORMAT, "lenient merge refuses NUL");
+        CHECK(app_opts_int(o, "mini-batch") == 64, "nothing merged");
+    }
+    app_opts_free(o);
+    remove(path);
+}
+
+/* ------------------------------------------------------------ commands */
+
+/* Runs main(argc, argv) with stdout and stderr going to files; returns the
+** exit code and the outputs (caller frees). */
+static int run_captured(int (*main_fn)(int, char **), int argc, const char **argv, char **out,
+                        char **err) {
+    fflush(stdout);
+    fflush(stderr);
+    FILE *fo = tmpfile(), *fe = tmpfile();
+    int so = dup(1), se = dup(2);
+    dup2(fileno(fo), 1);
+    dup2(fileno(fe), 2);
+    int rc = main_fn(argc, (char **)argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+    close(so);
+    close(se);
+    FILE *fs[2] = {fo, fe};
+    char **dst[2] = {out, err};
+    for (int k = 0; k < 2; k++) {
+        long n = ftell(fs[k]);
+        rewind(fs[k]);
+        *dst[k] = calloc((size_t)(n > 0 ? n : 0) + 1, 1);
+        if (n > 0 && fread(*dst[k], 1, (size_t)n, fs[k]) != (size_t)n) (*dst[k])[0] = '\0';
+        fclose(fs[k]);
+    }
+    return rc;
+}
+
+/* help has a line "  -x, --name ..." or "      --name ..." in its options. */
+static bool lists_option(const char *help, const char *dashed) {
+    const char *at = strstr(help, "\noptions:\n");
+    size_t n = strlen(dashed);
+    while (at != NULL && (at = strstr(at + 1, dashed)) != NULL) {
+        bool line_start = (at[-1] == ' ' && at[-2] == ' ' && at[-3] == ' ' && at[-7] == '\n') ||
+                          (at[-1] == ' ' && at[-2] == ',' && at[-5] == ' ' && at[-7] == '\n');
+        if (line_start && (at[n] == ' ' || at[n] == '\n')) return true;
+    }
+    return false;
+}
+
+typedef struct cmd_case {
+    const app_cmd *cmd;
+    int (*main_fn)(int, char **);
+    const char *argv0, *sub; /* the command's argv[0] and its subcommand (or NULL) */
+} cmd_case;
+
+static const cmd_case cases[] = {
+    {&app_translate_cmd, app_translate_main, "translate", NULL},
+    {&app_score_cmd, app_score_main, "score", NULL},
+    {&app_train_cmd, app_train_main, "train", NULL},
+    {&app_rescore_cmd, app_rescore_main, "rescore", NULL},
+    {&app_edit_cmd, app_edit_main, "edit", NULL},
+    {&app_convert_cmd, app_convert_main, "convert", NULL},
+    {&app_align_cmd, app_align_main, "align", NULL},
+    {&app_shortlist_cmd, app_shortlist_main, "shortlist", NULL},
+    {&app_eval_cmd, app_eval_main, "eval", NULL},
+    {&app_demo_cmd, app_demo_main, "demo", NULL},
+    {&app_corpus_build_cmd, app_corpus_main, "corpus", "build"},
+    {&app_corpus_export_cmd, app_corpus_main, "corpus", "export"},
+    {&app_bench_kernels_cmd[0], app_bench_main, "bench", "gemm"},
+    {&app_bench_kernels_cmd[1], app_bench_main, "bench", "gemm-int"},
+    {&app_bench_kernels_cmd[2], app_bench_main, "bench", "topk"},
+    {&app_bench_kernels_cmd[3], app_bench_main, "bench", "attn"},
+    {&app_bench_edit_cmd, app_bench_main, "bench", "edit"},
+    {&app_bench_translate_cmd, app_bench_main, "bench", "translate"},
+    {&app_bench_train_cmd, app_bench_main, "bench", "train"},
+};
+static const int n_cases = (int)(sizeof cases / sizeof cases[0]);
+
+/* Runs a command line of one case (args after the (sub)command name). */
+static int run_case(const cmd_case *c, int n, const char *const *args, char **out, char **err) {
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = c->argv0;
+    if (c->sub) argv[argc++] = c->sub;
+    for (int i = 0; i < n && argc < 31; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    return run_captured(c->main_fn, argc, argv, out, err);
+}
+
+static void test_command_help(void) {
+    for (int i = 0; i < n_cases; i++) {
+        const cmd_case *c = &cases[i];
+        const char *name = c->cmd->name;
+        char *out = NULL, *err = NULL, *want = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&want, &len);
+        app_cmd_print_help(c->cmd, f);
+        fclose(f);
+        const char *help[] = {"--help"};
+        int rc = run_case(c, 1, help, &out, &err);
+        CHECK(rc == 0, "%s --help: exit %d", name, rc);
+        CHECK(!strcmp(out, want), "%s --help is the generated help:\n%s", name, out);
+        CHECK(err[0] == '\0', "%s --help: nothing on stderr: %s", name, err);
+        char usage[64];
+        snprintf(usage, sizeof usage, "usage: mtpe %s ", name);
+        CHECK(!strncmp(out, usage, strlen(usage)), "%s: usage line first", name);
+        CHECK(strstr(out, "\noptions:\n") && strstr(out, "  -h, --help"), "%s: options", name);
+        for (int k = 0; k < c->cmd->n_opts; k++) {
+            const app_opt *d = &c->cmd->opts[k];
+            char needle[96];
+            snprintf(needle, sizeof needle, "--%s", d->name);
+            CHECK(lists_option(out, needle), "%s --help lists %s", name, needle);
+            if (d->alias) {
+                snprintf(needle, sizeof needle, "-%c, --%s", d->alias, d->name);
+                CHECK(strstr(out, needle) != NULL, "%s --help lists %s", name, needle);
+            }
+        }
+        /* -h too; and an unknown option: one line on stderr, exit 2 */
+        free(out);
+        free(err);
+        const char *h[] = {"-h"};
+        CHECK(run_case(c, 1, h, &out, &err) == 0 && !strcmp(out, want), "%s -h", name);
+        free(out);
+        free(err);
+        const char *bad[] = {"--no-such-option"};
+        rc = run_case(c, 1, bad, &out, &err);
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "mtpe %s: ", name);
+        CHECK(rc == 2, "%s --no-such-option: exit %d", name, rc);
+        CHECK(!strncmp(err, prefix, strlen(prefix)) && strstr(err, "--no-such-option") &&
+                  strchr(err, '\n') == err + strlen(err) - 1,
+              "%s: one line naming the option: %s", name, err);
+        CHECK(out[0] == '\0', "%s: nothing on stdout", name);
+        free(out);
+        free(err);
+        free(want);
+    }
+}
+
+static const cmd_case *find_case(const char *name) {
+    for (int i = 0; i < n_cases; i++)
+        if (!strcmp(cases[i].cmd->name, name)) return &cases[i];
+    return NULL;
+}
+
+/* Parses args (after the command name) with the command's table. */
+static app_opts *parse_as(const char *name, int n, const char **args) {
+    const cmd_case *c = find_case(name);
+    const char *argv[32] = {name};
+    for (int i = 0; i < n && i < 31; i++)
+        argv[i + 1] = args[i];
+    app_opts *o = NULL;
+    mt_status rc = app_cmd_parse(c->cmd, n + 1, (char **)argv, &o);
+    CHECK(rc == MT_OK, "%s: %s", name, mt_errmsg());
+    return o;
+}
+
+#define ARGS(...)                                                                                  \
+    (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), (const char *[]) {        \
+        __VA_ARGS__                                                                                \
+    }
+
+static bool str_is(const app_opts *o, const char *name, const char *want) {
+    return o && !strcmp(app_opts_str(o, name), want);
+}
+
+/* The options the hand-written parsers of align, shortlist, convert, eval,
+** demo and bench documented are still accepted, with the same meaning. */
+static void test_former_hand_parsers(void) {
+    app_opts *o = parse_as("align", ARGS("-i", "c", "-dov", "-r", "-N", "-I", "3", "-p", "0.1",
+                                         "-T", "2", "-a", "0.05", "--both", "--sym", "intersect",
+                                         "--lex-out", "l", "-q"));
+    CHECK(o && str_is(o, "input", "c") && app_opts_flag(o, "favor-diagonal") &&
+              app_opts_flag(o, "optimize-tension") && app_opts_flag(o, "variational-bayes") &&
+              app_opts_flag(o, "reverse") && app_opts_flag(o, "no-null-word") &&
+              app_opts_int(o, "iterations") == 3 && app_opts_float(o, "p0") == 0.1 &&
+              app_opts_float(o, "diagonal-tension") == 2 && app_opts_float(o, "alpha") == 0.05 &&
+              app_opts_flag(o, "both") && str_is(o, "sym", "intersect") &&
+              str_is(o, "lex-out", "l") && app_opts_flag(o, "quiet"),
+          "align: short options");
+    app_opts_free(o);
+    o = parse_as("align",
+                 ARGS("-s", "a", "-t", "b", "--favor-diagonal", "--optimize-tension",
+                      "--variational-bayes", "--reverse", "--no-null-word", "--iterations", "4",
+                      "--p0", "0.2", "--diagonal-tension", "3", "--alpha", "0.1", "--quiet"));
+    CHECK(o && str_is(o, "source", "a") && str_is(o, "target", "b") &&
+              app_opts_int(o, "iterations") == 4 && app_opts_float(o, "p0") == 0.2 &&
+              app_opts_flag(o, "no-null-word"),
+          "align: long options");
+    app_opts_free(o);
+    o = parse_as("align", ARGS("-i", "c"));
+    CHECK(o && app_opts_int(o, "iterations") == 5 && app_opts_float(o, "p0") == 0.08 &&
+              app_opts_float(o, "diagonal-tension") == 4 && app_opts_float(o, "alpha") == 0.01 &&
+              str_is(o, "sym", "grow-diag-final-and") && !app_opts_flag(o, "favor-diagonal"),
+          "align: fast_align's defaults");
+    app_opts_free(o);
+
+    o = parse_as("shortlist",
+                 ARGS("--convert", "lex", "20", "5", "0", "--vocabs", "a", "b", "--dump", "x"));
+    CHECK(o && app_opts_count(o, "convert") == 4 && app_opts_count(o, "vocabs") == 2 &&
+              str_is(o, "dump", "x"),
+          "shortlist --convert");
+    app_opts_free(o);
+    o = parse_as("shortlist", ARGS("--shortlist", "lex.bin", "-v", "a", "b", "-i", "in",
+                                   "--mini-batch", "2", "--no-check"));
+    CHECK(o && app_opts_count(o, "shortlist") == 1 && str_is(o, "input", "in") &&
+              app_opts_int(o, "mini-batch") == 2 && app_opts_flag(o, "no-check"),
+          "shortlist --shortlist");
+    app_opts_free(o);
+    o = parse_as("shortlist",
+                 ARGS("--src", "s", "--trg", "t", "--align", "al", "-o", "out", "--t2s", "t2s",
+                      "--info", "i", "-d", "d", "--dump-shortlist", "d2"));
+    CHECK(o && str_is(o, "src", "s") && str_is(o, "trg", "t") && str_is(o, "align", "al") &&
+              str_is(o, "output", "out") && str_is(o, "t2s", "t2s") && str_is(o, "info", "i") &&
+              str_is(o, "dump-shortlist", "d2"),
+          "shortlist extraction options");
+    app_opts_free(o);
+
+    o = parse_as("convert", ARGS("-f", "a.npz", "-t", "b.bin", "-g", "int8"));
+    CHECK(o && str_is(o, "from", "a.npz") && str_is(o, "to", "b.bin") &&
+              str_is(o, "gemm-type", "int8") && app_opts_nargs(o) == 0,
+          "convert -f -t -g");
+    app_opts_free(o);
+    o = parse_as("convert", ARGS("a.npz", "--gemm-type=int16", "b.bin"));
+    CHECK(o && app_opts_nargs(o) == 2 && str_is(o, "gemm-type", "int16"),
+          "convert MODEL OUT, --gemm-type=");
+    app_opts_free(o);
+    o = parse_as("convert", ARGS("--info", "a.npz"));
+    CHECK(o && app_opts_flag(o, "info") && app_opts_nargs(o) == 1, "convert --info MODEL");
+    app_opts_free(o);
+    o = parse_as("convert", ARGS("-i", "--", "-odd.npz"));
+    CHECK(o && app_opts_nargs(o) == 1 && !strcmp(app_opts_arg(o, 0), "-odd.npz"), "convert --");
+    app_opts_free(o);
+
+    o = parse_as("eval", ARGS("-r", "ref", "-i", "hyp", "--metrics", "bleu"));
+    CHECK(o && str_is(o, "ref", "ref") && str_is(o, "input", "hyp") &&
+              app_opts_count(o, "metrics") == 1,
+          "eval short");
+    app_opts_free(o);
+    o = parse_as("eval", ARGS("--ref", "r", "--input", "h"));
+    CHECK(o && app_opts_count(o, "metrics") == 2, "eval long, both metrics by default");
+    app_opts_free(o);
+
+    o = parse_as("demo", ARGS("m.npz"));
+    CHECK(o && app_opts_nargs(o) == 1, "demo MODEL");
+    app_opts_free(o);
+
+    o = parse_as("bench gemm", ARGS("--repeat", "3", "--peak-gflops", "100", "--peak-gops", "500"));
+    CHECK(o && app_opts_int(o, "repeat") == 3 && app_opts_float(o, "peak-gflops") == 100 &&
+              app_opts_float(o, "peak-gops") == 500,
+          "bench gemm options");
+    app_opts_free(o);
+
+    o = parse_as("corpus build", ARGS("--dedup", "a.po", "-o", "p", "--src-lang", "en", "-t", "de",
+                                      "--strip-accelerators", "true", "b.mo", "--", "-c.po"));
+    CHECK(o && app_opts_nargs(o) == 3 && !strcmp(app_opts_arg(o, 2), "-c.po") &&
+              app_opts_flag(o, "strip-accelerators") && str_is(o, "trg-lang", "de"),
+          "corpus build: files among the options");
+    app_opts_free(o);
+
+    o = parse_as("edit", ARGS("doc.po", "-m", "a.npz", "b.npz", "--db", "x.db"));
+    CHECK(o && app_opts_nargs(o) == 1 && !strcmp(app_opts_arg(o, 0), "doc.po") &&
+              app_opts_count(o, "models") == 2,
+          "edit FILE first");
+    app_opts_free(o);
+    o = parse_as("edit", ARGS("-m", "a.npz", "--", "doc.po"));
+    CHECK(o && app_opts_nargs(o) == 1 && !strcmp(app_opts_arg(o, 0), "doc.po"),
+          "edit -- FILE at the end");
+    app_opts_free(o);
+}
+
+/* Usage errors of the converted commands: exit 2, one line on stderr. */
+static void test_command_usage_errors(void) {
+    static const struct {
+        const char *cmd;
+        int n;
+        const char *args[6];
+        const char *needle;
+    } errs[] = {
+        {"align", 2, {"-p0", "0.1"}, "-p0"}, /* removed spelling */
+        {"align", 1, {"-d"}, "-i CORPUS"},
+        {"align", 3, {"-i", "c", "-I"}, "--iterations"},
+        {"align", 4, {"-i", "c", "--sym", "grow"}, "grow"},
+        {"shortlist", 2, {"--first", "5"}, "--first"}, /* removed: duplicates */
+        {"shortlist", 3, {"--convert", "lex", "x"}, "'x'"},
+        {"shortlist", 6, {"--convert", "l", "--vocabs", "a", "--dump", "d"}, "--vocabs"},
+        {"convert", 0, {NULL}, "MODEL"},
+        {"convert", 3, {"a", "b", "c"}, "'c'"},
+        {"eval", 0, {NULL}, "-r REF"},
+        {"eval", 4, {"-r", "r", "--metrics", "ter"}, "ter"},
+        {"demo", 2, {"a", "b"}, "'b'"},
+        {"edit", 0, {NULL}, "FILE"},
+        {"bench gemm", 2, {"--repeat", "0"}, "--repeat"},
+        {"rescore", 1, {"--pipeline"}, "--pipeline"}, /* removed: not implemented */
+        {"corpus build", 4, {"-s", "en", "-t", "de"}, "missing"},
+    };
+    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+        const cmd_case *c = find_case(errs[i].cmd);
+        char *out = NULL, *err = NULL;
+        int rc = run_case(c, errs[i].n, errs[i].args, &out, &err);
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "mtpe %s: ", errs[i].cmd);
+        CHECK(rc == 2, "%s %s: exit %d", errs[i].cmd, errs[i].needle, rc);
+        CHECK(!strncmp(err, prefix, strlen(prefix)) && strstr(err, errs[i].needle) &&
+                  strchr(err, '\n') == err + strlen(err) - 1,
+              "%s: one line naming %s: %s", errs[i].cmd, errs[i].needle, err);
+        free(out);
+        free(err);
+    }
+    /* subcommands: missing and unknown are usage errors too */
+    char *out = NULL, *err = NULL;
+    const char *a1[] = {"corpus"};
+    CHECK(run_captured(app_corpus_main, 1, a1, &out, &err) == 2 &&
+              !strncmp(err, "mtpe corpus: missing subcommand", 31),
+          "corpus alone: %s", err ? err : "");
+    free(out);
+    free(err);
+    const char *a2[] = {"bench", "frobnicate"};
+    CHECK(run_captured(app_bench_main, 2, a2, &out, &err) == 2 &&
+              strstr(err, "unknown subcommand 'frobnicate'"),
+          "bench frobnicate: %s", err);
+    free(out);
+    free(err);
+    const char *a3[] = {"bench", "--help"};
+    CHECK(run_captured(app_bench_main, 2, a3, &out, &err) == 0 && strstr(out, "\n  gemm-int ") &&
+              strstr(out, "\n  train "),
+          "bench --help lists the benchmarks: %s", out);
+    free(out);
+    free(err);
+    /* a config with a NUL byte: one line naming the file, exit 1 */
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/mtpe_test_options_%d_nul2.yml", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    fwrite("beam-size: 4\n\0", 1, 14, f);
+    fclose(f);
+    const char *a4[] = {"score", "-c", path};
+    int rc = run_captured(app_score_main, 3, a4, &out, &err);
+    CHECK(rc == 1 && !strncmp(err, "mtpe score: ", 12) && strstr(err, path) && strstr(err, "NUL") &&
+              strchr(err, '\n') == err + strlen(err) - 1,
+          "score -c with a NUL: exit %d, %s", rc, err);
+    free(out);
+    free(err);
+    remove(path);
+}
+
 int main(void) {
     test_defaults();
     test_values();
@@ -332,5 +826,11 @@ int main(void) {
     test_help();
     test_config();
     test_alloc_failures();
+    test_positional();
+    test_positional_alloc();
+    test_config_nul();
+    test_command_help();
+    test_former_hand_parsers();
+    test_command_usage_errors();
     TEST_MAIN_END();
 }

@@ -42,6 +42,14 @@ static const app_opt bench_opts[] = {
 };
 static const int n_bench_opts = (int)(sizeof bench_opts / sizeof bench_opts[0]);
 
+const app_cmd app_bench_edit_cmd = {
+    .name = "bench edit",
+    .usage = "[-m MODEL -v SRC TRG] [options]",
+    .about = "Completion latency of the editor (median and 95th percentile).\n",
+    .opts = bench_opts,
+    .n_opts = n_bench_opts,
+};
+
 /* English text the segments are cut from (software strings, as in the
 ** editor's documents). */
 static const char *const words_src =
@@ -193,16 +201,9 @@ int app_bench_edit_main(int argc, char **argv) {
     memset(&k, 0, sizeof k);
     pthread_mutex_init(&k.mu, NULL);
     pthread_cond_init(&k.cv, NULL);
-    mt_status rc = app_opts_parse(bench_opts, n_bench_opts, argc, argv, &o);
-    if (rc != MT_OK || app_opts_help_wanted(o)) {
-        FILE *f = rc == MT_OK ? stdout : stderr;
-        if (rc != MT_OK) fprintf(f, "mtpe bench edit: %s\n\n", mt_errmsg());
-        fprintf(f, "usage: mtpe bench edit [-m MODEL -v SRC TRG] [options]\n"
-                   "completion latency of the editor (median and 95th percentile)\n\n");
-        app_opts_print_help(bench_opts, n_bench_opts, f);
-        ret = rc == MT_OK ? 0 : 2;
-        goto done;
-    }
+    mt_status rc;
+    if (!app_opts_parse_cmd(&app_bench_edit_cmd, argc, argv, &o, &ret)) goto done;
+    ret = 1;
     n_segs = (int)app_opts_int(o, "segments");
     int repeat = (int)app_opts_int(o, "repeat");
     if (n_segs < 1 || n_segs > 1000 || repeat < 1 || repeat > 100) {

@@ -76,15 +76,17 @@ static const app_opt btr_opts[] = {
 };
 static const int n_btr_opts = (int)(sizeof btr_opts / sizeof btr_opts[0]);
 
-static void btr_help(FILE *f) {
-    fprintf(f, "usage: mtpe bench train [-m MODEL -v SRC TRG] [-i SRC TRG] [--fresh] "
-               "[--updates N]\n                        [--threads N...] [--lines N]\n\n"
-               "Training updates per second of the model's architecture on real batches\n"
-               "(the default model's recipe): target and source words/s, GFLOP/s in matrix\n"
-               "products, the fraction of the measured fp32 peak, and the ratios to float32\n"
-               "and to Marian's 1,776 target words/s (issue 32).\n\noptions:\n");
-    app_opts_print_help(btr_opts, n_btr_opts, f);
-}
+const app_cmd app_bench_train_cmd = {
+    .name = "bench train",
+    .usage = "[-m MODEL -v SRC TRG] [-i SRC TRG] [--fresh] [--updates N]\n"
+             "  [--threads N...] [--lines N]",
+    .about = "Training updates per second of the model's architecture on real batches\n"
+             "(the default model's recipe): target and source words/s, GFLOP/s in matrix\n"
+             "products, the fraction of the measured fp32 peak, and the ratios to float32\n"
+             "and to Marian's 1,776 target words/s (issue 32).\n",
+    .opts = btr_opts,
+    .n_opts = n_btr_opts,
+};
 
 /* Copies the first n lines of path (plain text) to a new temporary file
 ** whose name goes to tmp (cap bytes).  On failure no file is left and tmp
@@ -291,8 +293,7 @@ static void describe_model(const mt_model *m, const char *path, const char *whic
 int app_bench_train_main(int argc, char **argv) {
     app_opts *o = NULL;
     int ret;
-    if (!app_opts_parse_cmd("bench train", btr_opts, n_btr_opts, argc, argv, btr_help, &o, &ret))
-        return ret;
+    if (!app_opts_parse_cmd(&app_bench_train_cmd, argc, argv, &o, &ret)) return ret;
     ret = 1;
     btr_ctx c;
     memset(&c, 0, sizeof c);

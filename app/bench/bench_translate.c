@@ -117,15 +117,17 @@ static const app_opt bt_opts[] = {
 };
 static const int n_bt_opts = (int)(sizeof bt_opts / sizeof bt_opts[0]);
 
-static void bt_help(FILE *f) {
-    fprintf(f, "usage: mtpe bench translate [-m MODEL -v SRC TRG] [-i FILE] [--lines N]"
-               " [--repeat N] [--tables batching,gemm]\n\n"
-               "Translation throughput.  batching: beam 1 and 4, mini-batch 1 and 32, 1 and 2\n"
-               "threads, top-up batching off and on.  gemm: one thread, float32 vs int8 vs\n"
-               "int8 + shortlist at beam 1 and 4, mini-batch 1 and 32, with the fraction of the\n"
-               "int8 compute limit and source tokens per USD.\n\noptions:\n");
-    app_opts_print_help(bt_opts, n_bt_opts, f);
-}
+const app_cmd app_bench_translate_cmd = {
+    .name = "bench translate",
+    .usage = "[-m MODEL -v SRC TRG] [-i FILE] [--lines N] [--repeat N]\n"
+             "  [--tables batching,gemm]",
+    .about = "Translation throughput.  batching: beam 1 and 4, mini-batch 1 and 32, 1 and 2\n"
+             "threads, top-up batching off and on.  gemm: one thread, float32 vs int8 vs\n"
+             "int8 + shortlist at beam 1 and 4, mini-batch 1 and 32, with the fraction of the\n"
+             "int8 compute limit and source tokens per USD.\n",
+    .opts = bt_opts,
+    .n_opts = n_bt_opts,
+};
 
 static bool bt_is_file(const char *p) {
     struct stat st;
@@ -616,8 +618,7 @@ static mt_status bt_encode(bt_ctx *c) {
 int app_bench_translate_main(int argc, char **argv) {
     app_opts *o = NULL;
     int ret;
-    if (!app_opts_parse_cmd("bench translate", bt_opts, n_bt_opts, argc, argv, bt_help, &o, &ret))
-        return ret;
+    if (!app_opts_parse_cmd(&app_bench_translate_cmd, argc, argv, &o, &ret)) return ret;
     ret = 1;
     bt_ctx c;
     memset(&c, 0, sizeof c);
