@@ -54,6 +54,16 @@ mt_status mt_ensemble_load(mt_ensemble *m, const char *const *model_paths, int n
         if (m->vocab_paths[k] == NULL) return MT_ERR_NOMEM;
         mt_status rc = mt_vocab_load(vocab_paths[k], c0->dim_vocabs[k], &m->vocabs[k]);
         if (rc != MT_OK) return rc;
+        /* a SentencePiece model defines exactly the ids the model scores
+        ** (YAML/text vocabularies are cut to dim-vocabs, and may be smaller,
+        ** as Marian allows) */
+        int32_t size = mt_vocab_size(m->vocabs[k]);
+        if (mt_vocab_get_kind(m->vocabs[k]) == MT_VOCAB_KIND_SPM && size != c0->dim_vocabs[k])
+            return mt_seterr(MT_ERR_INVALID,
+                             "vocabulary %s has %d pieces, model %s expects %d for input %d "
+                             "(dim-vocabs; the target is the last): not the model's vocabulary",
+                             vocab_paths[k], (int)size, model_paths[0], (int)c0->dim_vocabs[k],
+                             k + 1);
     }
     return MT_OK;
 }

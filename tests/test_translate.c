@@ -178,6 +178,29 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
     fixture_close(&fx);
 }
 
+/* ------------------------------------------------- vocabulary sizes */
+
+/* A SentencePiece vocabulary of another size than the model's dim-vocabs
+** is refused at load, naming both sizes (the default model's vocabulary
+** has 8000 pieces, the fixture's model 4000 rows; issue 38, finding 2). */
+static void test_vocab_size_mismatch(void) {
+    const char *big = MT_SOURCE_DIR "/assets/models/en-de/vocab.spm";
+    const char *mp[1] = {DATA "transformer-tiny/model.npz"};
+    const char *vp[2] = {DATA "transformer-tiny/vocab.spm", big};
+    mt_ensemble am;
+    mt_status rc = mt_ensemble_load(&am, mp, 1, NULL, vp, 2);
+    CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "8000 pieces") &&
+              strstr(mt_errmsg(), "expects 4000") && strstr(mt_errmsg(), "input 2"),
+          "an 8000-piece target vocabulary with a 4000-row model: %s", mt_errmsg());
+    mt_ensemble_free(&am);
+    vp[0] = big;
+    vp[1] = DATA "transformer-tiny/vocab.spm";
+    rc = mt_ensemble_load(&am, mp, 1, NULL, vp, 2);
+    CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "input 1"), "the source too: %s",
+          mt_errmsg());
+    mt_ensemble_free(&am);
+}
+
 /* ------------------------------------------------------- --kv-cache */
 
 /* The precision of the decoder caches: auto is f16 with an integer gemm
@@ -696,6 +719,7 @@ int main(void) {
     test_topup("transformer-tiny", "vocab.spm", "vocab.spm");
     test_topup("transformer-aan", "vocab.en.spm", "vocab.de.spm");
     test_topup("transformer-tiny-r2l", "vocab.spm", "vocab.spm");
+    test_vocab_size_mismatch();
     test_kv_cache();
     test_cancel();
     test_ensemble();
