@@ -1,5 +1,5 @@
 /*
-** harness.h: the test harness shared by tests/test_*.c.  Each CHECK prints
+** harness.h: the test harness shared by tests/LAYER/test_*.c.  Each CHECK prints
 ** "NOT OK file:line: message" on failure and counts it; TEST_MAIN_END
 ** prints a summary and returns the process exit code (0 ok, 1 failed).
 */

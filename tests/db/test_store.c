@@ -855,7 +855,7 @@ static void check_v0(store *s) {
 
 static const seeder seeders[] = {{seed_v0, check_v0}};
 _Static_assert(sizeof seeders / sizeof seeders[0] == STORE_SCHEMA_VERSION,
-               "tests/test_store.c: add a seeder for every older schema version");
+               "tests/db/test_store.c: add a seeder for every older schema version");
 
 static void test_migrate_from_each_version(void) {
     for (int k = 0; k < store_schema_version(); k++) {
