@@ -246,7 +246,7 @@ if "$mtpe" translate "${tiny[@]}" -b 2 --quiet --format po "$po" -o "$tmp/out.po
     if command -v msgfmt >/dev/null; then
         msgfmt --check -o /dev/null "$tmp/out.po" 2>"$tmp/err" || fail "PO: msgfmt --check: $(cat "$tmp/err")"
     else
-        echo "msgfmt not installed: PO check skipped"
+        fail "PO: msgfmt not installed (scripts/install-deps.sh installs gettext)"
     fi
     # every line of the original is still there, in order (entries only gain
     # a translation and a fuzzy flag)
