@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fetch-po-corpus.sh [CACHE_DIR]: builds a test corpus of real, untranslated
-# English->German PO files from Debian packages (tests/po_corpus_e2e.sh).
+# English->German PO files from Debian packages (tests/e2e/po_corpus_e2e.sh).
 #
 # CACHE_DIR defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/mtpe/po-corpus; the
 # corpus is never in git.  For each package of PACKAGES below:

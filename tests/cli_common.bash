@@ -1,4 +1,4 @@
-# cli_common.bash: sourced by the tests/*_cli.sh scripts that count their
+# cli_common.bash: sourced by the tests/*/*.sh scripts that count their
 # failures (after they set $src): a temporary folder $tmp removed at exit,
 # `fail MESSAGE` (prints it and counts), and `cli_finish NAME [TEXT]` (exit 1
 # with the count when anything failed, else prints NAME: TEXT).

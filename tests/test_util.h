@@ -1,5 +1,5 @@
 /*
-** test_util.h: small helpers shared by tests/test_*.c (static inline, one
+** test_util.h: small helpers shared by tests/LAYER/test_*.c (static inline, one
 ** copy per test executable; nothing here is a test oracle):
 **   - a seeded xorshift64 generator for random inputs: each test executable
 **     has its own state, starting at TEST_RNG_DEFAULT_SEED; test_rng_seed()

@@ -3,8 +3,8 @@
 #   --info lists the config and known parameter lines; npz -> bin -> npz and
 #   bin -> bin reproduce Marian's files byte for byte (cmp); bin -> npz with
 #   intgemm items is refused; damaged files and bad usage give exit 1 / 2
-#   with a message, never a crash (exit >= 128).  When python3 is present,
-#   its zipfile module checks a zip64 archive written by mtpe.
+#   with a message, never a crash (exit >= 128).  Python's zipfile module
+#   checks a zip64 archive written by mtpe (python3: scripts/install-deps.sh).
 mtpe=${1:?usage: convert_cli.sh MTPE SOURCE_DIR}
 src=${2:?usage: convert_cli.sh MTPE SOURCE_DIR}
 data=$src/tests/data/marian
@@ -99,7 +99,7 @@ EOF
     expect "zip64 archive written by mtpe reads in Python's zipfile" [ $? -eq 0 ]
     expect "zip64 archive has the zip64 end record" grep -q $'PK\x06\x06' "$tmp/z64.npz"
 else
-    echo "skip python3 zipfile check (no python3)"
+    bad "python3 not installed (scripts/install-deps.sh installs it): no zip64 check"
 fi
 
 echo "convert_cli: $fails failed"

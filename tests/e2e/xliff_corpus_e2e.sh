@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # xliff_corpus_e2e.sh [--report] MTPE SOURCE_DIR [CACHE_DIR]: the XLIFF half
 # of issue 29's end-to-end check, on XLIFF 1.2 files made from the PO corpus
-# of scripts/fetch-po-corpus.sh (see tests/po_corpus_e2e.sh for the PO half).
+# of scripts/fetch-po-corpus.sh (see tests/e2e/po_corpus_e2e.sh for the PO half).
 #
 # The XLIFF files: CACHE_DIR/PKG.de.xlf from CACHE_DIR/PKG.de.po (PO2XLF_AWK
 # below), made again when missing, older than the PO file, or made by
@@ -24,7 +24,7 @@
 #   (a) `mtpe translate --format xliff FILE -o OUT`;
 #   (b) `mtpe edit` on a copy with a script that confirms the MT of every
 #       segment (twice: the editor's QA may refuse a first confirmation),
-#       then ":w", ":w!" and ":q!", as tests/po_corpus_e2e.sh does.
+#       then ":w", ":w!" and ":q!", as tests/e2e/po_corpus_e2e.sh does.
 # Checks on the result: the command exits 0 ((b): one confirmation per
 # segment and a save by ":w"); the file passes `xmllint --noout`; it has the
 # trans-units of FILE (same ids, same order); every unit has a non-empty
@@ -200,7 +200,7 @@ BEGIN {
     for (k in h) HTML[h[k]] = 1
     EMPTY["br"] = 1; EMPTY["hr"] = 1; EMPTY["img"] = 1
     print "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
-    print "<!-- " pkg ".de.po as XLIFF 1.2, made by tests/xliff_corpus_e2e.sh of mtpe -->"
+    print "<!-- " pkg ".de.po as XLIFF 1.2, made by tests/e2e/xliff_corpus_e2e.sh of mtpe -->"
     print "<xliff version=\"1.2\" xmlns=\"urn:oasis:names:tc:xliff:document:1.2\">"
     print "  <file original=\"" pkg ".de.po\" source-language=\"en\" target-language=\"de\" datatype=\"po\">"
     print "    <body>"

@@ -1027,7 +1027,7 @@ static void check_v1(store *s) {
 
 static const seeder seeders[] = {{seed_v0, check_v0}, {seed_v1, check_v1}};
 _Static_assert(sizeof seeders / sizeof seeders[0] == STORE_SCHEMA_VERSION,
-               "tests/test_store.c: add a seeder for every older schema version");
+               "tests/db/test_store.c: add a seeder for every older schema version");
 
 static void test_migrate_from_each_version(void) {
     for (int k = 0; k < store_schema_version(); k++) {
@@ -1359,19 +1359,31 @@ static void test_read_only(void) {
     seg_rec r = get_seg(s, seg0);
     CHECK(strcmp(r.target, "after") == 0, "writable again");
     store_close(s);
+    remove_db(path);
+}
 
-    /* a file without write permission (root writes anyway: skipped) */
-    if (geteuid() != 0) {
-        chmod(path, 0444);
-        s = NULL;
-        st = store_open(path, &s);
-        CHECK(st == MT_ERR_IO && s == NULL && contains(mt_errmsg(), "read-only"),
-              "read-only file: %s (%s)", mt_status_str(st), mt_errmsg());
-        store_close(s);
-        chmod(path, 0644);
-    } else {
-        fprintf(stderr, "# read-only file check skipped (running as root)\n");
+/* Part "read_only_file": a file without write permission (root writes anyway). */
+static void test_read_only_file(void) {
+    if (geteuid() == 0) {
+        SKIP("running as root: a file without write permission is writable");
+        return;
     }
+    char path[512];
+    tmp_path(path, sizeof path, "readonly.db");
+    remove_db(path);
+    store *s = NULL;
+    CHECK_STATUS(store_open(path, &s));
+    if (!s) return;
+    int64_t seg0 = 0;
+    add_one_doc(s, &seg0);
+    store_close(s);
+    chmod(path, 0444);
+    s = NULL;
+    mt_status st = store_open(path, &s);
+    CHECK(st == MT_ERR_IO && s == NULL && contains(mt_errmsg(), "read-only"),
+          "read-only file: %s (%s)", mt_status_str(st), mt_errmsg());
+    store_close(s);
+    chmod(path, 0644);
     remove_db(path);
 }
 
@@ -1563,7 +1575,8 @@ static void test_alloc_failures(void) {
     alloc_loop("operations", scenario_ops, true);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    TEST_MAIN_BEGIN(argc, argv);
     const char *base = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/mtpe_store_XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(tmpdir)) {
@@ -1573,20 +1586,24 @@ int main(void) {
     char path[512];
     tmp_path(path, sizeof path, "api.db");
 
-    test_word_count();
-    test_names();
-    test_alloc_failures(); /* first: SQLite's memory goes through mt_alloc from here on */
-    test_api(":memory:");
-    test_api(path);
-    remove_db(path);
-    test_versions();
-    test_migrate_from_each_version();
-    test_migration_machinery();
-    test_refusals();
-    test_corruption();
-    test_read_only();
-    test_locked();
-    test_disk_full();
+    if (TEST_PART("read_only_file")) {
+        test_read_only_file();
+    } else {
+        test_word_count();
+        test_names();
+        test_alloc_failures(); /* first: SQLite's memory goes through mt_alloc from here on */
+        test_api(":memory:");
+        test_api(path);
+        remove_db(path);
+        test_versions();
+        test_migrate_from_each_version();
+        test_migration_machinery();
+        test_refusals();
+        test_corruption();
+        test_read_only();
+        test_locked();
+        test_disk_full();
+    }
     rmdir(tmpdir);
     TEST_MAIN_END();
 }

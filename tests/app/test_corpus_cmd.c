@@ -105,11 +105,8 @@ static void check_no_tmp(const char *what) {
     closedir(d);
 }
 
-static bool have_tool(const char *name) {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
-    return system(cmd) == 0;
-}
+/* gettext and xmllint: scripts/install-deps.sh installs them (missing: a failure) */
+static bool have_tool(const char *name) { return CHECK_TOOL(name); }
 
 /* ================================================================ helpers */
 

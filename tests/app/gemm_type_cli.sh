@@ -163,7 +163,7 @@ if [ -f "$def/model.npz" ] && [ -f "$def/lex.bin" ] && [ -f "$src/assets/samples
         [ "$(wc -l <"$tmp/def.$g")" = 5 ] || fail "default model + lex.bin, $g: $(wc -l <"$tmp/def.$g") lines"
     done
 else
-    echo "default model or its lex.bin not installed: skipped"
+    fail "default model, its lex.bin or sample.en.txt missing (they are in assets/)"
 fi
 
 cli_finish gemm_type_cli

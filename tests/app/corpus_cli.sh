@@ -2,8 +2,9 @@
 # corpus_cli.sh: `mtpe corpus` through the real binary.
 #   bash corpus_cli.sh <path-to-mtpe> <source-dir>
 # Checks: the sample PO/XLIFF give the pairs read off the files by hand; a PO
-# compiled by msgfmt gives the same pairs as the PO itself (when gettext is
-# installed); exit codes 0/1/2; errors name the file and leave no output.
+# compiled by msgfmt gives the same pairs as the PO itself (gettext:
+# scripts/install-deps.sh); exit codes 0/1/2; errors name the file and leave
+# no output.
 set -u
 MTPE=${1:?usage: corpus_cli.sh MTPE SOURCE_DIR}
 SRC=${2:?usage: corpus_cli.sh MTPE SOURCE_DIR}
@@ -42,7 +43,7 @@ if command -v msgfmt >/dev/null 2>&1; then
     check '[ $? -eq 1 ] && grep -q "cut.mo" "$T/err" && [ ! -e "$T/cut.en" ]' \
         "truncated MO: exit 1, file named, no output"
 else
-    echo "skip: msgfmt not installed"
+    bad "msgfmt not installed (scripts/install-deps.sh installs gettext)"
 fi
 
 # ---- errors and usage

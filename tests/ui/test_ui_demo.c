@@ -1,6 +1,6 @@
 /*
 ** test_ui_demo.c: a driver for ui_run() with a fake engine, for the tmux
-** test (tests/test_ui_screen.sh) and for trying the editor by hand.
+** test (tests/e2e/test_ui_screen.sh) and for trying the editor by hand.
 **
 **   test_ui_demo                 checks what needs no terminal, exits 0/1
 **   test_ui_demo demo LOGFILE    runs the editor on a 6-segment document;

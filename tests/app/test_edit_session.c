@@ -755,7 +755,7 @@ static void test_ctl(void) {
     CHECK(now && po_has(now, "#, fuzzy\n#| msgid \"Update address book source\""),
           "the old draft stays fuzzy");
     mt_free(now);
-    if (system("command -v msgfmt >/dev/null 2>&1") == 0) {
+    if (CHECK_TOOL("msgfmt")) {
         char cmd[700];
         snprintf(cmd, sizeof cmd, "msgfmt --check -o /dev/null '%s' 2>/dev/null", po);
         CHECK(system(cmd) == 0, "msgfmt --check accepts the saved file");
@@ -1086,7 +1086,7 @@ static void test_ctl_qa(void) {
     CHECK(h.qa(h.user, -1, msg, sizeof msg) == -1 && strstr(msg, "no problems"),
           ":qa: no problems: %s", msg);
     CHECK_STATUS(h.save(h.user, false));
-    if (system("msgfmt --version >/dev/null 2>&1") == 0) {
+    if (CHECK_TOOL("msgfmt")) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "msgfmt --check -o /dev/null '%s' 2>/dev/null", po);
         CHECK(system(cmd) == 0, "msgfmt --check accepts the saved file");

@@ -3,8 +3,9 @@
 # enforce them at compile time too; this names the offending line).
 #   kernels/: no project header but its own;  engine/: kcpu.h only in
 #   device_cpu.c;  models/: mt.h only;  db/, ui/: mt_base.h only; nothing
-#   includes tests/ headers except tests/.
-src=${2:-$(cd "$(dirname "$0")/.." && pwd)}
+#   includes tests/ headers (harness.h, test_util.h) except tests/.
+#   bash check_layers.sh [MTPE] [SOURCE_DIR]   (default: this file's ../..)
+src=${2:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$src" || exit 1
 bad=0
 report() { echo "layer violation: $1"; bad=1; }
@@ -23,6 +24,8 @@ forbid models "$private|store\.h|ui\.h" "models/ may include only mt.h"
 forbid db "$private|mt\.h|ui\.h" "db/ may include only mt_base.h and sqlite3.h"
 forbid ui "$private|mt\.h|store\.h" "ui/ may include only mt_base.h, ncurses, readline"
 forbid kernels/cpu "mt\.h|mt_base\.h|graph_impl\.h|device\.h|app\.h" "kernels/ include no project header"
+while IFS= read -r line; do report "$line (tests/ headers are for tests/ only)"; done < <(
+  grep -rHn -E '#include "(harness|test_util)\.h"' kernels engine models db ui app 2>/dev/null)
 while IFS= read -r line; do report "$line (exit() below app/)"; done < <(
   grep -Hn -E '\bexit\s*\(' kernels/cpu/*.c engine/*.c models/*.c db/*.c ui/*.c 2>/dev/null)
 [ $bad -eq 0 ] && echo "layer rules hold"

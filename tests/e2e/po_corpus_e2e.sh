@@ -31,7 +31,7 @@
 # no model, or not asked for (below).  --report never fails on the checks:
 # it prints the same counts and exits 0, to measure before and after a fix.
 #
-# The generic registration of tests/*.sh in tests/CMakeLists.txt passes
+# The generic registration of tests/*/*.sh in tests/CMakeLists.txt passes
 # only MTPE and SOURCE_DIR; run that way, the test is skipped unless
 # MTPE_PO_CORPUS=1 is set: it downloads Debian packages (the first time)
 # and runs for minutes.  --report or a CACHE_DIR argument run it always.

@@ -1,8 +1,9 @@
 /*
 ** test_gemm_bf16.c: the bfloat16 GEMM of mixed-precision training
 ** (kcpu_gemm_bf16) against the double-precision oracle
-** kcpu_gemm_bf16_ref, every tile kernel this CPU has (scalar, AVX2,
-** AVX-512 BF16; one it lacks is reported as a skip).
+** kcpu_gemm_bf16_ref, every tile kernel: scalar in the plain run, AVX2 and
+** AVX-512 BF16 (with its packing) as the parts test_gemm_bf16.avx2 and
+** test_gemm_bf16.avx512_bf16, skipped on a CPU without them.
 **
 **  - small integers (exact in bfloat16, every product and partial sum exact
 **    in float32): the result must equal the oracle bit for bit;
@@ -121,7 +122,7 @@ static float awkward(void) {
 ** pairs of rows across k (with and without the odd row). */
 static void test_packers(void) {
     if (!kcpu_gemm_bf16_available(KCPU_BF16_AVX512)) {
-        printf("skip: AVX-512 BF16 packing (not on this CPU or ISA capped)\n");
+        SKIP("AVX-512 BF16 packing (not on this CPU or ISA capped)");
         return;
     }
     enum { LD = 80, NX = 16 * LD };
@@ -151,37 +152,49 @@ static void test_packers(void) {
            runs - bad);
 }
 
-int main(void) {
-    test_packers();
-    void *scratch = aligned_alloc(64, KCPU_GEMM_BF16_SCRATCH);
-    if (!scratch) {
-        fprintf(stderr, "out of memory\n");
-        return 1;
+/* One tile kernel on every shape and transpose. */
+static void test_impl(kcpu_gemm_bf16_impl impl, void *scratch) {
+    if (!kcpu_gemm_bf16_available(impl)) {
+        SKIP("%s tile kernel (not on this CPU or ISA capped)", kcpu_gemm_bf16_name(impl));
+        return;
     }
     const shape shapes[] = {{1, 1, 1},     {5, 7, 3},      {12, 32, 2},
                             {13, 33, 17},  {37, 70, 256},  {50, 40, 601},
                             {300, 45, 64}, {20, 1100, 96}, {145, 129, 513}};
     const int n_shapes = (int)(sizeof shapes / sizeof shapes[0]);
-    for (int im = 0; im < 3; im++) {
-        kcpu_gemm_bf16_impl impl = (kcpu_gemm_bf16_impl)im;
-        if (!kcpu_gemm_bf16_available(impl)) {
-            printf("skip: %s tile kernel (not on this CPU or ISA capped)\n",
-                   kcpu_gemm_bf16_name(impl));
-            continue;
+    int before = th_failures;
+    for (int si = 0; si < n_shapes; si++) {
+        for (int t = 0; t < 4; t++) {
+            bool ta = t & 1, tb = t & 2;
+            run_case(impl, shapes[si], ta, tb, true, 1.0f, 0.0f, scratch);
+            run_case(impl, shapes[si], ta, tb, false, 1.0f, 0.0f, scratch);
+            run_case(impl, shapes[si], ta, tb, false, -0.75f, 0.5f, scratch);
         }
-        int before = th_failures;
-        for (int si = 0; si < n_shapes; si++) {
-            for (int t = 0; t < 4; t++) {
-                bool ta = t & 1, tb = t & 2;
-                run_case(impl, shapes[si], ta, tb, true, 1.0f, 0.0f, scratch);
-                run_case(impl, shapes[si], ta, tb, false, 1.0f, 0.0f, scratch);
-                run_case(impl, shapes[si], ta, tb, false, -0.75f, 0.5f, scratch);
-            }
-            run_case(impl, shapes[si], false, false, true, 2.0f, 1.0f, scratch);
-        }
-        printf("%s: %d shapes x 4 transposes, %s\n", kcpu_gemm_bf16_name(impl), n_shapes,
-               th_failures == before ? "all within the bound (integers exact)" : "FAILED");
+        run_case(impl, shapes[si], false, false, true, 2.0f, 1.0f, scratch);
     }
+    printf("%s: %d shapes x 4 transposes, %s\n", kcpu_gemm_bf16_name(impl), n_shapes,
+           th_failures == before ? "all within the bound (integers exact)" : "FAILED");
+}
+
+int main(int argc, char **argv) {
+    TEST_MAIN_BEGIN(argc, argv);
+    void *scratch = aligned_alloc(64, KCPU_GEMM_BF16_SCRATCH);
+    if (!scratch) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    if (TEST_PART("avx2")) {
+        test_impl(KCPU_BF16_AVX2, scratch);
+        free(scratch);
+        TEST_MAIN_END();
+    }
+    if (TEST_PART("avx512_bf16")) {
+        test_packers();
+        test_impl(KCPU_BF16_AVX512, scratch);
+        free(scratch);
+        TEST_MAIN_END();
+    }
+    test_impl(KCPU_BF16_SCALAR, scratch);
     /* the dispatching entry takes the best kernel: same bits as that kernel */
     shape s = {29, 77, 300};
     float *a = malloc(29 * 300 * sizeof *a), *b = malloc(300 * 77 * sizeof *b);

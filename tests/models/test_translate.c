@@ -15,7 +15,7 @@
 **     by about 16 vocabulary rows per sentence and step);
 **   - cancellation, and an ensemble of a model with itself (weights 0.5).
 ** The command line, the other fixtures and the document formats are in
-** tests/translate_cli.sh.
+** tests/app/translate_cli.sh.
 */
 #include <math.h>
 #include <stdio.h>

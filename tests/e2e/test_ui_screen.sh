@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# test_ui_screen.sh: the editor on a real terminal.  tests/test_ui_demo runs
-# ui_run() inside tmux (80x24, then resized to 150x40) with a fake engine
-# answering from its own thread; keys are sent with tmux send-keys and the
+# test_ui_screen.sh: the editor on a real terminal.  test_ui_demo (source
+# tests/ui/test_ui_demo.c, built next to the other tests) runs ui_run()
+# inside tmux (80x24, then resized to 150x40) with a fake engine answering
+# from its own thread; keys are sent with tmux send-keys and the
 # screen is read back with capture-pane.  The demo logs every hook call.
 # Usage (CTest): test_ui_screen.sh MTPE_BINARY SOURCE_DIR.  Exit 77 (skipped)
 # without tmux or the demo binary.

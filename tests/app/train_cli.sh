@@ -16,7 +16,7 @@ set -u
 MTPE=${1:?usage: train_cli.sh MTPE SRC}
 SRC=${2:?usage: train_cli.sh MTPE SRC}
 D=$SRC/tests/data/marian/transformer-tiny
-[ -f "$D/vocab.spm" ] || { echo "fixture missing: $D"; exit 77; }
+[ -f "$D/vocab.spm" ] || { echo "fixture missing: $D (it is in the source tree)"; exit 1; }
 T=$(mktemp -d /tmp/mtpe_train_cli.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 fail=0

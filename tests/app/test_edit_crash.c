@@ -178,7 +178,7 @@ int main(void) {
     app_doc *orig = NULL;
     CHECK_STATUS(app_doc_open(tpath("doc.po"), APP_DOC_FORMAT_AUTO, &orig));
     if (orig == NULL) TEST_MAIN_END();
-    bool have_msgfmt = system("command -v msgfmt >/dev/null 2>&1") == 0;
+    bool have_msgfmt = CHECK_TOOL("msgfmt");
     unsigned seed = 20240611u;
     srand(seed);
     int killed = 0, finished = 0, n_confirmed = 0, n_saved = 0, checked_saves = 0;
