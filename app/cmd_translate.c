@@ -63,15 +63,11 @@
 ** (int16: fixed scale 2^10; int8: scale 127 / max|W|, activations
 ** quantized per call), or auto-tuned per shape.  Default float32.  With any
 ** of the integer types the decoder also keeps the cross-attention context
-** and the frozen self-attention history in float16 (models/scorer.c,
-** mt_graph_params.kv_f16), with int8 their keys in int8 (kv_keys_i8);
-** --kv-cache float32|float16 (also "kv-cache:")
-** decides that instead of auto (to compare int8 products with marian-
-** decoder's without the f16 rounding, or f16 caches with float32);
-** --kv-cache bfloat16 keeps the contexts in bfloat16 pairs that AVX-512
-** BF16 multiplies without widening (mt_graph_params.kv_bf16); --kv-cache
-** int8 (auto with --gemm-type int8) the keys of both in int8, quantized per
-** key and scored by integer products (mt_graph_params.kv_keys_i8).
+** and the frozen self-attention history in float16 (models/scorer.c), with
+** int8 the keys of both in int8, quantized per key and scored by integer
+** products; float32 keeps float32 caches.  The precision of the caches
+** follows --gemm-type (mt_kv_cache MT_KV_AUTO); `mtpe bench translate
+** --kv-cache` times the other choices.
 **
 ** --prefix-file F: line i of F is a target prefix for input line i, forced
 ** and then completed (prefix-constrained decoding).
@@ -146,10 +142,6 @@ static const app_opt tr_opts[] = {
     {"max-active", 0, APP_OPT_INT, "0", NULL, "sentences decoding at once (0: all)"},
     {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL,
      "weight products: float32, int16, int8 or auto (tuned per shape)"},
-    {"kv-cache", 0, APP_OPT_STRING, "auto", NULL,
-     "decoder caches: auto (int8 with --gemm-type int8, float16 with int16), float32, float16, "
-     "bfloat16 (float16, the contexts in bfloat16 on AVX-512 BF16 CPUs) or int8 (float16 "
-     "values, int8 keys)"},
     {"top-up", 0, APP_OPT_FLAG, NULL, NULL,
      "one search per maxi-batch, --mini-batch sentences at a time (mtpe extension)"},
     {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"},
@@ -907,14 +899,10 @@ static mt_status load_everything(tr_ctx *c) {
                          gt);
     if (!app_opts_flag(o, "quiet") && p.gemm_type != MT_GEMM_FLOAT32)
         mt_log(MT_LOG_INFO, "weight products: %s (--gemm-type)", mt_gemm_type_name(p.gemm_type));
-    mt_status krc = mt_kv_cache_parse(app_opts_str(o, "kv-cache"), &p.kv_cache);
-    if (krc != MT_OK) return krc;
     if (!app_opts_flag(o, "quiet") && mt_kv_cache_f16(p.kv_cache, p.gemm_type))
-        mt_log(MT_LOG_INFO, "decoder caches: float16%s (--kv-cache)",
-               mt_kv_cache_bf16(p.kv_cache)
-                   ? ", the contexts in bfloat16 where the CPU has AVX-512 BF16"
-               : mt_kv_cache_keys_i8(p.kv_cache, p.gemm_type) ? " values, int8 keys"
-                                                              : "");
+        mt_log(MT_LOG_INFO, "decoder caches: float16%s (with --gemm-type %s)",
+               mt_kv_cache_keys_i8(p.kv_cache, p.gemm_type) ? " values, int8 keys" : "",
+               app_opts_str(o, "gemm-type"));
     if (p.max_length < 0) p.max_length = 0;
     return mt_translator_init(&c->am, c->sl, &p, &c->tr);
 }

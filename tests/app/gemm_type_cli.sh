@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # gemm_type_cli.sh: --gemm-type float32|int16|int8|auto in `mtpe translate`
 # (command line and config files) and `mtpe score`, on the transformer-tiny
-# fixture of tests/data/marian; --kv-cache float32|float16|bfloat16|int8 (option and
-# config key; a bad value refused); and the default model with its shipped
-# shortlist, when installed.
+# fixture of tests/data/marian (a bad value refused; --kv-cache is no
+# option of translate); and the default model with its shipped shortlist.
 #   bash gemm_type_cli.sh <path-to-mtpe> <source-dir>
 #
 # What an integer GEMM must give: nearly the same translations and scores
@@ -116,40 +115,10 @@ done
 "$mtpe" score "${sc[@]}" --gemm-type int4 >/dev/null 2>"$tmp/err" && fail "score --gemm-type int4: exit 0"
 grep -q -- "--gemm-type: 'int4'" "$tmp/err" || fail "score --gemm-type int4: message: $(cat "$tmp/err")"
 
-# ------------------------------------------------------- --kv-cache
-# float32 caches with int8 products, float16 ones with float32 products
-# (a config key too), bfloat16 contexts with int8 products (also with
-# --top-up, whose contexts are padded and trimmed, and --alignment, whose
-# aligned layer reads them through the composed ops), and a bad value
-# refused with the option's name
-for kv in int8:float32 float32:float16 int8:bfloat16 int8:float16 int8:int8; do
-    g=${kv%:*} c=${kv#*:}
-    "$mtpe" translate "${tiny[@]}" --gemm-type "$g" --kv-cache "$c" >"$tmp/kv.$g.$c" 2>"$tmp/err" ||
-        fail "--gemm-type $g --kv-cache $c: $(head -3 "$tmp/err")"
-    [ "$(wc -l <"$tmp/kv.$g.$c")" = "$n_in" ] || fail "--kv-cache $c: $(wc -l <"$tmp/kv.$g.$c") lines"
-    echo "--gemm-type $g --kv-cache $c: $(equal_lines "$tmp/kv.$g.$c" "$tmp/$g.out") of $n_in lines equal to the default caches"
-done
-for c in bfloat16 int8; do
-    for extra in --top-up --alignment; do
-        "$mtpe" translate "${tiny[@]}" --gemm-type int8 --kv-cache $c "$extra" >"$tmp/kvx" \
-            2>"$tmp/err" || fail "--kv-cache $c $extra: $(head -3 "$tmp/err")"
-        [ "$(wc -l <"$tmp/kvx")" = "$n_in" ] || fail "--kv-cache $c $extra: $(wc -l <"$tmp/kvx") lines"
-        echo "--gemm-type int8 --kv-cache $c $extra: $(sed 's/ ||| .*//' "$tmp/kvx" | equal_lines /dev/stdin "$tmp/kv.int8.float32") of $n_in lines equal to float32 caches"
-    done
-done
-# int8 keys: what auto gives with int8 products, and nearly the
-# translations of f16 caches (the fixture's are fragile: at least half of
-# the lines)
-cmp -s "$tmp/kv.int8.int8" "$tmp/int8.out" || fail "--kv-cache int8 differs from auto with int8 products"
-k8=$(equal_lines "$tmp/kv.int8.int8" "$tmp/kv.int8.float16")
-[ "$k8" -ge $((n_in / 2)) ] || fail "--kv-cache int8: only $k8 of $n_in lines equal to float16 caches"
-echo "--gemm-type int8 --kv-cache int8: $k8 of $n_in lines equal to float16 caches"
-printf 'gemm-type: int8\nkv-cache: float32\n' >"$tmp/kv.yml"
-"$mtpe" translate "${tiny[@]}" -c "$tmp/kv.yml" >"$tmp/kvcfg.out" 2>"$tmp/err" ||
-    fail "kv-cache in a config: $(cat "$tmp/err")"
-cmp -s "$tmp/kvcfg.out" "$tmp/kv.int8.float32" || fail "kv-cache: float32 in a config differs from --kv-cache float32"
-"$mtpe" translate "${tiny[@]}" --kv-cache half >/dev/null 2>"$tmp/err" && fail "--kv-cache half: exit 0"
-grep -q -- "--kv-cache: 'half'" "$tmp/err" || fail "--kv-cache half: message: $(cat "$tmp/err")"
+# --kv-cache is no option of translate: the caches follow --gemm-type
+# (tests/models/test_translate.c tries every precision)
+"$mtpe" translate "${tiny[@]}" --kv-cache float32 >/dev/null 2>"$tmp/err" && fail "--kv-cache: exit 0"
+grep -q -- "--kv-cache" "$tmp/err" || fail "--kv-cache: message: $(cat "$tmp/err")"
 
 # ------------------------- the default model with its shipped shortlist
 def=$src/assets/models/en-de

@@ -271,6 +271,79 @@ static void test_kv_cache(void) {
     CHECK(same >= 54, "float16 caches changed %d of 60 float32 translations", 60 - same);
 }
 
+/* Every cache precision (mtpe translate follows --gemm-type; `mtpe bench
+** translate --kv-cache` times the others) translates all 60 lines, also
+** with top-up (contexts padded and trimmed) and alignments (the aligned
+** layer reads the caches through the composed ops); int8 keys are what
+** auto gives with int8 products, and keep at least half of the float16
+** caches' translations (the fixture's outputs are fragile). */
+static int translate_all(mt_gemm_type g, mt_kv_cache kv, int32_t max_active, bool align,
+                         char **best) {
+    mt_translate_params p = mt_translate_default_params();
+    p.beam_size = 4;
+    p.gemm_type = g;
+    p.kv_cache = kv;
+    p.max_active = max_active;
+    p.alignment = align;
+    fixture fx;
+    int n = 0;
+    if (fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
+        mt_tr_input in[60];
+        mt_tr_result r[60];
+        memset(in, 0, sizeof in);
+        for (int i = 0; i < 60; i++)
+            in[i].src[0] = fx.input.s[i];
+        if (CHECK_OK(mt_translate(fx.w, in, 60, r, NULL, NULL))) {
+            for (int i = 0; i < 60; i++) {
+                if (r[i].n_hyps > 0 && (!align || r[i].hyps[0].align != NULL)) n++;
+                if (best && r[i].n_hyps > 0) best[i] = strdup(r[i].hyps[0].text);
+                mt_tr_result_clear(&r[i]);
+            }
+        }
+    }
+    fixture_close(&fx);
+    return n;
+}
+
+static int same_lines(char **a, char **b) {
+    int n = 0;
+    for (int i = 0; i < 60; i++)
+        n += a[i] && b[i] && !strcmp(a[i], b[i]);
+    return n;
+}
+
+static void test_kv_cache_variants(void) {
+    static const struct {
+        mt_gemm_type g;
+        mt_kv_cache kv;
+    } v[] = {{MT_GEMM_INT8, MT_KV_AUTO},     {MT_GEMM_INT8, MT_KV_FLOAT32},
+             {MT_GEMM_FLOAT32, MT_KV_FLOAT16}, {MT_GEMM_INT8, MT_KV_BFLOAT16},
+             {MT_GEMM_INT8, MT_KV_FLOAT16},  {MT_GEMM_INT8, MT_KV_INT8}};
+    enum { N = sizeof v / sizeof v[0] };
+    char *best[N][60];
+    memset(best, 0, sizeof best);
+    for (int k = 0; k < N; k++) {
+        int n = translate_all(v[k].g, v[k].kv, 0, false, best[k]);
+        CHECK(n == 60, "gemm %d, caches %d: %d of 60 lines translated", (int)v[k].g, (int)v[k].kv,
+              n);
+    }
+    CHECK(same_lines(best[5], best[0]) == 60, "int8 keys are auto's with int8 products (%d of 60)",
+          same_lines(best[5], best[0]));
+    int k8 = same_lines(best[5], best[4]);
+    fprintf(stderr, "kv cache: int8 keys keep %d of 60 translations of float16 caches\n", k8);
+    CHECK(k8 >= 30, "int8 keys: only %d of 60 lines equal to float16 caches", k8);
+    for (int k = 0; k < N; k++)
+        for (int i = 0; i < 60; i++)
+            free(best[k][i]);
+    static const mt_kv_cache extra[] = {MT_KV_BFLOAT16, MT_KV_INT8};
+    for (int k = 0; k < 2; k++) {
+        int n = translate_all(MT_GEMM_INT8, extra[k], 1, false, NULL);
+        CHECK(n == 60, "caches %d with top-up: %d of 60", (int)extra[k], n);
+        n = translate_all(MT_GEMM_INT8, extra[k], 0, true, NULL);
+        CHECK(n == 60, "caches %d with alignments: %d of 60 aligned", (int)extra[k], n);
+    }
+}
+
 /* ------------------------------------------------------------ n-best */
 
 /* Fields of a Marian n-best line: id, text, F0, norm. */
@@ -721,6 +794,7 @@ int main(void) {
     test_topup("transformer-tiny-r2l", "vocab.spm", "vocab.spm");
     test_vocab_size_mismatch();
     test_kv_cache();
+    test_kv_cache_variants();
     test_cancel();
     test_ensemble();
     test_bounded_memory();
