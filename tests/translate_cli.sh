@@ -81,7 +81,7 @@ for m in transformer-tiny transformer-tiny-r2l transformer-aan multi-transformer
         line=$(cat "$cmd")
         case $line in marian-decoder*) ;; *) continue ;; esac
         if [[ $line == *int8* ]]; then
-            echo "skipped $m/$name: intgemm .bin models are not loaded by mtpe yet"
+            echo "skipped $m/$name: compared by marian_int8_cli.sh"
             continue
         fi
         args=${line#marian-decoder }
