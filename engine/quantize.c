@@ -17,9 +17,23 @@
 **
 ** Quantize = round half to even of the float product W * qB, saturated:
 ** int8 to [-127, 127] (intgemm never produces -128), int16 to [-32768,
-** 32767].  The CPU-specific types (intgemm8avx2, ...) hold intgemm's
-** prepared, CPU-dependent interleaving instead; they are not read here.
-** Dequantizing (--gemm-type float32) gives W ~ Wq / qB.
+** 32767].  Dequantizing (--gemm-type float32) gives W ~ Wq / qB.
+**
+** The CPU-specific items (marian-conv -g intgemm8ssse3 etc.) hold the same
+** integers and multiplier, the integers in intgemm's prepared order
+** (PrepareBTransposed / PrepareBQuantizedTransposed in intgemm's
+** interleave.h): with R values per register (int8: SSSE3 16, AVX2 32,
+** AVX512 64; int16: SSE2 8, AVX2 16, AVX512 32), blocks of 8 output
+** columns, in each block the inner dimension in chunks of R, and per chunk
+** one register per column:
+**
+**   Wq[n, k] at  ((n / 8) * (K / R) + k / R) * 8 * R + (n % 8) * R + k % R
+**
+** (K a multiple of R, N of 8; then the 4-byte qB).  These are read back into
+** [K, N].  intgemm8avx512vnni is read with the AVX512 layout, as Marian's
+** loader does (binary.cpp treats AVX512 and VNNI as one layout; note that
+** marian-conv 1.12 writes -g intgemm8avx512vnni with the AVX2 one, its type
+** bits passing its AVX2 test first, so such files are wrong in Marian too).
 **
 ** The arithmetic runs through the CPU device's quantizer (kcpu), the same
 ** one the packer uses, so a weight quantized here and one quantized at
@@ -40,6 +54,33 @@ static float i8_mult(float maxabs) {
 
 static bool is_generic(uint32_t t) { return t == MT_MARIAN_INTGEMM8 || t == MT_MARIAN_INTGEMM16; }
 
+/* Values per register of a CPU-specific intgemm type; 0 for the generic
+** ones, -1 for anything else. */
+static int isa_regs(uint32_t t) {
+    switch (t) {
+    case MT_MARIAN_INTGEMM8:
+    case MT_MARIAN_INTGEMM16: return 0;
+    case MT_MARIAN_INTGEMM8SSSE3: return 16;
+    case MT_MARIAN_INTGEMM8AVX2: return 32;
+    case MT_MARIAN_INTGEMM8AVX512:
+    case MT_MARIAN_INTGEMM8AVX512VNNI: return 64;
+    case MT_MARIAN_INTGEMM16SSE2: return 8;
+    case MT_MARIAN_INTGEMM16AVX2: return 16;
+    case MT_MARIAN_INTGEMM16AVX512: return 32;
+    default: return -1;
+    }
+}
+
+/* Mainline Marian's intgemm items (generic or CPU-specific). */
+static bool is_intgemm(uint32_t t) { return isa_regs(t) >= 0; }
+
+/* Element index of Wq[n, k] (W's column n, row k) in an item with r values
+** per register (0: generic, row-major [N, K]). */
+static size_t item_index(int64_t n, int64_t k, int64_t kk, int r) {
+    if (r == 0) return (size_t)(n * kk + k);
+    return (size_t)((((n / 8) * (kk / r) + k / r) * 8 + n % 8) * r + k % r);
+}
+
 bool mt_marian_is_gemm_weight(const char *name) {
     const char *w = strstr(name, "_W");
     if (w == NULL) return false;
@@ -47,10 +88,11 @@ bool mt_marian_is_gemm_weight(const char *name) {
     return pos + 3 == len || pos + 2 == len;
 }
 
-/* Checks a generic intgemm item; *k, *n its logical shape, *qb its multiplier. */
+/* Checks an intgemm item; *k, *n its logical shape, *qb its multiplier. */
 static mt_status intgemm_geometry(const char *name, const mt_tensor *t, const mt_model_item *it,
                                   int64_t *k, int64_t *n, float *qb) {
-    size_t w = it->marian_type == MT_MARIAN_INTGEMM8 ? 1 : 2;
+    size_t w = mt_marian_type_width(it->marian_type);
+    int r = isa_regs(it->marian_type);
     const mt_shape *s = &t->shape;
     if (s->ndim != 2 || s->dim[0] < 1 || s->dim[1] < 1) {
         char sb[96];
@@ -59,11 +101,18 @@ static mt_status intgemm_geometry(const char *name, const mt_tensor *t, const mt
     }
     *k = s->dim[0];
     *n = s->dim[1];
+    if (r > 0 && (*k % r != 0 || *n % 8 != 0)) {
+        return mt_seterr(MT_ERR_FORMAT,
+                         "item '%s': %s matrix [%lld, %lld]: the rows must be a multiple of %d "
+                         "and the columns of 8",
+                         name, mt_marian_type_name(it->marian_type), (long long)*k, (long long)*n,
+                         r);
+    }
     size_t need = (size_t)(*k) * (size_t)(*n) * w + 4;
     if (it->raw_bytes < need || t->data == NULL) {
-        return mt_seterr(MT_ERR_FORMAT,
-                         "item '%s': %zu bytes for an intgemm%d [%lld, %lld] (need %zu)", name,
-                         it->raw_bytes, (int)(8 * w), (long long)*k, (long long)*n, need);
+        return mt_seterr(MT_ERR_FORMAT, "item '%s': %zu bytes for an %s [%lld, %lld] (need %zu)",
+                         name, it->raw_bytes, mt_marian_type_name(it->marian_type), (long long)*k,
+                         (long long)*n, need);
     }
     memcpy(qb, (const char *)t->data + need - 4, 4);
     if (!isfinite(*qb) || !(*qb > 0.0f)) {
@@ -78,29 +127,31 @@ static mt_status intgemm_geometry(const char *name, const mt_tensor *t, const mt
 mt_status mt_params_adopt_item(mt_params *p, const char *name, mt_tensor *t,
                                const mt_model_item *item) {
     if (item == NULL || !item->raw) return mt_params_adopt(p, name, t);
-    if (!is_generic(item->marian_type)) {
+    if (!is_intgemm(item->marian_type)) {
         const char *tn = mt_marian_type_name(item->marian_type);
         return mt_seterr(MT_ERR_UNSUPPORTED,
-                         "param '%s': Marian type %s (0x%x) is not supported; mtpe reads the "
-                         "generic intgemm8 / intgemm16 (marian-conv -g intgemm8|intgemm16)",
+                         "param '%s': Marian type %s (0x%x) is not supported; mtpe reads "
+                         "mainline Marian's intgemm items (marian-conv -g intgemm8|intgemm16 and "
+                         "their CPU-specific variants)",
                          name, tn ? tn : "(unknown)", (unsigned)item->marian_type);
     }
     int64_t k = 0, n = 0;
     float qb = 0.0f;
     mt_status rc = intgemm_geometry(name, t, item, &k, &n, &qb);
     if (rc != MT_OK) return rc;
-    bool i8 = item->marian_type == MT_MARIAN_INTGEMM8;
-    size_t w = i8 ? 1 : 2;
+    size_t w = mt_marian_type_width(item->marian_type);
+    bool i8 = w == 1;
+    int r = isa_regs(item->marian_type);
     mt_tensor v = {0};
     void *host = mt_try_malloc((size_t)(k * n) * w);
     if (host == NULL) return mt_seterr(MT_ERR_NOMEM, "param '%s': out of memory", name);
     rc = mt_tensor_init(params_device(p), i8 ? MT_I8 : MT_I16, mt_shape2(k, n), &v);
     if (rc != MT_OK) goto fail;
-    /* [N, K] in the file -> [K, N] row-major */
-    for (int64_t r = 0; r < n; r++) {
-        for (int64_t c = 0; c < k; c++) {
-            const char *src = (const char *)t->data + (size_t)(r * k + c) * w;
-            memcpy((char *)host + (size_t)(c * n + r) * w, src, w);
+    /* W^T in the file ([N, K], or intgemm's order) -> [K, N] row-major */
+    for (int64_t col = 0; col < n; col++) {
+        for (int64_t row = 0; row < k; row++) {
+            const char *src = (const char *)t->data + item_index(col, row, k, r) * w;
+            memcpy((char *)host + (size_t)(row * n + col) * w, src, w);
         }
     }
     rc = mt_tensor_set(&v, host, (size_t)(k * n) * w);
@@ -171,12 +222,14 @@ static mt_status from_intgemm(const mt_model_file *m, int i, float **out) {
     if (rc != MT_OK) return rc;
     float *wv = mt_try_aligned_alloc((size_t)(k * n) * sizeof *wv);
     if (wv == NULL) return mt_seterr(MT_ERR_NOMEM, "item '%s': out of memory (dequantize)", name);
-    bool i8 = m->items[i].marian_type == MT_MARIAN_INTGEMM8;
-    for (int64_t r = 0; r < n; r++) {
-        for (int64_t c = 0; c < k; c++) {
-            float q = i8 ? (float)((const int8_t *)t->data)[r * k + c]
-                         : (float)((const int16_t *)t->data)[r * k + c];
-            wv[c * n + r] = q / qb;
+    bool i8 = mt_marian_type_width(m->items[i].marian_type) == 1;
+    int r = isa_regs(m->items[i].marian_type);
+    for (int64_t col = 0; col < n; col++) {
+        for (int64_t row = 0; row < k; row++) {
+            size_t at = item_index(col, row, k, r);
+            float q =
+                i8 ? (float)((const int8_t *)t->data)[at] : (float)((const int16_t *)t->data)[at];
+            wv[row * n + col] = q / qb;
         }
     }
     *out = wv;
@@ -198,15 +251,7 @@ mt_status mt_model_file_quantize(mt_model_file *m, mt_gemm_type type, int *n_cha
         mt_status rc = MT_OK;
         float *wv = NULL;
         if (type == MT_GEMM_FLOAT32) {
-            if (!it->raw) continue;
-            if (!is_generic(it->marian_type)) {
-                if ((it->marian_type & 0x10000u) == 0) continue; /* not intgemm: keep */
-                const char *tn = mt_marian_type_name(it->marian_type);
-                return mt_seterr(MT_ERR_UNSUPPORTED,
-                                 "convert: item '%s' has the CPU-specific type %s, which mtpe "
-                                 "cannot read (use a model converted with -g intgemm8)",
-                                 name, tn ? tn : "?");
-            }
+            if (!it->raw || !is_intgemm(it->marian_type)) continue; /* not intgemm: keep */
             rc = from_intgemm(m, i, &wv);
             if (rc != MT_OK) return rc;
             mt_tensor nt = {

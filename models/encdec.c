@@ -52,7 +52,7 @@ typedef struct arch {
                       mt_dec_state *out);
     mt_status (*fit_contexts)(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
                               const int32_t *len, mt_dec_state *out);
-    bool (*can_fold)(const mt_model_config *c);
+    bool (*can_fold)(const mt_model_config *c, const mt_params *p);
     mt_status (*fold)(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, bool freeze,
                       mt_dec_state *out);
 } arch;
@@ -805,12 +805,12 @@ mt_status mt_model_fit_contexts(mt_model *m, mt_graph *g, const mt_dec_state *in
     return m->arch->fit_contexts(&m->cfg, g, in, len, out);
 }
 
-bool mt_model_can_fold(const mt_model *m) { return m->arch->can_fold(&m->cfg); }
+bool mt_model_can_fold(const mt_model *m) { return m->arch->can_fold(&m->cfg, m->params); }
 
 mt_status mt_model_fold(mt_model *m, mt_graph *g, const mt_dec_state *in, bool freeze,
                         mt_dec_state *out) {
     int64_t n = (int64_t)in->batch * in->beam;
-    if (!m->arch->can_fold(&m->cfg))
+    if (!m->arch->can_fold(&m->cfg, m->params))
         return mt_seterr(MT_ERR_UNSUPPORTED, "%s model: no growing caches to fold", m->cfg.type);
     if (in->row_off || (in->row_ids && (in->row_pos || mt_node_shape(in->row_ids).dim[0] != n)) ||
         (in->row_pos && !freeze) || in->hist_len < 0 || in->hist_len > in->pos ||

@@ -403,7 +403,7 @@ mt_status mt_transformer_append(const mt_model_config *c, mt_graph *g, const mt_
 mt_status mt_transformer_trim(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
                               int32_t n, mt_dec_state *out);
 /* mt_model_can_fold and mt_model_fold. */
-bool mt_transformer_can_fold(const mt_model_config *c);
+bool mt_transformer_can_fold(const mt_model_config *c, const mt_params *p);
 mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
                                       const int32_t *len, mt_dec_state *out);
 mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,

@@ -1073,6 +1073,64 @@ static mt_node *append_cache(tf *t, const dec_io *io, int k, mt_node *cur) {
     return mt_concat(t->g, parts, 2, 2);
 }
 
+/* True when the keys of self-attention block prefix are a pre-quantized
+** int8 weight (a Marian intgemm8 model): its decoding steps then project
+** every position's keys and values again, as Marian does (self_step_requant). */
+static bool self_requant(const mt_params *p, const char *prefix) {
+    char name[200];
+    snprintf(name, sizeof name, "%s_Wk", prefix);
+    const mt_tensor *w = mt_params_find(p, name);
+    return w != NULL && w->dtype == MT_I8;
+}
+
+/* Self-attention of one decoding position in a Marian intgemm8 model.
+** Marian's DecoderLayerSelfAttention caches the layer inputs and projects
+** all of them (the cached ones, reordered by the beam, and this position's)
+** at every step; its int8 product quantizes that whole input with one
+** multiplier, 127 / max|inputs| (intgemm_interface.h, computeQuantMult), so
+** the keys and values of earlier positions change whenever that maximum
+** does (a new position, or the beam dropping the row that held it).  To get
+** Marian's numbers the state keeps the raw inputs here, [N, 1, pos, D] in
+** slot 2i (slot 2i + 1 unused), and this step projects them all again: as
+** Marian, the cost of a step grows with the position.  Such models do not
+** fold their caches (mt_transformer_can_fold).  Pre-norm models: keys and
+** values at position 0, and with top-up the values at a row's first
+** position, are those of y, as in self_step. */
+static mt_node *self_step_requant(tf *t, const char *prefix, const char *pw, mt_node *x, mt_node *y,
+                                  dec_io *io, int i) {
+    mt_graph *g = t->g;
+    int64_t n = io->b * io->k, d = t->d;
+    mt_node *xc = mt_reshape(g, x, mt_shape4(dim_of(x, 0), 1, 1, d));
+    if (io->pos > 0) xc = append_cache(t, io, 2 * i, xc);
+    io->next->rows[2 * i] = xc;
+    io->next->rows[2 * i + 1] = NULL;
+    int64_t len = dim_of(xc, 2);
+    mt_node *all = mt_reshape(g, xc, mt_shape3(dim_of(xc, 0), len, d));
+    mt_node *kx, *vx, *ka, *va;
+    kv_project(t, prefix, mt_gemm_share_input(g, all), &kx, &vx);
+    ka = split_heads(t, kx);
+    va = split_heads(t, vx);
+    if (io->pos == 0 && y != x) {
+        kv_project(t, prefix, y, &ka, &va);
+        ka = split_heads(t, ka);
+        va = split_heads(t, va);
+    } else if (io->keep && y != x) { /* see self_step */
+        mt_node *ky, *vy;
+        kv_project(t, prefix, y, &ky, &vy);
+        mt_node *keep = mt_reshape(g, io->keep, mt_shape4(dim_of(x, 0), 1, 1, 1));
+        mt_node *vcur = mt_slice(g, va, 2, len - 1, 1);
+        mt_node *vfirst = mt_mul(g, split_heads(t, vy), mt_add_scalar(g, mt_neg(g, keep), 1.0f));
+        vcur = mt_add(g, mt_mul(g, vcur, keep), vfirst);
+        mt_node *parts[2] = {mt_slice(g, va, 2, 0, len - 1), vcur};
+        va = len > 1 ? mt_concat(g, parts, 2, 2) : vcur;
+    }
+    bool fused = fused_step(t, 1, io->tq, false);
+    block_begin(t, x);
+    mt_node *o = multi_head(t, prefix, y, n, 1, io->tq, ka, va, io->step_mask, NULL,
+                            fused ? ATT_FUSED : ATT_COMPOSED, NULL);
+    return block_end(t, pw, o, x);
+}
+
 /* Self-attention of one decoding position over the cache of layer i.  The
 ** state keeps the projected keys and values of every earlier position, split
 ** into heads (rows 2i and 2i + 1, [N, H, pos, D/H]); this position's are
@@ -1087,6 +1145,7 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     char pw[200];
     snprintf(pw, sizeof pw, "%s_Wo", prefix);
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
+    if (self_requant(t->p, prefix)) return self_step_requant(t, prefix, pw, x, y, io, i);
     mt_node *kx, *vx;
     kv_project(t, prefix, mt_gemm_share_input(g, x), &kx, &vx); /* k, v (and q if y is x) */
     mt_node *kc = split_heads(t, kx), *vc = split_heads(t, vx);
@@ -1254,7 +1313,8 @@ mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_g
 
 /* State layout (model.h leaves it to the architecture):
 **   rows    self-attention: keys 2i and values 2i + 1 of layer i, split into
-**           heads: [N, H, pos, D/H];
+**           heads: [N, H, pos, D/H] (a Marian intgemm8 model: the layer's
+**           raw inputs [N, 1, pos, D] in 2i, 2i + 1 NULL; self_step_requant);
 **           average attention: the running mean of layer i, [N, 1, D]
 **   fixed   keys 2(i n + j) and values 2(i n + j) + 1 of the cross-attention
 **           of layer i over context j: keys transposed per head, [B, H, D/H,
@@ -1610,7 +1670,17 @@ mt_status mt_transformer_fit_contexts(const mt_model_config *c, mt_graph *g, con
     return rc;
 }
 
-bool mt_transformer_can_fold(const mt_model_config *c) { return !is_aan(c); }
+bool mt_transformer_can_fold(const mt_model_config *c, const mt_params *p) {
+    if (is_aan(c)) return false;
+    /* Marian intgemm8 models keep raw inputs and project them all at each
+    ** step (self_step_requant): nothing to gain from a frozen history */
+    char name[160];
+    for (int i = 0; i < c->dec_depth; i++) {
+        snprintf(name, sizeof name, "decoder_l%d_self", layer_no(c, i));
+        if (self_requant(p, name)) return false;
+    }
+    return true;
+}
 
 /* The cache slot's a fold writes in one op (mt_pack_rows_kt): keys (even
 ** slots), recent rows in f32 into an f16 history, where the device has the

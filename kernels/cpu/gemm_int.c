@@ -1,9 +1,10 @@
 /*
 ** gemm_int.c: int8 / int16 GEMM for CPU inference: quantizers, the packer
 ** of B (once per weight), the portable reference (the test oracle of the
-** AVX2 and AVX-512 VNNI variants), the variant dispatch and the VNNI peak
-** probe driver.  The scheme, the packed layout (byte table) and the error
-** bound are documented in kcpu.h, section "integer GEMM".
+** AVX2 and AVX-512 VNNI variants), the emulation of intgemm's saturating
+** int8 paths (SAT16), the variant dispatch and the VNNI peak probe driver.
+** The scheme, the packed layout (byte table) and the error bound are
+** documented in kcpu.h, section "integer GEMM".
 **
 ** The reference reads the packed panels directly, so it also checks the
 ** layout the fast variants rely on; tests compare all three with int64 dot
@@ -13,7 +14,10 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum { HDR_BYTES = 64, NC = KCPU_IGEMM_NC };
 
@@ -88,7 +92,13 @@ void kcpu_quantize_i16(int64_t n, const float *x, float mult, int16_t *y) {
     }
 }
 
-float kcpu_igemm_unquant(float qa, float qb) { return (float)(1.0 / ((double)qa * (double)qb)); }
+/* As Marian (intgemm_interface.h, affineOrDotTyped): 1.0f / (qa * qb), the
+** product rounded to float before the division, so that dequantized values
+** match Marian's intgemm models bit for bit. */
+float kcpu_igemm_unquant(float qa, float qb) {
+    float prod = qa * qb;
+    return 1.0f / prod;
+}
 
 /* ---------------------------------------------------------------- packing */
 
@@ -360,7 +370,10 @@ static void ref_store(kcpu_igemm_job *j, int64_t i, int64_t col, uint32_t acc, f
     }
 }
 
-static void ref_i8(kcpu_igemm_job *j) {
+/* int8 products on the REF layout: exact (lane_bytes 0), or as intgemm's
+** saturating paths with registers of lane_bytes bytes (kcpu.h, "Emulation
+** of intgemm's int8 code paths"). */
+static void ref_i8_lanes(kcpu_igemm_job *j, int lane_bytes) {
     if (j->phase != KCPU_IGEMM_PRODUCT) {
         j->qa =
             kcpu_i8_mult(j->a_max_known ? j->a_maxabs : kcpu_maxabs_f32(j->m, j->k, j->a, j->lda));
@@ -377,13 +390,31 @@ static void ref_i8(kcpu_igemm_job *j) {
         const int8_t *ai = (const int8_t *)j->scratch + i * j->sa;
         for (int64_t col = 0; col < j->n; col++) {
             uint32_t s = 0;
-            for (int64_t kk = 0; kk < j->k; kk++) {
-                s += (uint32_t)(ai[kk] * p[panel_index(8, j->kp, kk, col)]);
+            if (lane_bytes == 0) {
+                for (int64_t kk = 0; kk < j->k; kk++) {
+                    s += (uint32_t)(ai[kk] * p[panel_index(8, j->kp, kk, col)]);
+                }
+            } else {
+                /* positions past k are zeros: they add 0 to their lane */
+                for (int64_t l = 0; 2 * l < lane_bytes; l++) {
+                    int32_t lane = 0;
+                    for (int64_t k0 = 2 * l; k0 < j->k; k0 += lane_bytes) {
+                        int32_t pair = ai[k0] * p[panel_index(8, j->kp, k0, col)];
+                        if (k0 + 1 < j->k) {
+                            pair += ai[k0 + 1] * p[panel_index(8, j->kp, k0 + 1, col)];
+                        }
+                        lane += pair;
+                        lane = lane > INT16_MAX ? INT16_MAX : lane < INT16_MIN ? INT16_MIN : lane;
+                    }
+                    s += (uint32_t)lane;
+                }
             }
             ref_store(j, i, col, s, unq);
         }
     }
 }
+
+static void ref_i8(kcpu_igemm_job *j) { ref_i8_lanes(j, 0); }
 
 static void ref_i16(kcpu_igemm_job *j) {
     if (j->phase != KCPU_IGEMM_PRODUCT) {
@@ -413,9 +444,47 @@ static void ref_i16(kcpu_igemm_job *j) {
 
 /* --------------------------------------------------------------- dispatch */
 
+/* intgemm's register bytes emulated (kcpu_intgemm_emulated); -1: not read yet */
+static atomic_int intgemm_lanes = -1;
+
+static int intgemm_from_env(void) {
+    const char *e = getenv("INTGEMM_CPUID");
+    if (e == NULL) {
+        return 0;
+    }
+    if (strcasecmp(e, "SSSE3") == 0) {
+        return 16;
+    }
+    if (strcasecmp(e, "AVX2") == 0) {
+        return 32;
+    }
+    if (strcasecmp(e, "AVX512BW") == 0) {
+        return 64;
+    }
+    return 0;
+}
+
+int kcpu_intgemm_emulated(void) {
+    int v = atomic_load_explicit(&intgemm_lanes, memory_order_relaxed);
+    if (v < 0) {
+        int want = intgemm_from_env(), unset = -1;
+        atomic_compare_exchange_strong(&intgemm_lanes, &unset, want);
+        v = atomic_load_explicit(&intgemm_lanes, memory_order_relaxed);
+    }
+    return v;
+}
+
+int kcpu_intgemm_emulate(int reg_bytes) {
+    int old = kcpu_intgemm_emulated();
+    atomic_store(&intgemm_lanes,
+                 reg_bytes == 16 || reg_bytes == 32 || reg_bytes == 64 ? reg_bytes : 0);
+    return old;
+}
+
 bool kcpu_igemm_available(kcpu_igemm_impl impl) {
     switch (impl) {
     case KCPU_IGEMM_REF: return true;
+    case KCPU_IGEMM_SAT16: return true;
     case KCPU_IGEMM_AVX2: return kcpu_isa_detect() >= KCPU_ISA_AVX2;
     case KCPU_IGEMM_VNNI:
 #ifdef MT_HAVE_AVX512_BUILD
@@ -428,6 +497,9 @@ bool kcpu_igemm_available(kcpu_igemm_impl impl) {
 }
 
 kcpu_igemm_impl kcpu_igemm_active(void) {
+    if (kcpu_intgemm_emulated() != 0) {
+        return KCPU_IGEMM_SAT16;
+    }
     kcpu_isa isa = kcpu_isa_active();
     if (isa >= KCPU_ISA_AVX512 && kcpu_igemm_available(KCPU_IGEMM_VNNI)) {
         return KCPU_IGEMM_VNNI;
@@ -440,6 +512,13 @@ const char *kcpu_igemm_name(kcpu_igemm_impl impl) {
     case KCPU_IGEMM_REF: return "ref";
     case KCPU_IGEMM_AVX2: return "avx2";
     case KCPU_IGEMM_VNNI: return "avx512vnni";
+    case KCPU_IGEMM_SAT16:
+        switch (kcpu_intgemm_emulated()) {
+        case 16: return "intgemm-ssse3 (emulated)";
+        case 32: return "intgemm-avx2 (emulated)";
+        case 64: return "intgemm-avx512bw (emulated)";
+        default: return "intgemm (emulated)";
+        }
     default: return "?";
     }
 }
@@ -543,6 +622,14 @@ static void run_job(int bits, kcpu_igemm_impl impl, kcpu_igemm_job *jp) {
             kcpu_igemm_i8_avx2(jp);
         } else {
             kcpu_igemm_i16_avx2(jp);
+        }
+        break;
+    case KCPU_IGEMM_SAT16:
+        if (bits == 8) {
+            int r = kcpu_intgemm_emulated();
+            ref_i8_lanes(jp, r ? r : 64);
+        } else {
+            ref_i16(jp);
         }
         break;
     default:

@@ -443,8 +443,9 @@ void kcpu_f32_to_f16_avx2(int64_t n, const float *x, uint16_t *y);
 ** [-1, 1] and activations in [-10, 10], bounds it by k * 10 * 2^20).  Every
 ** variant returns bit-identical accumulators (tests/test_gemm_int.c).
 **
-** Dequantize: C[i,j] = (float)acc[i,j] * unq + bias[j], unq = the float
-** nearest to 1 / (qa * qb) (kcpu_igemm_unquant), one multiply and one add
+** Dequantize: C[i,j] = (float)acc[i,j] * unq + bias[j], unq = 1.0f / (qa *
+** qb) in float arithmetic, the product rounded to float first, as Marian's
+** intgemm path computes it (kcpu_igemm_unquant), one multiply and one add
 ** in float (no FMA), identical in every variant.
 **
 ** Error bound.  With ea = max|A| (1/254 + 2^-22) for int8 (half a
@@ -466,7 +467,8 @@ void kcpu_f32_to_f16_avx2(int64_t n, const float *x, uint16_t *y);
 ** (Bergamot's "shift" with an exact integer correction); int16: vpdpwssd).
 ** The dispatching entries pick VNNI when kcpu_isa_active() >= AVX512 and
 ** the CPU has AVX512_VNNI, else AVX2 when >= AVX2, else REF (so MT_ISA and
-** kcpu_isa_force() apply).  Kernels are single-threaded and allocate nothing.
+** kcpu_isa_force() apply); SAT16 (below) when intgemm's saturating int8
+** paths are emulated.  Kernels are single-threaded and allocate nothing.
 **
 ** Packed B (caller-provided memory, 64-byte aligned, kcpu_pack_i*_bytes()):
 **
@@ -494,17 +496,49 @@ enum { KCPU_IGEMM_NC = 64 }; /* columns per packed panel */
 #define KCPU_I16_MULT 1024.0f /* int16 multiplier 2^10 */
 
 typedef enum kcpu_igemm_impl {
-    KCPU_IGEMM_REF = 0,  /* portable C                                  */
-    KCPU_IGEMM_AVX2 = 1, /* AVX2 (also used on AVX-512 without VNNI)    */
-    KCPU_IGEMM_VNNI = 2, /* AVX-512 BW + VNNI                           */
+    KCPU_IGEMM_REF = 0,   /* portable C                                  */
+    KCPU_IGEMM_AVX2 = 1,  /* AVX2 (also used on AVX-512 without VNNI)    */
+    KCPU_IGEMM_VNNI = 2,  /* AVX-512 BW + VNNI                           */
+    KCPU_IGEMM_SAT16 = 3, /* portable C emulating intgemm's saturation  */
     KCPU_IGEMM_COUNT
 } kcpu_igemm_impl;
 
-/* True when impl was compiled in and this CPU can run it (REF: always). */
+/* True when impl was compiled in and this CPU can run it (REF, SAT16:
+** always). */
 bool kcpu_igemm_available(kcpu_igemm_impl impl);
-/* The variant the dispatching entries use now (see above). */
+/* The variant the dispatching entries use now (see above): SAT16 whenever
+** kcpu_intgemm_emulated() is nonzero. */
 kcpu_igemm_impl kcpu_igemm_active(void);
 const char *kcpu_igemm_name(kcpu_igemm_impl impl);
+
+/*
+** Emulation of intgemm's int8 code paths other than AVX512VNNI (the ones
+** Marian runs when the CPU or INTGEMM_CPUID=SSSE3|AVX2|AVX512BW says so;
+** intgemm multiply.h INTGEMM_MULTIPLY8, avx512_gemm.h Kernels8::Multiply).
+** There, for a register of R bytes (SSSE3 16, AVX2 32, AVX512BW 64), each
+** 16-bit lane l < R/2 accumulates over the chunks c of R consecutive inner
+** positions the pair |a| sign(b, a) at k = cR + 2l and cR + 2l + 1 (vpmaddubsw:
+** exactly a b for |a|, |b| <= 127, at most 2 * 127^2 = 32258) with a
+** SATURATING 16-bit add (vpaddsw) per chunk; only then are the R/2 lanes
+** widened to int32 and summed.  So an int8 accumulator is
+**   acc = sum over l of sat16-fold over c of (a[cR+2l] b[cR+2l] + a[cR+2l+1] b[cR+2l+1])
+** and differs from the exact sum (VNNI's vpdpbusds, and every other variant
+** here) where a lane passes +-32767 on the way; which lanes group which
+** products depends on R, so the three paths can differ from one another.
+** KCPU_IGEMM_SAT16 computes exactly that (int16 products: the exact REF,
+** as intgemm's int16 path wraps in int32 like REF), with quantization,
+** dequantization and epilogues as REF.  It is the one int8 variant whose
+** accumulators differ from the others', and the error bound above does not
+** hold for it where a lane saturates.
+**
+** R is 0 (no emulation: the native kernels) unless the environment variable
+** INTGEMM_CPUID, read at the first call, is SSSE3, AVX2 or AVX512BW (Marian's
+** own variable, case-insensitive); AVX512VNNI and other values leave it 0.
+** kcpu_intgemm_emulate sets it (0, 16, 32 or 64; returns the old value).
+** SAT16 called explicitly while R is 0 emulates AVX512BW (R = 64).
+*/
+int kcpu_intgemm_emulated(void);
+int kcpu_intgemm_emulate(int reg_bytes);
 
 /* 127 / maxabs, or 1 when maxabs is 0 or 127 / maxabs is not finite. */
 float kcpu_i8_mult(float maxabs);
@@ -513,7 +547,7 @@ float kcpu_maxabs_f32(int64_t rows, int64_t cols, const float *x, int64_t ld);
 /* Reference quantizers (the rules above): y[i] = q(x[i] * mult). */
 void kcpu_quantize_i8(int64_t n, const float *x, float mult, int8_t *y);
 void kcpu_quantize_i16(int64_t n, const float *x, float mult, int16_t *y);
-/* The float nearest to 1 / (qa * qb), computed in double. */
+/* 1.0f / (qa * qb) in float (the product rounded first), as Marian. */
 float kcpu_igemm_unquant(float qa, float qb);
 
 /* Bytes of the packed B for k x n (k >= 0, n >= 1). */

@@ -881,6 +881,61 @@ static void test_intgemm_params(void) {
         mt_graph_free(gt);
     }
 
+    /* CPU-specific items (marian-conv -g intgemm8avx2 ...): the generic
+    ** item's integers in intgemm's prepared order, made here as intgemm's
+    ** PrepareBQuantizedTransposed does (interleave.h), read back into the
+    ** same parameter; int16 likewise on values of every magnitude */
+    static const struct {
+        uint32_t type;
+        int w, regs;
+    } isa[] = {{MT_MARIAN_INTGEMM8SSSE3, 1, 16},   {MT_MARIAN_INTGEMM8AVX2, 1, 32},
+               {MT_MARIAN_INTGEMM8AVX512, 1, 64},  {MT_MARIAN_INTGEMM8AVX512VNNI, 1, 64},
+               {MT_MARIAN_INTGEMM16SSE2, 2, 8},    {MT_MARIAN_INTGEMM16AVX2, 2, 16},
+               {MT_MARIAN_INTGEMM16AVX512, 2, 32}, {MT_MARIAN_INTGEMM16, 2, 0}};
+    const int64_t k16 = 64, n16 = 24;
+    int16_t *g16 = malloc(sizeof(int16_t) * (size_t)(k16 * n16) + 4); /* generic [N, K] + qB */
+    for (int64_t i = 0; i < k16 * n16; i++)
+        g16[i] = (int16_t)((i * 7919) % 65536 - 32768);
+    float q16 = 1024.0f;
+    memcpy(g16 + k16 * n16, &q16, 4);
+    mt_params *p16 = NULL;
+    CHECK_STATUS(mt_params_init(NULL, 1, &p16));
+    for (size_t t = 0; t < sizeof isa / sizeof isa[0] && p16; t++) {
+        bool w8 = isa[t].w == 1;
+        int64_t kk = w8 ? k : k16, nn = w8 ? n : n16;
+        const char *gen = w8 ? fb->tensors[iw].data : (const char *)g16;
+        size_t nb = (size_t)(kk * nn) * (size_t)isa[t].w + 4;
+        char *lay = malloc(nb), *o = lay;
+        int64_t re = isa[t].regs ? isa[t].regs : kk;
+        for (int64_t r = 0; r < nn; r += 8)      /* rows of W^T: 8 at a time */
+            for (int64_t c = 0; c < kk; c += re) /* one register of each */
+                for (int64_t ri = 0; ri < 8 && r + ri < nn; ri++, o += re * isa[t].w)
+                    memcpy(o, gen + ((r + ri) * kk + c) * isa[t].w, (size_t)(re * isa[t].w));
+        memcpy(lay + nb - 4, gen + nb - 4, 4);
+        mt_model_file *fi = mt_model_file_new();
+        char nm[32];
+        snprintf(nm, sizeof nm, "isa%zu_W", t);
+        CHECK_STATUS(mt_model_file_add_raw(fi, nm, isa[t].type, mt_shape2(kk, nn), lay, nb));
+        mt_params *pt = w8 ? p : p16;
+        if (fi && fi->n == 1) {
+            CHECK_STATUS(mt_params_adopt_item(pt, nm, &fi->tensors[0], &fi->items[0]));
+            mt_tensor *pi = mt_params_find(pt, nm);
+            bool same = pi != NULL && pi->shape.dim[0] == kk && pi->shape.dim[1] == nn;
+            for (int64_t row = 0; same && row < kk; row++)
+                for (int64_t col = 0; col < nn; col++)
+                    same &= w8 ? ((const int8_t *)pi->data)[row * nn + col] ==
+                                     ((const int8_t *)pw->data)[row * nn + col]
+                               : ((const int16_t *)pi->data)[row * nn + col] == g16[col * kk + row];
+            float qi = pi ? mt_params_qmult_at(pt, mt_params_count(pt) - 1) : 0.0f;
+            CHECK(same && qi == (w8 ? qb : q16), "%s read as the generic item (multiplier %g)",
+                  mt_marian_type_name(isa[t].type), qi);
+        }
+        mt_model_file_free(fi);
+        free(lay);
+    }
+    mt_params_free(p16);
+    free(g16);
+
     /* unsupported and malformed items */
     mt_model_file *fx = mt_model_file_new();
     size_t nb = (size_t)(k * k) + 4;
@@ -888,16 +943,22 @@ static void test_intgemm_params(void) {
     float nan = NAN;
     memcpy(raw + k * k, &nan, 4);
     CHECK_STATUS(
-        mt_model_file_add_raw(fx, "x_Wq", MT_MARIAN_INTGEMM8AVX2, mt_shape2(k, k), raw, nb));
+        mt_model_file_add_raw(fx, "x_Wq", MT_MARIAN_BERGAMOT_INTGEMM8, mt_shape2(k, k), raw, nb));
     CHECK_STATUS(mt_model_file_add_raw(fx, "x_Wk", MT_MARIAN_INTGEMM8, mt_shape2(k, k), raw, nb));
-    if (fx && fx->n == 2) {
+    memcpy(raw + 40 * k, &qb, 4);
+    CHECK_STATUS(mt_model_file_add_raw(fx, "x_Wv", MT_MARIAN_INTGEMM8AVX512, mt_shape2(40, k), raw,
+                                       (size_t)(40 * k) + 4));
+    if (fx && fx->n == 3) {
         mt_status rc = mt_params_adopt_item(p, "x_Wq", &fx->tensors[0], &fx->items[0]);
-        CHECK(rc == MT_ERR_UNSUPPORTED && strstr(mt_errmsg(), "intgemm8avx2"),
-              "CPU-specific layout refused: %s", mt_errmsg());
+        CHECK(rc == MT_ERR_UNSUPPORTED && strstr(mt_errmsg(), "0x4101"),
+              "Bergamot's type refused: %s", mt_errmsg());
         rc = mt_params_adopt_item(p, "x_Wk", &fx->tensors[1], &fx->items[1]);
         CHECK(rc == MT_ERR_FORMAT && strstr(mt_errmsg(), "multiplier"),
               "NaN multiplier refused: %s", mt_errmsg());
         CHECK(mt_params_find(p, "x_Wk") == NULL, "nothing adopted on failure");
+        rc = mt_params_adopt_item(p, "x_Wv", &fx->tensors[2], &fx->items[2]);
+        CHECK(rc == MT_ERR_FORMAT && strstr(mt_errmsg(), "multiple of 64"),
+              "intgemm8avx512 with 40 rows refused: %s", mt_errmsg());
     }
     mt_model_file_free(fx);
     free(raw);

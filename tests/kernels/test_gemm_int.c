@@ -7,7 +7,8 @@
 ** -128 in pre-quantized weights, int16 clipping and wrap-around), all-zero
 ** matrices; the float output must be identical across variants and within
 ** the error bound derived in kcpu.h of the fp64 product; packing must
-** round-trip; the dispatcher must follow kcpu_isa_force().
+** round-trip; the dispatcher must follow kcpu_isa_force().  The emulation
+** of intgemm's saturating int8 paths (SAT16) has an oracle of its own.
 */
 #include "harness.h"
 #include "test_util.h"
@@ -1226,8 +1227,127 @@ static void test_select_ascending(void) {
             kcpu_isa_active() >= KCPU_ISA_AVX512 ? "AVX-512 path" : "oracle only: no AVX-512");
 }
 
+/* The oracle of intgemm's saturating int8 paths (kcpu.h, "Emulation of
+** intgemm's int8 code paths"), written from that description: lane l of a
+** register of r bytes sums the pairs at k = c r + 2l, c r + 2l + 1 over the
+** chunks c, clamped to int16 after each chunk; the lanes are then added in
+** int32.  Positions past k count as zeros. */
+static void oracle_sat16(const problem *p, float qb, int r, int32_t *acc) {
+    float qa = omult8(p->a, p->m, p->k, p->lda);
+    for (int64_t i = 0; i < p->m; i++) {
+        for (int64_t j = 0; j < p->n; j++) {
+            int64_t total = 0;
+            for (int l = 0; l < r / 2; l++) {
+                int64_t lane = 0;
+                for (int64_t c = 0; c * r < p->k; c++) {
+                    for (int64_t k = c * r + 2 * l; k < c * r + 2 * l + 2 && k < p->k; k++) {
+                        lane += (int64_t)oq(p->a[i * p->lda + k], qa, -127.0f, 127.0f) *
+                                oq(p->b[k * p->n + j], qb, -127.0f, 127.0f);
+                    }
+                    lane = lane > 32767 ? 32767 : lane < -32768 ? -32768 : lane;
+                }
+                total += lane;
+            }
+            acc[i * p->n + j] = (int32_t)total;
+        }
+    }
+}
+
+/* KCPU_IGEMM_SAT16: the oracle's accumulators for registers of 16, 32 and 64
+** bytes, on products whose lanes saturate (same-sign extremes, and random
+** values whose running sums cross the limit and come back), the exact sums
+** where no lane can saturate, int16 unchanged; the dispatcher picks it
+** exactly while an emulation is set (kcpu_intgemm_emulate). */
+static void test_intgemm_sat16(void) {
+    static const int64_t shapes[][3] = {{3, 128, 70}, {5, 200, 9}, {2, 64, 64}, {4, 7, 8}};
+    int old = kcpu_intgemm_emulate(0);
+    CHECK(kcpu_igemm_active() != KCPU_IGEMM_SAT16, "no emulation: native variant");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        problem p;
+        problem_alloc(&p, shapes[s][0], shapes[s][1], shapes[s][2]);
+        int64_t mn = p.m * p.n;
+        int32_t *want = xalloc((size_t)mn * sizeof(int32_t));
+        int32_t *got = xalloc((size_t)mn * sizeof(int32_t));
+        for (int fill = 0; fill < 3; fill++) {
+            if (fill == 0) {
+                fill_const(&p, 2.0f, 0.5f); /* every pair 2 * 127^2 */
+            } else {
+                for (int64_t i = 0; i < p.m; i++) {
+                    for (int64_t k = 0; k < p.k; k++) {
+                        /* mostly near +-max: large pairs of both signs */
+                        float v = test_urand(0.7f, 1.0f);
+                        p.a[i * p.lda + k] = fill == 1 || test_urand(0.0f, 1.0f) < 0.8f ? v : -v;
+                    }
+                }
+                for (int64_t i = 0; i < p.k * p.n; i++) {
+                    float v = test_urand(0.7f, 1.0f);
+                    p.b[i] = test_urand(0.0f, 1.0f) < (fill == 1 ? 0.5f : 0.8f) ? v : -v;
+                }
+            }
+            void *pk = pack(8, &p);
+            kcpu_packed_info info;
+            kcpu_packed_get_info(pk, &info);
+            int64_t saturated = 0;
+            for (int r = 16; r <= 64; r *= 2) {
+                oracle_sat16(&p, info.qb, r, want);
+                kcpu_intgemm_emulate(r);
+                CHECK(kcpu_igemm_active() == KCPU_IGEMM_SAT16, "emulation %d: SAT16 active", r);
+                float qa = run_acc(8, KCPU_IGEMM_SAT16, &p, pk, got, p.n);
+                CHECK(qa == omult8(p.a, p.m, p.k, p.lda), "sat16 r=%d: qa", r);
+                int64_t bad = 0;
+                for (int64_t i = 0; i < mn; i++) {
+                    bad += got[i] != want[i];
+                }
+                CHECK(bad == 0, "sat16 r=%d m=%lld k=%lld n=%lld fill %d: %lld accumulators differ",
+                      r, (long long)p.m, (long long)p.k, (long long)p.n, fill, (long long)bad);
+                /* the dispatching entry takes it too */
+                float *c = xalloc((size_t)mn * sizeof(float)),
+                      *w = xalloc((size_t)mn * sizeof(float));
+                size_t sb = kcpu_gemm_i8_scratch_bytes(p.m, p.k);
+                void *scratch = xalloc(sb);
+                kcpu_gemm_i8(p.m, p.a, p.lda, pk, p.bias, c, p.n, scratch);
+                kcpu_gemm_i8_impl(KCPU_IGEMM_SAT16, p.m, p.a, p.lda, pk, p.bias, w, p.n, scratch);
+                CHECK(memcmp(c, w, (size_t)mn * sizeof(float)) == 0, "sat16 r=%d: dispatch", r);
+                mt_aligned_free(c), mt_aligned_free(w), mt_aligned_free(scratch);
+                int32_t *exact = xalloc((size_t)mn * sizeof(int32_t));
+                oracle_acc(8, &p, info.qb, exact);
+                for (int64_t i = 0; i < mn; i++) {
+                    saturated += exact[i] != want[i];
+                }
+                /* no lane can pass 32767 when it sums at most one pair */
+                if (p.k <= r) {
+                    CHECK(memcmp(exact, want, (size_t)mn * sizeof(int32_t)) == 0,
+                          "sat16 r=%d k=%lld: one chunk is exact", r, (long long)p.k);
+                }
+                mt_aligned_free(exact);
+            }
+            if (p.k > 64 && fill < 2) {
+                CHECK(saturated > 0, "k=%lld fill %d: the test saturates no lane", (long long)p.k,
+                      fill);
+            }
+            mt_aligned_free(pk);
+        }
+        /* int16 products are REF's */
+        problem_random(&p);
+        void *pk16 = pack(16, &p);
+        int32_t *ref = xalloc((size_t)mn * sizeof(int32_t));
+        kcpu_intgemm_emulate(16);
+        run_acc(16, KCPU_IGEMM_SAT16, &p, pk16, got, p.n);
+        run_acc(16, KCPU_IGEMM_REF, &p, pk16, ref, p.n);
+        CHECK(memcmp(got, ref, (size_t)mn * sizeof(int32_t)) == 0, "sat16: int16 is REF's");
+        mt_aligned_free(ref), mt_aligned_free(pk16);
+        mt_aligned_free(want), mt_aligned_free(got);
+        problem_free(&p);
+    }
+    CHECK(kcpu_intgemm_emulate(7) == 16, "emulate returns the old setting");
+    CHECK(kcpu_intgemm_emulated() == 0 && kcpu_igemm_active() != KCPU_IGEMM_SAT16,
+          "an unknown register size is no emulation");
+    kcpu_intgemm_emulate(old);
+}
+
 int main(void) {
     test_rng_seed(0x2545f4914f6cdd1dull); /* the seed the expected values were drawn with */
+    kcpu_intgemm_emulate(0);              /* INTGEMM_CPUID in the environment must not apply */
     test_quantizers();
     test_pack();
     test_dispatch();
@@ -1241,6 +1361,7 @@ int main(void) {
     test_res();
     test_prepared();
     test_max();
-    test_select_ascending(); /* last: the earlier tests' draws stay */
+    test_select_ascending(); /* the earlier tests' draws stay */
+    test_intgemm_sat16();
     TEST_MAIN_END();
 }
