@@ -849,8 +849,50 @@ mt_device *mt_device_cpu(void) {
     return &cpu_device;
 }
 
+/* ------------------------------------------------ the CPU, for app/
+** What app/ needs of the kernels (benchmarks, thread settings, the
+** OpenBLAS start-up check), so that it includes no kernel header. */
+
 const char *mt_cpu_isa(void) {
     return kcpu_isa_name(kcpu_isa_detect());
+}
+
+const char *mt_cpu_isa_active(void) { return kcpu_isa_name(kcpu_isa_active()); }
+
+bool mt_cpu_blas_needs_reexec(void) { return kcpu_blas_needs_reexec(); }
+
+const char *mt_cpu_blas_corename(void) { return kcpu_blas_corename(); }
+
+void mt_cpu_set_blas_threads(int n) { kcpu_blas_set_threads(n); }
+
+void mt_cpu_set_own_threads(int n) { kcpu_set_own_threads(n); }
+
+const char *mt_cpu_gemm_bf16_name(void) { return kcpu_gemm_bf16_name(kcpu_gemm_bf16_best()); }
+
+void mt_cpu_gemm_small_limits(bool trans_b, int64_t *max_m, int64_t *max_batched) {
+    kcpu_gemm_f32_small_limits(trans_b, max_m, max_batched);
+}
+
+double mt_cpu_fp32_peak_gflops(double seconds) { return kcpu_fp32_peak_gflops(seconds); }
+
+double mt_cpu_int_peak_gops(bool int16, double seconds) {
+    return kcpu_int_peak_gops(int16, seconds);
+}
+
+const char *mt_cpu_int_peak_what(bool int16) { return kcpu_int_peak_what(int16); }
+
+mt_status mt_cpu_bench(const char *name, int repeat, double peak, FILE *out) {
+    char err[160] = "";
+    kcpu_bench_io io = {.out = out,
+                        .alloc = mt_try_aligned_alloc,
+                        .free = mt_aligned_free,
+                        .err = err,
+                        .err_size = sizeof err};
+    switch (kcpu_bench_run(name, repeat, peak, &io)) {
+    case KCPU_BENCH_OK: return MT_OK;
+    case KCPU_BENCH_UNKNOWN: return mt_seterr(MT_ERR_INVALID, "unknown benchmark '%s'", name);
+    default: return mt_seterr(MT_ERR_NOMEM, "%s", err);
+    }
 }
 
 #ifndef MT_HAVE_CUDA

@@ -3,7 +3,10 @@
 # enforce them at compile time too; this names the offending line).
 #   kernels/: no project header but its own;  engine/: kcpu.h only in
 #   device_cpu.c;  models/: mt.h only;  db/, ui/: mt_base.h only; nothing
-#   includes tests/ headers except tests/.
+#   includes tests/ headers except tests/;  app/ (all its sub-folders) no
+#   kernel header (kcpu*.h, kcuda*.h);  nothing below app/ (engine, models,
+#   db, ui, kernels, all sub-folders) an app/ header (any header found under
+#   app/ whose name no lower layer has too).
 src=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$src" || exit 1
 bad=0
@@ -23,6 +26,22 @@ forbid models "$private|store\.h|ui\.h" "models/ may include only mt.h"
 forbid db "$private|mt\.h|ui\.h" "db/ may include only mt_base.h and sqlite3.h"
 forbid ui "$private|mt\.h|store\.h" "ui/ may include only mt_base.h, ncurses, readline"
 forbid kernels/cpu "mt\.h|mt_base\.h|graph_impl\.h|device\.h|app\.h" "kernels/ include no project header"
+# app/ reaches the kernels only through the engine (mt.h: mt_cpu_*)
+srcs=(--include='*.c' --include='*.h' --include='*.cpp' --include='*.cu' --include='*.cuh')
+while IFS= read -r line; do report "$line (app/ includes a kernel header)"; done < <(
+  grep -rHn -E '#[[:space:]]*include[[:space:]]*["<]([^">]*/)?(kcpu|kcuda)[A-Za-z0-9_]*\.h[">]' \
+    "${srcs[@]}" app 2>/dev/null)
+# nothing below app/ includes an app/ header (names that only app/ has)
+lower=(engine models db ui kernels)
+app_h=$(find app -name '*.h' -printf '%f\n' 2>/dev/null | sort -u)
+low_h=$(find "${lower[@]}" -name '*.h' -printf '%f\n' 2>/dev/null | sort -u)
+only_app=$(comm -23 <(printf '%s\n' "$app_h") <(printf '%s\n' "$low_h") | grep -v '^$')
+if [ -n "$only_app" ]; then
+  re=$(printf '%s\n' "$only_app" | sed 's/[.]/[.]/g' | paste -sd'|')
+  while IFS= read -r line; do report "$line (below app/, includes an app/ header)"; done < <(
+    grep -rHn -E "#[[:space:]]*include[[:space:]]*[\"<]([^\">]*/)?($re)[\">]" "${srcs[@]}" \
+      "${lower[@]}" 2>/dev/null)
+fi
 while IFS= read -r line; do report "$line (exit() below app/)"; done < <(
   grep -Hn -E '\bexit\s*\(' kernels/cpu/*.c engine/*.c models/*.c db/*.c ui/*.c 2>/dev/null)
 [ $bad -eq 0 ] && echo "layer rules hold"

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -330,6 +331,25 @@ const char *kcpu_blas_corename(void);
 double kcpu_fp32_peak_gflops(double seconds);
 double kcpu_fma_flops_avx512(int64_t iters); /* runs the probe, returns flops */
 double kcpu_fma_flops_avx2(int64_t iters);
+
+/* Kernel micro-benchmarks (kcpu_bench.c), the tables of `mtpe bench
+** gemm|gemm-int|topk|attn`, single-threaded (OpenBLAS set to one thread).
+** Buffers come from io->alloc (64-byte aligned, NULL when out of memory)
+** and go back through io->free (NULL: a no-op); the tables are written to
+** io->out, flushed after each row.  peak: the nominal per-core peak the
+** fractions use (gemm: fp32 GFLOP/s; gemm-int: int8 GOP/s; unused by the
+** others).  Returns KCPU_BENCH_OK, KCPU_BENCH_UNKNOWN (no benchmark of
+** that name; nothing written) or KCPU_BENCH_NOMEM (the message, e.g. "out
+** of memory (packed 512x512)", in io->err). */
+typedef struct kcpu_bench_io {
+    FILE *out;
+    void *(*alloc)(size_t bytes);
+    void (*free)(void *p);
+    char *err; /* err_size bytes, or NULL */
+    size_t err_size;
+} kcpu_bench_io;
+enum { KCPU_BENCH_OK = 0, KCPU_BENCH_UNKNOWN = 1, KCPU_BENCH_NOMEM = 2 };
+int kcpu_bench_run(const char *name, int repeat, double peak, const kcpu_bench_io *io);
 
 /* Per-ISA variants, exported for tests and benchmarks.  The _avx512
 ** functions exist only when MT_HAVE_AVX512_BUILD and may run only when
