@@ -215,8 +215,7 @@ typedef struct mt_node mt_node;   /* one value (+ gradient) on a tape */
 ** parameters change), A is quantized per call, C = dequant(Aq . Bq) (+ bias)
 ** with the error bound of kernels/cpu/kcpu.h "integer GEMM".  AUTO times
 ** the alternatives per shape (mt_gemm_variant) over the first calls and
-** keeps the fastest (WNMT 2018 sec. 4.4); the environment variable
-** MT_GEMM=blas|small|int16|int8 pins one.  B given pre-quantized (an int8 or
+** keeps the fastest (WNMT 2018 sec. 4.4).  B given pre-quantized (an int8 or
 ** int16 parameter from an intgemm model file, mt_params_adopt_item) always
 ** takes the integer path of its type, in any inference graph; training
 ** graphs refuse it.  Everything else, and every training graph, is fp32. */
@@ -350,7 +349,7 @@ typedef struct mt_gemm_decision {
     int64_t m_lo, m_hi, n, k;
     bool trans_b;
     bool decided;
-    bool pinned; /* chosen by MT_GEMM, not timed */
+    bool pinned; /* chosen by a test's pin, not timed */
     mt_gemm_variant chosen;
     double ns_per_row[MT_GEMM_VARIANTS];
     int64_t calls; /* products computed under this entry */

@@ -21,7 +21,7 @@ forbid() { # dir regex why
   while IFS= read -r line; do report "$line ($3)"; done < <(
     grep -Hn -E "#include \"($2)\"" "$1"/*.c "$1"/*.h 2>/dev/null)
 }
-private='graph_impl\.h|device\.h|kcpu\.h|kcuda\.h|params_impl\.h|harness\.h|app\.h'
+private='graph_impl\.h|device\.h|kcpu\.h|kcuda\.h|params_impl\.h|test_hooks\.h|harness\.h|app\.h'
 forbid models "$private|store\.h|ui\.h" "models/ may include only mt.h"
 forbid db "$private|mt\.h|ui\.h" "db/ may include only mt_base.h and sqlite3.h"
 forbid ui "$private|mt\.h|store\.h" "ui/ may include only mt_base.h, ncurses, readline"
