@@ -41,7 +41,7 @@
 #include "graph_impl.h"
 #include "harness.h"
 #include "test_util.h"
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "model.h"
 #include "mt.h"
 #include "params_impl.h"

@@ -3,7 +3,7 @@
 ** reference, the oracle of the AVX-512 and AVX2 variants (attn_avx512.c,
 ** attn_avx2.c), and the dispatcher.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <math.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 ** query in registers for dk <= 32, two positions per iteration of the
 ** weighted sum (16 registers: no more without spills).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd_avx2.h"
 
 #include <string.h>

@@ -11,7 +11,7 @@
 ** Weighted sum: each weight broadcast against the value row, 4 positions
 ** per iteration in separate accumulators (4 dk / 16 FMA chains).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd.h"
 
 enum { NQ_MAX = 4 }; /* query chunks kept in registers: dk <= 64 */

@@ -3,7 +3,7 @@
 ** entry kcpu_gemm_f32 (own AVX-512 or AVX2 kernel for small m), and strided
 ** batches.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <cblas.h>
 #include <stdatomic.h>

@@ -26,7 +26,7 @@
 ** int8 88-90 -> 97-102 GOP/s, 88% of the measured peak; int16 76-95 ->
 ** 89-139).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <immintrin.h>
 #include <string.h>

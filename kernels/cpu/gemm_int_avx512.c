@@ -19,7 +19,7 @@
 ** latency.  The row chunks of one panel run back to back so the panel is
 ** re-read from L1/L2.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <immintrin.h>
 #include <string.h>

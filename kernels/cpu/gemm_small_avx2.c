@@ -32,7 +32,7 @@
 ** swaps two accumulators through the stack in the 2-row streaming loop
 ** (once per 16 FMAs, in a loop bound by DRAM).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <immintrin.h>
 

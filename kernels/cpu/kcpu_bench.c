@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 static double now_s(void) {
     struct timespec ts;
