@@ -269,7 +269,7 @@ typedef struct mt_graph_params {
     ** the integer gemm types (app/scorer_model.c), never for float32. */
     bool kv_f16;
     /* With kv_f16: the cross-attention contexts in bfloat16 pairs instead
-    ** (the layout of kcpu.h's bfloat16-pair jobs), where the device's fused
+    ** (the layout of kcpu_attn_job.h's bfloat16 pairs), where the device's fused
     ** attention multiplies them without widening (AVX-512 BF16:
     ** mt_graph_kv_bf16); the queries and weights are then rounded to
     ** bfloat16 too (2^-9 relative).  mtpe turns it on with --kv-cache
@@ -277,7 +277,7 @@ typedef struct mt_graph_params {
     bool kv_bf16;
     /* With kv_f16: the keys of the cross-attention contexts and of the
     ** frozen self-attention history in int8, each key quantized on its own
-    ** (kcpu.h: kcpu_attn_job.khq), the query per row and head, scored by
+    ** (kcpu_attn_job.h: kh_q8), the query per row and head, scored by
     ** exact integer sums (mt_graph_kv_keys_i8; mt_pack_rows_kq); the values
     ** stay f16.  A quarter of f16's instructions per key and half its bytes;
     ** a score moves by at most alpha dk max |q| max |k| / 127.  mtpe turns
@@ -543,7 +543,7 @@ mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids);
 mt_node *mt_cast(mt_graph *g, mt_node *x, mt_dtype dtype);
 /* x [..., 2, L] float32 as bfloat16 pairs [..., L, 2]: y[..., i, z] =
 ** x[..., z, i] rounded as mt_cast does (the layout of the fused attention's
-** bfloat16 keys and values, kcpu.h).  Inference only. */
+** bfloat16 keys and values, kcpu_attn_job.h).  Inference only. */
 mt_node *mt_cast_pairs(mt_graph *g, mt_node *x);
 /* A decoding cache extended by one position in one copy: cache [N0, A, T, B],
 ** ids i32 [N] (NULL: N = N0, row i is row i), 0 <= off <= T, cur [N, A, 1, B]
@@ -573,7 +573,7 @@ mt_node *mt_pack_rows(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_no
 mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt_node *b,
                          mt_node *b_ids, mt_node *start, int64_t out_len);
 bool mt_pack_rows_kt_supported(const mt_graph *g);
-/* mt_pack_rows_kt into int8 keys (kcpu.h: kcpu_attn_job.khq), a int8 [Na,
+/* mt_pack_rows_kt into int8 keys (kcpu_attn_job.h: kh_q8), a int8 [Na,
 ** H, dk/4 + 1, La, 4] or NULL, y int8 [N, H, dk/4 + 1, out_len, 4]: the
 ** history's units as they are, b's keys quantized per key.  Supported where
 ** the device has the fold and dk is a multiple of 4 up to 256. */

@@ -610,7 +610,7 @@ static inline int64_t kcpu_attn_scratch_floats(int64_t heads, int64_t dk, int64_
     return 4 * heads * (keys + 64) + heads * dk * ((keys + 15) / 16 * 16);
 }
 /* A fold of the decoder's self-attention keys into the frozen history,
-** transposed per head (the layout kcpu_attn_rows reads with ksc > 0), in
+** transposed per head (the layout kcpu_attn_rows reads with kt_elem_stride > 0), in
 ** one pass: for each row r < n and head h, line c < dk of the output
 ** (out + ((r heads + h) dk + c) l, f16) gets lens[r] positions of line c
 ** of history row ids[r] (hist [na, heads, dk, la] f16; lens[r] = 0: none,
@@ -634,7 +634,7 @@ typedef struct kcpu_fold_job {
     const int32_t *starts;
     uint16_t *out;
     int64_t l;
-    /* int8 keys (kcpu_attn_job.h, kcpu_attn_job.khq) instead of f16 when outq is
+    /* int8 keys (kcpu_attn_job.h, kcpu_attn_job.kh_q8) instead of f16 when outq is
     ** set (hist, out unused): unit lines c4 <= dk / 4 of the history
     ** [na, heads, dk / 4 + 1, la] and the output [n, heads, dk / 4 + 1, l],
     ** the recent keys quantized per key (kcpu_q8_key) */
@@ -643,7 +643,7 @@ typedef struct kcpu_fold_job {
 } kcpu_fold_job;
 void kcpu_fold_keys(const kcpu_fold_job *j);
 bool kcpu_fold_keys_fast(void);
-/* rows of int8 keys [dk / 4 + 1, len] units (kcpu_attn_job.khq) -> f32 [dk,
+/* rows of int8 keys [dk / 4 + 1, len] units (kcpu_attn_job.kh_q8) -> f32 [dk,
 ** len]: y[c len + t] = k8_c(t) scale(t). */
 void kcpu_keys_q8_f32(int64_t rows, int64_t d4, int64_t len, const uint32_t *x, float *y);
 

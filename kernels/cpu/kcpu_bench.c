@@ -584,11 +584,11 @@ static void attn_case_run(const void *arg) {
                            .ldo = d,
                            .scratch = c->scratch};
         if (c->cross) { /* values [B, T, D]; keys [B, T, D] or [B, H, dk, T] */
-            j.sr = t * d, j.sh = dk, j.st = d;
+            j.hist_row_stride = t * d, j.hist_head_stride = dk, j.hist_pos_stride = d;
         } else {
-            j.sr = h * t * dk, j.sh = t * dk, j.st = dk;
+            j.hist_row_stride = h * t * dk, j.hist_head_stride = t * dk, j.hist_pos_stride = dk;
         }
-        if (c->kind) j.ksr = h * dk * t, j.ksh = dk * t, j.ksc = t;
+        if (c->kind) j.kt_row_stride = h * dk * t, j.kt_head_stride = dk * t, j.kt_elem_stride = t;
         kcpu_attn_rows(&j);
         return;
     }

@@ -368,7 +368,7 @@ void kcpu_attn_rows_bf16_avx512(const kcpu_attn_job *j);
 /* Whether kcpu_attn_rows_bf16_avx512 takes the job (else the reference
 ** runs it). */
 static inline bool kcpu_attn_bf16_shape(const kcpu_attn_job *j) {
-    return j->ksc > 0 && j->tr == 0 && kcpu_attn_bf16_dk(j->dk);
+    return j->kt_elem_stride > 0 && j->tr == 0 && kcpu_attn_bf16_dk(j->dk);
 }
 void kcpu_attn_rows_ref(const kcpu_attn_job *j);
 /* Internal (attn_avx2.c, attn_avx512.c): the history keys [*lo, *hi) that
