@@ -398,6 +398,6 @@ static float q8_key_avx2(const float *k, int64_t dk, uint8_t *out) {
 }
 
 /* kcpu_fold_keys into int8 keys (outq), AVX2 (kcpu_fold_q8_rows with
-** q8_key_avx2).  (With the scalar reference the fold took 6x the f16 fold's
-** time on the test set at beam 4, more than the int8 keys saved.) */
+** q8_key_avx2).  (With the scalar quantizer the fold cost more than the
+** int8 keys saved.) */
 void kcpu_fold_keys_q8_avx2(const kcpu_fold_job *j) { kcpu_fold_q8_rows(j, q8_key_avx2); }

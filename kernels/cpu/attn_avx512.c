@@ -148,10 +148,10 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
 ** (mask add, max, exp, sum of the live lanes, 1 / sum), so the same
 ** results, but the heads' reduction and exp chains are independent and
 ** overlap instead of running one after another.  A decoding step's rows
-** are short (sources of about a dozen tokens): cross-attention over 8-12
-** positions in runs of 4 rows took 17-20% less time per row and head in a
-** microbenchmark.  (Two vectors per head, tk <= 32, were no faster.)  The
-** weights go back to s (head u at s + u ld), 1 / sum to inv[u]. */
+** are short (sources of about a dozen tokens), where this pays (cross-
+** attention over 8-12 positions in runs of 4 rows); two vectors per head,
+** tk <= 32, did not.  The weights go back to s (head u at s + u ld), 1 /
+** sum to inv[u]. */
 ALWAYS_INLINE void softmax_heads16(int nh, int64_t tk, float *s, int64_t ld, const float *mask,
                                    float *inv) {
     const __mmask16 mk = tail_mask(tk);
@@ -219,22 +219,15 @@ ALWAYS_INLINE void kt_elem(const int m, const int kb, const int h16, const int f
 ** contexts; not the sentences of a packed batch); a share of them is
 ** prefetched per head while the current run or row is scored.  A step
 ** reads each context and cache once, from L3 or memory, and the hardware
-** prefetchers do not run ahead across rows.  (Cross-attention at beam 4
-** over 41 keys, 16 rotating contexts: 118-168 -> 65-75 ns per row and head;
-** the test set at beam 4, int8: the attention ops 608-632 -> 427-447 ms
-** with the f16 rows, the f32 caches' rows 64-84 -> 43-53 ms.  Prefetching
-** the next rows' recent keys, which the step has just written, into L2,
-** or two runs ahead gained nothing; the AVX2 variant, whose products are
-** slower, showed no gain either.)  At most PF_ROW_BYTES of the keys and as
-** many of the values: a long output's history is many times L1 (the test
-** set's longest sentences loop to 400 positions, 200 KB of f16 keys per
-** row and layer): prefetching all of it evicted the prefetched lines, and
-** the current row's, before their use.  Those 32 sentences at int8 +
-** shortlist, beam 4, mini-batch 32: 0.335 -> 0.323 s (median of 6
-** alternating bench runs); the whole test set, where they are a fifth of
-** the time: within noise (1.427 vs 1.429 s, 4 runs each).  8, 12 and 24 KB
-** were not distinguishable from 16.  Ordinary sentences' rows are below
-** it. */
+** prefetchers do not run ahead across rows.  (Prefetching the next rows'
+** recent keys, which the step has just written, into L2, or two runs ahead
+** gained nothing; neither did prefetching in the AVX2 variant, whose
+** products are slower.)  At most PF_ROW_BYTES of the keys and as many of
+** the values: a long output's history is many times L1 (the test set's
+** longest sentences loop to 400 positions, 200 KB of f16 keys per row and
+** layer): prefetching all of it evicted the prefetched lines, and the
+** current row's, before their use.  8, 12 and 24 KB were not
+** distinguishable from 16.  Ordinary sentences' rows are below it. */
 enum { PF_ROW_BYTES = 16 << 10 };
 
 typedef struct attn_next {
@@ -293,7 +286,7 @@ ALWAYS_INLINE void kt_pass(const int m, const int kb, const int cs, const int h1
                            const __mmask16 *mk, const float *const *q, __m512 a[2][4][4]) {
     const int64_t half = cs == 2 ? dk / 2 : dk; /* elements c and c + half */
     /* not unrolled: fully unrolled (dk a constant), the single-block passes
-    ** kept their pointers in vector registers and the stack, 20% slower */
+    ** kept their pointers in vector registers and the stack, and ran slower */
 #pragma GCC unroll 1
     for (int64_t c = 0; c < half; c++) {
 #pragma GCC unroll 2
@@ -683,11 +676,9 @@ ALWAYS_INLINE void run_rows(const int nq, const int h16, const int m, const kcpu
 /* Rows of one dk class: nq = dk / 16 rounded up (constant when inlined);
 ** share: dk = 16 nq with nq <= NQ_MAX a constant (no masked loads of query
 ** and value chunks: with a mask from the job's dk, GCC moved it into a mask
-** register before every load of the weighted sums, about 6% of the samples
-** of the f16 rows at beam 4; the test set's attention ops took 8-11% less
-** time at beam 1, 5-9% at beam 4), and runs of rows with the same keys
-** share the weighted sums of their values (run_rows).  Other head sizes
-** take the general loops (nq a variable).
+** register before every load of the weighted sums), and runs of rows with
+** the same keys share the weighted sums of their values (run_rows).  Other
+** head sizes take the general loops (nq a variable).
 ** Per row (or run of rows with transposed keys): the scores of every head
 ** (scratch row u heads + h at (u heads + h) ld), then per row and head its
 ** softmax and weighted sum. */
@@ -704,8 +695,8 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
             /* blocks of 16 keys per pass: no more than th has (a context of
             ** a dozen positions is one block), at most what the registers
             ** hold, and no pass of blocks past the keys where another count
-            ** avoids it (beam 4 over 33-48 keys: 54 -> 50 ns per row and
-            ** head); cs = 2 where m kb chains would be too few (the same cs
+            ** avoids it (beam 4 over 33-48 keys); cs = 2 where m kb chains
+            ** would be too few (the same cs
             ** for the same m and blocks: the same sums) */
             int64_t nb = (hi - lo + 15) / 16;
             kt_run(nq, h16, share, j, m, nb < 1 ? 1 : nb, dk, i0, ld, lo, hi);

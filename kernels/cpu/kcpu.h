@@ -487,8 +487,8 @@ void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float
 ** (bias NULL) of C = kcpu_gemm_int_ex's A.B + bias, bit for bit, without a
 ** whole C in memory.  Where the top-k is resumable (kcpu_topk_resumable):
 ** C a few panels of columns at a time, their top-k while they are in cache
-** (the weights read once per step; test set, int8 + shortlist, beam 4: 3.5%
-** faster end to end than the blocks of rows below).  Elsewhere: all rows at
+** (the weights read once per step; faster end to end than the blocks of
+** rows below).  Elsewhere: all rows at
 ** once where C is at most 1.5 MB, else blocks of rows whose C (at most 1 MB)
 ** is still in cache for their top-k.  int8: max|A| of all m rows first
 ** where there are several blocks, so that each quantizes as the whole
