@@ -31,7 +31,7 @@
 ** update loop (reading batches, forward, backward, Adam, progress lines)
 ** without validation and checkpoint saving.  X: the matrix-product FLOPs of
 ** each update's graph, forward and backward (mt_graph_matmul_flops), summed
-** and divided by that time.  P: kcpu_fp32_peak_gflops measured once when
+** and divided by that time.  P: mt_cpu_fp32_peak_gflops measured once when
 ** training starts (0.2 s, best of short AVX-512 FMA runs on one core); T:
 ** --cpu-threads (0: the online CPUs).  Without AVX-512 the probe gives 0 and
 ** the line has no fraction; on a GPU it has neither.  The progress line
@@ -100,7 +100,6 @@
 #include "app.h"
 #include "common.h"
 #include "corpus.h"
-#include "kcpu.h"
 #include "metrics.h"
 #include "model.h"
 #include "mt.h"
@@ -704,7 +703,7 @@ static void speed_setup(trainer *t) {
     int64_t threads = app_opts_int(t->o, "cpu-threads");
     if (threads <= 0) threads = sysconf(_SC_NPROCESSORS_ONLN);
     t->peak_cores = threads > 0 ? (int)threads : 1;
-    t->peak_core = kcpu_fp32_peak_gflops(0.2);
+    t->peak_core = mt_cpu_fp32_peak_gflops(0.2);
 }
 
 static void speed_line(const trainer *t, double seconds, int64_t words, double flops) {
@@ -1607,11 +1606,11 @@ static mt_status pick_device(trainer *t) {
             return MT_OK;
         }
         mt_clearerr();
-    } else if (t->bf16) { /* the cores to the device's own threads (kcpu.h) */
-        kcpu_blas_set_threads(1);
-        kcpu_set_own_threads((int)threads);
+    } else if (t->bf16) { /* the cores to the device's own threads (mt.h) */
+        mt_cpu_set_blas_threads(1);
+        mt_cpu_set_own_threads((int)threads);
     } else {
-        kcpu_blas_set_threads((int)threads);
+        mt_cpu_set_blas_threads((int)threads);
     }
     t->dev = mt_device_cpu();
     mt_log(MT_LOG_INFO, "[training] Using the CPU (%s)%s", mt_cpu_isa(),

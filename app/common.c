@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kcpu.h"
 #include "options.h"
 #include "paths.h"
 
@@ -80,7 +79,7 @@ void app_run_workers(int n, void *(*fn)(void *), void *arg) {
         pthread_join(tid[i], NULL);
 }
 
-void app_blas_single_threaded(void) { kcpu_blas_set_threads(1); }
+void app_blas_single_threaded(void) { mt_cpu_set_blas_threads(1); }
 
 /* ------------------------------------------------------ default model */
 

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "kcpu.h"
 #include "mt.h"
 #include "options.h"
 
@@ -41,7 +40,7 @@ static void usage(FILE *f) {
 ** OPENBLAS_CORETYPE is set before the library initialises, which happens
 ** before main().  So when it is needed and unset, set it and re-execute. */
 static void fix_blas_coretype(char **argv) {
-    if (!kcpu_blas_needs_reexec()) return;
+    if (!mt_cpu_blas_needs_reexec()) return;
     if (setenv("OPENBLAS_CORETYPE", "SkylakeX", 0) != 0) return;
     execv("/proc/self/exe", argv);
     /* execv failed (no /proc?): continue with the slower kernels. */

@@ -377,39 +377,9 @@ static void cpu_argmax_rows(mt_device *d, int64_t rows, int64_t cols, const floa
     kcpu_argmax_rows(rows, cols, x, bias, idx, val);
 }
 
-static void cpu_attn_rows(mt_device *d, const mt_dev_attn *a) {
+static void cpu_attn_rows(mt_device *d, const kcpu_attn_job *job) {
     (void)d;
-    kcpu_attn_job j = {.n = a->n,
-                       .heads = a->heads,
-                       .dk = a->dk,
-                       .th = a->th,
-                       .tr = a->tr,
-                       .alpha = a->alpha,
-                       .q = a->q,
-                       .ldq = a->ldq,
-                       .kh = a->kh,
-                       .sr = a->sr,
-                       .sh = a->sh,
-                       .st = a->st,
-                       .ksr = a->ksr,
-                       .ksh = a->ksh,
-                       .ksc = a->ksc,
-                       .lens = a->lens,
-                       .vh = a->vh,
-                       .ids = a->ids,
-                       .kr = a->kr,
-                       .vr = a->vr,
-                       .mask = a->mask,
-                       .o = a->o,
-                       .ldo = a->ldo,
-                       .scratch = a->scratch,
-                       .kh16 = a->kh16,
-                       .vh16 = a->vh16,
-                       .starts = a->starts,
-                       .khp = a->khp,
-                       .vhp = a->vhp,
-                       .khq = a->khq};
-    kcpu_attn_rows(&j);
+    kcpu_attn_rows(job);
 }
 
 static void cpu_f32_to_bf16_pairs(mt_device *d, int64_t rows, int64_t len, const float *x,
@@ -779,43 +749,6 @@ static const mt_device_ops cpu_ops = {
     .free = cpu_free,
     .copy = cpu_copy,
     .memset0 = cpu_memset0,
-    .gemm_f32 = cpu_gemm_f32,
-    .gemm_f32_batched = cpu_gemm_f32_batched,
-    .unary_fwd = cpu_unary_fwd,
-    .unary_bwd = cpu_unary_bwd,
-    .binary_fwd = cpu_binary_fwd,
-    .binary_bwd = cpu_binary_bwd,
-    .acc_f32 = cpu_acc_f32,
-    .fill_f32 = cpu_fill_f32,
-    .masked_fill_fwd = cpu_masked_fill_fwd,
-    .masked_fill_bwd = cpu_masked_fill_bwd,
-    .softmax_fwd = cpu_softmax_fwd,
-    .softmax_bwd = cpu_softmax_bwd,
-    .log_softmax_fwd = cpu_log_softmax_fwd,
-    .softmax_topk = cpu_softmax_topk,
-    .attn_rows = cpu_attn_rows,
-    .attn_scratch_bytes = cpu_attn_scratch_bytes,
-    .attn_bf16 = cpu_attn_bf16,
-    .igemm_topk_scratch_bytes = cpu_igemm_topk_scratch_bytes,
-    .igemm_topk = cpu_igemm_topk,
-    .f32_to_bf16_pairs = cpu_f32_to_bf16_pairs,
-    .argmax_rows = cpu_argmax_rows,
-    .igemm_quant = cpu_igemm_quant,
-    .igemm_prepared = cpu_igemm_prepared,
-    .igemm_argmax_scratch_bytes = cpu_igemm_argmax_scratch_bytes,
-    .igemm_argmax = cpu_igemm_argmax,
-    .fold_keys = cpu_fold_keys,
-    .fold_keys_fast = cpu_fold_keys_fast,
-    .fold_keys_q8 = cpu_fold_keys_q8,
-    .keys_q8_f32 = cpu_keys_q8_f32,
-    .log_softmax_bwd = cpu_log_softmax_bwd,
-    .xent_fwd = cpu_xent_fwd,
-    .xent_bwd = cpu_xent_bwd,
-    .layernorm_fwd = cpu_layernorm_fwd,
-    .add_layernorm_fwd = cpu_add_layernorm_fwd,
-    .layernorm_bwd = cpu_layernorm_bwd,
-    .reduce_fwd = cpu_reduce_fwd,
-    .reduce_bwd = cpu_reduce_bwd,
     .gather_rows = cpu_gather_rows,
     .scatter_add_rows = cpu_scatter_add_rows,
     .permute = cpu_permute,
@@ -826,11 +759,40 @@ static const mt_device_ops cpu_ops = {
     .f32_to_f16 = cpu_f32_to_f16,
     .bf16_to_f32 = cpu_bf16_to_f32,
     .f32_to_bf16 = cpu_f32_to_bf16,
-    .adam_f32 = cpu_adam_f32,
-    .smooth_f32 = cpu_smooth_f32,
-    .sumsq_f32 = cpu_sumsq_f32,
+    .f32_to_bf16_pairs = cpu_f32_to_bf16_pairs,
+    .unary_fwd = cpu_unary_fwd,
+    .unary_bwd = cpu_unary_bwd,
+    .binary_fwd = cpu_binary_fwd,
+    .binary_bwd = cpu_binary_bwd,
+    .acc_f32 = cpu_acc_f32,
+    .fill_f32 = cpu_fill_f32,
+    .masked_fill_fwd = cpu_masked_fill_fwd,
+    .masked_fill_bwd = cpu_masked_fill_bwd,
+    .reduce_fwd = cpu_reduce_fwd,
+    .reduce_bwd = cpu_reduce_bwd,
+    .gemm_f32 = cpu_gemm_f32,
+    .gemm_f32_batched = cpu_gemm_f32_batched,
     .gemm_f32_impl = cpu_gemm_f32_impl,
     .gemm_f32_has = cpu_gemm_f32_has,
+    .gemm_bf16 = cpu_gemm_bf16,
+    .layernorm_fwd = cpu_layernorm_fwd,
+    .add_layernorm_fwd = cpu_add_layernorm_fwd,
+    .layernorm_bwd = cpu_layernorm_bwd,
+    .softmax_fwd = cpu_softmax_fwd,
+    .softmax_bwd = cpu_softmax_bwd,
+    .log_softmax_fwd = cpu_log_softmax_fwd,
+    .log_softmax_bwd = cpu_log_softmax_bwd,
+    .xent_fwd = cpu_xent_fwd,
+    .xent_bwd = cpu_xent_bwd,
+    .softmax_topk = cpu_softmax_topk,
+    .argmax_rows = cpu_argmax_rows,
+    .attn_rows = cpu_attn_rows,
+    .attn_scratch_bytes = cpu_attn_scratch_bytes,
+    .attn_bf16 = cpu_attn_bf16,
+    .fold_keys = cpu_fold_keys,
+    .fold_keys_fast = cpu_fold_keys_fast,
+    .fold_keys_q8 = cpu_fold_keys_q8,
+    .keys_q8_f32 = cpu_keys_q8_f32,
     .maxabs_f32 = cpu_maxabs_f32,
     .quantize = cpu_quantize,
     .pack_bytes = cpu_pack_bytes,
@@ -839,7 +801,15 @@ static const mt_device_ops cpu_ops = {
     .pack_select = cpu_pack_select,
     .igemm_scratch_bytes = cpu_igemm_scratch_bytes,
     .igemm = cpu_igemm,
-    .gemm_bf16 = cpu_gemm_bf16,
+    .igemm_quant = cpu_igemm_quant,
+    .igemm_prepared = cpu_igemm_prepared,
+    .igemm_argmax_scratch_bytes = cpu_igemm_argmax_scratch_bytes,
+    .igemm_argmax = cpu_igemm_argmax,
+    .igemm_topk_scratch_bytes = cpu_igemm_topk_scratch_bytes,
+    .igemm_topk = cpu_igemm_topk,
+    .adam_f32 = cpu_adam_f32,
+    .smooth_f32 = cpu_smooth_f32,
+    .sumsq_f32 = cpu_sumsq_f32,
 };
 
 /* Process-wide; never freed.  The ops never write to it. */
@@ -849,8 +819,50 @@ mt_device *mt_device_cpu(void) {
     return &cpu_device;
 }
 
+/* ------------------------------------------------ the CPU, for app/
+** What app/ needs of the kernels (benchmarks, thread settings, the
+** OpenBLAS start-up check), so that it includes no kernel header. */
+
 const char *mt_cpu_isa(void) {
     return kcpu_isa_name(kcpu_isa_detect());
+}
+
+const char *mt_cpu_isa_active(void) { return kcpu_isa_name(kcpu_isa_active()); }
+
+bool mt_cpu_blas_needs_reexec(void) { return kcpu_blas_needs_reexec(); }
+
+const char *mt_cpu_blas_corename(void) { return kcpu_blas_corename(); }
+
+void mt_cpu_set_blas_threads(int n) { kcpu_blas_set_threads(n); }
+
+void mt_cpu_set_own_threads(int n) { kcpu_set_own_threads(n); }
+
+const char *mt_cpu_gemm_bf16_name(void) { return kcpu_gemm_bf16_name(kcpu_gemm_bf16_best()); }
+
+void mt_cpu_gemm_small_limits(bool trans_b, int64_t *max_m, int64_t *max_batched) {
+    kcpu_gemm_f32_small_limits(trans_b, max_m, max_batched);
+}
+
+double mt_cpu_fp32_peak_gflops(double seconds) { return kcpu_fp32_peak_gflops(seconds); }
+
+double mt_cpu_int_peak_gops(bool int16, double seconds) {
+    return kcpu_int_peak_gops(int16, seconds);
+}
+
+const char *mt_cpu_int_peak_what(bool int16) { return kcpu_int_peak_what(int16); }
+
+mt_status mt_cpu_bench(const char *name, int repeat, double peak, FILE *out) {
+    char err[160] = "";
+    kcpu_bench_io io = {.out = out,
+                        .alloc = mt_try_aligned_alloc,
+                        .free = mt_aligned_free,
+                        .err = err,
+                        .err_size = sizeof err};
+    switch (kcpu_bench_run(name, repeat, peak, &io)) {
+    case KCPU_BENCH_OK: return MT_OK;
+    case KCPU_BENCH_UNKNOWN: return mt_seterr(MT_ERR_INVALID, "unknown benchmark '%s'", name);
+    default: return mt_seterr(MT_ERR_NOMEM, "%s", err);
+    }
 }
 
 #ifndef MT_HAVE_CUDA

@@ -763,8 +763,8 @@ bool graph_is_training(const mt_graph *g) { return g->training; }
 mt_rng *graph_rng(mt_graph *g) { return &g->rng; }
 
 /* A chunk is tested without a branch per id (unsigned compares, or-ed), so
-** that the loop is vectorized: with one it was 0.7% of a decoding run's
-** samples (the shortlist's column ids, the beam's row ids, every step). */
+** that the loop is vectorized: it runs at every decoding step (the
+** shortlist's column ids, the beam's row ids). */
 mt_status graph_check_ids(mt_graph *g, const char *op, const char *what, const mt_node *ids,
                           int64_t limit) {
     enum { CHUNK_IDS = 256 };

@@ -127,7 +127,7 @@ static inline bool affine_fusable(const mt_node *x, const mt_node *w, const mt_n
             (sb->ndim == 2 && sb->dim[0] == 1 && sb->dim[1] == sw->dim[1]));
 }
 static inline float *node_f32(const mt_node *n) { return (float *)n->val.data; }
-/* The head sizes int8 keys take (kernels/cpu/kcpu.h: a multiple of 4 up to
+/* The head sizes int8 keys take (kernels/cpu/kcpu_attn_job.h: a multiple of 4 up to
 ** KCPU_Q8_DK_MAX): mt_pack_rows_kq and mt_attn_rows_kt. */
 static inline bool keys_q8_dk(int64_t dk) { return dk > 0 && dk % 4 == 0 && dk <= 256; }
 static inline float *node_grad_f32(const mt_node *n) { return (float *)n->grad.data; }

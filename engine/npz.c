@@ -89,16 +89,18 @@
 ** their Marian type; other dtypes are refused with MT_ERR_UNSUPPORTED.
 ** The member "special:model.yml.npy" (int8, YAML text + NUL) becomes
 ** config_yaml.  Writing stores members uncompressed, in model file order,
-** special:model.yml last; the environment variable MT_NPZ_ZIP64_LIMIT
-** (tests only) lowers the 0xFFFFFFFF threshold above which zip64 fields are
-** written.
+** special:model.yml last; sizes and offsets of 0xFFFFFFFF and more are
+** written as zip64 fields (a test lowers that threshold:
+** mt_npz_set_zip64_limit_for_tests).
 */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #include "mt.h"
+#include "test_hooks.h"
 
 #define SIG_LOCAL 0x04034b50u
 #define SIG_CENTRAL 0x02014b50u
@@ -779,14 +781,16 @@ static void wr64(unsigned char *p, uint64_t v) {
     wr32(p + 4, v >> 32);
 }
 
+static _Atomic uint64_t zip64_test_limit; /* 0: none */
+
+void mt_npz_set_zip64_limit_for_tests(uint64_t limit) {
+    atomic_store(&zip64_test_limit, limit < 0xFFFFFFFFull ? limit : 0);
+}
+
 /* Sizes and offsets at or above this are written as zip64 fields. */
 static uint64_t zip64_limit(void) {
-    const char *e = getenv("MT_NPZ_ZIP64_LIMIT"); /* tests only */
-    if (e != NULL && *e) {
-        unsigned long long v = strtoull(e, NULL, 10);
-        if (v > 0 && v < 0xFFFFFFFFull) return v;
-    }
-    return 0xFFFFFFFFull;
+    uint64_t v = atomic_load(&zip64_test_limit);
+    return v > 0 ? v : 0xFFFFFFFFull;
 }
 
 /* One member to write: the npy header is built into hdr. */

@@ -31,8 +31,8 @@
 ** fewest timed samples (a rotation: all variants see the same mix of row
 ** counts) and records its time per row; once every variant has
 ** gemm_tune_samples samples, the one with the lowest best time per row
-** wins for good.  MT_GEMM=blas|small|int16|int8 in the environment (read
-** when a graph's table is created) decides every entry at once (SMALL
+** wins for good.  A test can pin one variant (mt_gemm_pin_for_tests, read
+** when a graph's table is created): it decides every entry at once (SMALL
 ** falls back to BLAS above 16 rows).  Timing uses the host clock around the
 ** kernel call: CPU device only (the others have no igemm entry, so AUTO is
 ** fp32 there).
@@ -45,6 +45,7 @@
 
 #include "graph_impl.h"
 #include "params_impl.h"
+#include "test_hooks.h"
 
 #define DEFAULT_SAMPLES 4
 
@@ -116,7 +117,7 @@ struct gemm_tuner {
     int refs; /* graphs using it (mt_graph_share_gemm_state) */
     tune_entry *e;
     int n, cap;
-    int pin; /* MT_GEMM variant, -1 none */
+    int pin; /* variant pinned by mt_gemm_pin_for_tests, -1 none */
     int samples;
     sel_slot sel[SEL_SLOTS];
     uint64_t sel_clock;
@@ -135,15 +136,10 @@ void gemm_tuner_free(struct gemm_tuner *t) {
     mt_free(t);
 }
 
-static int pin_from_env(void) {
-    const char *s = getenv("MT_GEMM");
-    if (s == NULL || *s == '\0') return -1;
-    for (int v = 0; v < MT_GEMM_VARIANTS; v++) {
-        if (strcmp(s, mt_gemm_variant_name((mt_gemm_variant)v)) == 0) return v;
-    }
-    if (strcmp(s, "float32") == 0 || strcmp(s, "fp32") == 0) return MT_GEMM_BLAS;
-    mt_log(MT_LOG_WARN, "MT_GEMM=%s: not one of blas, small, int16, int8; ignored", s);
-    return -1;
+static atomic_int gemm_pin = -1;
+
+void mt_gemm_pin_for_tests(int variant) {
+    atomic_store(&gemm_pin, variant >= 0 && variant < MT_GEMM_VARIANTS ? variant : -1);
 }
 
 static struct gemm_tuner *tuner_get(mt_graph *g) {
@@ -152,7 +148,7 @@ static struct gemm_tuner *tuner_get(mt_graph *g) {
         struct gemm_tuner *t = mt_try_calloc(1, sizeof *t);
         if (t == NULL) return NULL;
         t->refs = 1;
-        t->pin = pin_from_env();
+        t->pin = atomic_load(&gemm_pin);
         int s = graph_params(g)->gemm_tune_samples;
         t->samples = s > 0 ? s : DEFAULT_SAMPLES;
         *tp = t;

@@ -580,26 +580,26 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
     int flags = (int)y->attr.i[0], at = 3;
     const mt_node *q = y->src[0], *kh = y->src[1], *vh = y->src[2];
     int64_t n = q->val.shape.dim[0], d = last_dim(q), heads = y->attr.i[1];
-    mt_dev_attn j = {.n = n,
-                     .heads = heads,
-                     .dk = d / heads,
-                     .alpha = y->attr.f[0],
-                     .q = node_f32(q),
-                     .ldq = d,
-                     .o = node_f32(y),
-                     .ldo = d,
-                     .scratch = y->aux};
+    kcpu_attn_job j = {.n = n,
+                       .heads = heads,
+                       .dk = d / heads,
+                       .alpha = y->attr.f[0],
+                       .q = node_f32(q),
+                       .ldq = d,
+                       .o = node_f32(y),
+                       .ldo = d,
+                       .scratch = y->aux};
     bool pairs = kh->val.dtype == MT_BF16; /* mt_attn_rows_kt only (the builder) */
     bool q8 = kh->val.dtype == MT_I8;      /* int8 keys, f16 values: likewise */
     if (q8) {
-        j.khq = (const uint32_t *)kh->val.data;
-        j.vh16 = (const uint16_t *)vh->val.data;
+        j.kh_q8 = (const uint32_t *)kh->val.data;
+        j.vh_f16 = (const uint16_t *)vh->val.data;
     } else if (kh->val.dtype == MT_F16) {
-        j.kh16 = (const uint16_t *)kh->val.data;
-        j.vh16 = (const uint16_t *)vh->val.data;
+        j.kh_f16 = (const uint16_t *)kh->val.data;
+        j.vh_f16 = (const uint16_t *)vh->val.data;
     } else if (pairs) {
-        j.khp = (const uint32_t *)kh->val.data;
-        j.vhp = (const uint32_t *)vh->val.data;
+        j.kh_bf16_pairs = (const uint32_t *)kh->val.data;
+        j.vh_bf16_pairs = (const uint32_t *)vh->val.data;
     } else {
         j.kh = node_f32(kh);
         j.vh = node_f32(vh);
@@ -608,8 +608,8 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
     if (flags & ATTN_SPANS) {
         const mt_node *start = y->src[3], *len = y->src[4];
         j.th = y->attr.i[2];
-        j.sr = j.st = d;
-        j.sh = j.dk;
+        j.hist_row_stride = j.hist_pos_stride = d;
+        j.hist_head_stride = j.dk;
         j.ids = node_i32(start);
         j.lens = node_i32(len);
         rc = check_spans(g, start, len, n, kh->val.shape.dim[0], j.th);
@@ -625,14 +625,14 @@ static mt_status attn_rows_forward(mt_graph *g, mt_node *y) {
         bool kt = flags & ATTN_KT, vsplit = vh->val.shape.ndim == 4 && !pairs;
         j.th = kt ? sk->dim[3] : sk->dim[sk->ndim == 4 ? 2 : 1];
         j.tr = kr ? kr->val.shape.dim[2] : 0;
-        j.st = vsplit ? j.dk : d; /* values (and keys unless kt) */
-        j.sh = vsplit ? j.th * j.dk : j.dk;
-        j.sr = (pairs ? vh->val.shape.dim[1] : j.th) * d; /* pairs: [N0, Th2, D, 2] */
+        j.hist_pos_stride = vsplit ? j.dk : d; /* values (and keys unless kt) */
+        j.hist_head_stride = vsplit ? j.th * j.dk : j.dk;
+        j.hist_row_stride = (pairs ? vh->val.shape.dim[1] : j.th) * d; /* pairs: [N0, Th2, D, 2] */
         if (kt) { /* keys [N0, H, dk, Th] (pairs: [N0, H, dk / 2, Th, 2]; int8 keys:
                      units [N0, H, dk / 4 + 1, Th]) */
-            j.ksc = j.th;
-            j.ksh = (pairs ? j.dk / 2 : q8 ? j.dk / 4 + 1 : j.dk) * j.th;
-            j.ksr = heads * j.ksh;
+            j.kt_elem_stride = j.th;
+            j.kt_head_stride = (pairs ? j.dk / 2 : q8 ? j.dk / 4 + 1 : j.dk) * j.th;
+            j.kt_row_stride = heads * j.kt_head_stride;
         }
         j.ids = ids ? node_i32(ids) : NULL;
         j.kr = kr ? node_f32(kr) : NULL;
@@ -729,12 +729,12 @@ static mt_node *attn_rows_build(mt_graph *g, const char *op, bool kt, mt_node *q
     int64_t tr = kr ? kr->val.shape.dim[2] : 0;
     mt_shape v4 = mt_shape4(sk->dim[0], heads, th, dk), v3 = mt_shape3(sk->dim[0], th, d);
     mt_shape k4 = kt ? mt_shape4(sk->dim[0], heads, dk, th) : v4;
-    if (pairs) { /* kcpu.h: keys [N0, H, dk / 2, Th, 2], values [N0, ceil(Th / 2), D, 2] */
+    if (pairs) { /* kcpu_attn_job.h: keys [N0, H, dk / 2, Th, 2], values [N0, ceil(Th / 2), D, 2] */
         k4 = mt_shape4(sk->dim[0], heads, dk / 2, th);
         k4.dim[k4.ndim++] = 2;
         v4 = mt_shape4(sk->dim[0], (th + 1) / 2, d, 2);
     }
-    if (q8) { /* kcpu.h: int8 keys, units [N0, H, dk / 4 + 1, Th] of 4 bytes */
+    if (q8) { /* kcpu_attn_job.h: int8 keys, units [N0, H, dk / 4 + 1, Th] of 4 bytes */
         k4 = mt_shape4(sk->dim[0], heads, dk / 4 + 1, th);
         k4.dim[k4.ndim++] = 4;
     }

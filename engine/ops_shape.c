@@ -728,7 +728,7 @@ mt_node *mt_pack_rows_kt(mt_graph *g, mt_node *a, mt_node *ids, mt_node *len, mt
                       n_src, src, &at);
 }
 
-/* mt_pack_rows into int8 keys (kcpu.h, kcpu_attn_job.khq) in one op
+/* mt_pack_rows into int8 keys (kcpu_attn_job.h: kh_q8) in one op
 ** (kcpu_fold_job histq, outq): b f32 [N, H, Lb, dk] untransposed, dk a
 ** multiple of 4 up to KCPU_Q8_DK_MAX; a int8 keys [Na, H, dk / 4 + 1, La,
 ** 4] or NULL; y int8 keys [N, H, dk / 4 + 1, out_len, 4]: a's positions as
@@ -900,7 +900,7 @@ static const mt_op_def op_cast = {"cast", cast_forward, NULL};
 /* ------------------------------------------------------------------------
 ** cast_pairs:  x [..., 2, L] f32 -> y [..., L, 2] bfloat16: y[..., i, z] =
 **   x[..., z, i] rounded as mt_cast to bfloat16 (kcpu_f32_to_bf16_pairs: the
-**   fused attention's bfloat16 pairs, kcpu.h).  Inference only.
+**   fused attention's bfloat16 pairs, kcpu_attn_job.h).  Inference only.
 */
 static mt_status cast_pairs_forward(mt_graph *g, mt_node *y) {
     const mt_node *x = y->src[0];

@@ -49,11 +49,10 @@
 ** them once.  With the default model at beam 4, mini-batch 32, float32
 ** (same output either way), 8 and 32 were no faster than 16.  Once the
 ** fused attention prefetched the next row's history (int8, f16 history),
-** 8 was faster than 16 at beam 1 and 4 (test set, int8 + shortlist,
-** per-op timer: op totals 822-903 -> 766-865 ms at beam 1, 1726-1860 ->
-** 1627-1766 at beam 4; the recent copies (cache_append) 86-133 -> 48-66
-** ms, the folds' copies up by about 30); 4, and folding when the positions
-** since reach the square root of the history, were no better than 8.
+** 8 was faster than 16 at beam 1 and 4 (test set, int8 + shortlist, per-op
+** timer: the recent copies (cache_append) fell by more than the folds'
+** copies rose); 4, and folding when the positions since reach the square
+** root of the history, were no better than 8.
 ** Folding at other positions rounds other keys and values to f16: integer
 ** translations change (147 of the 2043 test lines at int8 + shortlist,
 ** beam 4; the model README's table is measured with 8). */

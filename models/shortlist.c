@@ -484,7 +484,7 @@ int32_t mt_shortlist_gen_run(mt_shortlist_gen *g, const int32_t *src, int64_t n,
         if ((uint64_t)s >= sl->n_rows) continue;
         /* without a branch on whether t was selected before (about half the
         ** time, unpredictably): this loop and the one gathering the columns
-        ** were 0.8% of a beam-1 decoding with the shortlist */
+        ** run for every batch of a decoding with the shortlist */
         for (uint64_t q = sl->offsets[s], q1 = sl->offsets[s + 1]; q < q1; q++) {
             uint32_t t = ids[q];
             if (t < (uint32_t)v) {

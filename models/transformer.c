@@ -540,7 +540,7 @@ static mt_node *kv_store(mt_graph *g, mt_node *x) {
 }
 
 /* Context keys transposed per head, kt [B, H, dk, S], as bfloat16 pairs of
-** elements per key, [B, H, dk / 2, S, 2] (kcpu.h): lines 2c and 2c + 1
+** elements per key, [B, H, dk / 2, S, 2] (kcpu_attn_job.h): lines 2c and 2c + 1
 ** paired. */
 static mt_node *ctx_key_pairs(mt_graph *g, mt_node *kt) {
     mt_shape sh = mt_node_shape(kt), sp = mt_shape4(sh.dim[0], sh.dim[1], sh.dim[2] / 2, 2);

@@ -38,7 +38,7 @@
 ** padding not) per second, and matrix-product GFLOP/s
 ** (mt_graph_matmul_flops: forward and backward); the table shows the
 ** medians, the GFLOP/s as a fraction of the peak of that many cores
-** (kcpu_fp32_peak_gflops, one core measured once for 0.2 s at start, times
+** (mt_cpu_fp32_peak_gflops, one core measured once for 0.2 s at start, times
 ** the threads), the target words/s as a multiple of float32's at the same
 ** thread count in this run and as a multiple of Marian's 1,776.
 */
@@ -52,7 +52,6 @@
 #include "app.h"
 #include "common.h"
 #include "corpus.h"
-#include "kcpu.h"
 #include "model.h"
 #include "options.h"
 
@@ -215,8 +214,8 @@ static mt_status btr_threads(btr_ctx *c, int threads, int prec, bool first, doub
     double trg_rate[BTR_MAX_UPDATES], src_rate[BTR_MAX_UPDATES], gf_rate[BTR_MAX_UPDATES];
     int64_t sents = 0, trg = 0, src = 0;
     int timed = 0;
-    kcpu_blas_set_threads(prec ? 1 : threads); /* as mtpe train does */
-    kcpu_set_own_threads(prec ? threads : 0);
+    mt_cpu_set_blas_threads(prec ? 1 : threads); /* as mtpe train does */
+    mt_cpu_set_own_threads(prec ? threads : 0);
     double flops = 0;
     mt_status rc = MT_OK;
     /* Sizing pass (first thread count): every other batch once, so that the
@@ -410,15 +409,15 @@ int app_bench_train_main(int argc, char **argv) {
            "smoothing 1e-4)\nbfloat16: the matrix products' operands rounded to bfloat16, float32 "
            "sums (%s kernel); weights, gradients and Adam float32\n",
            (long long)lines, in_src, in_trg, (long long)mt_corpus_size(c.corpus), (long long)mbw,
-           kcpu_gemm_bf16_name(kcpu_gemm_bf16_best()));
-    c.peak_core = kcpu_fp32_peak_gflops(0.2);
+           mt_cpu_gemm_bf16_name());
+    c.peak_core = mt_cpu_fp32_peak_gflops(0.2);
     if (c.peak_core > 0)
         printf("fp32 peak: %.1f GFLOP/s per core measured now (0.2 s of AVX-512 FMAs); OpenBLAS "
                "kernels %s\n",
-               c.peak_core, kcpu_blas_corename());
+               c.peak_core, mt_cpu_blas_corename());
     else
         printf("fp32 peak: not measured (the probe needs AVX-512); OpenBLAS kernels %s\n",
-               kcpu_blas_corename());
+               mt_cpu_blas_corename());
     for (int i = 0; i < n_threads && rc == MT_OK; i++) {
         double base = 0, tw = 0;
         for (int pr = 0; pr < 2 && rc == MT_OK; pr++) {

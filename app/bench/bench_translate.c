@@ -29,7 +29,7 @@
 **
 ** The int8 compute limit (printed with how it was computed): the measured
 ** int8 multiply-add throughput of one core with the integer kernel's
-** instructions (kcpu_int_peak_gops: vpdpbusd with VNNI, vpmaddubsw +
+** instructions (mt_cpu_int_peak_gops: vpdpbusd with VNNI, vpmaddubsw +
 ** vpmaddwd + vpaddd with AVX2; as `mtpe bench gemm-int`; --peak-gops
 ** instead; measured again before each integer row, and the largest of the
 ** probes so far is used, so that a probe slowed down by another process on
@@ -83,7 +83,6 @@
 
 #include "app.h"
 #include "common.h"
-#include "kcpu.h"
 #include "options.h"
 #include "paths.h"
 #include "shortlist.h"
@@ -447,14 +446,13 @@ static bool bt_rows_valid(const char *rows) {
 static mt_status bt_table_gemm(bt_ctx *c) {
     int32_t v = mt_model_trg_vocab(c->am.models[0]);
     int64_t max_m, max_m_tb, max_batched;
-    kcpu_gemm_f32_small_limits(false, &max_m, &max_batched);
-    kcpu_gemm_f32_small_limits(true, &max_m_tb, &max_batched);
+    mt_cpu_gemm_small_limits(false, &max_m, &max_batched);
+    mt_cpu_gemm_small_limits(true, &max_m_tb, &max_batched);
     printf("== gemm: one thread; float32 = OpenBLAS sgemm (own %s kernel for products of <= %lld "
            "rows,\n   <= %lld with B transposed, and batched ones of <= %lld multiply-adds), int8 "
            "= weights packed\n   once, activations quantized per call, +sl = int8 with the "
            "shortlist (columns of the packed\n   output layer)\n",
-           kcpu_isa_name(kcpu_isa_active()), (long long)max_m, (long long)max_m_tb,
-           (long long)max_batched);
+           mt_cpu_isa_active(), (long long)max_m, (long long)max_m_tb, (long long)max_batched);
     if (c->macs.known) {
         printf("   int8 limit = %.1f GOP/s (one core, %s) / integer ops per source token;\n"
                "   ops = 2 x multiply-adds of the products with weight matrices: per source "
@@ -487,7 +485,7 @@ static mt_status bt_table_gemm(bt_ctx *c) {
                 const char *name = bt_gemm_names[gi];
                 if (!bt_row_wanted(c->rows, name, row.beam, row.batch)) continue;
                 if (gi > 0 && c->peak_measured) { /* the largest probe so far */
-                    double p = kcpu_int_peak_gops(false, 0.1);
+                    double p = mt_cpu_int_peak_gops(false, 0.1);
                     c->peak_gops = p > c->peak_gops ? p : c->peak_gops;
                     c->peak_probes++;
                 }
@@ -705,8 +703,8 @@ int app_bench_translate_main(int argc, char **argv) {
                                 : "order of source length, longest first (--maxi-batch-sort src)");
     { /* the float32 baseline depends on it: AVX2 kernels run at half the speed */
         const char *ct = getenv("OPENBLAS_CORETYPE");
-        printf("cpu isa %s, OpenBLAS kernels %s (OPENBLAS_CORETYPE=%s)\n",
-               kcpu_isa_name(kcpu_isa_detect()), kcpu_blas_corename(), ct ? ct : "unset");
+        printf("cpu isa %s, OpenBLAS kernels %s (OPENBLAS_CORETYPE=%s)\n", mt_cpu_isa(),
+               mt_cpu_blas_corename(), ct ? ct : "unset");
     }
     if (t_gemm) {
         c.macs = model_macs(mt_model_get_config(c.am.models[0]));
@@ -715,9 +713,9 @@ int app_bench_translate_main(int argc, char **argv) {
         if (c.peak_gops > 0) {
             printf("int8 peak: %.1f GOP/s per core (--peak-gops)\n", c.peak_gops);
         } else {
-            c.peak_gops = kcpu_int_peak_gops(false, 0.3);
+            c.peak_gops = mt_cpu_int_peak_gops(false, 0.3);
             snprintf(c.peak_buf, sizeof c.peak_buf, "measured %s throughput",
-                     kcpu_int_peak_what(false));
+                     mt_cpu_int_peak_what(false));
             c.peak_src = c.peak_buf;
             c.peak_measured = c.peak_gops > 0;
             c.peak_first = c.peak_gops;

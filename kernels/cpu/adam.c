@@ -2,7 +2,7 @@
 ** adam.c: Adam/AdamW update, exponential smoothing of parameters, and the
 ** sum of squares for global gradient norms.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <math.h>
 

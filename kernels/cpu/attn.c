@@ -3,7 +3,7 @@
 ** reference, the oracle of the AVX-512 and AVX2 variants (attn_avx512.c,
 ** attn_avx2.c), and the dispatcher.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <math.h>
 #include <string.h>
@@ -17,7 +17,7 @@ static float hist_el(const float *b32, const uint16_t *b16, int64_t off) {
 }
 
 /* Element c of key (keys: kv = 0) or value (kv = 1) t of row i, head h:
-** t < tn from the strided history of id r (keys transposed when ksc > 0),
+** t < tn from the strided history of id r (keys transposed when kt_elem_stride > 0),
 ** the rest from the row's recent positions. */
 static float kv_el(const kcpu_attn_job *j, int kv, int64_t i, int64_t r, int64_t h, int64_t tn,
                    int64_t t, int64_t c) {
@@ -25,17 +25,20 @@ static float kv_el(const kcpu_attn_job *j, int kv, int64_t i, int64_t r, int64_t
         const float *recent = kv ? j->vr : j->kr;
         return recent[((i * j->heads + h) * j->tr + (t - tn)) * j->dk + c];
     }
-    if (kv == 0 && j->ksc > 0)
-        return hist_el(j->kh, j->kh16, r * j->ksr + h * j->ksh + c * j->ksc + t);
-    return hist_el(kv ? j->vh : j->kh, kv ? j->vh16 : j->kh16,
-                   r * j->sr + h * j->sh + t * j->st + c);
+    if (kv == 0 && j->kt_elem_stride > 0)
+        return hist_el(j->kh, j->kh_f16,
+                       r * j->kt_row_stride + h * j->kt_head_stride + c * j->kt_elem_stride + t);
+    return hist_el(kv ? j->vh : j->kh, kv ? j->vh_f16 : j->kh_f16,
+                   r * j->hist_row_stride + h * j->hist_head_stride + t * j->hist_pos_stride + c);
 }
 
 /* Element c of key (kv = 0) or value (kv = 1) t < tn of a bfloat16-pair
 ** history (kcpu.h). */
 static float pair_el(const kcpu_attn_job *j, int kv, int64_t r, int64_t h, int64_t t, int64_t c) {
-    uint32_t u = kv ? j->vhp[r * j->sr + (t / 2) * j->st + h * j->sh + c]
-                    : j->khp[r * j->ksr + h * j->ksh + (c / 2) * j->ksc + t];
+    uint32_t u = kv ? j->vh_bf16_pairs[r * j->hist_row_stride + (t / 2) * j->hist_pos_stride +
+                                       h * j->hist_head_stride + c]
+                    : j->kh_bf16_pairs[r * j->kt_row_stride + h * j->kt_head_stride +
+                                       (c / 2) * j->kt_elem_stride + t];
     int half = kv ? (int)(t & 1) : (int)(c & 1);
     return kcpu_bf16_val((uint16_t)(half ? u >> 16 : u & 0xffffu));
 }
@@ -43,28 +46,28 @@ static float pair_el(const kcpu_attn_job *j, int kv, int64_t r, int64_t h, int64
 /* kv_el, or pair_el for the history of a bfloat16-pair job. */
 static float el(const kcpu_attn_job *j, int kv, int64_t i, int64_t r, int64_t h, int64_t tn,
                 int64_t t, int64_t c) {
-    if (j->khp && t < tn) return pair_el(j, kv, r, h, t, c);
+    if (j->kh_bf16_pairs && t < tn) return pair_el(j, kv, r, h, t, c);
     return kv_el(j, kv, i, r, h, tn, t, c);
 }
 
 /* A query element or weight as the job uses it: rounded to bfloat16 for
 ** the history of a bfloat16-pair job. */
 static float as_used(const kcpu_attn_job *j, float x, bool hist) {
-    return j->khp && hist ? kcpu_bf16_val(kcpu_bf16_of(x)) : x;
+    return j->kh_bf16_pairs && hist ? kcpu_bf16_val(kcpu_bf16_of(x)) : x;
 }
 
 /* The score of int8 key t of row r, head h (kcpu.h: int8 keys) for the
 ** query q8 (qa: its factor). */
 static float q8_score(const kcpu_attn_job *j, int64_t r, int64_t h, int64_t t, const int8_t *q8,
                       float qa) {
-    const uint32_t *k = j->khq + r * j->ksr + h * j->ksh + t;
+    const uint32_t *k = j->kh_q8 + r * j->kt_row_stride + h * j->kt_head_stride + t;
     int32_t dot = 0;
     for (int64_t c = 0; c < j->dk; c++) {
-        int32_t b = (int32_t)((k[(c / 4) * j->ksc] >> (8 * (c % 4))) & 0xffu) - 128;
+        int32_t b = (int32_t)((k[(c / 4) * j->kt_elem_stride] >> (8 * (c % 4))) & 0xffu) - 128;
         dot += q8[c] * b;
     }
     float sc;
-    memcpy(&sc, k + (j->dk / 4) * j->ksc, sizeof sc);
+    memcpy(&sc, k + (j->dk / 4) * j->kt_elem_stride, sizeof sc);
     return (float)dot * (sc * qa);
 }
 
@@ -78,10 +81,10 @@ void kcpu_attn_rows_ref(const kcpu_attn_job *j) {
             const float *q = j->q + i * j->ldq + h * j->dk;
             float mx = -INFINITY, qa = 0.0f;
             int32_t qsum;
-            if (j->khq) qa = kcpu_q8_query(q, j->dk, j->alpha, q8, &qsum);
+            if (j->kh_q8) qa = kcpu_q8_query(q, j->dk, j->alpha, q8, &qsum);
             for (int64_t t = t0; t < tk; t++) {
                 float mk = j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0f;
-                if (j->khq && t < tn) {
+                if (j->kh_q8 && t < tn) {
                     s[t] = q8_score(j, r, h, t, q8, qa) + mk;
                     mx = s[t] > mx ? s[t] : mx;
                     continue;
@@ -120,7 +123,7 @@ bool kcpu_attn_bf16_fast(void) {
 
 void kcpu_attn_rows(const kcpu_attn_job *j) {
     kcpu_isa isa = kcpu_isa_active();
-    if (j->khp) {
+    if (j->kh_bf16_pairs) {
 #ifdef MT_HAVE_AVX512_BUILD
         if (kcpu_attn_bf16_fast() && kcpu_attn_bf16_shape(j)) {
             kcpu_attn_rows_bf16_avx512(j);

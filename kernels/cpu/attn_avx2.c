@@ -5,7 +5,7 @@
 ** query in registers for dk <= 32, two positions per iteration of the
 ** weighted sum (16 registers: no more without spills).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd_avx2.h"
 
 #include <string.h>
@@ -135,7 +135,7 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
 
 /* Per row: the scores of every head, then per head softmax and weighted
 ** sum (as attn_avx512.c). */
-/* Transposed keys (ksc > 0): the scores of rows i0 .. i0 + m - 1 (one id)
+/* Transposed keys (kt_elem_stride > 0): the scores of rows i0 .. i0 + m - 1 (one id)
 ** at every head into scratch row (u heads + h) ld, kb blocks of 8 keys at a
 ** time (m kb chains, at most 8 of them with kb + 1 more registers): element
 ** c of the 8 keys is one vector of K^T times each row's broadcast q[c]. */
@@ -144,8 +144,8 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcp
     const int64_t r = j->ids ? j->ids[i0] : i0, dk = j->dk;
     const __m256 va = _mm256_set1_ps(j->alpha);
     for (int64_t h = 0; h < j->heads; h++) {
-        const void *kt = h16 ? (const void *)j->kh16 : (const void *)j->kh;
-        const int64_t k0 = r * j->ksr + h * j->ksh;
+        const void *kt = h16 ? (const void *)j->kh_f16 : (const void *)j->kh;
+        const int64_t k0 = r * j->kt_row_stride + h * j->kt_head_stride;
         const float *q[4];
         float *s[4];
 #pragma GCC unroll 4
@@ -173,7 +173,8 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcp
                 __m256 kv[4];
 #pragma GCC unroll 4
                 for (int b = 0; b < kb; b++) {
-                    kv[b] = hload(h16, kt, k0 + c * j->ksc + t0 + 8 * b, mk[b], full[b], cnt[b]);
+                    kv[b] = hload(h16, kt, k0 + c * j->kt_elem_stride + t0 + 8 * b, mk[b], full[b],
+                                  cnt[b]);
                 }
 #pragma GCC unroll 4
                 for (int u = 0; u < m; u++) {
@@ -203,7 +204,8 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int h16, const kcp
 ** k8 q8, so the same scores as the VNNI variant and the reference. */
 ALWAYS_INLINE void q8_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
                              int64_t ld, int64_t lo, int64_t hi) {
-    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->ksc, d4 = j->dk / 4, hn = j->heads;
+    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->kt_elem_stride, d4 = j->dk / 4,
+                  hn = j->heads;
     const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
     for (int64_t h = 0; h < hn; h++) {
         int32_t qq[4][KCPU_Q8_DK_MAX / 4];
@@ -214,7 +216,7 @@ ALWAYS_INLINE void q8_scores(const int m, const int kb, const kcpu_attn_job *j, 
             qa[u] = kcpu_q8_query(j->q + (i0 + u) * j->ldq + h * j->dk, j->dk, j->alpha,
                                   (int8_t *)qq[u], &sum);
         }
-        const uint32_t *kp = j->khq + r * j->ksr + h * j->ksh;
+        const uint32_t *kp = j->kh_q8 + r * j->kt_row_stride + h * j->kt_head_stride;
         for (int64_t t0 = lo; t0 < hi; t0 += 8 * kb) {
             __m256i mk[4], a[4][4];
 #pragma GCC unroll 4
@@ -264,12 +266,12 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
     const __m256i last = tail_mask8(dk - 8 * (int64_t)(nq - 1));
     for (int64_t i0 = 0; i0 < j->n;) {
         int64_t m = 1, lo = 0, hi = 0;
-        if (j->ksc > 0) { /* a run of rows with one id scores together */
+        if (j->kt_elem_stride > 0) { /* a run of rows with one id scores together */
             while (m < 4 && i0 + m < j->n && j->ids && j->ids[i0 + m] == j->ids[i0]) {
                 m++;
             }
             kcpu_attn_run_keys(j, i0, m, &lo, &hi);
-            if (j->khq) { /* int8 keys (f16 values: h16) */
+            if (j->kh_q8) { /* int8 keys (f16 values: h16) */
                 switch (m) {
                 case 1: q8_scores(1, 4, j, i0, ld, lo, hi); break;
                 case 2: q8_scores(2, 3, j, i0, ld, lo, hi); break;
@@ -288,17 +290,18 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
             int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
             /* keys from s0 on: the history's from hs, the recent ones' from rs */
             const int64_t s0 = j->starts ? j->starts[i] : 0, hs = s0 < tn ? s0 : tn, rs = s0 - hs;
-            const float *kh = h16 ? NULL : j->kh + r * j->sr;
-            const void *vh = h16 ? (const void *)(j->vh16 + r * j->sr)
-                                 : (const void *)(j->vh + r * j->sr);
+            const float *kh = h16 ? NULL : j->kh + r * j->hist_row_stride;
+            const void *vh = h16 ? (const void *)(j->vh_f16 + r * j->hist_row_stride)
+                                 : (const void *)(j->vh + r * j->hist_row_stride);
             const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
             const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
             const float *q = j->q + i * j->ldq;
             float *su = j->scratch + (i - i0) * h_n * ld;
             for (int64_t h = 0; h < h_n; h++) {
                 float *s = su + h * ld;
-                if (j->ksc == 0) {
-                    scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
+                if (j->kt_elem_stride == 0) {
+                    scores(nq, dk, q + h * dk, kh + h * j->hist_head_stride, j->hist_pos_stride, tn,
+                           j->alpha, s);
                 }
                 if (tr) {
                     scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
@@ -309,7 +312,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
                 float inv =
                     softmax_row(tk - s0, s + s0, j->mask ? j->mask + r * (j->th + tr) + s0 : NULL);
                 float *o = j->o + i * j->ldo + h * dk;
-                const int64_t vho = h * j->sh; /* head h of vh, in elements */
+                const int64_t vho = h * j->hist_head_stride; /* head h of vh, in elements */
                 const float *vrh = tr ? vr + h * tr * dk : NULL;
                 __m256 vi = _mm256_set1_ps(inv);
                 if (nq <= NQ_MAX) {
@@ -323,7 +326,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
                     }
                     const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vho)
                                           : (const void *)((const float *)vh + vho);
-                    weigh(nq, h16, dk, s + hs, vhh, j->st, tn - hs, acc, hs);
+                    weigh(nq, h16, dk, s + hs, vhh, j->hist_pos_stride, tn - hs, acc, hs);
                     if (tr) {
                         weigh(nq, 0, dk, s + tn + rs, vrh, dk, tr - rs, acc, rs);
                     }
@@ -338,7 +341,8 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const kcpu_attn_job *j
                         int fc = dk - c0 >= 8;
                         __m256 a = _mm256_setzero_ps();
                         for (int64_t t = s0; t < tk; t++) {
-                            __m256 v = t < tn ? hload(h16, vh, vho + t * j->st + c0, mk, fc, dk - c0)
+                            __m256 v = t < tn ? hload(h16, vh, vho + t * j->hist_pos_stride + c0,
+                                                      mk, fc, dk - c0)
                                               : load8(vrh + (t - tn) * dk + c0, mk, fc);
                             a = _mm256_fmadd_ps(_mm256_set1_ps(s[t]), v, a);
                         }
@@ -363,7 +367,7 @@ ALWAYS_INLINE void attn_rows_nq(const int h16, const kcpu_attn_job *j) {
 }
 
 void kcpu_attn_rows_avx2(const kcpu_attn_job *j) {
-    if ((j->kh16 || j->khq) && j->ksc > 0) { /* f16 values */
+    if ((j->kh_f16 || j->kh_q8) && j->kt_elem_stride > 0) { /* f16 values */
         attn_rows_nq(1, j);
     } else {
         attn_rows_nq(0, j);
@@ -394,6 +398,6 @@ static float q8_key_avx2(const float *k, int64_t dk, uint8_t *out) {
 }
 
 /* kcpu_fold_keys into int8 keys (outq), AVX2 (kcpu_fold_q8_rows with
-** q8_key_avx2).  (With the scalar reference the fold took 6x the f16 fold's
-** time on the test set at beam 4, more than the int8 keys saved.) */
+** q8_key_avx2).  (With the scalar quantizer the fold cost more than the
+** int8 keys saved.) */
 void kcpu_fold_keys_q8_avx2(const kcpu_fold_job *j) { kcpu_fold_q8_rows(j, q8_key_avx2); }

@@ -11,7 +11,7 @@
 ** Weighted sum: each weight broadcast against the value row, 4 positions
 ** per iteration in separate accumulators (4 dk / 16 FMA chains).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd.h"
 
 enum { NQ_MAX = 4 }; /* query chunks kept in registers: dk <= 64 */
@@ -148,10 +148,10 @@ static float softmax_row(int64_t tk, float *s, const float *mask) {
 ** (mask add, max, exp, sum of the live lanes, 1 / sum), so the same
 ** results, but the heads' reduction and exp chains are independent and
 ** overlap instead of running one after another.  A decoding step's rows
-** are short (sources of about a dozen tokens): cross-attention over 8-12
-** positions in runs of 4 rows took 17-20% less time per row and head in a
-** microbenchmark.  (Two vectors per head, tk <= 32, were no faster.)  The
-** weights go back to s (head u at s + u ld), 1 / sum to inv[u]. */
+** are short (sources of about a dozen tokens), where this pays (cross-
+** attention over 8-12 positions in runs of 4 rows); two vectors per head,
+** tk <= 32, did not.  The weights go back to s (head u at s + u ld), 1 /
+** sum to inv[u]. */
 ALWAYS_INLINE void softmax_heads16(int nh, int64_t tk, float *s, int64_t ld, const float *mask,
                                    float *inv) {
     const __mmask16 mk = tail_mask(tk);
@@ -219,22 +219,15 @@ ALWAYS_INLINE void kt_elem(const int m, const int kb, const int h16, const int f
 ** contexts; not the sentences of a packed batch); a share of them is
 ** prefetched per head while the current run or row is scored.  A step
 ** reads each context and cache once, from L3 or memory, and the hardware
-** prefetchers do not run ahead across rows.  (Cross-attention at beam 4
-** over 41 keys, 16 rotating contexts: 118-168 -> 65-75 ns per row and head;
-** the test set at beam 4, int8: the attention ops 608-632 -> 427-447 ms
-** with the f16 rows, the f32 caches' rows 64-84 -> 43-53 ms.  Prefetching
-** the next rows' recent keys, which the step has just written, into L2,
-** or two runs ahead gained nothing; the AVX2 variant, whose products are
-** slower, showed no gain either.)  At most PF_ROW_BYTES of the keys and as
-** many of the values: a long output's history is many times L1 (the test
-** set's longest sentences loop to 400 positions, 200 KB of f16 keys per
-** row and layer): prefetching all of it evicted the prefetched lines, and
-** the current row's, before their use.  Those 32 sentences at int8 +
-** shortlist, beam 4, mini-batch 32: 0.335 -> 0.323 s (median of 6
-** alternating bench runs); the whole test set, where they are a fifth of
-** the time: within noise (1.427 vs 1.429 s, 4 runs each).  8, 12 and 24 KB
-** were not distinguishable from 16.  Ordinary sentences' rows are below
-** it. */
+** prefetchers do not run ahead across rows.  (Prefetching the next rows'
+** recent keys, which the step has just written, into L2, or two runs ahead
+** gained nothing; neither did prefetching in the AVX2 variant, whose
+** products are slower.)  At most PF_ROW_BYTES of the keys and as many of
+** the values: a long output's history is many times L1 (the test set's
+** longest sentences loop to 400 positions, 200 KB of f16 keys per row and
+** layer): prefetching all of it evicted the prefetched lines, and the
+** current row's, before their use.  8, 12 and 24 KB were not
+** distinguishable from 16.  Ordinary sentences' rows are below it. */
 enum { PF_ROW_BYTES = 16 << 10 };
 
 typedef struct attn_next {
@@ -246,26 +239,27 @@ ALWAYS_INLINE attn_next next_keys(const kcpu_attn_job *j, int64_t i, int64_t r) 
     attn_next nx = {NULL, NULL, 0, 0};
     const int64_t rn = i < j->n ? (j->ids ? j->ids[i] : i) : r;
     if (rn == r) return nx;
-    if (j->khp) { /* bfloat16 pairs: 32-bit units */
-        nx.k = (const char *)(j->khp + rn * j->ksr);
-        nx.v = (const char *)(j->vhp + rn * j->sr);
-        nx.kbytes = 4 * j->heads * j->ksh;
-        nx.vbytes = 4 * j->sr;
-    } else if (j->khq) { /* int8 keys: 32-bit units; f16 values sr per row */
-        nx.k = (const char *)(j->khq + rn * j->ksr);
-        nx.v = (const char *)(j->vh16 + rn * j->sr);
-        nx.kbytes = 4 * j->heads * j->ksh;
-        nx.vbytes = 2 * j->sr;
-    } else if (j->kh16) { /* keys [N0, H, dk, th] (ksc > 0), values sr per row */
-        nx.k = (const char *)(j->kh16 + rn * j->ksr);
-        nx.v = (const char *)(j->vh16 + rn * j->sr);
-        nx.kbytes = 2 * j->heads * j->ksh;
-        nx.vbytes = 2 * j->sr;
+    if (j->kh_bf16_pairs) { /* bfloat16 pairs: 32-bit units */
+        nx.k = (const char *)(j->kh_bf16_pairs + rn * j->kt_row_stride);
+        nx.v = (const char *)(j->vh_bf16_pairs + rn * j->hist_row_stride);
+        nx.kbytes = 4 * j->heads * j->kt_head_stride;
+        nx.vbytes = 4 * j->hist_row_stride;
+    } else if (j->kh_q8) { /* int8 keys: 32-bit units; f16 values hist_row_stride per row */
+        nx.k = (const char *)(j->kh_q8 + rn * j->kt_row_stride);
+        nx.v = (const char *)(j->vh_f16 + rn * j->hist_row_stride);
+        nx.kbytes = 4 * j->heads * j->kt_head_stride;
+        nx.vbytes = 2 * j->hist_row_stride;
+    } else if (j->kh_f16) { /* keys [N0, H, dk, th] (transposed), values hist_row_stride per row */
+        nx.k = (const char *)(j->kh_f16 + rn * j->kt_row_stride);
+        nx.v = (const char *)(j->vh_f16 + rn * j->hist_row_stride);
+        nx.kbytes = 2 * j->heads * j->kt_head_stride;
+        nx.vbytes = 2 * j->hist_row_stride;
     } else if (j->kh && !j->lens) { /* f32: not a packed batch's sentence (span_rows) */
-        nx.k = (const char *)(j->kh + rn * (j->ksc > 0 ? j->ksr : j->sr));
-        nx.v = (const char *)(j->vh + rn * j->sr);
-        nx.kbytes = 4 * (j->ksc > 0 ? j->heads * j->ksh : j->sr);
-        nx.vbytes = 4 * j->sr;
+        nx.k = (const char *)(j->kh +
+                              rn * (j->kt_elem_stride > 0 ? j->kt_row_stride : j->hist_row_stride));
+        nx.v = (const char *)(j->vh + rn * j->hist_row_stride);
+        nx.kbytes = 4 * (j->kt_elem_stride > 0 ? j->heads * j->kt_head_stride : j->hist_row_stride);
+        nx.vbytes = 4 * j->hist_row_stride;
     }
     nx.kbytes = nx.kbytes < PF_ROW_BYTES ? nx.kbytes : PF_ROW_BYTES;
     nx.vbytes = nx.vbytes < PF_ROW_BYTES ? nx.vbytes : PF_ROW_BYTES;
@@ -292,7 +286,7 @@ ALWAYS_INLINE void kt_pass(const int m, const int kb, const int cs, const int h1
                            const __mmask16 *mk, const float *const *q, __m512 a[2][4][4]) {
     const int64_t half = cs == 2 ? dk / 2 : dk; /* elements c and c + half */
     /* not unrolled: fully unrolled (dk a constant), the single-block passes
-    ** kept their pointers in vector registers and the stack, 20% slower */
+    ** kept their pointers in vector registers and the stack, and ran slower */
 #pragma GCC unroll 1
     for (int64_t c = 0; c < half; c++) {
 #pragma GCC unroll 2
@@ -305,7 +299,7 @@ ALWAYS_INLINE void kt_pass(const int m, const int kb, const int cs, const int h1
     }
 }
 
-/* Transposed keys (ksc > 0): the scores of rows i0 .. i0 + m - 1 (one id)
+/* Transposed keys (kt_elem_stride > 0): the scores of rows i0 .. i0 + m - 1 (one id)
 ** at every head into scratch row (u heads + h) ld, kb blocks of 16 keys at
 ** a time (m kb independent chains); element c of the 16 keys is one vector
 ** of K^T (f16 when h16), multiplied by each row's broadcast q[c]. */
@@ -314,13 +308,13 @@ ALWAYS_INLINE void kt_scores(const int m, const int kb, const int cs, const int 
                              int64_t lo, int64_t th) {
     /* the job's fields in locals: the stores to the scratch could alias
     ** them, and the compiler reloaded ksc from the job in the inner loop */
-    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->ksc;
+    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->kt_elem_stride;
     const __m512 va = _mm512_set1_ps(j->alpha);
     const attn_next nx = next_keys(j, i0 + m, r); /* prefetched */
     for (int64_t h = 0; h < j->heads; h++) {
         prefetch_part(&nx, h, j->heads);
-        const void *kt = h16 ? (const void *)j->kh16 : (const void *)j->kh;
-        const int64_t k0 = r * j->ksr + h * j->ksh;
+        const void *kt = h16 ? (const void *)j->kh_f16 : (const void *)j->kh;
+        const int64_t k0 = r * j->kt_row_stride + h * j->kt_head_stride;
         const float *q[4];
         float *s[4];
 #pragma GCC unroll 4
@@ -509,7 +503,8 @@ typedef struct q8_queries {
 ** (float)(sum - corr) * (scale_t * qa) into the scratch as kt_scores. */
 ALWAYS_INLINE void q8_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
                              int64_t ld, int64_t lo, int64_t hi) {
-    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->ksc, d4 = j->dk / 4, hn = j->heads;
+    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->kt_elem_stride, d4 = j->dk / 4,
+                  hn = j->heads;
     const attn_next nx = next_keys(j, i0 + m, r); /* prefetched */
     q8_queries qs;
     qs.qq = (int32_t *)(j->scratch + 4 * hn * ld);
@@ -529,7 +524,7 @@ ALWAYS_INLINE void q8_scores(const int m, const int kb, const kcpu_attn_job *j, 
             qa[u] = qs.qa[u * hn + h];
             corr[u] = qs.cor[u * hn + h];
         }
-        const uint32_t *kp = j->khq + r * j->ksr + h * j->ksh;
+        const uint32_t *kp = j->kh_q8 + r * j->kt_row_stride + h * j->kt_head_stride;
         for (int64_t t0 = lo; t0 < hi; t0 += 16 * kb) {
             __mmask16 mk[4];
             __m512i a[4][4];
@@ -601,7 +596,7 @@ ALWAYS_INLINE void kt_run(const int nq, const int h16, const int share, const kc
     void (*const fn[2][5])(const kcpu_attn_job *, int64_t, int64_t, int64_t, int64_t, int64_t,
                            int64_t, int64_t) = {{kt_0_0, kt_0_1, kt_0_2, kt_0_3, kt_0_4},
                                                 {kt_1_0, kt_1_1, kt_1_2, kt_1_3, kt_1_4}};
-    if (j->khq) { /* int8 keys (f16 values: h16) */
+    if (j->kh_q8) { /* int8 keys (f16 values: h16) */
         q8_run(j, m, nb, i0, ld, lo, hi);
         return;
     }
@@ -619,7 +614,8 @@ ALWAYS_INLINE void run_rows(const int nq, const int h16, const int m, const kcpu
     const int64_t r = j->ids[i0], tn = j->lens ? j->lens[i0] : j->th, tk = tn + tr;
     /* keys from s0 on: the history's from hs, the recent ones' from rs */
     const int64_t s0 = j->starts ? j->starts[i0] : 0, hs = s0 < tn ? s0 : tn, rs = s0 - hs;
-    const void *vh = h16 ? (const void *)(j->vh16 + r * j->sr) : (const void *)(j->vh + r * j->sr);
+    const void *vh = h16 ? (const void *)(j->vh_f16 + r * j->hist_row_stride)
+                         : (const void *)(j->vh + r * j->hist_row_stride);
     const float *mrow = j->mask ? j->mask + r * (j->th + tr) + s0 : NULL;
     for (int u = 0; u < m && tr; u++) {
         const int64_t i = i0 + u;
@@ -649,10 +645,10 @@ ALWAYS_INLINE void run_rows(const int nq, const int h16, const int m, const kcpu
                     }
                 }
             }
-            const int64_t vho = h * j->sh; /* head h of vh, in elements */
+            const int64_t vho = h * j->hist_head_stride; /* head h of vh, in elements */
             const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vho)
                                   : (const void *)((const float *)vh + vho);
-            weigh_run(nq, h16, m, dk, e, vhh, j->st, hs, tn, acc);
+            weigh_run(nq, h16, m, dk, e, vhh, j->hist_pos_stride, hs, tn, acc);
 #pragma GCC unroll 4
             for (int u = 0; u < m; u++) {
                 const int64_t i = i0 + u;
@@ -680,11 +676,9 @@ ALWAYS_INLINE void run_rows(const int nq, const int h16, const int m, const kcpu
 /* Rows of one dk class: nq = dk / 16 rounded up (constant when inlined);
 ** share: dk = 16 nq with nq <= NQ_MAX a constant (no masked loads of query
 ** and value chunks: with a mask from the job's dk, GCC moved it into a mask
-** register before every load of the weighted sums, about 6% of the samples
-** of the f16 rows at beam 4; the test set's attention ops took 8-11% less
-** time at beam 1, 5-9% at beam 4), and runs of rows with the same keys
-** share the weighted sums of their values (run_rows).  Other head sizes
-** take the general loops (nq a variable).
+** register before every load of the weighted sums), and runs of rows with
+** the same keys share the weighted sums of their values (run_rows).  Other
+** head sizes take the general loops (nq a variable).
 ** Per row (or run of rows with transposed keys): the scores of every head
 ** (scratch row u heads + h at (u heads + h) ld), then per row and head its
 ** softmax and weighted sum. */
@@ -693,7 +687,7 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
     const __mmask16 last = tail_mask(dk - 16 * (int64_t)(nq - 1));
     for (int64_t i0 = 0; i0 < j->n;) {
         int64_t m = 1, lo = 0, hi = 0;
-        if (j->ksc > 0) {
+        if (j->kt_elem_stride > 0) {
             while (m < 4 && i0 + m < j->n && j->ids && j->ids[i0 + m] == j->ids[i0]) {
                 m++;
             }
@@ -701,8 +695,8 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
             /* blocks of 16 keys per pass: no more than th has (a context of
             ** a dozen positions is one block), at most what the registers
             ** hold, and no pass of blocks past the keys where another count
-            ** avoids it (beam 4 over 33-48 keys: 54 -> 50 ns per row and
-            ** head); cs = 2 where m kb chains would be too few (the same cs
+            ** avoids it (beam 4 over 33-48 keys); cs = 2 where m kb chains
+            ** would be too few (the same cs
             ** for the same m and blocks: the same sums) */
             int64_t nb = (hi - lo + 15) / 16;
             kt_run(nq, h16, share, j, m, nb < 1 ? 1 : nb, dk, i0, ld, lo, hi);
@@ -721,20 +715,21 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
             int64_t r = j->ids ? j->ids[i] : i, tn = j->lens ? j->lens[i] : j->th, tk = tn + tr;
             /* keys from s0 on: the history's from hs, the recent ones' from rs */
             const int64_t s0 = j->starts ? j->starts[i] : 0, hs = s0 < tn ? s0 : tn, rs = s0 - hs;
-            const float *kh = h16 ? NULL : j->kh + r * j->sr;
-            const void *vh = h16 ? (const void *)(j->vh16 + r * j->sr)
-                                 : (const void *)(j->vh + r * j->sr);
+            const float *kh = h16 ? NULL : j->kh + r * j->hist_row_stride;
+            const void *vh = h16 ? (const void *)(j->vh_f16 + r * j->hist_row_stride)
+                                 : (const void *)(j->vh + r * j->hist_row_stride);
             const float *kr = tr ? j->kr + i * h_n * tr * dk : NULL;
             const float *vr = tr ? j->vr + i * h_n * tr * dk : NULL;
             const float *q = j->q + i * j->ldq;
             float *su = j->scratch + u * h_n * ld;
             const attn_next nx =
-                j->ksc == 0 ? next_keys(j, i + 1, r) : (attn_next){NULL, NULL, 0, 0};
+                j->kt_elem_stride == 0 ? next_keys(j, i + 1, r) : (attn_next){NULL, NULL, 0, 0};
             for (int64_t h = 0; h < h_n; h++) {
                 prefetch_part(&nx, h, h_n);
                 float *s = su + h * ld;
-                if (j->ksc == 0) {
-                    scores(nq, dk, q + h * dk, kh + h * j->sh, j->st, tn, j->alpha, s);
+                if (j->kt_elem_stride == 0) {
+                    scores(nq, dk, q + h * dk, kh + h * j->hist_head_stride, j->hist_pos_stride, tn,
+                           j->alpha, s);
                 }
                 if (tr) {
                     scores(nq, dk, q + h * dk, kr + h * tr * dk, dk, tr, j->alpha, s + tn);
@@ -750,14 +745,14 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
                 }
                 float inv = inv8[h % 8];
                 float *o = j->o + i * j->ldo + h * dk;
-                const int64_t vho = h * j->sh; /* head h of vh, in elements */
+                const int64_t vho = h * j->hist_head_stride; /* head h of vh, in elements */
                 const float *vrh = tr ? vr + h * tr * dk : NULL;
                 if (nq <= NQ_MAX) {
                     __m512 acc[4][NQ_MAX];
                     zero_chains(acc);
                     const void *vhh = h16 ? (const void *)((const uint16_t *)vh + vho)
                                           : (const void *)((const float *)vh + vho);
-                    weigh(nq, h16, dk, s + hs, vhh, j->st, tn - hs, acc, hs);
+                    weigh(nq, h16, dk, s + hs, vhh, j->hist_pos_stride, tn - hs, acc, hs);
                     if (tr) {
                         weigh(nq, 0, dk, s + tn + rs, vrh, dk, tr - rs, acc, rs);
                     }
@@ -774,8 +769,9 @@ ALWAYS_INLINE void attn_rows(const int nq, const int h16, const int share, const
                         __mmask16 mk = tail_mask(dk - c0);
                         __m512 a = _mm512_setzero_ps();
                         for (int64_t t = s0; t < tk; t++) {
-                            __m512 v = t < tn ? hload(h16, vh, vho + t * j->st + c0, mk)
-                                              : _mm512_maskz_loadu_ps(mk, vrh + (t - tn) * dk + c0);
+                            __m512 v = t < tn
+                                           ? hload(h16, vh, vho + t * j->hist_pos_stride + c0, mk)
+                                           : _mm512_maskz_loadu_ps(mk, vrh + (t - tn) * dk + c0);
                             a = _mm512_fmadd_ps(_mm512_set1_ps(s[t]), v, a);
                         }
                         _mm512_mask_storeu_ps(o + c0, mk, _mm512_mul_ps(a, _mm512_set1_ps(inv)));
@@ -858,7 +854,8 @@ static void span_rows(const kcpu_attn_job *j) {
         }
         const int64_t r = j->ids[i0], tn = j->lens[i0], tp = (tn + 15) / 16 * 16;
         for (int64_t h = 0; h < hn; h++) {
-            transpose_keys(j->kh + r * j->sr + h * j->sh, j->st, tn, dk, kt + h * dk * tp, tp);
+            transpose_keys(j->kh + r * j->hist_row_stride + h * j->hist_head_stride,
+                           j->hist_pos_stride, tn, dk, kt + h * dk * tp, tp);
         }
         kcpu_attn_job s = *j;
         s.n = i1 - i0;
@@ -866,10 +863,10 @@ static void span_rows(const kcpu_attn_job *j) {
         s.o = j->o + i0 * j->ldo;
         s.ids = j->ids + i0;
         s.lens = j->lens + i0;
-        s.kh = kt; /* every row's keys at kt: ksr = 0 */
-        s.ksr = 0;
-        s.ksh = dk * tp;
-        s.ksc = tp;
+        s.kh = kt; /* every row's keys at kt: kt_row_stride = 0 */
+        s.kt_row_stride = 0;
+        s.kt_head_stride = dk * tp;
+        s.kt_elem_stride = tp;
         rows_f32(&s);
         i0 = i1;
     }
@@ -894,10 +891,10 @@ static void rows_f32(const kcpu_attn_job *j) { attn_rows_nq(0, j); }
 static void rows_f16(const kcpu_attn_job *j) { attn_rows_nq(1, j); }
 
 void kcpu_attn_rows_avx512(const kcpu_attn_job *j) {
-    if ((j->kh16 || j->khq) && j->ksc > 0) { /* f16 values */
+    if ((j->kh_f16 || j->kh_q8) && j->kt_elem_stride > 0) { /* f16 values */
         rows_f16(j);
-    } else if (j->lens && j->ids && j->ksc == 0 && j->tr == 0 && !j->mask && !j->starts &&
-               j->dk <= 16 * NQ_MAX) {
+    } else if (j->lens && j->ids && j->kt_elem_stride == 0 && j->tr == 0 && !j->mask &&
+               !j->starts && j->dk <= 16 * NQ_MAX) {
         span_rows(j);
     } else {
         rows_f32(j);
@@ -935,11 +932,12 @@ ALWAYS_INLINE void bf16_pairs(int64_t lo, int64_t n, const float *p, uint32_t *y
 ** key vector (16 keys x 2 elements) by the row's broadcast query pair. */
 ALWAYS_INLINE void bp_scores(const int m, const int kb, const kcpu_attn_job *j, int64_t i0,
                              int64_t ld, int64_t hi, const uint32_t *qp, const attn_next *nx) {
-    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->ksc, d2 = j->dk / 2, hn = j->heads;
+    const int64_t r = j->ids ? j->ids[i0] : i0, ksc = j->kt_elem_stride, d2 = j->dk / 2,
+                  hn = j->heads;
     const __m512 va = _mm512_set1_ps(j->alpha);
     for (int64_t h = 0; h < hn; h++) {
         prefetch_part(nx, h, hn);
-        const uint32_t *kp = j->khp + r * j->ksr + h * j->ksh;
+        const uint32_t *kp = j->kh_bf16_pairs + r * j->kt_row_stride + h * j->kt_head_stride;
         for (int64_t t0 = 0; t0 < hi; t0 += 16 * kb) {
             __mmask16 mk[4];
             __m512 a[4][4];
@@ -1012,7 +1010,7 @@ ALWAYS_INLINE void bp_weigh(const int m, const int nx, const kcpu_attn_job *j, i
                             const float *inv, float *const *o) {
     enum { W = 2 };
     const int w2 = m * nx <= 8 ? 2 : 1;
-    const uint32_t *vp = j->vhp + r * j->sr + h * j->sh;
+    const uint32_t *vp = j->vh_bf16_pairs + r * j->hist_row_stride + h * j->hist_head_stride;
     __m512 a[W][4][4];
 #pragma GCC unroll 2
     for (int w = 0; w < W; w++) {
@@ -1034,7 +1032,7 @@ ALWAYS_INLINE void bp_weigh(const int m, const int nx, const kcpu_attn_job *j, i
             __m512i v[4];
 #pragma GCC unroll 4
             for (int x = 0; x < nx; x++) {
-                v[x] = _mm512_loadu_si512(vp + (p + w) * j->st + 16 * x);
+                v[x] = _mm512_loadu_si512(vp + (p + w) * j->hist_pos_stride + 16 * x);
             }
 #pragma GCC unroll 4
             for (int u = 0; u < m; u++) {

@@ -3,7 +3,7 @@
 ** entry kcpu_gemm_f32 (own AVX-512 or AVX2 kernel for small m), and strided
 ** batches.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <cblas.h>
 #include <stdatomic.h>
@@ -71,17 +71,15 @@ void kcpu_gemm_f32_blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
 /* multiply-adds up to which a product of a batch takes the own kernel */
 #define KCPU_BATCHED_SMALL ((int64_t)1 << 18)
 
-/* The AVX2 kernel's limits, measured on an AMD EPYC (Zen 3 class, no
-** AVX-512) against OpenBLAS 0.3.21 (Zen kernels), 1 thread, own/OpenBLAS
-** speed at n x k = 512x512, 2048x512, 512x2048, 1024x256, 32000x512:
-**   B [k,n]: m 8: 0.9-1.3, m 16: 0.86-1.34 (mean 1.06; slower only at
-**            k 2048 and n 32000), m 20: mean 1.0, m 32: 0.7-1.1;
-**   B [n,k]: m 16: 1.2-1.7, m 24: 0.98-1.45 (mean 1.19), m 32: 0.8-1.3.
-** Batches: every product shape tried from 2^18 to 2^21 multiply-adds (m,
-** n, k from 8 to 512, both B layouts) runs 1.1-2x faster own; attention
-** shapes T x T x 32/64 and T x 32/64 x T up to T 200 1.1-1.9x.  Above 2^18
-** OpenBLAS splits a product over its threads (interface/gemm.c), so the
-** higher AVX2 limit applies only while it has a single thread. */
+/* The AVX2 kernel's limits, timed on an AMD EPYC (Zen 3 class, no
+** AVX-512) against OpenBLAS 0.3.21 (Zen kernels), 1 thread, at n x k =
+** 512x512, 2048x512, 512x2048, 1024x256, 32000x512: the most rows at which
+** the own kernel was still at least as fast on average (B [k,n]: 16; B
+** [n,k]: 24).  Batches: every product shape tried up to 2^21 multiply-adds
+** (m, n, k from 8 to 512, both B layouts, and attention shapes T x T x
+** 32/64, T x 32/64 x T up to T 200) ran faster own.  Above 2^18 OpenBLAS
+** splits a product over its threads (interface/gemm.c), so the higher
+** AVX2 limit applies only while it has a single thread. */
 #define KCPU_SMALL_M_AVX2 16
 #define KCPU_SMALL_M_AVX2_TB 24
 #define KCPU_BATCHED_SMALL_AVX2 ((int64_t)1 << 18)

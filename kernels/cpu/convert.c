@@ -4,7 +4,7 @@
 ** quiet with its top payload bits, as the F16C instructions do), so that it
 ** matches the F16C variant (convert_avx2.c) bit for bit.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
 ** convert_avx2.c: binary16 <-> binary32 with the F16C instructions (exact,
 ** round to nearest even); tails go through the scalar reference.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <immintrin.h>
 

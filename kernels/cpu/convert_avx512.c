@@ -3,7 +3,7 @@
 ** (any AVX-512 CPU; the same bits as kcpu_bf16_of in kcpu.h: nearest even,
 ** subnormal inputs to signed zero, NaN kept quiet).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd.h"
 
 /* 16 floats as bfloat16, one per 32-bit lane (low half). */

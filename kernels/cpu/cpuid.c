@@ -11,7 +11,7 @@
 ** reliable fix for the process itself is the re-exec done by app/main.c
 ** when kcpu_blas_needs_reexec() says so.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <cpuid.h>
 #include <stdatomic.h>

@@ -4,7 +4,7 @@
 ** AVX-512 and AVX2 variants in elementwise_avx512.c / elementwise_avx2.c,
 ** chosen at run time.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <math.h>
 #include <string.h>

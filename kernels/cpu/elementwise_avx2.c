@@ -11,7 +11,7 @@
 ** with full = 0), which read and write nothing past the end of a row.
 ** exp256 / log256 come from kcpu_simd_avx2.h.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd_avx2.h"
 
 #include <immintrin.h>

@@ -7,7 +7,7 @@
 ** exp512 / log512 / tail_mask come from kcpu_simd.h (shared with
 ** topk_avx512.c).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd.h"
 
 #include <immintrin.h>

@@ -2,7 +2,7 @@
 ** gather.c: row gather / scatter-add (embeddings), general permute and the
 ** 2-D strided copy used by concat and slice.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <string.h>
 

@@ -25,7 +25,7 @@
 */
 #include <string.h>
 
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 enum {
     MR = KCPU_BF16_MR,

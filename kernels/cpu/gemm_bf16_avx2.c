@@ -5,7 +5,7 @@
 ** multiplied by FMA, the odd element first as vdpbf16ps.  Per half of the
 ** 32-column panel and chunk of 4 rows: 4 x 16 sums in 8 ymm registers.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <immintrin.h>
 #include <string.h>

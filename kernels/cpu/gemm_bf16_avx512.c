@@ -15,7 +15,7 @@
 */
 #include <string.h>
 
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd.h"
 
 enum { MR = KCPU_BF16_MR, NR = KCPU_BF16_NR };

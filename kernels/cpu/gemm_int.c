@@ -10,7 +10,7 @@
 ** layout the fast variants rely on; tests compare all three with int64 dot
 ** products of independently quantized, unpacked matrices.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <float.h>
 #include <math.h>

@@ -15,18 +15,15 @@
 ** |a| is stored beside a once per call (the second half of the scratch),
 ** so the inner loop broadcasts it instead of a vpabsb per row and group:
 ** one vector ALU op fewer per 64 multiply-adds, on a loop bound by the
-** vector ALU ports (int8 products of 4-128 rows 92-96 -> 110-115 GOP/s,
-** about 90% of the measured peak, in 2 of 3 alternating runs).
+** vector ALU ports.
 **
 ** Blocking: four rows at a time against a quarter panel (16 columns = 2
 ** ymm), 8 accumulators, so one B load serves four rows; the last rows half
 ** a panel (32 columns = 4 ymm) against 2 rows, 8 accumulators; 16 ymm
-** registers leave no room for more.  Four rows made products of 4 to 128
-** rows about 10% faster (`mtpe bench gemm-int`, Zen 3 class EPYC, noisy:
-** int8 88-90 -> 97-102 GOP/s, 88% of the measured peak; int16 76-95 ->
-** 89-139).
+** registers leave no room for more (four rows made products of 4 to 128
+** rows faster than two, `mtpe bench gemm-int`).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -216,11 +213,8 @@ ALWAYS_INLINE void prefetch_next(next_panel *np) {
 ** block over a panel (`whole`: the panel's first group) prefetches all 4
 ** lines of the group PF_GROUPS ahead, which brings the panel (and the first
 ** groups of the next one, panels are contiguous) into the caches for the
-** panel's other blocks; the other blocks prefetch their own lines.
-** `mtpe bench gemm-int`, weights from memory, int8 GOP/s, Zen 3 class
-** EPYC, medians of 3 alternating runs: K = N = 512, 1 / 4 / 8 / 32 rows
-** 17.5 -> 25.7, 41.8 -> 57.3, 59.2 -> 72.0, 82.6 -> 86.7; N = 2048: 4 / 8
-** rows 42.0 -> 72.0, 57.7 -> 89.8.
+** panel's other blocks; the other blocks prefetch their own lines (faster
+** at every row count of `mtpe bench gemm-int`'s weights from memory).
 **
 ** That still leaves each panel's first block waiting on L3 or DRAM: it
 ** prefetches only 16 groups (4 KB) ahead, while it needs a whole 16 KB panel
@@ -228,10 +222,8 @@ ALWAYS_INLINE void prefetch_next(next_panel *np) {
 ** also reads the next panel into L2 (`next`), spread evenly over all the
 ** blocks of the current panel (gemm sets next->lines): a panel's worth of
 ** compute ahead, and for a few rows the panel's first block then finds it in
-** L2.  Decoder shapes (K = 256), weights from memory, medians of 7
-** alternating runs, int8 GOP/s: 1 / 2 / 4 / 8 rows x 4136 columns
-** 21.2 -> 37.6, 40.6 -> 87.5, 55.0 -> 99.4, 72.2 -> 102.2; 8 x 256
-** 68.2 -> 93.1; hot caches unchanged within the noise. */
+** L2 (faster at decoder shapes with the weights from memory; no change
+** with hot caches). */
 ALWAYS_INLINE void block(const int bits, const int mr, const int nv, int64_t ng, const uint8_t *a,
                          int64_t sa, const uint8_t *b, const out_ctx *o, int64_t i0, int64_t col0,
                          int64_t abs_off, const uint8_t *whole, next_panel *next) {

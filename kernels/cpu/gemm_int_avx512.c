@@ -19,7 +19,7 @@
 ** latency.  The row chunks of one panel run back to back so the panel is
 ** re-read from L1/L2.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -31,10 +31,9 @@ enum { NV = KCPU_IGEMM_NC / 16, MR_MAX = 6, GROUP_BYTES = 4 * KCPU_IGEMM_NC };
 /* The first row chunk of a panel reads it from L3 or memory (a decoder
 ** step's weights, 3.6 MB for the default model, do not stay in L2), the
 ** others from L1/L2: that chunk prefetches the group PF_GROUPS ahead (12 KB,
-** into the next panel near the end).  Microbenchmark, 40 rotating weight
-** matrices: 128 x 1024 x 256 846-842 -> 905-887 GOP/s, 32 x 1024 x 256
-** 737-806 -> 925-940, 128 x 256 x 1024 815-831 -> 834-894; 4 rows
-** unchanged (64 groups ahead lost 4% there). */
+** into the next panel near the end): faster with 32 and 128 rows over 40
+** rotating weight matrices, the same with 4 rows (where 64 groups ahead
+** lost). */
 enum { PF_GROUPS = 48 };
 
 ALWAYS_INLINE __mmask16 tail_mask(int64_t left) {
@@ -88,8 +87,9 @@ ALWAYS_INLINE __m512i quant16_u8(const float *x, int64_t p, __mmask16 mk, __m512
 /* 64 columns of an int8 row from p: four vectors of int32 narrowed by two
 ** unsigned-saturating packs (no saturation happens: 1 .. 255) and one dword
 ** permute back into column order; full: all 64 are columns of x, else the
-** columns past k are zeroed.  (The narrowing stores vpmovdb took about 8%
-** of the GEMM's time on the decoder's small products, in perf.) */
+** columns past k are zeroed.  (The narrowing stores vpmovdb were a
+** visible share of the GEMM's time on the decoder's small products, in
+** perf.) */
 ALWAYS_INLINE void quant64_u8(const int full, int64_t k, const float *x, int64_t p, __m512 vq,
                               uint8_t *y) {
     /* after the packs, 128-bit lane l holds columns 4l.. of each of the 4
@@ -258,7 +258,7 @@ ALWAYS_INLINE void block(const int bits, const int mr, const bool pf, int64_t ng
         ** lane (columns reach a lane in increasing order, so each lane keeps
         ** its first maximum; NaN never wins).  (Written out here as the
         ** stores below: in a helper taking acc, GCC 12 kept acc in memory
-        ** through the k loop, 2.4x slower.) */
+        ** through the k loop.) */
         const __m512 vu = _mm512_set1_ps(o->unq);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
@@ -291,8 +291,8 @@ ALWAYS_INLINE void block(const int bits, const int mr, const bool pf, int64_t ng
         return;
     }
     /* epilogue: columns j0 + 16 v + lane < n.  The context in locals: the
-    ** stores to C could alias it, and reloading its fields after each store
-    ** cost about 3% of the product at 410 x 256 x 256. */
+    ** stores to C could alias it, and the fields would be reloaded after
+    ** each store. */
     const int64_t n = o->n, ldc = o->ldc, ldr = o->ldr, ldacc = o->ldacc;
     const float *const bias_p = o->bias, *const res = o->res;
     float *const c = o->c, *const cmax = o->cmax;
@@ -404,9 +404,8 @@ static int chunk_rows(int64_t m_left) {
 ** from i, columns j0 .., or the first rows of the next panel), into L1
 ** while this chunk's k loop runs.  Residuals are a layer's input, written
 ** several products before (the encoder's 410 x 256 ones no longer in L2):
-** the epilogue's loads missed with the sums waiting on them.  Microbenchmark,
-** 40 rotating products with cold residuals: 410 x 256 x 256 118 -> 67 us,
-** 109 x 256 x 1024 73 -> 66 us; hot ones unchanged.  (Prefetching in the k
+** the epilogue's loads missed with the sums waiting on them (faster with
+** cold residuals, unchanged with hot ones).  (Prefetching in the k
 ** loop instead took registers: GCC spilled the pointers.  Spreading the next
 ** panel's weights over a panel's chunks, into L2, gained nothing.)  Inline:
 ** GCC took a function of prefetches only for one without effects and

@@ -2,7 +2,7 @@
 ** gemm_ref.c: plain reference fp32 GEMM (the test oracle for the own
 ** small-M kernel and for the OpenBLAS glue).  Accumulates in double.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 /* Scales C by beta; beta == 0 overwrites (C may hold NaN or garbage). */
 static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {

@@ -32,7 +32,7 @@
 ** swaps two accumulators through the stack in the 2-row streaming loop
 ** (once per 16 FMAs, in a loop bound by DRAM).
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <immintrin.h>
 
@@ -42,7 +42,7 @@
 ** (a multiple of every panel width: 16, 24, 32), KC steps of k per packed
 ** panel of B transposed, KCN steps of k per block of B [k,n] shared by
 ** several row chunks.  CB 48 or 192 and KCN 64 or 128 measured the same
-** within noise; no k blocking was 25% slower at m 8..16, k 2048. */
+** within noise; no k blocking was slower at m 8..16, k 2048. */
 #ifndef KCPU_AVX2_CB
 #define KCPU_AVX2_CB 96
 #endif
@@ -54,9 +54,9 @@
 #endif
 /* B transposed: pack (see gemm_nt_packed) from 4 rows when 8 m >= k.  The
 ** dot products pay one horizontal sum per output, amortized over k; the
-** packing pays one transposition of B, amortized over m (measured on Zen 3:
-** m 4..16 at k 32/64 packing is up to 1.6x faster, at k 256/512 up to m 8
-** the dot products are 1.2x faster, at m 12..16 the two tie). */
+** packing pays one transposition of B, amortized over m (timed on Zen 3:
+** at m 4..16 and k 32/64 packing is faster, at k 256/512 the dot products
+** are up to m 8, at m 12..16 the two tie). */
 #ifndef KCPU_AVX2_PACK
 #define KCPU_AVX2_PACK(m, k) ((m) >= 4 && 8 * (m) >= (k))
 #endif

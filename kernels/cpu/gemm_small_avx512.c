@@ -15,7 +15,7 @@
 ** 8 rows of B, masked k tail, horizontal sums at the end.  ta with tb has no
 ** contiguous direction in either operand and goes to the reference.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <immintrin.h>
 

@@ -6,13 +6,20 @@
 ** contiguous rows of `cols` elements.  Backward kernels ACCUMULATE into their
 ** gradient outputs (dx += ...), so callers zero them once per backward pass.
 ** Every fast path has a plain reference (suffix _ref) that is its test oracle.
+**
+** This header is the kernels' API, what engine/device_cpu.c uses; the
+** per-ISA variants, the references and what the kernel files share among
+** themselves are in kcpu_impl.h (kernels and their tests only).
 */
 #ifndef KCPU_H
 #define KCPU_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "kcpu_attn_job.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,21 +32,13 @@ typedef enum kcpu_isa { KCPU_ISA_REF = 0, KCPU_ISA_AVX2 = 1, KCPU_ISA_AVX512 = 2
 /* Best ISA of this CPU (cpuid + OS xsave check), capped by the environment
 ** variable MT_ISA=ref|avx2|avx512 when set.  Cached after the first call. */
 kcpu_isa kcpu_isa_detect(void);
-/* Test hook: caps the ISA used by dispatching kernels (returns the old one). */
-kcpu_isa kcpu_isa_force(kcpu_isa isa);
+/* ISA the dispatching kernels use now: kcpu_isa_detect() capped by
+** kcpu_isa_force() (kcpu_impl.h, tests). */
+kcpu_isa kcpu_isa_active(void);
 const char *kcpu_isa_name(kcpu_isa isa);
-bool kcpu_cpu_has_avx512_vnni(void);
-bool kcpu_cpu_has_avx512_bf16(void); /* AVX-512 with the BF16 instructions */
 
-/* Sets OPENBLAS_CORETYPE=SkylakeX (unless already set) when the CPU has
-** AVX-512 but OpenBLAS 0.3.21 would not recognise it (Zen 4/5).  Must run
-** before libopenblas initialises: kcpu.c also runs it from an ELF
-** constructor with high priority.  Returns true if it set the variable. */
-bool kcpu_blas_coretype_fixup(void);
 /* Limits OpenBLAS to n threads (1 for per-worker single-threaded BLAS). */
 void kcpu_blas_set_threads(int n);
-/* The threads OpenBLAS uses (what kcpu_blas_set_threads set). */
-int kcpu_blas_threads(void);
 /* The CPU device's own threads (engine/device_cpu.c: it splits bfloat16
 ** products and row-wise ops over them); 0 or 1: none.  Training with
 ** bfloat16 products gives them all the cores and runs OpenBLAS (the float32
@@ -47,6 +46,38 @@ int kcpu_blas_threads(void);
 ** compete with them. */
 void kcpu_set_own_threads(int n);
 int kcpu_own_threads(void);
+/* True when the CPU has AVX-512, OPENBLAS_CORETYPE is unset and the loaded
+** OpenBLAS runs a kernel set without AVX-512 (0.3.21 on Zen 5): the caller
+** (app/main.c) should setenv("OPENBLAS_CORETYPE", "SkylakeX", 1) and re-exec
+** /proc/self/exe, because OpenBLAS picks its kernels in its own ELF
+** constructor, before any code of ours runs.  Cheap; call it once. */
+bool kcpu_blas_needs_reexec(void);
+/* Kernel set OpenBLAS chose ("SkylakeX", "Haswell", ...). */
+const char *kcpu_blas_corename(void);
+
+/* Measured fp32 FMA throughput of one core in GFLOP/s (best of short runs
+** over `seconds`) with the widest FMA this CPU has (AVX-512, else AVX2); 0
+** without either.  For benchmarks. */
+double kcpu_fp32_peak_gflops(double seconds);
+
+/* Kernel micro-benchmarks (kcpu_bench.c), the tables of `mtpe bench
+** gemm|gemm-int|topk|attn`, single-threaded (OpenBLAS set to one thread).
+** Buffers come from io->alloc (64-byte aligned, NULL when out of memory)
+** and go back through io->free (NULL: a no-op); the tables are written to
+** io->out, flushed after each row.  peak: the nominal per-core peak the
+** fractions use (gemm: fp32 GFLOP/s; gemm-int: int8 GOP/s; unused by the
+** others).  Returns KCPU_BENCH_OK, KCPU_BENCH_UNKNOWN (no benchmark of
+** that name; nothing written) or KCPU_BENCH_NOMEM (the message, e.g. "out
+** of memory (packed 512x512)", in io->err). */
+typedef struct kcpu_bench_io {
+    FILE *out;
+    void *(*alloc)(size_t bytes);
+    void (*free)(void *p);
+    char *err; /* err_size bytes, or NULL */
+    size_t err_size;
+} kcpu_bench_io;
+enum { KCPU_BENCH_OK = 0, KCPU_BENCH_UNKNOWN = 1, KCPU_BENCH_NOMEM = 2 };
+int kcpu_bench_run(const char *name, int repeat, double peak, const kcpu_bench_io *io);
 
 /* ----------------------------------------------------------------- GEMM */
 
@@ -73,9 +104,6 @@ void kcpu_gemm_f32_small(bool ta, bool tb, int64_t m, int64_t n, int64_t k, floa
 ** (ISA and OpenBLAS threads): m <= *max_m, and a batch's products of at
 ** most *max_batched multiply-adds; both 0 when there is no own kernel. */
 void kcpu_gemm_f32_small_limits(bool tb, int64_t *max_m, int64_t *max_batched);
-void kcpu_gemm_f32_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                       float *c, int64_t ldc);
 /* Strided batch of GEMMs (batch i uses a + i*sa, b + i*sb, c + i*sc). */
 void kcpu_gemm_f32_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                            const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb,
@@ -105,40 +133,11 @@ typedef enum kcpu_gemm_bf16_impl {
     KCPU_BF16_AVX2 = 1,
     KCPU_BF16_AVX512 = 2
 } kcpu_gemm_bf16_impl;
-bool kcpu_gemm_bf16_available(kcpu_gemm_bf16_impl impl);
 kcpu_gemm_bf16_impl kcpu_gemm_bf16_best(void);
 const char *kcpu_gemm_bf16_name(kcpu_gemm_bf16_impl impl);
 void kcpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
                     void *scratch);
-void kcpu_gemm_bf16_impl_run(kcpu_gemm_bf16_impl impl, bool ta, bool tb, int64_t m, int64_t n,
-                             int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                             int64_t ldb, float beta, float *c, int64_t ldc, void *scratch);
-void kcpu_gemm_bf16_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                        float *c, int64_t ldc);
-/* Internal (gemm_bf16*.c): one tile, kp packed k pairs of an A micro-panel
-** [kp][MR] and a B panel [kp][NR] into C's rows < mr, columns < nr
-** (first: alpha acc + beta C, else C + alpha acc); the scalar store. */
-typedef void (*kcpu_bf16_tile_fn)(int64_t kp, const uint32_t *a, const uint32_t *b, float *c,
-                                  int64_t ldc, int mr, int nr, float alpha, float beta, bool first);
-void kcpu_bf16_tile_avx512(int64_t kp, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc,
-                           int mr, int nr, float alpha, float beta, bool first);
-void kcpu_bf16_tile_avx2(int64_t kp, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc,
-                         int mr, int nr, float alpha, float beta, bool first);
-void kcpu_bf16_tile_store(const float *acc, float *c, int64_t ldc, int mr, int nr, float alpha,
-                          float beta, bool first);
-/* Internal: the packing primitives (gemm_bf16.c's layout): along_k, up to
-** 16 runs of kc floats along k (run l at x + l ld) into units
-** out[p * stride + l]; across_k, n units of two
-** rows of consecutive k (hi NULL: zeros).  The AVX-512 pair (AVX-512 BF16
-** CPUs only) gives the scalar pair's units bit for bit. */
-typedef struct kcpu_bf16_packer {
-    void (*along_k)(const float *x, int64_t ld, int64_t lines, int64_t kc, uint32_t *out,
-                    int64_t stride);
-    void (*across_k)(const float *lo, const float *hi, int64_t n, uint32_t *out);
-} kcpu_bf16_packer;
-extern const kcpu_bf16_packer kcpu_bf16_packer_scalar, kcpu_bf16_packer_avx512;
 
 /* ---------------------------------------------------------- elementwise */
 
@@ -157,18 +156,12 @@ typedef enum kcpu_unary {
     KCPU_UNARY_COUNT
 } kcpu_unary;
 
-/* The ops whose gradient the SIMD variants compute from y = f(x). */
-static inline bool kcpu_unary_grad_uses_y(kcpu_unary op) {
-    return op == KCPU_TANH || op == KCPU_SIGMOID || op == KCPU_EXP || op == KCPU_SQRT;
-}
-
 /* y[i] = f(x[i]).  alpha is used by SCALE and ADD_SCALAR.  x == y allowed. */
 void kcpu_unary_fwd(kcpu_unary op, int64_t n, float alpha, const float *x, float *y);
 /* dx[i] += dy[i] * f'(x[i]); y = f(x) is given too (tanh, sigmoid, exp,
 ** sqrt use it). */
 void kcpu_unary_bwd(kcpu_unary op, int64_t n, float alpha, const float *x, const float *y,
                     const float *dy, float *dx);
-void kcpu_unary_fwd_ref(kcpu_unary op, int64_t n, float alpha, const float *x, float *y);
 
 typedef enum kcpu_binary { KCPU_ADD = 0, KCPU_SUB, KCPU_MUL, KCPU_DIV, KCPU_BINARY_COUNT } kcpu_binary;
 
@@ -200,10 +193,7 @@ void kcpu_masked_fill_bwd(int ndim, const int64_t *shape, const int64_t *sm, con
 void kcpu_softmax_fwd(int64_t rows, int64_t cols, const float *x, float *y);
 void kcpu_softmax_bwd(int64_t rows, int64_t cols, const float *y, const float *dy, float *dx);
 void kcpu_log_softmax_fwd(int64_t rows, int64_t cols, const float *x, float *y);
-void kcpu_log_softmax_bwd(int64_t rows, int64_t cols, const float *y, const float *dy,
-                          float *dx);
-void kcpu_softmax_fwd_ref(int64_t rows, int64_t cols, const float *x, float *y);
-void kcpu_log_softmax_fwd_ref(int64_t rows, int64_t cols, const float *x, float *y);
+void kcpu_log_softmax_bwd(int64_t rows, int64_t cols, const float *y, const float *dy, float *dx);
 
 /* Cross-entropy with label smoothing ls per row:
 **   loss[r] = -(1-ls) * logp[r, y_r] - ls/cols * sum_v logp[r, v]
@@ -220,8 +210,6 @@ void kcpu_xent_bwd(int64_t rows, int64_t cols, const float *logp, const int32_t 
 ** mean and rstd (rows each) are written for backward (may be NULL). */
 void kcpu_layernorm_fwd(int64_t rows, int64_t cols, const float *x, const float *gamma,
                         const float *beta, float eps, float *y, float *mean, float *rstd);
-void kcpu_layernorm_fwd_ref(int64_t rows, int64_t cols, const float *x, const float *gamma,
-                            const float *beta, float eps, float *y, float *mean, float *rstd);
 /* kcpu_layernorm_fwd of x + res (a residual connection and the norm after
 ** it, as Marian's post-processing "an"): the sum of a block of rows is
 ** written to y and normalized there while it is in L1, the same floats as
@@ -275,27 +263,11 @@ void kcpu_f32_to_f16(int64_t n, const float *x, uint16_t *y);
 ** inputs to signed zero, NaN kept quiet; widening is exact. */
 void kcpu_bf16_to_f32(int64_t n, const uint16_t *x, float *y);
 void kcpu_f32_to_bf16(int64_t n, const float *x, uint16_t *y);
-void kcpu_f32_to_bf16_ref(int64_t n, const float *x, uint16_t *y);
-void kcpu_f32_to_bf16_avx512(int64_t n, const float *x, uint16_t *y);
 /* Row pairs to bfloat16 pairs: for each of rows pairs of f32 rows (x + 2 r
 ** len: the even row, then the odd one), y[r len + i] holds element i of
 ** the even row in its low half and of the odd one in its high half
 ** (kcpu_bf16_of each): [R, 2, L] -> [R, L, 2]. */
 void kcpu_f32_to_bf16_pairs(int64_t rows, int64_t len, const float *x, uint32_t *y);
-void kcpu_f32_to_bf16_pairs_avx512(int64_t rows, int64_t len, const float *x, uint32_t *y);
-static inline uint16_t kcpu_bf16_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN */
-    if ((u & 0x7f800000u) == 0) u &= 0x80000000u; /* subnormal: signed zero */
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-static inline float kcpu_bf16_val(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 /* ---------------------------------------------------------- optimizer */
 
@@ -309,110 +281,6 @@ void kcpu_adam_f32(int64_t n, float *w, const float *g, float *m, float *v, floa
 void kcpu_smooth_f32(int64_t n, const float *w, float *s, float beta);
 /* Sum of squares (for global norms), accumulated in double. */
 double kcpu_sumsq_f32(int64_t n, const float *x);
-
-/* ------------------------------------------- additions: ISA, BLAS, variants */
-
-/* ISA the dispatching kernels use now: kcpu_isa_detect() capped by
-** kcpu_isa_force().  */
-kcpu_isa kcpu_isa_active(void);
-/* True when the CPU has AVX-512, OPENBLAS_CORETYPE is unset and the loaded
-** OpenBLAS runs a kernel set without AVX-512 (0.3.21 on Zen 5): the caller
-** (app/main.c) should setenv("OPENBLAS_CORETYPE", "SkylakeX", 1) and re-exec
-** /proc/self/exe, because OpenBLAS picks its kernels in its own ELF
-** constructor, before any code of ours runs.  Cheap; call it once. */
-bool kcpu_blas_needs_reexec(void);
-/* Kernel set OpenBLAS chose ("SkylakeX", "Haswell", ...). */
-const char *kcpu_blas_corename(void);
-
-/* Measured fp32 FMA throughput of one core in GFLOP/s (best of short runs
-** over `seconds`) with the widest FMA this CPU has (AVX-512, else AVX2); 0
-** without either.  For benchmarks. */
-double kcpu_fp32_peak_gflops(double seconds);
-double kcpu_fma_flops_avx512(int64_t iters); /* runs the probe, returns flops */
-double kcpu_fma_flops_avx2(int64_t iters);
-
-/* Per-ISA variants, exported for tests and benchmarks.  The _avx512
-** functions exist only when MT_HAVE_AVX512_BUILD and may run only when
-** kcpu_isa_detect() >= KCPU_ISA_AVX512; the dispatching entries check it. */
-void kcpu_gemm_f32_small_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                                const float *a, int64_t lda, const float *b, int64_t ldb,
-                                float beta, float *c, int64_t ldc);
-/* The same for AVX2 + FMA (always built; may run when kcpu_isa_detect() >=
-** KCPU_ISA_AVX2). */
-void kcpu_gemm_f32_small_avx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                              const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                              float *c, int64_t ldc);
-void kcpu_unary_fwd_avx512(kcpu_unary op, int64_t n, float alpha, const float *x, float *y);
-void kcpu_unary_bwd_avx512(kcpu_unary op, int64_t n, float alpha, const float *x,
-                           const float *y, const float *dy, float *dx);
-void kcpu_unary_bwd_ref(kcpu_unary op, int64_t n, float alpha, const float *x, const float *y,
-                        const float *dy, float *dx);
-/* Inner loops of the broadcasting binary ops (row of n, strides ia/ib in
-** {0, 1}); the drivers in elementwise.c walk the outer dims. */
-void kcpu_binary_row_avx512(kcpu_binary op, int64_t n, const float *a, int64_t ia,
-                            const float *b, int64_t ib, float *y);
-void kcpu_binary_row_bwd_avx512(kcpu_binary op, int64_t n, const float *a, int64_t ia,
-                                const float *b, int64_t ib, const float *dy, float *da,
-                                float *db);
-void kcpu_softmax_fwd_avx512(int64_t rows, int64_t cols, const float *x, float *y);
-void kcpu_log_softmax_fwd_avx512(int64_t rows, int64_t cols, const float *x, float *y);
-void kcpu_softmax_bwd_avx512(int64_t rows, int64_t cols, const float *y, const float *dy,
-                             float *dx);
-void kcpu_log_softmax_bwd_avx512(int64_t rows, int64_t cols, const float *y, const float *dy,
-                                 float *dx);
-void kcpu_softmax_bwd_ref(int64_t rows, int64_t cols, const float *y, const float *dy,
-                          float *dx);
-void kcpu_log_softmax_bwd_ref(int64_t rows, int64_t cols, const float *y, const float *dy,
-                              float *dx);
-void kcpu_xent_bwd_avx512(int64_t rows, int64_t cols, const float *logp, const int32_t *labels,
-                          float ls, const float *dloss, float *dx);
-void kcpu_xent_bwd_ref(int64_t rows, int64_t cols, const float *logp, const int32_t *labels,
-                       float ls, const float *dloss, float *dx);
-void kcpu_layernorm_fwd_avx512(int64_t rows, int64_t cols, const float *x, const float *gamma,
-                               const float *beta, float eps, float *y, float *mean,
-                               float *rstd);
-void kcpu_layernorm_bwd_avx512(int64_t rows, int64_t cols, const float *x, const float *gamma,
-                               const float *mean, const float *rstd, const float *dy,
-                               float *dx, float *dgamma, float *dbeta);
-void kcpu_layernorm_bwd_ref(int64_t rows, int64_t cols, const float *x, const float *gamma,
-                            const float *mean, const float *rstd, const float *dy, float *dx,
-                            float *dgamma, float *dbeta);
-void kcpu_adam_f32_avx512(int64_t n, float *w, const float *g, float *m, float *v, float lr,
-                          float b1, float b2, float eps, float wd, float c1, float c2);
-void kcpu_adam_f32_ref(int64_t n, float *w, const float *g, float *m, float *v, float lr,
-                       float b1, float b2, float eps, float wd, float c1, float c2);
-/* AVX2 + FMA variants of the same kernels (elementwise_avx2.c; always
-** compiled, run only when kcpu_isa_detect() >= KCPU_ISA_AVX2).  The
-** dispatchers use them when kcpu_isa_active() is KCPU_ISA_AVX2, or above it
-** in a build without the AVX-512 variants. */
-void kcpu_unary_fwd_avx2(kcpu_unary op, int64_t n, float alpha, const float *x, float *y);
-void kcpu_unary_bwd_avx2(kcpu_unary op, int64_t n, float alpha, const float *x, const float *y,
-                         const float *dy, float *dx);
-void kcpu_binary_row_avx2(kcpu_binary op, int64_t n, const float *a, int64_t ia, const float *b,
-                          int64_t ib, float *y);
-void kcpu_binary_row_bwd_avx2(kcpu_binary op, int64_t n, const float *a, int64_t ia, const float *b,
-                              int64_t ib, const float *dy, float *da, float *db);
-void kcpu_softmax_fwd_avx2(int64_t rows, int64_t cols, const float *x, float *y);
-void kcpu_log_softmax_fwd_avx2(int64_t rows, int64_t cols, const float *x, float *y);
-void kcpu_softmax_bwd_avx2(int64_t rows, int64_t cols, const float *y, const float *dy, float *dx);
-void kcpu_log_softmax_bwd_avx2(int64_t rows, int64_t cols, const float *y, const float *dy,
-                               float *dx);
-void kcpu_xent_bwd_avx2(int64_t rows, int64_t cols, const float *logp, const int32_t *labels,
-                        float ls, const float *dloss, float *dx);
-void kcpu_layernorm_fwd_avx2(int64_t rows, int64_t cols, const float *x, const float *gamma,
-                             const float *beta, float eps, float *y, float *mean, float *rstd);
-void kcpu_layernorm_bwd_avx2(int64_t rows, int64_t cols, const float *x, const float *gamma,
-                             const float *mean, const float *rstd, const float *dy, float *dx,
-                             float *dgamma, float *dbeta);
-void kcpu_adam_f32_avx2(int64_t n, float *w, const float *g, float *m, float *v, float lr, float b1,
-                        float b2, float eps, float wd, float c1, float c2);
-/* f16 conversion: exact scalar reference (round to nearest even, NaN kept
-** quiet with its top payload bits as F16C does) and the F16C variant (AVX2
-** level and above). */
-void kcpu_f16_to_f32_ref(int64_t n, const uint16_t *x, float *y);
-void kcpu_f32_to_f16_ref(int64_t n, const float *x, uint16_t *y);
-void kcpu_f16_to_f32_avx2(int64_t n, const uint16_t *x, float *y);
-void kcpu_f32_to_f16_avx2(int64_t n, const float *x, uint16_t *y);
 
 /* --------------------------------------------------------- integer GEMM */
 
@@ -467,8 +335,8 @@ void kcpu_f32_to_f16_avx2(int64_t n, const float *x, uint16_t *y);
 ** (Bergamot's "shift" with an exact integer correction); int16: vpdpwssd).
 ** The dispatching entries pick VNNI when kcpu_isa_active() >= AVX512 and
 ** the CPU has AVX512_VNNI, else AVX2 when >= AVX2, else REF (so MT_ISA and
-** kcpu_isa_force() apply); SAT16 (below) when intgemm's saturating int8
-** paths are emulated.  Kernels are single-threaded and allocate nothing.
+** kcpu_isa_force() apply); SAT16 (kcpu_impl.h) when intgemm's saturating
+** int8 paths are emulated.  Kernels are single-threaded and allocate nothing.
 **
 ** Packed B (caller-provided memory, 64-byte aligned, kcpu_pack_i*_bytes()):
 **
@@ -493,7 +361,6 @@ void kcpu_f32_to_f16_avx2(int64_t n, const float *x, uint16_t *y);
 */
 
 enum { KCPU_IGEMM_NC = 64 }; /* columns per packed panel */
-#define KCPU_I16_MULT 1024.0f /* int16 multiplier 2^10 */
 
 typedef enum kcpu_igemm_impl {
     KCPU_IGEMM_REF = 0,   /* portable C                                  */
@@ -503,52 +370,16 @@ typedef enum kcpu_igemm_impl {
     KCPU_IGEMM_COUNT
 } kcpu_igemm_impl;
 
-/* True when impl was compiled in and this CPU can run it (REF, SAT16:
-** always). */
-bool kcpu_igemm_available(kcpu_igemm_impl impl);
 /* The variant the dispatching entries use now (see above): SAT16 whenever
-** kcpu_intgemm_emulated() is nonzero. */
+** kcpu_intgemm_emulated() (kcpu_impl.h) is nonzero. */
 kcpu_igemm_impl kcpu_igemm_active(void);
 const char *kcpu_igemm_name(kcpu_igemm_impl impl);
 
-/*
-** Emulation of intgemm's int8 code paths other than AVX512VNNI (the ones
-** Marian runs when the CPU or INTGEMM_CPUID=SSSE3|AVX2|AVX512BW says so;
-** intgemm multiply.h INTGEMM_MULTIPLY8, avx512_gemm.h Kernels8::Multiply).
-** There, for a register of R bytes (SSSE3 16, AVX2 32, AVX512BW 64), each
-** 16-bit lane l < R/2 accumulates over the chunks c of R consecutive inner
-** positions the pair |a| sign(b, a) at k = cR + 2l and cR + 2l + 1 (vpmaddubsw:
-** exactly a b for |a|, |b| <= 127, at most 2 * 127^2 = 32258) with a
-** SATURATING 16-bit add (vpaddsw) per chunk; only then are the R/2 lanes
-** widened to int32 and summed.  So an int8 accumulator is
-**   acc = sum over l of sat16-fold over c of (a[cR+2l] b[cR+2l] + a[cR+2l+1] b[cR+2l+1])
-** and differs from the exact sum (VNNI's vpdpbusds, and every other variant
-** here) where a lane passes +-32767 on the way; which lanes group which
-** products depends on R, so the three paths can differ from one another.
-** KCPU_IGEMM_SAT16 computes exactly that (int16 products: the exact REF,
-** as intgemm's int16 path wraps in int32 like REF), with quantization,
-** dequantization and epilogues as REF.  It is the one int8 variant whose
-** accumulators differ from the others', and the error bound above does not
-** hold for it where a lane saturates.
-**
-** R is 0 (no emulation: the native kernels) unless the environment variable
-** INTGEMM_CPUID, read at the first call, is SSSE3, AVX2 or AVX512BW (Marian's
-** own variable, case-insensitive); AVX512VNNI and other values leave it 0.
-** kcpu_intgemm_emulate sets it (0, 16, 32 or 64; returns the old value).
-** SAT16 called explicitly while R is 0 emulates AVX512BW (R = 64).
-*/
-int kcpu_intgemm_emulated(void);
-int kcpu_intgemm_emulate(int reg_bytes);
-
-/* 127 / maxabs, or 1 when maxabs is 0 or 127 / maxabs is not finite. */
-float kcpu_i8_mult(float maxabs);
 /* max |x| over rows x cols (row stride ld); NaN elements are skipped. */
 float kcpu_maxabs_f32(int64_t rows, int64_t cols, const float *x, int64_t ld);
 /* Reference quantizers (the rules above): y[i] = q(x[i] * mult). */
 void kcpu_quantize_i8(int64_t n, const float *x, float mult, int8_t *y);
 void kcpu_quantize_i16(int64_t n, const float *x, float mult, int16_t *y);
-/* 1.0f / (qa * qb) in float (the product rounded first), as Marian. */
-float kcpu_igemm_unquant(float qa, float qb);
 
 /* Bytes of the packed B for k x n (k >= 0, n >= 1). */
 size_t kcpu_pack_i8_bytes(int64_t k, int64_t n);
@@ -580,14 +411,6 @@ void kcpu_pack_i16_q(int64_t k, int64_t n, const int16_t *bq, int64_t ldb, bool 
 ** the whole B, bit for bit: a lexical shortlist of an integer output layer
 ** (Marian: intgemm's SelectColumnsB on the prepared matrix). */
 void kcpu_pack_select(const void *packed, int64_t n_sel, const int32_t *cols, void *out);
-/* Column by column, any ISA (the oracle of the AVX-512 path, which serves
-** ascending columns). */
-void kcpu_pack_select_ref(const void *packed, int64_t n_sel, const int32_t *cols, void *out);
-/* Internal (gemm_int.c): the 4-byte units of the strictly ascending columns
-** cols of the panels at src (panel bytes each, `units` per column) into the
-** panels at dst, column jo at jo's place; nothing else of dst is written. */
-void kcpu_select_units_avx512(const char *src, char *dst, size_t panel, int64_t units,
-                              int64_t n_sel, const int32_t *cols);
 
 typedef struct kcpu_packed_info {
     int bits;         /* 8 or 16                    */
@@ -613,18 +436,11 @@ size_t kcpu_gemm_i16_scratch_bytes(int64_t m, int64_t k);
 ** with row stride lda (k, n from the packed header), bias [n] or NULL.
 ** packed_b must come from kcpu_pack_i8* (resp. _i16*): the kernels do not
 ** check (kcpu_packed_get_info does, for callers at a trust boundary).
-** Dispatching entries, then the same with an explicit variant (which must
-** be kcpu_igemm_available()). */
+** Dispatching entries (kcpu_impl.h: the same with an explicit variant). */
 void kcpu_gemm_i8(int64_t m, const float *a, int64_t lda, const void *packed_b,
                   const float *bias, float *c, int64_t ldc, void *scratch);
-void kcpu_gemm_i16(int64_t m, const float *a, int64_t lda, const void *packed_b,
-                   const float *bias, float *c, int64_t ldc, void *scratch);
-void kcpu_gemm_i8_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
-                       const void *packed_b, const float *bias, float *c, int64_t ldc,
-                       void *scratch);
-void kcpu_gemm_i16_impl(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
-                        const void *packed_b, const float *bias, float *c, int64_t ldc,
-                        void *scratch);
+void kcpu_gemm_i16(int64_t m, const float *a, int64_t lda, const void *packed_b, const float *bias,
+                   float *c, int64_t ldc, void *scratch);
 /* Any of them (bits 8 or 16) with the activation fused into the output:
 ** relu stores max(A.B (+ bias), 0) (a feed-forward layer's first product:
 ** no second pass over its output). */
@@ -675,8 +491,8 @@ void kcpu_gemm_int_argmax(int bits, kcpu_igemm_impl impl, int64_t m, const float
 ** (bias NULL) of C = kcpu_gemm_int_ex's A.B + bias, bit for bit, without a
 ** whole C in memory.  Where the top-k is resumable (kcpu_topk_resumable):
 ** C a few panels of columns at a time, their top-k while they are in cache
-** (the weights read once per step; test set, int8 + shortlist, beam 4: 3.5%
-** faster end to end than the blocks of rows below).  Elsewhere: all rows at
+** (the weights read once per step; faster end to end than the blocks of
+** rows below).  Elsewhere: all rows at
 ** once where C is at most 1.5 MB, else blocks of rows whose C (at most 1 MB)
 ** is still in cache for their top-k.  int8: max|A| of all m rows first
 ** where there are several blocks, so that each quantizes as the whole
@@ -686,12 +502,6 @@ size_t kcpu_gemm_int_topk_scratch_bytes(int bits, int64_t m, int64_t k, int64_t 
 void kcpu_gemm_int_topk(int bits, kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
                         const void *packed_b, const float *bias, int32_t k, int32_t *out_idx,
                         float *out_logp, void *scratch);
-/* The raw int32 accumulators acc[m, n] (row stride ldacc) instead of C;
-** returns qa (int8: 127/max|A|; int16: 2^10).  For tests. */
-float kcpu_gemm_i8_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
-                       const void *packed_b, int32_t *acc, int64_t ldacc, void *scratch);
-float kcpu_gemm_i16_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t lda,
-                        const void *packed_b, int32_t *acc, int64_t ldacc, void *scratch);
 
 /* Measured integer multiply-add throughput of one core, GOP/s, best of
 ** short runs over `seconds`, with the instructions of the active integer
@@ -701,48 +511,6 @@ float kcpu_gemm_i16_acc(kcpu_igemm_impl impl, int64_t m, const float *a, int64_t
 ** vpaddd (int16, 32 ops); 0 for the reference.  For benchmarks. */
 double kcpu_int_peak_gops(bool int16, double seconds);
 const char *kcpu_int_peak_what(bool int16);
-double kcpu_int_ops_avx2(bool int16, int64_t iters); /* the AVX2 probe: returns ops */
-
-/* Internal: one call as gemm_int.c hands it to a variant (separately
-** compiled ISA files).  The variant computes and quantizes A itself. */
-typedef struct kcpu_igemm_job {
-    int64_t m, k, n, kp, np;
-    const float *a;         /* [m,k], row stride lda           */
-    int64_t lda;
-    const void *panels;     /* packed B panels                 */
-    const int32_t *corr;    /* int8: [np] shift correction     */
-    float qb;
-    void *scratch;          /* 64-byte aligned; int8: m rows of A
-                               quantized, then m rows of |A| (AVX2) */
-    int64_t sa;             /* scratch row stride, bytes       */
-    const float *bias;      /* float output: [n] or NULL       */
-    float *c;               /* float output, or NULL for acc   */
-    int64_t ldc;
-    int32_t *acc;           /* int32 output when c == NULL     */
-    int64_t ldacc;
-    float qa;               /* out: the activation multiplier  */
-    bool relu;              /* float output: max(., 0) after the bias */
-    /* VNNI, c and acc NULL: each row's running maximum per lane of C +
-    ** skip (kcpu_gemm_int_argmax), am_val [m, 16] (start -inf) and the
-    ** column of each, am_idx [m, 16] */
-    float *am_val;
-    int32_t *am_idx;
-    const float *skip;
-    const float *res; /* float output: + res[i * ldr + j] after the bias (or NULL) */
-    int64_t ldr;
-    int phase; /* KCPU_IGEMM_BOTH, or only QUANT (A into the scratch, qa out),
-                  or only the PRODUCT (the scratch holds A, qa given) */
-    bool a_max_known; /* int8: max|A| is a_maxabs (not measured again)     */
-    float a_maxabs;
-    float *c_maxabs; /* float output: max |C| over the stored values (NaN
-                        skipped, as kcpu_maxabs_f32), or NULL                */
-} kcpu_igemm_job;
-enum { KCPU_IGEMM_BOTH = 0, KCPU_IGEMM_QUANT = 1, KCPU_IGEMM_PRODUCT = 2 };
-void kcpu_igemm_i8_avx2(kcpu_igemm_job *job);
-void kcpu_igemm_i16_avx2(kcpu_igemm_job *job);
-void kcpu_igemm_i8_vnni(kcpu_igemm_job *job);
-void kcpu_igemm_i16_vnni(kcpu_igemm_job *job);
-double kcpu_vnni_ops_avx512(bool int16, int64_t iters); /* the probe: returns ops */
 
 /* ------------------------------------------------ fused softmax / top-k */
 
@@ -795,50 +563,6 @@ void kcpu_softmax_topk_short(int64_t rows, int64_t n_short, const float *logits,
 void kcpu_softmax_topk_ex(int64_t rows, int64_t cols, const float *logits, const float *bias,
                           const int32_t *cols_idx, const float *row_off, int32_t k,
                           int32_t *out_idx, float *out_val, float *out_lse);
-void kcpu_softmax_topk_ex_ref(int64_t rows, int64_t cols, const float *logits,
-                              const float *bias, const int32_t *cols_idx, const float *row_off,
-                              int32_t k, int32_t *out_idx, float *out_val, float *out_lse);
-void kcpu_softmax_topk_ex_avx512(int64_t rows, int64_t cols, const float *logits,
-                                 const float *bias, const int32_t *cols_idx,
-                                 const float *row_off, int32_t k, int32_t *out_idx,
-                                 float *out_val, float *out_lse);
-void kcpu_softmax_topk_ex_avx2(int64_t rows, int64_t cols, const float *logits, const float *bias,
-                               const int32_t *cols_idx, const float *row_off, int32_t k,
-                               int32_t *out_idx, float *out_val, float *out_lse);
-
-/* The same, resumable: the columns of each row arrive in pieces (the output
-** layer's GEMM writes a few panels of C at a time, whose top-k is taken
-** while they are in cache: kcpu_gemm_int_topk).  Per row a kcpu_topk_row
-** keeps its online (m, d) lanes and heap count between pieces; the heap
-** lives in the outputs as above.  kcpu_topk_start: rows begin empty.
-** kcpu_topk_piece: base is the first column not yet counted (0, then what
-** the previous piece returned, the same for every row); x [rows] (row
-** stride ldx) holds the columns base .. avail of the rows (avail a
-** multiple of 64 past base, or cols for the last piece); returns the first
-** column not counted (below avail by less than 64, whose columns the next
-** piece must hold again from its base; cols after the last).  kcpu_topk_end
-** writes the outputs (no lse, cols_idx or row_off).  The results are
-** kcpu_softmax_topk_ex's of the whole rows (bias NULL), bit for bit,
-** however the columns are cut.  Only where kcpu_topk_resumable() (the
-** AVX-512 variant is the one that dispatches). */
-typedef struct kcpu_topk_row {
-    float m[64], d[64];
-    int32_t n;
-    int32_t pad[15];
-} kcpu_topk_row;
-bool kcpu_topk_resumable(void);
-void kcpu_topk_start(int64_t rows, kcpu_topk_row *st);
-int64_t kcpu_topk_piece(int64_t rows, int64_t cols, const float *x, int64_t ldx, int64_t base,
-                        int64_t avail, int32_t k, kcpu_topk_row *st, int32_t *out_idx,
-                        float *out_val);
-void kcpu_topk_end(int64_t rows, int64_t cols, int32_t k, const kcpu_topk_row *st, int32_t *out_idx,
-                   float *out_val);
-void kcpu_topk_start_avx512(int64_t rows, kcpu_topk_row *st);
-int64_t kcpu_topk_piece_avx512(int64_t rows, int64_t cols, const float *x, int64_t ldx,
-                               int64_t base, int64_t avail, int32_t k, kcpu_topk_row *st,
-                               int32_t *out_idx, float *out_val);
-void kcpu_topk_end_avx512(int64_t rows, int64_t cols, int32_t k, const kcpu_topk_row *st,
-                          int32_t *out_idx, float *out_val);
 
 /* Merges n_lists lists of k_in entries (list l at val + l*k_in, idx +
 ** l*k_in), each sorted best first as kcpu_softmax_topk_ex writes them, into
@@ -872,162 +596,16 @@ void kcpu_softmax_topk_beam(int64_t n_sent, const int32_t *rows_per_sent, int64_
 ** is cols_idx[out_idx[r]].  1 <= cols < 2^31. */
 void kcpu_argmax_rows(int64_t rows, int64_t cols, const float *logits, const float *bias,
                       int32_t *out_idx, float *out_val);
-void kcpu_argmax_rows_ref(int64_t rows, int64_t cols, const float *logits, const float *bias,
-                          int32_t *out_idx, float *out_val);
-void kcpu_argmax_rows_avx512(int64_t rows, int64_t cols, const float *logits, const float *bias,
-                             int32_t *out_idx, float *out_val);
-void kcpu_argmax_rows_avx2(int64_t rows, int64_t cols, const float *logits, const float *bias,
-                           int32_t *out_idx, float *out_val);
 
-/* ----------------------------------------------------- fused attention
-** Attention of n query rows, each over keys and values of its own: scores,
-** additive mask, softmax and the weighted sum of the values in one kernel,
-** instead of batched products per row and head with a softmax between
-** them.  For row i and head h, with r = ids ? ids[i] : i and its key count
-** tn = lens ? lens[i] : th:
-**   keys    K[t] = kh + r sr + h sh + t st   (t < tn, dk floats each), then
-**           kr + ((i heads + h) tr + t - tn) dk   (tn <= t < tn + tr)
-**           or, with ksc > 0 (keys transposed), element c of K[t]
-**           (t < th) at kh + r ksr + h ksh + c ksc + t
-**   values  V[t] likewise from vh, vr (always by sr, sh, st)
-**   s[t] = alpha q[i, h dk .. h dk + dk) . K[t] + (mask ? mask[r (th + tr) + t] : 0)
-**   o[i, h dk .. h dk + dk) = sum_t softmax(s)[t] V[t]
-** q row i at q + i ldq, o row i at o + i ldo, heads dk apart (merged).
-** Decoding caches [n0, heads, th, dk]: sr = heads th dk, sh = th dk, st =
-** dk.  Rows of a packed batch [T, heads dk] over their sentence's rows
-** (ids = the sentence's first row, lens its length): sr = st = heads dk,
-** sh = dk.  A cross-attention context with transposed keys [n0, heads, dk,
-** th] and values [n0, th, heads dk]: ksr = heads dk th, ksh = dk th, ksc =
-** th; sr = th heads dk, sh = dk, st = heads dk.  A frozen history with
-** transposed keys and values [n0, heads, th, dk]: the same k strides, v as
-** decoding caches.  kr, vr [n, heads, tr, dk]
-** (unused when tr = 0).  mask: with lens NULL only.  The caller checks that
-** ids, lens and strides stay inside the arrays; tn + tr >= 1 for every
-** row.  scratch: kcpu_attn_scratch_floats(heads, dk, th + tr) floats (th: the
-** largest tn).  No allocation; o must not alias the inputs.
-** Rows run one at a time: the scores of all its heads, then their
-** softmaxes (kcpu_softmax_fwd's max, exp, sum, 1/sum), then the weighted
-** sums, so that the heads' independent chains overlap.  With transposed
-** keys, a run of up to 4 rows with one id (a sentence's hypotheses) scores
-** together: each 16 keys' row of K^T is loaded once for all of them, and
-** a score is a sum of broadcast products (no horizontal sums).  Dot
-** products and sums run in another order than the unfused ops: results
-** agree with them to rounding.
-** Half-precision history: with transposed keys (ksc > 0) and kh16 set, the
-** keys and values t < tn are IEEE binary16 at kh16 and vh16 (the same
-** strides, in elements; kh and vh unused), widened to f32 as they are read
-** (exactly: every binary16 is a float); kr, vr, q and o stay f32.  Half the
-** bytes of what a decoding step reads most (the context and the frozen
-** history, from L3 at long lengths and large batches).
-** starts: rows at their own positions (top-up batching) attend only to keys
-** starts[i] .. tn + tr - 1, the earlier ones are another row's or padding:
-** the softmax and the weighted sum skip them (as a mask of -inf would, but
-** without their work); the scores of a run are still computed for all. */
-typedef struct kcpu_attn_job {
-    int64_t n, heads, dk, th, tr;
-    float alpha;
-    const float *q;
-    int64_t ldq;
-    const float *kh, *vh;
-    int64_t sr, sh, st;
-    int64_t ksr, ksh, ksc;
-    const int32_t *ids, *lens;
-    const float *kr, *vr;
-    const float *mask;
-    float *o;
-    int64_t ldo;
-    float *scratch;
-    const uint16_t *kh16, *vh16; /* f16 history (ksc > 0), or NULL */
-    const int32_t *starts;       /* or NULL: row i's keys t < starts[i] are left
-                                    out (0 <= starts[i] < tn + tr)          */
-    const uint32_t *khp, *vhp;   /* bfloat16 pairs (below), or NULL         */
-    const uint32_t *khq;         /* int8 keys (below, with vh16), or NULL   */
-} kcpu_attn_job;
+/* ----------------------------------------------------- fused attention */
 
-/* int8 keys (khq; ksc > 0, dk % 4 == 0 up to KCPU_Q8_DK_MAX; values t < tn f16 at vh16,
-** kh and kh16 unused): each key (row, head, position) is quantized on its
-** own, scale = max |k_c| / 127, k8_c = k_c 127 / max rounded to nearest
-** even (kcpu_q8_key).  32-bit units, [N0, H, dk / 4 + 1, Th]: unit r ksr + h
-** ksh + c4 ksc + t (c4 < dk / 4) holds elements 4 c4 .. 4 c4 + 3 of key t,
-** byte e = k8 + 128 (element 4 c4 + e); unit c4 = dk / 4 holds the key's
-** scale (float bits); ksh = (dk / 4 + 1) ksc.  The query of each row and
-** head is quantized the same way (kcpu_q8_query), and the score of key t <
-** tn is (float)(sum_c q8_c k8_c) * (scale_t * qa), qa = alpha max |q| / 127:
-** the integer sum is exact (a VNNI product of unsigned keys by signed
-** query bytes, less 128 sum_c q8_c), so every variant gives these scores
-** bit for bit.  A quarter of the key bytes of f32, half of f16, and a
-** quarter of f16's instructions per key (AVX-512 VNNI). */
-static inline float kcpu_q8_scale_of(float amax) { return amax / 127.0f; }
-/* x clamped to [-127, 127] in float, then rounded half to even (as
-** vcvtps2dq in the default mode; 1.5 * 2^23 added and subtracted). */
-static inline int32_t kcpu_round_even(float x) {
-    x = x >= -127.0f ? x : -127.0f;
-    x = x <= 127.0f ? x : 127.0f;
-    return (int32_t)((x + 12582912.0f) - 12582912.0f);
-}
-/* The dk elements of k as bytes k8 + 128 (out[c]); returns the scale. */
-/* max |x_c| of n floats to *amax; returns the multiplier 127 / max (0 for
-** a max of 0). */
-static inline float kcpu_q8_mult(const float *x, int64_t n, float *amax) {
-    float mx = 0.0f;
-    for (int64_t c = 0; c < n; c++) {
-        float a = x[c] < 0.0f ? -x[c] : x[c];
-        mx = a > mx ? a : mx;
-    }
-    *amax = mx;
-    return mx > 0.0f ? 127.0f / mx : 0.0f;
-}
-static inline float kcpu_q8_key(const float *k, int64_t dk, uint8_t *out) {
-    float mx;
-    const float inv = kcpu_q8_mult(k, dk, &mx);
-    for (int64_t c = 0; c < dk; c++) {
-        out[c] = (uint8_t)(kcpu_round_even(k[c] * inv) + 128);
-    }
-    return kcpu_q8_scale_of(mx);
-}
-/* The dk elements of q as int8 (q8[c]), their sum to *sum; returns qa =
-** alpha max |q| / 127 (0 when q is 0).  Inputs must be finite. */
-static inline float kcpu_q8_query(const float *q, int64_t dk, float alpha, int8_t *q8,
-                                  int32_t *sum) {
-    float mx;
-    const float inv = kcpu_q8_mult(q, dk, &mx);
-    int32_t s = 0;
-    for (int64_t c = 0; c < dk; c++) {
-        q8[c] = (int8_t)kcpu_round_even(q[c] * inv);
-        s += q8[c];
-    }
-    *sum = s;
-    return alpha * kcpu_q8_scale_of(mx);
-}
-/* The largest head size of int8 keys (every variant: dk % 4 == 0 and dk <=
-** KCPU_Q8_DK_MAX, the builders' check). */
-enum { KCPU_Q8_DK_MAX = 256 };
-
-/* bfloat16 pairs (khp, vhp; kh, vh, kh16 and vh16 unused; ksc > 0, dk
-** even): each 32-bit unit holds two bfloat16, the even one in the low
-** half, so that one AVX-512 BF16 dot product (vdpbf16ps) takes two
-** multiply-adds per lane with no conversion.  Keys pair elements: unit
-** r ksr + h ksh + (c / 2) ksc + t holds elements c & ~1 and c | 1 of key t
-** ([N0, H, dk / 2, Th, 2]); values pair positions: unit r sr + (t / 2) st +
-** h sh + c holds element c of positions t & ~1 and t | 1 ([N0, ceil(Th /
-** 2), H dk, 2]: st = H dk, sh = dk), a position past the last one zero.
-** The query and the softmax weights are rounded to bfloat16 (nearest
-** even, as kcpu_f32_to_bf16) before their products; scores, softmax and
-** sums stay f32 (the weights' sum, 1 / sum, from the unrounded weights).
-** The vectorized variant (kcpu_attn_bf16_fast: AVX-512 with BF16) takes
-** rows without recent keys and dk of 16, 32, 48 or 64; the reference
-** takes any (its recent keys and values stay f32). */
-bool kcpu_attn_bf16_fast(void);
-void kcpu_attn_rows_bf16_avx512(const kcpu_attn_job *j);
-/* The head sizes kcpu_attn_rows_bf16_avx512 takes. */
-static inline bool kcpu_attn_bf16_dk(int64_t dk) { return dk % 16 == 0 && dk <= 64; }
-/* Whether kcpu_attn_rows_bf16_avx512 takes the job (else the reference
-** runs it). */
-static inline bool kcpu_attn_bf16_shape(const kcpu_attn_job *j) {
-    return j->ksc > 0 && j->tr == 0 && kcpu_attn_bf16_dk(j->dk);
-}
-
+/* The fused attention of a job (kcpu_attn_job.h: what it computes, the
+** layouts of its keys and values). */
 void kcpu_attn_rows(const kcpu_attn_job *j);
+/* Whether the vectorized variant of bfloat16 pairs (AVX-512 with BF16)
+** runs here, and the head sizes it takes (kcpu_attn_job.h). */
+bool kcpu_attn_bf16_fast(void);
+static inline bool kcpu_attn_bf16_dk(int64_t dk) { return dk % 16 == 0 && dk <= 64; }
 /* Scratch floats of kcpu_attn_rows for rows of up to `keys` keys: the
 ** scores of a run of up to 4 rows, every head, with 64 floats of room;
 ** then a sentence's keys transposed per head, heads x dk x (keys rounded
@@ -1035,22 +613,8 @@ void kcpu_attn_rows(const kcpu_attn_job *j);
 static inline int64_t kcpu_attn_scratch_floats(int64_t heads, int64_t dk, int64_t keys) {
     return 4 * heads * (keys + 64) + heads * dk * ((keys + 15) / 16 * 16);
 }
-void kcpu_attn_rows_ref(const kcpu_attn_job *j);
-/* Internal (attn_avx2.c, attn_avx512.c): the history keys [*lo, *hi) that
-** rows i0 .. i0 + m - 1 (a run scored together) need (starts, lens): the
-** scores outside are not computed. */
-static inline void kcpu_attn_run_keys(const kcpu_attn_job *j, int64_t i0, int64_t m, int64_t *lo,
-                                      int64_t *hi) {
-    *lo = j->starts ? j->th : 0;
-    *hi = j->lens ? 0 : j->th;
-    for (int64_t u = 0; u < m; u++) {
-        if (j->starts && j->starts[i0 + u] < *lo) *lo = j->starts[i0 + u];
-        if (j->lens && j->lens[i0 + u] > *hi) *hi = j->lens[i0 + u];
-    }
-}
-void kcpu_attn_rows_avx512(const kcpu_attn_job *j);
 /* A fold of the decoder's self-attention keys into the frozen history,
-** transposed per head (the layout kcpu_attn_rows reads with ksc > 0), in
+** transposed per head (the layout kcpu_attn_rows reads with kt_elem_stride > 0), in
 ** one pass: for each row r < n and head h, line c < dk of the output
 ** (out + ((r heads + h) dk + c) l, f16) gets lens[r] positions of line c
 ** of history row ids[r] (hist [na, heads, dk, la] f16; lens[r] = 0: none,
@@ -1074,7 +638,7 @@ typedef struct kcpu_fold_job {
     const int32_t *starts;
     uint16_t *out;
     int64_t l;
-    /* int8 keys (kcpu.h, kcpu_attn_job.khq) instead of f16 when outq is
+    /* int8 keys (kcpu_attn_job.h, kcpu_attn_job.kh_q8) instead of f16 when outq is
     ** set (hist, out unused): unit lines c4 <= dk / 4 of the history
     ** [na, heads, dk / 4 + 1, la] and the output [n, heads, dk / 4 + 1, l],
     ** the recent keys quantized per key (kcpu_q8_key) */
@@ -1083,59 +647,9 @@ typedef struct kcpu_fold_job {
 } kcpu_fold_job;
 void kcpu_fold_keys(const kcpu_fold_job *j);
 bool kcpu_fold_keys_fast(void);
-void kcpu_fold_keys_ref(const kcpu_fold_job *j);
-void kcpu_fold_keys_avx512(const kcpu_fold_job *j);
-void kcpu_fold_keys_q8_avx512(const kcpu_fold_job *j); /* outq set */
-void kcpu_fold_keys_q8_avx2(const kcpu_fold_job *j);   /* outq set */
-/* Internal: the fold into int8 keys (outq) of every variant, with its ISA's
-** quantizer of one key (kcpu_q8_key, or a vectorized twin giving the same
-** bytes; it may write whole vectors, up to 16 bytes past dk): each head's
-** unit lines of the history copied, then each recent key quantized and its
-** units stored down the lines, its scale in line dk / 4.  The units take
-** the quantizer's bytes in memory order (x86: byte e at bits 8e, as the
-** layout says).  Inlined with a constant quantizer, which inlines too. */
-static inline __attribute__((always_inline)) void
-kcpu_fold_q8_rows(const kcpu_fold_job *j, float (*quant)(const float *, int64_t, uint8_t *)) {
-    const int64_t hn = j->heads, dk = j->dk, d4 = dk / 4, l = j->l, lb = j->lb;
-    uint32_t units[KCPU_Q8_DK_MAX / 4 + 4];
-    for (int64_t r = 0; r < j->n; r++) {
-        const int64_t bl = j->lens[r], bs = j->starts[r];
-        const int64_t rr = j->rec_ids ? j->rec_ids[r] : r;
-        for (int64_t h = 0; h < hn; h++) {
-            uint32_t *y = j->outq + (r * hn + h) * (d4 + 1) * l;
-            if (bl > 0) {
-                const uint32_t *x = j->histq + ((int64_t)j->ids[r] * hn + h) * (d4 + 1) * j->la;
-                for (int64_t c4 = 0; c4 <= d4; c4++) {
-                    memcpy(y + c4 * l, x + c4 * j->la, sizeof(uint32_t) * (size_t)bl);
-                }
-            }
-            const float *rec = j->rec + (rr * hn + h) * lb * dk;
-            for (int64_t t = bs; t < lb; t++) {
-                const float sc = quant(rec + t * dk, dk, (uint8_t *)units);
-                uint32_t *col = y + bl + t - bs;
-                for (int64_t c4 = 0; c4 < d4; c4++) {
-                    col[c4 * l] = units[c4];
-                }
-                memcpy(col + d4 * l, &sc, sizeof sc);
-            }
-        }
-    }
-}
-/* rows of int8 keys [dk / 4 + 1, len] units (kcpu_attn_job.khq) -> f32 [dk,
+/* rows of int8 keys [dk / 4 + 1, len] units (kcpu_attn_job.kh_q8) -> f32 [dk,
 ** len]: y[c len + t] = k8_c(t) scale(t). */
 void kcpu_keys_q8_f32(int64_t rows, int64_t d4, int64_t len, const uint32_t *x, float *y);
-void kcpu_attn_rows_avx2(const kcpu_attn_job *j);
-
-/* Internal (topk.c, shared with topk_avx512.c): a heap of n entries (val,
-** pos) with the worst at the root, worst = lower val, or equal val and
-** higher pos.  push adds (v, p) to a heap of n; replace puts (v, p) at the
-** root of a heap of n and sifts it down; finish turns a row's heap of n
-** raw x into its sorted output (see kcpu_softmax_topk_ex), m and logd as
-** above (logd = -inf: all-masked row). */
-void kcpu_topk_heap_push(int32_t n, float *val, int32_t *pos, float v, int32_t p);
-void kcpu_topk_heap_replace(int32_t n, float *val, int32_t *pos, float v, int32_t p);
-void kcpu_topk_row_finish(int32_t n, int32_t k, float *val, int32_t *pos, float m, float logd,
-                          const int32_t *cols_idx, const float *row_off);
 
 #ifdef __cplusplus
 }

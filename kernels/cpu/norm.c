@@ -4,7 +4,7 @@
 **   dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma
 **   dgamma += sum_rows dy * xhat, dbeta += sum_rows dy
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <math.h>
 

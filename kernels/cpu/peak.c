@@ -5,7 +5,7 @@
 */
 #include <time.h>
 
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 static double now_s(void) {
     struct timespec ts;

@@ -19,7 +19,7 @@
 */
 #include <immintrin.h>
 
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 enum { CHAINS = 12 };
 

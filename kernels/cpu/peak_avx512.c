@@ -6,7 +6,7 @@
 */
 #include <immintrin.h>
 
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 double kcpu_fma_flops_avx512(int64_t iters) {
     __m512 acc[12];

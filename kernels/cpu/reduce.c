@@ -3,7 +3,7 @@
 ** [outer, n, inner], and their backward passes.  Plain C: the inner loops
 ** are contiguous and auto-vectorise.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <math.h>
 

@@ -3,7 +3,7 @@
 ** with their backward passes.  Scalar references here; AVX-512 and AVX2
 ** variants in elementwise_avx512.c / elementwise_avx2.c.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <math.h>
 

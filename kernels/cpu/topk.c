@@ -12,7 +12,7 @@
 ** merge scans its lists in (list, position) order and keeps the flat
 ** position as the heap's tie key, with the same rule.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <math.h>
 

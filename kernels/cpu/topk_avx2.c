@@ -18,7 +18,7 @@
 ** indices equal the reference's exactly.  Tails (cols not a multiple of 8)
 ** are read with _mm256_maskload_ps, nothing past the row.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd_avx2.h"
 
 #include <float.h>

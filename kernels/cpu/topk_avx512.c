@@ -18,7 +18,7 @@
 ** (row_resume), one vector compare per 16 columns, and candidates go to
 ** the heap in column order, so the result equals the reference's exactly.
 */
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "kcpu_simd.h"
 
 #include <float.h>

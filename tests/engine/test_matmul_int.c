@@ -14,7 +14,7 @@
 **              during forward (nor in a whole round) after warm-up.
 **   tuner      gemm_type auto decides every shape after gemm_tune_samples
 **              samples of each available variant, picks the fastest timed
-**              one, and never changes afterwards; MT_GEMM pins a variant.
+**              one, and never changes afterwards; a test hook pins a variant.
 **   intgemm    Marian's generic intgemm8 items (the marian-conv fixture)
 **              become int8 parameters whose values and multiplier equal
 **              quantizing the float model; products with them take the
@@ -41,10 +41,11 @@
 #include "graph_impl.h"
 #include "harness.h"
 #include "test_util.h"
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "model.h"
 #include "mt.h"
 #include "params_impl.h"
+#include "test_hooks.h"
 #include "vocab.h"
 
 #define DATA MT_TEST_DATA "/marian/"
@@ -712,7 +713,7 @@ static void test_tuner(void) {
     test_fill_rand(f.w1, 48 * 80, -1.0f, 1.0f);
     test_fill_rand(f.w2, 48 * 80, -0.5f, 0.5f);
     test_fill_rand(f.b1, 80, -1.0f, 1.0f);
-    unsetenv("MT_GEMM");
+    mt_gemm_pin_for_tests(-1);
     mt_graph *g = new_graph(MT_GEMM_AUTO, true, false);
     if (!f.p || !g) return;
     mt_gemm_decision d[64], d2[64];
@@ -767,10 +768,11 @@ static void test_tuner(void) {
     CHECK(worst <= 1.0, "auto: error %.3g x the int8 bound", worst);
     mt_graph_free(g);
 
-    /* MT_GEMM pins a variant for every shape */
+    /* mt_gemm_pin_for_tests pins a variant for every shape */
     const char *pins[3] = {"int16", "small", "blas"};
+    const mt_gemm_variant pin_v[3] = {MT_GEMM_I16, MT_GEMM_SMALL, MT_GEMM_BLAS};
     for (int pi = 0; pi < 3; pi++) {
-        setenv("MT_GEMM", pins[pi], 1);
+        mt_gemm_pin_for_tests(pin_v[pi]);
         g = new_graph(MT_GEMM_AUTO, true, false);
         if (!g) break;
         worst = 0.0;
@@ -782,18 +784,18 @@ static void test_tuner(void) {
             mt_gemm_variant want = pi == 0 ? MT_GEMM_I16 : MT_GEMM_BLAS;
             if (pi == 1 && avx512 && d[i].m_hi <= 16) want = MT_GEMM_SMALL;
             CHECK(d[i].decided && d[i].pinned && d[i].chosen == want,
-                  "MT_GEMM=%s rows ..%lld: chose %s", pins[pi], (long long)d[i].m_hi,
+                  "pinned %s rows ..%lld: chose %s", pins[pi], (long long)d[i].m_hi,
                   mt_gemm_variant_name(d[i].chosen));
         }
         if (pi == 0) { /* the int16 result is the int16 scheme exactly */
             float *want = malloc(sizeof(float) * 20 * 80);
             exact_int(16, 20, 48, 80, f.a, f.w1, false, f.b1, want);
-            CHECK(memcmp(want, f.h, sizeof(float) * 20 * 80) == 0, "MT_GEMM=int16 = scheme");
+            CHECK(memcmp(want, f.h, sizeof(float) * 20 * 80) == 0, "pinned int16 = scheme");
             free(want);
         }
         mt_graph_free(g);
     }
-    unsetenv("MT_GEMM");
+    mt_gemm_pin_for_tests(-1);
     mt_gemm_type t;
     CHECK(mt_gemm_type_parse("int8", &t) == MT_OK && t == MT_GEMM_INT8, "parse int8");
     CHECK(mt_gemm_type_parse("intgemm16", &t) == MT_OK && t == MT_GEMM_INT16, "parse");
@@ -1120,7 +1122,7 @@ static void test_faults(void) {
     float w[16 * 24], a[6 * 16];
     test_fill_rand(w, 16 * 24, -1.0f, 1.0f);
     test_fill_rand(a, 6 * 16, -1.0f, 1.0f);
-    unsetenv("MT_GEMM");
+    mt_gemm_pin_for_tests(-1);
     size_t base = mt_alloc_get_stats().live_blocks;
     int64_t n;
     int bad = 0;

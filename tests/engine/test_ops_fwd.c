@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "mt.h"
 
 #define NMAX 8192

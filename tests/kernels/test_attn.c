@@ -22,7 +22,7 @@
 ** position and at the last key), and the graph op mt_attn_rows_kt_spans
 ** against the composed ops with the other keys masked, and its refusal of a
 ** start past the keys.
-** Half-precision histories (kh16, vh16: contexts and frozen histories with
+** Half-precision histories (kh_f16, vh_f16: contexts and frozen histories with
 ** transposed keys in f16): the kernels against the double evaluation of
 ** the f16 values, the op on mt_cast inputs against the composed ops on the
 ** same values widened back, and the refusal of keys and values of two
@@ -30,7 +30,7 @@
 */
 #include "harness.h"
 #include "test_util.h"
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "mt.h"
 #include "mt_base.h"
 
@@ -55,10 +55,10 @@ static float *frand(int64_t n) {
 
 static int irand(int n) { return (int)((test_rng_next() >> 33) % (uint64_t)n); }
 
-/* Element off of a history array (f16 when the job has kh16). */
+/* Element off of a history array (f16 when the job has kh_f16). */
 static double hist_at(const kcpu_attn_job *j, bool values, int64_t off) {
-    if (values ? j->vh16 != NULL : j->kh16 != NULL)
-        return mt_f16_to_f32((values ? j->vh16 : j->kh16)[off]);
+    if (values ? j->vh_f16 != NULL : j->kh_f16 != NULL)
+        return mt_f16_to_f32((values ? j->vh_f16 : j->kh_f16)[off]);
     return (values ? j->vh : j->kh)[off];
 }
 
@@ -66,8 +66,10 @@ static double hist_at(const kcpu_attn_job *j, bool values, int64_t off) {
 ** bfloat16 pairs (kcpu.h: keys pair elements, values pair positions). */
 static double pair_at(const kcpu_attn_job *j, bool values, int64_t r, int64_t h, int64_t t,
                       int64_t c) {
-    uint32_t u = values ? j->vhp[r * j->sr + (t / 2) * j->st + h * j->sh + c]
-                        : j->khp[r * j->ksr + h * j->ksh + (c / 2) * j->ksc + t];
+    uint32_t u = values ? j->vh_bf16_pairs[r * j->hist_row_stride + (t / 2) * j->hist_pos_stride +
+                                           h * j->hist_head_stride + c]
+                        : j->kh_bf16_pairs[r * j->kt_row_stride + h * j->kt_head_stride +
+                                           (c / 2) * j->kt_elem_stride + t];
     return kcpu_bf16_val((uint16_t)((values ? t & 1 : c & 1) ? u >> 16 : u & 0xffffu));
 }
 
@@ -90,12 +92,13 @@ static float spec_q8(const float *x, int64_t n, int32_t *x8) {
 static double spec_q8_score(const kcpu_attn_job *j, int64_t i, int64_t r, int64_t h, int64_t t) {
     int32_t q8[256];
     float qa = j->alpha * spec_q8(j->q + i * j->ldq + h * j->dk, j->dk, q8);
-    const uint32_t *k = j->khq + r * j->ksr + h * j->ksh + t;
+    const uint32_t *k = j->kh_q8 + r * j->kt_row_stride + h * j->kt_head_stride + t;
     int64_t sum = 0;
     for (int64_t c = 0; c < j->dk; c++)
-        sum += (int64_t)q8[c] * ((int32_t)((k[(c / 4) * j->ksc] >> (8 * (c % 4))) & 0xffu) - 128);
+        sum += (int64_t)q8[c] *
+               ((int32_t)((k[(c / 4) * j->kt_elem_stride] >> (8 * (c % 4))) & 0xffu) - 128);
     float sc;
-    memcpy(&sc, k + (j->dk / 4) * j->ksc, sizeof sc);
+    memcpy(&sc, k + (j->dk / 4) * j->kt_elem_stride, sizeof sc);
     return (double)((float)sum * (sc * qa));
 }
 
@@ -107,7 +110,7 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
     double *s = malloc(sizeof(double) * (size_t)tk), mx = -INFINITY, sum = 0.0;
     const float *q = j->q + i * j->ldq + h * dk;
     for (int64_t t = t0; t < tk; t++) {
-        if (j->khq && t < tn) {
+        if (j->kh_q8 && t < tn) {
             s[t] =
                 spec_q8_score(j, i, r, h, t) + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0);
             mx = s[t] > mx ? s[t] : mx;
@@ -115,12 +118,17 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
         }
         double dot = 0.0;
         for (int64_t c = 0; c < dk; c++) {
-            double k = t >= tn      ? j->kr[((i * j->heads + h) * j->tr + t - tn) * dk + c]
-                       : j->khp     ? pair_at(j, false, r, h, t, c)
-                       : j->ksc > 0 ? hist_at(j, false, r * j->ksr + h * j->ksh + c * j->ksc + t)
-                                    : hist_at(j, false, r * j->sr + h * j->sh + t * j->st + c);
+            double k = t >= tn            ? j->kr[((i * j->heads + h) * j->tr + t - tn) * dk + c]
+                       : j->kh_bf16_pairs ? pair_at(j, false, r, h, t, c)
+                       : j->kt_elem_stride > 0
+                           ? hist_at(j, false,
+                                     r * j->kt_row_stride + h * j->kt_head_stride +
+                                         c * j->kt_elem_stride + t)
+                           : hist_at(j, false,
+                                     r * j->hist_row_stride + h * j->hist_head_stride +
+                                         t * j->hist_pos_stride + c);
             /* the query in bfloat16 against a bfloat16 history */
-            double qc = j->khp && t < tn ? kcpu_bf16_val(kcpu_bf16_of(q[c])) : q[c];
+            double qc = j->kh_bf16_pairs && t < tn ? kcpu_bf16_val(kcpu_bf16_of(q[c])) : q[c];
             dot += qc * k;
         }
         s[t] = j->alpha * dot + (j->mask ? j->mask[r * (j->th + j->tr) + t] : 0.0);
@@ -133,9 +141,11 @@ static void want_of(const kcpu_attn_job *j, int64_t i, int64_t h, double *want) 
     for (int64_t c = 0; c < dk; c++) {
         double a = 0.0;
         for (int64_t t = t0; t < tk; t++) {
-            a += s[t] * (t < tn && j->khp ? pair_at(j, true, r, h, t, c)
-                         : t < tn         ? hist_at(j, true, r * j->sr + h * j->sh + t * j->st + c)
-                                          : j->vr[((i * j->heads + h) * j->tr + t - tn) * dk + c]);
+            const int64_t at = r * j->hist_row_stride + h * j->hist_head_stride +
+                               t * j->hist_pos_stride + c; /* V[t] element c in the history */
+            a += s[t] * (t < tn && j->kh_bf16_pairs ? pair_at(j, true, r, h, t, c)
+                         : t < tn                   ? hist_at(j, true, at)
+                                  : j->vr[((i * j->heads + h) * j->tr + t - tn) * dk + c]);
         }
         want[c] = a / sum;
     }
@@ -164,7 +174,7 @@ static void check_job(kcpu_attn_job *j, int64_t d, const char *what) {
             for (int64_t c = 0; c < dk; c++) {
                 double got = o[i * j->ldo + h * dk + c],
                        e = fabs(got - want[c]) / (1 + fabs(want[c]));
-                if (j->khp) { /* the weights rounded to bfloat16: TOL_BF16 */
+                if (j->kh_bf16_pairs) { /* the weights rounded to bfloat16: TOL_BF16 */
                     worst_bf16 = e > worst_bf16 ? e : worst_bf16;
                     bad += !(e <= TOL_BF16);
                     continue;
@@ -207,9 +217,9 @@ static void run_case(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use
                        .ldq = ldq,
                        .kh = kh,
                        .vh = vh,
-                       .sr = heads * th * dk,
-                       .sh = th * dk,
-                       .st = dk,
+                       .hist_row_stride = heads * th * dk,
+                       .hist_head_stride = th * dk,
+                       .hist_pos_stride = dk,
                        .ids = use_ids ? ids : NULL,
                        .kr = tr ? kr : NULL,
                        .vr = tr ? vr : NULL,
@@ -229,7 +239,7 @@ static void run_case(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool use
 }
 
 /* Half of the jobs with transposed keys take their keys and values in f16
-** (kh16, vh16; kh and vh NULL): the arrays converted (round to nearest
+** (kh_f16, vh_f16; kh and vh NULL): the arrays converted (round to nearest
 ** even) into *k16, *v16, freed by the caller. */
 static void maybe_f16(kcpu_attn_job *j, bool f16, int64_t nk, int64_t nv, uint16_t **k16,
                       uint16_t **v16) {
@@ -242,8 +252,8 @@ static void maybe_f16(kcpu_attn_job *j, bool f16, int64_t nk, int64_t nv, uint16
         (*k16)[t] = mt_f32_to_f16(j->kh[t]);
     for (int64_t t = 0; t < nv; t++)
         (*v16)[t] = mt_f32_to_f16(j->vh[t]);
-    j->kh16 = *k16;
-    j->vh16 = *v16;
+    j->kh_f16 = *k16;
+    j->vh_f16 = *v16;
     j->kh = j->vh = NULL;
 }
 
@@ -278,12 +288,12 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, int kin
                        .ldq = d,
                        .kh = kt,
                        .vh = v,
-                       .sr = th * d,
-                       .sh = dk,
-                       .st = d,
-                       .ksr = heads * dk * th,
-                       .ksh = dk * th,
-                       .ksc = th,
+                       .hist_row_stride = th * d,
+                       .hist_head_stride = dk,
+                       .hist_pos_stride = d,
+                       .kt_row_stride = heads * dk * th,
+                       .kt_head_stride = dk * th,
+                       .kt_elem_stride = th,
                        .ids = ids,
                        .mask = use_mask ? mask : NULL,
                        .ldo = d};
@@ -303,12 +313,12 @@ static void run_kt(int64_t dk, int64_t heads, int64_t th, bool use_mask, int kin
                         kp[((r * heads + h) * (dk / 2) + c / 2) * th + t] |= kb << (16 * (c & 1));
                         vp[(r * tp + t / 2) * d + h * dk + c] |= vb << (16 * (t & 1));
                     }
-        j.khp = kp;
-        j.vhp = vp;
+        j.kh_bf16_pairs = kp;
+        j.vh_bf16_pairs = vp;
         j.kh = j.vh = NULL;
-        j.ksh = dk / 2 * th;
-        j.ksr = heads * j.ksh;
-        j.sr = tp * d;
+        j.kt_head_stride = dk / 2 * th;
+        j.kt_row_stride = heads * j.kt_head_stride;
+        j.hist_row_stride = tp * d;
         j.lens = use_lens ? spans : NULL;
         j.starts = use_lens ? spans + n : NULL;
     }
@@ -369,12 +379,12 @@ static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool 
                        .ldq = d,
                        .kh = kt,
                        .vh = v,
-                       .sr = heads * th * dk,
-                       .sh = th * dk,
-                       .st = dk,
-                       .ksr = heads * dk * th,
-                       .ksh = dk * th,
-                       .ksc = th,
+                       .hist_row_stride = heads * th * dk,
+                       .hist_head_stride = th * dk,
+                       .hist_pos_stride = dk,
+                       .kt_row_stride = heads * dk * th,
+                       .kt_head_stride = dk * th,
+                       .kt_elem_stride = th,
                        .ids = ids,
                        .kr = tr ? kr : NULL,
                        .vr = tr ? vr : NULL,
@@ -399,7 +409,7 @@ static void run_kt_hist(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool 
 
 static double worst_q8_logit; /* int8 keys: the largest score error */
 
-/* A frozen history with int8 keys (kcpu.h: khq [n0, heads, dk / 4 + 1, th]
+/* A frozen history with int8 keys (kcpu_attn_job.h: kh_q8 [n0, heads, dk / 4 + 1, th]
 ** units, built here from f32 keys by spec_q8) and f16 values, rows by ids
 ** at their own lengths and starts (as run_kt_hist), then tr recent keys:
 ** against the double evaluation of the spec's scores (TOL), and against
@@ -448,14 +458,14 @@ static void run_kt_q8(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool us
                        .alpha = 1.0f / sqrtf((float)dk),
                        .q = q,
                        .ldq = d,
-                       .vh16 = v16,
-                       .sr = heads * th * dk,
-                       .sh = th * dk,
-                       .st = dk,
-                       .ksr = heads * (d4 + 1) * th,
-                       .ksh = (d4 + 1) * th,
-                       .ksc = th,
-                       .khq = kq,
+                       .vh_f16 = v16,
+                       .hist_row_stride = heads * th * dk,
+                       .hist_head_stride = th * dk,
+                       .hist_pos_stride = dk,
+                       .kt_row_stride = heads * (d4 + 1) * th,
+                       .kt_head_stride = (d4 + 1) * th,
+                       .kt_elem_stride = th,
+                       .kh_q8 = kq,
                        .ids = ids,
                        .kr = tr ? kr : NULL,
                        .vr = tr ? vr : NULL,
@@ -472,10 +482,10 @@ static void run_kt_q8(int64_t dk, int64_t heads, int64_t th, int64_t tr, bool us
     ** move each weight by a factor within exp(+-2 E), so an output by at
     ** most (exp(2 E) - 1) max |v| (2: inputs in [-2, 2]), plus TOL */
     kcpu_attn_job f = j;
-    f.khq = NULL;
+    f.kh_q8 = NULL;
     f.kh = kt;
-    f.ksr = heads * dk * th;
-    f.ksh = dk * th;
+    f.kt_row_stride = heads * dk * th;
+    f.kt_head_stride = dk * th;
     float *o2 = mt_try_malloc(sizeof(float) * (size_t)(n * d));
     float *scr =
         mt_try_malloc(sizeof(float) * (size_t)kcpu_attn_scratch_floats(heads, dk, th + tr));
@@ -605,9 +615,9 @@ static void run_spans(int64_t dk, int64_t heads, int64_t n_sent) {
                        .ldq = d,
                        .kh = k,
                        .vh = v,
-                       .sr = d,
-                       .sh = dk,
-                       .st = d,
+                       .hist_row_stride = d,
+                       .hist_head_stride = dk,
+                       .hist_pos_stride = d,
                        .ids = ids,
                        .lens = lens,
                        .ldo = d};
@@ -667,9 +677,9 @@ static void test_one_position(void) {
                        .ldq = heads * dk,
                        .kh = kh,
                        .vh = vh,
-                       .sr = heads * th * dk,
-                       .sh = th * dk,
-                       .st = dk,
+                       .hist_row_stride = heads * th * dk,
+                       .hist_head_stride = th * dk,
+                       .hist_pos_stride = dk,
                        .mask = mask,
                        .o = o,
                        .ldo = heads * dk,
@@ -1028,14 +1038,14 @@ static void q8_ops_case(int64_t n0, int64_t n, int64_t heads, int64_t dk, int64_
                        .alpha = alpha,
                        .q = q,
                        .ldq = d,
-                       .vh16 = v16h,
-                       .sr = heads * th * dk,
-                       .sh = th * dk,
-                       .st = dk,
-                       .ksr = heads * (d4 + 1) * th,
-                       .ksh = (d4 + 1) * th,
-                       .ksc = th,
-                       .khq = units,
+                       .vh_f16 = v16h,
+                       .hist_row_stride = heads * th * dk,
+                       .hist_head_stride = th * dk,
+                       .hist_pos_stride = dk,
+                       .kt_row_stride = heads * (d4 + 1) * th,
+                       .kt_head_stride = (d4 + 1) * th,
+                       .kt_elem_stride = th,
+                       .kh_q8 = units,
                        .ids = ids,
                        .o = want_o,
                        .ldo = d,

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double urand(void) {

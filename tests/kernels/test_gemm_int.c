@@ -12,7 +12,7 @@
 */
 #include "harness.h"
 #include "test_util.h"
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "mt_base.h"
 
 #include <float.h>

@@ -6,7 +6,7 @@
 */
 #include "harness.h"
 #include "test_util.h"
-#include "kcpu.h"
+#include "kcpu_impl.h"
 
 #include <math.h>
 #include <stdint.h>

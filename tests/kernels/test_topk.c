@@ -19,7 +19,7 @@
 */
 #include "harness.h"
 #include "test_util.h"
-#include "kcpu.h"
+#include "kcpu_impl.h"
 #include "mt_base.h"
 
 #include <math.h>
