@@ -208,7 +208,7 @@ static void *worker(void *arg) {
     mt_graph_params gp = mt_graph_default_params();
     gp.training = false;
     gp.memoize = true;
-    gp.gemm_type = s->gemm_type;
+    gp.decode.gemm_type = s->gemm_type;
     mt_status rc = mt_graph_init(NULL, gp, &g);
     if (rc != MT_OK) {
         record_error(s, rc);

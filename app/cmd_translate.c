@@ -899,9 +899,10 @@ static mt_status load_everything(tr_ctx *c) {
                          gt);
     if (!app_opts_flag(o, "quiet") && p.gemm_type != MT_GEMM_FLOAT32)
         mt_log(MT_LOG_INFO, "weight products: %s (--gemm-type)", mt_gemm_type_name(p.gemm_type));
-    if (!app_opts_flag(o, "quiet") && mt_kv_cache_f16(p.kv_cache, p.gemm_type))
+    mt_cache_precision caches = mt_kv_cache_resolve(p.kv_cache, p.gemm_type);
+    if (!app_opts_flag(o, "quiet") && caches != MT_CACHE_F32)
         mt_log(MT_LOG_INFO, "decoder caches: float16%s (with --gemm-type %s)",
-               mt_kv_cache_keys_i8(p.kv_cache, p.gemm_type) ? " values, int8 keys" : "",
+               caches == MT_CACHE_F16_INT8_KEYS ? " values, int8 keys" : "",
                app_opts_str(o, "gemm-type"));
     if (p.max_length < 0) p.max_length = 0;
     return mt_translator_init(&c->am, c->sl, &p, &c->tr);

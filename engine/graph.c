@@ -1008,17 +1008,19 @@ void mt_graph_free(mt_graph *g) {
 
 void mt_graph_set_training(mt_graph *g, bool training) { g->training = training; }
 bool mt_graph_training(const mt_graph *g) { return g->training; }
-bool mt_graph_kv_f16(const mt_graph *g) { return g->prm.kv_f16 && !g->training; }
+bool mt_graph_kv_f16(const mt_graph *g) {
+    return g->prm.decode.caches != MT_CACHE_F32 && !g->training;
+}
 
 bool mt_graph_kv_bf16(const mt_graph *g, int64_t dk) {
     const mt_device_ops *ops = graph_ops(g);
-    return mt_graph_kv_f16(g) && g->prm.kv_bf16 && ops->attn_bf16 &&
-           ops->attn_bf16(graph_device(g), dk);
+    return mt_graph_kv_f16(g) && g->prm.decode.caches == MT_CACHE_F16_BF16_CONTEXT &&
+           ops->attn_bf16 && ops->attn_bf16(graph_device(g), dk);
 }
 
 bool mt_graph_kv_keys_i8(const mt_graph *g, int64_t dk) {
-    return mt_graph_kv_f16(g) && g->prm.kv_keys_i8 && mt_attn_rows_supported(g) &&
-           mt_pack_rows_kq_supported(g, dk);
+    return mt_graph_kv_f16(g) && g->prm.decode.caches == MT_CACHE_F16_INT8_KEYS &&
+           mt_attn_rows_supported(g) && mt_pack_rows_kq_supported(g, dk);
 }
 mt_status mt_graph_status(const mt_graph *g) { return g->err; }
 

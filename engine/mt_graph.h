@@ -55,6 +55,41 @@ typedef enum mt_gemm_variant {
 } mt_gemm_variant;
 const char *mt_gemm_variant_name(mt_gemm_variant v); /* "blas", "small", "int16", "int8" */
 
+/* How the decoding caches that every step reads whole (the cross-attention
+** context and the frozen self-attention history, models/transformer.c) are
+** kept in inference graphs (training graphs keep float32):
+**   F32               float32
+**   F16               float16: half the memory traffic of the attention,
+**                     results within f16 rounding of the keys and values
+**                     (about 2^-11 relative)
+**   F16_BF16_CONTEXT  F16, but the cross-attention contexts in bfloat16
+**                     pairs (kcpu_attn_job.h) where the device's fused
+**                     attention multiplies them without widening (AVX-512
+**                     BF16: mt_graph_kv_bf16); the queries and weights are
+**                     then rounded to bfloat16 too (2^-9 relative)
+**   F16_INT8_KEYS     F16 values; the keys of the contexts and of the
+**                     history in int8, each key quantized on its own
+**                     (kcpu_attn_job.h: kh_q8), the query per row and head,
+**                     scored by exact integer sums (mt_graph_kv_keys_i8;
+**                     mt_pack_rows_kq): a quarter of f16's instructions per
+**                     key and half its bytes; a score moves by at most
+**                     alpha dk max |q| max |k| / 127
+** models/ chooses them by gemm type (mt_kv_cache in models/translator.h). */
+typedef enum mt_cache_precision {
+    MT_CACHE_F32 = 0,
+    MT_CACHE_F16,
+    MT_CACHE_F16_BF16_CONTEXT,
+    MT_CACHE_F16_INT8_KEYS,
+} mt_cache_precision;
+
+/* The settings of a decoding graph, in one place. */
+typedef struct mt_decode_params {
+    mt_gemm_type gemm_type;    /* see mt_gemm_type (default MT_GEMM_FLOAT32)   */
+    int32_t gemm_tune_samples; /* AUTO: timed calls per variant and shape before
+                                  deciding (0 = 4)                            */
+    mt_cache_precision caches; /* default MT_CACHE_F32 */
+} mt_decode_params;
+
 typedef struct mt_graph_params {
     size_t node_arena_bytes;          /* first chunk of the node arena                */
     size_t workspace_bytes;           /* device workspace reserved at init            */
@@ -65,9 +100,6 @@ typedef struct mt_graph_params {
     uint64_t seed;                    /* dropout RNG                                   */
     bool (*should_abort)(void *user); /* polled between nodes; may be NULL */
     void *abort_user;
-    mt_gemm_type gemm_type;    /* see mt_gemm_type (default MT_GEMM_FLOAT32)   */
-    int32_t gemm_tune_samples; /* AUTO: timed calls per variant and shape before
-                                  deciding (0 = 4)                            */
     /* Inference graphs (not training): op values and scratch are allocated
     ** when forward reaches the node and given back after its last consumer
     ** ran, so a round needs the memory of the values alive at once instead
@@ -76,28 +108,9 @@ typedef struct mt_graph_params {
     ** feeds others must be marked with mt_graph_keep before forward.  Reading
     ** a released value, or building on it, is an error, never garbage. */
     bool release_values;
-    /* Inference graphs: the decoding caches that every step reads whole
-    ** (the cross-attention context and the frozen self-attention history,
-    ** models/transformer.c) are kept in float16 instead of float32: half
-    ** the memory traffic of the attention, results within f16 rounding of
-    ** the keys and values (about 2^-11 relative).  mtpe turns it on with
-    ** the integer gemm types (models/scorer.c), never for float32. */
-    bool kv_f16;
-    /* With kv_f16: the cross-attention contexts in bfloat16 pairs instead
-    ** (the layout of kcpu_attn_job.h's bfloat16 pairs), where the device's fused
-    ** attention multiplies them without widening (AVX-512 BF16:
-    ** mt_graph_kv_bf16); the queries and weights are then rounded to
-    ** bfloat16 too (2^-9 relative).  mtpe turns it on with --kv-cache
-    ** bfloat16 only (models/scorer.c). */
-    bool kv_bf16;
-    /* With kv_f16: the keys of the cross-attention contexts and of the
-    ** frozen self-attention history in int8, each key quantized on its own
-    ** (kcpu_attn_job.h: kh_q8), the query per row and head, scored by
-    ** exact integer sums (mt_graph_kv_keys_i8; mt_pack_rows_kq); the values
-    ** stay f16.  A quarter of f16's instructions per key and half its bytes;
-    ** a score moves by at most alpha dk max |q| max |k| / 127.  mtpe turns
-    ** it on with int8 products (models/scorer.c). */
-    bool kv_keys_i8;
+    /* Inference graphs: how products with weights are computed and how the
+    ** decoding caches are kept (mt_decode_params). */
+    mt_decode_params decode;
     /* Training graphs (mtpe train --precision bfloat16): the products of
     ** mt_matmul and mt_affine and both products of their gradients, one
     ** product at a time (not the batched ones of attention), with bfloat16
@@ -114,11 +127,12 @@ void mt_graph_clear(mt_graph *g); /* drop nodes, keep memory (and memo cache) */
 void mt_graph_free(mt_graph *g);  /* NULL is a no-op                          */
 void mt_graph_set_training(mt_graph *g, bool training);
 bool mt_graph_training(const mt_graph *g);
-bool mt_graph_kv_f16(const mt_graph *g); /* kv_f16 and not training */
-/* kv_f16, kv_bf16, not training, and the device's fused attention has the
+/* The caches are float16 (any precision but F32) and not training. */
+bool mt_graph_kv_f16(const mt_graph *g);
+/* F16_BF16_CONTEXT, not training, and the device's fused attention has the
 ** bfloat16 dot products for heads of dk (mt_device_ops.attn_bf16). */
 bool mt_graph_kv_bf16(const mt_graph *g, int64_t dk);
-/* kv_f16, kv_keys_i8, not training, the fused attention, and the device's
+/* F16_INT8_KEYS, not training, the fused attention, and the device's
 ** fold into int8 keys for heads of dk (mt_pack_rows_kq_supported). */
 bool mt_graph_kv_keys_i8(const mt_graph *g, int64_t dk);
 /* Reseeds the dropout RNG (engine/graph_seed.c).  mtpe train reseeds from

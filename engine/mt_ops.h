@@ -132,7 +132,7 @@ mt_node *mt_index_select(mt_graph *g, mt_node *x, int axis, mt_node *ids);
 ** or bfloat16 (nearest even, subnormals to zero), or from either to
 ** float32 (exact); the same dtype: x itself.  Inference only (an input that
 ** wants a gradient is refused).  Storage of decoding caches
-** (mt_graph_params.kv_f16, kv_bf16); no other op computes on f16 or
+** (mt_decode_params.caches); no other op computes on f16 or
 ** bfloat16 values except mt_attn_rows_kt, which reads its keys and values
 ** so. */
 mt_node *mt_cast(mt_graph *g, mt_node *x, mt_dtype dtype);

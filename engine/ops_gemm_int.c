@@ -149,7 +149,7 @@ static struct gemm_tuner *tuner_get(mt_graph *g) {
         if (t == NULL) return NULL;
         t->refs = 1;
         t->pin = atomic_load(&gemm_pin);
-        int s = graph_params(g)->gemm_tune_samples;
+        int s = graph_params(g)->decode.gemm_tune_samples;
         t->samples = s > 0 ? s : DEFAULT_SAMPLES;
         *tp = t;
     }
@@ -505,7 +505,7 @@ static mt_node *quant_a_of(mt_graph *g, const mt_node *a, int bits) {
 mt_node *mt_gemm_share_input(mt_graph *g, mt_node *a) {
     if (a == NULL || g == NULL || mt_graph_status(g) != MT_OK) return a;
     const mt_device_ops *ops = graph_ops(g);
-    mt_gemm_type gt = graph_params(g)->gemm_type;
+    mt_gemm_type gt = graph_params(g)->decode.gemm_type;
     const mt_shape *sa = &a->val.shape;
     if ((gt != MT_GEMM_INT8 && gt != MT_GEMM_INT16) || !graph_memoizing(g) ||
         ops->igemm_quant == NULL || ops->igemm_prepared == NULL || a->val.dtype != MT_F32 ||
@@ -773,7 +773,7 @@ static mt_node *gemm_const_b(mt_graph *g, mt_node *a, mt_node *b, mt_node *bias,
         }
         mode = b->val.dtype == MT_I8 ? MT_GEMM_I8 : MT_GEMM_I16;
     } else {
-        mt_gemm_type gt = graph_params(g)->gemm_type;
+        mt_gemm_type gt = graph_params(g)->decode.gemm_type;
         if (gt == MT_GEMM_FLOAT32 || !graph_memoizing(g) || ops->igemm == NULL) return NULL;
         if (b->val.dtype != MT_F32 || !b->is_const || !(is_param_leaf(b) || b->is_memo)) {
             return NULL;

@@ -27,7 +27,7 @@ static bool need_f32(mt_graph *g, const char *op, const mt_node *x) {
 }
 
 /* concat and index_select also move f16 and bfloat16 values (the decoding
-** caches kept in half precision, mt_graph_params.kv_f16 and kv_bf16), and
+** caches kept in half precision, mt_decode_params.caches), and
 ** mt_cast converts them; they never want a gradient. */
 static bool need_f32_or_f16(mt_graph *g, const char *op, const mt_node *x) {
     if (x->val.dtype == MT_F32 || x->val.dtype == MT_F16 || x->val.dtype == MT_BF16) return true;

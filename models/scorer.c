@@ -138,8 +138,8 @@ static mt_status reserve(mt_model_scorer *s, int32_t n_sent, int32_t n_rows) {
 ** forward are kept: keep_state, mt_graph_keep).  With an integer gemm type
 ** (whose results already differ from float32 by the quantization of the
 ** activations, far more than f16 rounding) the context and frozen history
-** are kept in f16 (kv_f16): half the attention's memory traffic; with int8
-** products their keys in int8 (kv_keys_i8: scored by integer products, a
+** are kept in f16 (MT_CACHE_F16): half the attention's memory traffic; with
+** int8 products their keys in int8 (MT_CACHE_F16_INT8_KEYS: scored by integer products, a
 ** quarter of f16's instructions per key); float32 decoding keeps them in f32
 ** and stays bit for bit with Marian's. */
 static mt_status new_graph(mt_gemm_type gemm_type, mt_kv_cache kv, mt_graph **g) {
@@ -148,10 +148,8 @@ static mt_status new_graph(mt_gemm_type gemm_type, mt_kv_cache kv, mt_graph **g)
     gp.training = false;
     gp.memoize = true;
     gp.release_values = true;
-    gp.gemm_type = gemm_type;
-    gp.kv_f16 = mt_kv_cache_f16(kv, gemm_type);
-    gp.kv_bf16 = mt_kv_cache_bf16(kv);
-    gp.kv_keys_i8 = mt_kv_cache_keys_i8(kv, gemm_type);
+    gp.decode.gemm_type = gemm_type;
+    gp.decode.caches = mt_kv_cache_resolve(kv, gemm_type);
     return mt_graph_init(NULL, gp, g);
 }
 
@@ -166,15 +164,17 @@ mt_status mt_kv_cache_parse(const char *s, mt_kv_cache *out) {
                      "--kv-cache: '%s' is not auto, float32, float16, bfloat16 or int8", s);
 }
 
-bool mt_kv_cache_f16(mt_kv_cache kv, mt_gemm_type gt) {
-    return kv == MT_KV_FLOAT16 || kv == MT_KV_BFLOAT16 || kv == MT_KV_INT8 ||
-           (kv == MT_KV_AUTO && gt != MT_GEMM_FLOAT32);
-}
-
-bool mt_kv_cache_bf16(mt_kv_cache kv) { return kv == MT_KV_BFLOAT16; }
-
-bool mt_kv_cache_keys_i8(mt_kv_cache kv, mt_gemm_type gt) {
-    return kv == MT_KV_INT8 || (kv == MT_KV_AUTO && gt == MT_GEMM_INT8);
+mt_cache_precision mt_kv_cache_resolve(mt_kv_cache kv, mt_gemm_type gt) {
+    switch (kv) {
+    case MT_KV_FLOAT32: return MT_CACHE_F32;
+    case MT_KV_FLOAT16: return MT_CACHE_F16;
+    case MT_KV_BFLOAT16: return MT_CACHE_F16_BF16_CONTEXT;
+    case MT_KV_INT8: return MT_CACHE_F16_INT8_KEYS;
+    default:
+        return gt == MT_GEMM_INT8      ? MT_CACHE_F16_INT8_KEYS
+               : gt != MT_GEMM_FLOAT32 ? MT_CACHE_F16
+                                       : MT_CACHE_F32;
+    }
 }
 
 /* The state's nodes outlive the graph's forward (the next graph imports them). */

@@ -515,8 +515,8 @@ static mt_node *swap_kt(mt_graph *g, mt_node *keys) {
 }
 
 /* A state's context or frozen history as f32 (the composed ops' input):
-** graphs with kv_f16 keep them in f16 (mt_graph_params.kv_f16), keys in int8
-** with kv_keys_i8 (transposed per head either way). */
+** graphs with float16 caches keep them in f16 (mt_decode_params.caches), keys in int8
+** with MT_CACHE_F16_INT8_KEYS (transposed per head either way). */
 static mt_node *as_f32(mt_graph *g, mt_node *x) {
     return mt_node_dtype(x) == MT_I8 ? mt_keys_q8_f32(g, x) : mt_cast(g, x, MT_F32);
 }

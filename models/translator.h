@@ -59,12 +59,13 @@
 typedef struct mt_model_scorer mt_model_scorer;
 
 /* Precision of the decoder's cross-attention context and frozen
-** self-attention history (--kv-cache): auto = int8 with int8 products,
-** float16 with the other integer gemm types, float32 with float32
-** (mt_graph_params.kv_f16); bfloat16: the history in float16 and the
-** context in bfloat16 pairs where the CPU multiplies them directly (AVX-512
-** BF16: mt_graph_kv_bf16), else float16; int8: float16 values, the keys of
-** both in int8, quantized per key (mt_graph_params.kv_keys_i8). */
+** self-attention history (engine mt_cache_precision): auto (what mtpe
+** translate uses) = float16 values with int8 keys with int8 products,
+** float16 with the other integer gemm types, float32 with float32; the
+** others (`mtpe bench translate --kv-cache`): float32, float16, bfloat16
+** (the history in float16, the context in bfloat16 pairs where the CPU
+** multiplies them directly, else float16) and int8 (float16 values, int8
+** keys). */
 typedef enum mt_kv_cache {
     MT_KV_AUTO = 0,
     MT_KV_FLOAT32,
@@ -75,19 +76,14 @@ typedef enum mt_kv_cache {
 /* "auto", "float32", "float16", "bfloat16" or "int8" -> *out;
 ** MT_ERR_INVALID otherwise. */
 mt_status mt_kv_cache_parse(const char *s, mt_kv_cache *out);
-/* Whether caches of kind kv are kept in f16 with gemm type gt. */
-bool mt_kv_cache_f16(mt_kv_cache kv, mt_gemm_type gt);
-/* Whether the contexts are asked for in bfloat16 pairs (the graph keeps
-** them so where its device can: mt_graph_kv_bf16). */
-bool mt_kv_cache_bf16(mt_kv_cache kv);
-/* Whether the keys of the context and the frozen history are asked for in
-** int8 with gemm type gt (the graph keeps them so where its device can:
-** mt_graph_kv_keys_i8). */
-bool mt_kv_cache_keys_i8(mt_kv_cache kv, mt_gemm_type gt);
+/* The graphs' cache precision for kv with gemm type gt (the graph keeps
+** bfloat16 contexts and int8 keys only where its device can:
+** mt_graph_kv_bf16, mt_graph_kv_keys_i8). */
+mt_cache_precision mt_kv_cache_resolve(mt_kv_cache kv, mt_gemm_type gt);
 
 /* A scorer for model m (not owned; shared read-only with other threads);
 ** its graphs multiply by weight matrices as gemm_type says (engine/mt.h)
-** and keep the decoder's caches as kv says (mt_kv_cache_f16, _bf16). */
+** and keep the decoder's caches as kv says (mt_kv_cache_resolve). */
 mt_status mt_model_scorer_init(mt_model *m, mt_gemm_type gemm_type, mt_kv_cache kv,
                                mt_model_scorer **out);
 void mt_model_scorer_free(mt_model_scorer *s); /* NULL is a no-op */

@@ -137,8 +137,8 @@ static mt_graph *new_graph(mt_gemm_type t, bool memoize, bool training) {
     mt_graph_params gp = mt_graph_default_params();
     gp.memoize = memoize;
     gp.training = training;
-    gp.gemm_type = t;
-    gp.gemm_tune_samples = 3;
+    gp.decode.gemm_type = t;
+    gp.decode.gemm_tune_samples = 3;
     mt_graph *g = NULL;
     CHECK_STATUS(mt_graph_init(NULL, gp, &g));
     return g;
@@ -1092,8 +1092,8 @@ static mt_status fault_pass(const float *w, const float *a) {
     mt_model_file *f = NULL;
     mt_graph_params gp = mt_graph_default_params();
     gp.memoize = true;
-    gp.gemm_type = MT_GEMM_AUTO;
-    gp.gemm_tune_samples = 1;
+    gp.decode.gemm_type = MT_GEMM_AUTO;
+    gp.decode.gemm_tune_samples = 1;
     mt_status rc = mt_params_init(NULL, 1, &p);
     if (rc == MT_OK) rc = mt_graph_init(NULL, gp, &g);
     for (int r = 0; rc == MT_OK && r < 6; r++) {

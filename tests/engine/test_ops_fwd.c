@@ -7,7 +7,7 @@
 ** dropout statistics), then the error contract of the builders: bad shapes
 ** give NULL and a sticky MT_ERR_INVALID from mt_graph_forward with a message
 ** naming the op; NULL inputs give NULL; bad labels/ids fail at forward.
-** f16 storage (the decoding caches of mt_graph_params.kv_f16): mt_cast to
+** f16 storage (the decoding caches of mt_decode_params.caches): mt_cast to
 ** f16 and back against mt_f32_to_f16 value by value (odd sizes, ties,
 ** subnormals, beyond the range), concat and index_select of f16 values
 ** against the f32 ops' results rounded, and the refusals (two dtypes in a
@@ -474,7 +474,7 @@ static void test_concat_slice_permute(void) {
 /* The f16 value of x as a float (what mt_node_get gives for an f16 node). */
 static double f16_of(float x) { return mt_f16_to_f32(mt_f32_to_f16(x)); }
 
-/* bfloat16 storage (the contexts of mt_graph_params.kv_bf16): mt_cast there
+/* bfloat16 storage (the contexts of MT_CACHE_F16_BF16_CONTEXT): mt_cast there
 ** and back (kcpu_bf16_of's values), mt_cast_pairs' layout [..., 2, L] ->
 ** [..., L, 2] (read back as floats: element i of pair row r at 2 (r L + i)
 ** + z), concat, slice and index_select moving bfloat16 values as the f32

@@ -24,7 +24,7 @@ static mt_graph *graph(bool release, mt_gemm_type gemm) {
     gp.workspace_bytes = 4096;
     gp.memoize = true;
     gp.release_values = release;
-    gp.gemm_type = gemm;
+    gp.decode.gemm_type = gemm;
     mt_graph *g = NULL;
     CHECK_STATUS(mt_graph_init(NULL, gp, &g));
     return g;

@@ -466,10 +466,10 @@ static void test_greedy_batched(const char *dir, const char *sv, const char *tv,
 ** into its rows.  Their log-probs must agree at every step (the weighted
 ** sum of the values adds two partial sums: rounding only).  A model
 ** without growing caches (AAN) refuses to fold.
-** kv 1: B runs in a graph with kv_f16 (context and history kept in f16,
+** kv 1: B runs in a graph with MT_CACHE_F16 (context and history in f16,
 ** A stays f32): the same, within the rounding of keys and values to f16
 ** (log-probs within 1e-2; both contexts and the history must be f16).
-** kv 2: kv_f16 and kv_bf16: the contexts in bfloat16 pairs where the CPU
+** kv 2: MT_CACHE_F16_BF16_CONTEXT: the contexts in bfloat16 pairs where the CPU
 ** multiplies them (mt_graph_kv_bf16; else f16), queries and weights over
 ** them rounded to bfloat16 (log-probs within 5e-2). */
 static void test_fold(const char *dir, const char *sv, const char *tv, int kv) {
@@ -488,8 +488,7 @@ static void test_fold(const char *dir, const char *sv, const char *tv, int kv) {
     };                              /* the last state: a history and recent rows */
     mt_graph *g = NULL, *gb = NULL; /* chains A and B */
     mt_graph_params pb = mt_graph_default_params();
-    pb.kv_f16 = kv16;
-    pb.kv_bf16 = kv == 2;
+    pb.decode.caches = kv == 2 ? MT_CACHE_F16_BF16_CONTEXT : kv16 ? MT_CACHE_F16 : MT_CACHE_F32;
     CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
     CHECK_STATUS(mt_graph_init(NULL, pb, &gb));
     mt_batch *b = make_batch(&fx, 2, COUNT, false);

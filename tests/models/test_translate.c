@@ -213,15 +213,16 @@ static void test_kv_cache(void) {
     mt_kv_cache kv;
     CHECK(mt_kv_cache_parse("float16", &kv) == MT_OK && kv == MT_KV_FLOAT16, "parse float16");
     CHECK(mt_kv_cache_parse("bfloat16", &kv) == MT_OK && kv == MT_KV_BFLOAT16, "parse bfloat16");
-    CHECK(mt_kv_cache_f16(MT_KV_BFLOAT16, MT_GEMM_FLOAT32) && mt_kv_cache_bf16(MT_KV_BFLOAT16) &&
-              !mt_kv_cache_bf16(MT_KV_AUTO) && !mt_kv_cache_bf16(MT_KV_FLOAT16),
+    CHECK(mt_kv_cache_resolve(MT_KV_BFLOAT16, MT_GEMM_FLOAT32) == MT_CACHE_F16_BF16_CONTEXT &&
+              mt_kv_cache_resolve(MT_KV_AUTO, MT_GEMM_INT16) == MT_CACHE_F16 &&
+              mt_kv_cache_resolve(MT_KV_FLOAT16, MT_GEMM_INT8) == MT_CACHE_F16,
           "bfloat16 contexts only when asked for (with f16 histories)");
     CHECK(mt_kv_cache_parse("f16", &kv) == MT_ERR_INVALID && strstr(mt_errmsg(), "f16"),
           "parse f16: %s", mt_errmsg());
-    CHECK(mt_kv_cache_f16(MT_KV_AUTO, MT_GEMM_INT8) &&
-              !mt_kv_cache_f16(MT_KV_AUTO, MT_GEMM_FLOAT32) &&
-              mt_kv_cache_f16(MT_KV_FLOAT16, MT_GEMM_FLOAT32) &&
-              !mt_kv_cache_f16(MT_KV_FLOAT32, MT_GEMM_INT16),
+    CHECK(mt_kv_cache_resolve(MT_KV_AUTO, MT_GEMM_INT8) == MT_CACHE_F16_INT8_KEYS &&
+              mt_kv_cache_resolve(MT_KV_AUTO, MT_GEMM_FLOAT32) == MT_CACHE_F32 &&
+              mt_kv_cache_resolve(MT_KV_FLOAT16, MT_GEMM_FLOAT32) == MT_CACHE_F16 &&
+              mt_kv_cache_resolve(MT_KV_FLOAT32, MT_GEMM_INT16) == MT_CACHE_F32,
           "kv cache precision by gemm type");
     size_t bytes[2] = {0, 0}, values[2] = {0, 0};
     char *best[2][60];
