@@ -203,6 +203,38 @@ static void test_vocab_size_mismatch(void) {
 
 /* ------------------------------------------------------- --kv-cache */
 
+/* The 60 fixture lines in one search with these settings; returns how many
+** got a translation (and alignments when asked); best[i] (may be NULL)
+** receives line i's best text (free). */
+static int translate_all(mt_gemm_type g, mt_kv_cache kv, int32_t max_active, bool align,
+                         char **best, mt_model_scorer_stats *stats) {
+    mt_translate_params p = mt_translate_default_params();
+    p.beam_size = 4;
+    p.gemm_type = g;
+    p.kv_cache = kv;
+    p.max_active = max_active;
+    p.alignment = align;
+    fixture fx;
+    int n = 0;
+    if (fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
+        mt_tr_input in[60];
+        mt_tr_result r[60];
+        memset(in, 0, sizeof in);
+        for (int i = 0; i < 60; i++)
+            in[i].src[0] = fx.input.s[i];
+        if (CHECK_OK(mt_translate(fx.w, in, 60, r, NULL, NULL))) {
+            if (stats) *stats = mt_translate_worker_stats(fx.w);
+            for (int i = 0; i < 60; i++) {
+                if (r[i].n_hyps > 0 && (!align || r[i].hyps[0].align != NULL)) n++;
+                if (best && r[i].n_hyps > 0) best[i] = strdup(r[i].hyps[0].text);
+                mt_tr_result_clear(&r[i]);
+            }
+        }
+    }
+    fixture_close(&fx);
+    return n;
+}
+
 /* The precision of the decoder caches: auto is f16 with an integer gemm
 ** type only; with int8 products, the projected contexts and the frozen
 ** history (read by every step) take 2 bytes per value in float16 and 4 in
@@ -228,29 +260,14 @@ static void test_kv_cache(void) {
     char *best[2][60];
     memset(best, 0, sizeof best);
     for (int k = 0; k < 4; k++) {
-        mt_translate_params p = mt_translate_default_params();
-        p.beam_size = 4;
-        p.gemm_type = k < 2 ? MT_GEMM_INT8 : MT_GEMM_FLOAT32;
-        p.kv_cache = k % 2 ? MT_KV_FLOAT32 : MT_KV_FLOAT16;
-        fixture fx;
-        if (fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
-            mt_tr_input in[60];
-            mt_tr_result r[60];
-            memset(in, 0, sizeof in);
-            for (int i = 0; i < 60; i++)
-                in[i].src[0] = fx.input.s[i];
-            if (CHECK_OK(mt_translate(fx.w, in, 60, r, NULL, NULL))) {
-                if (k < 2) {
-                    bytes[k] = mt_translate_worker_stats(fx.w).cache_bytes;
-                    values[k] = mt_translate_worker_stats(fx.w).cache_values;
-                }
-                for (int i = 0; i < 60; i++) {
-                    if (k >= 2 && r[i].n_hyps > 0) best[k - 2][i] = strdup(r[i].hyps[0].text);
-                    mt_tr_result_clear(&r[i]);
-                }
-            }
+        mt_model_scorer_stats st;
+        memset(&st, 0, sizeof st);
+        translate_all(k < 2 ? MT_GEMM_INT8 : MT_GEMM_FLOAT32, k % 2 ? MT_KV_FLOAT32 : MT_KV_FLOAT16,
+                      0, false, k >= 2 ? best[k - 2] : NULL, &st);
+        if (k < 2) {
+            bytes[k] = st.cache_bytes;
+            values[k] = st.cache_values;
         }
-        fixture_close(&fx);
     }
     fprintf(stderr,
             "kv cache: int8, %zu values in %zu bytes as float16, %zu in %zu as float32 "
@@ -272,40 +289,6 @@ static void test_kv_cache(void) {
     CHECK(same >= 54, "float16 caches changed %d of 60 float32 translations", 60 - same);
 }
 
-/* Every cache precision (mtpe translate follows --gemm-type; `mtpe bench
-** translate --kv-cache` times the others) translates all 60 lines, also
-** with top-up (contexts padded and trimmed) and alignments (the aligned
-** layer reads the caches through the composed ops); int8 keys are what
-** auto gives with int8 products, and keep at least half of the float16
-** caches' translations (the fixture's outputs are fragile). */
-static int translate_all(mt_gemm_type g, mt_kv_cache kv, int32_t max_active, bool align,
-                         char **best) {
-    mt_translate_params p = mt_translate_default_params();
-    p.beam_size = 4;
-    p.gemm_type = g;
-    p.kv_cache = kv;
-    p.max_active = max_active;
-    p.alignment = align;
-    fixture fx;
-    int n = 0;
-    if (fixture_open(&fx, "transformer-tiny", "vocab.spm", "vocab.spm", &p, 1, NULL)) {
-        mt_tr_input in[60];
-        mt_tr_result r[60];
-        memset(in, 0, sizeof in);
-        for (int i = 0; i < 60; i++)
-            in[i].src[0] = fx.input.s[i];
-        if (CHECK_OK(mt_translate(fx.w, in, 60, r, NULL, NULL))) {
-            for (int i = 0; i < 60; i++) {
-                if (r[i].n_hyps > 0 && (!align || r[i].hyps[0].align != NULL)) n++;
-                if (best && r[i].n_hyps > 0) best[i] = strdup(r[i].hyps[0].text);
-                mt_tr_result_clear(&r[i]);
-            }
-        }
-    }
-    fixture_close(&fx);
-    return n;
-}
-
 static int same_lines(char **a, char **b) {
     int n = 0;
     for (int i = 0; i < 60; i++)
@@ -313,6 +296,12 @@ static int same_lines(char **a, char **b) {
     return n;
 }
 
+/* Every cache precision (mtpe translate follows --gemm-type; `mtpe bench
+** translate --kv-cache` times the others) translates all 60 lines, also
+** with top-up (contexts padded and trimmed) and alignments (the aligned
+** layer reads the caches through the composed ops); int8 keys are what
+** auto gives with int8 products, and keep at least half of the float16
+** caches' translations (the fixture's outputs are fragile). */
 static void test_kv_cache_variants(void) {
     static const struct {
         mt_gemm_type g;
@@ -324,7 +313,7 @@ static void test_kv_cache_variants(void) {
     char *best[N][60];
     memset(best, 0, sizeof best);
     for (int k = 0; k < N; k++) {
-        int n = translate_all(v[k].g, v[k].kv, 0, false, best[k]);
+        int n = translate_all(v[k].g, v[k].kv, 0, false, best[k], NULL);
         CHECK(n == 60, "gemm %d, caches %d: %d of 60 lines translated", (int)v[k].g, (int)v[k].kv,
               n);
     }
@@ -338,9 +327,9 @@ static void test_kv_cache_variants(void) {
             free(best[k][i]);
     static const mt_kv_cache extra[] = {MT_KV_BFLOAT16, MT_KV_INT8};
     for (int k = 0; k < 2; k++) {
-        int n = translate_all(MT_GEMM_INT8, extra[k], 1, false, NULL);
+        int n = translate_all(MT_GEMM_INT8, extra[k], 1, false, NULL, NULL);
         CHECK(n == 60, "caches %d with top-up: %d of 60", (int)extra[k], n);
-        n = translate_all(MT_GEMM_INT8, extra[k], 0, true, NULL);
+        n = translate_all(MT_GEMM_INT8, extra[k], 0, true, NULL, NULL);
         CHECK(n == 60, "caches %d with alignments: %d of 60 aligned", (int)extra[k], n);
     }
 }
