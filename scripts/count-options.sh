@@ -1,6 +1,7 @@
 #!/bin/sh
 # count-options.sh [SRC_DIR]: how many command-line options mtpe's commands
-# declare (issue 33).  Two kinds of source are counted in app/*.c:
+# declare (issue 33).  Two kinds of source are counted in app/ (all its
+# sub-folders):
 #   table entries  rows of an app_opt table: {"name", alias, APP_OPT_...
 #   hand parsers   long names compared by hand: strcmp(x, "--name") and
 #                  strncmp(x, "--name=", n), once per file ("--help" and the
@@ -12,9 +13,9 @@ set -eu
 src=${1:-$(dirname "$0")/..}
 cd "$src/app"
 {
-    grep -oE '\{"[a-z0-9][a-z0-9-]*", *('"'"'.'"'"'|0), *APP_OPT_' ./*.c |
+    grep -roE --include='*.c' '\{"[a-z0-9][a-z0-9-]*", *('"'"'.'"'"'|0), *APP_OPT_' . |
         sed -E 's|^\./([^:]*):\{"([^"]*)".*|table \1 \2|'
-    grep -oE 'str(n)?cmp\([^;]*"--[a-z][a-z0-9-]*=?"' ./*.c |
+    grep -roE --include='*.c' 'str(n)?cmp\([^;]*"--[a-z][a-z0-9-]*=?"' . |
         sed -E 's|^\./([^:]*):.*"--([a-z][a-z0-9-]*)=?"$|hand \1 \2|' |
         grep -v ' help$' | sort -u
 } | awk '
