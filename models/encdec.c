@@ -558,6 +558,25 @@ static mt_status with_path(mt_status rc, const char *path) {
 }
 
 /* Moves item i of f into the params (float16 converted to float32). */
+/* A damaged file (a flipped byte in a .bin, NaN written by a diverged
+** training) must not load: every float of a parameter is checked (exponent
+** bits all ones: Inf or NaN), about a millisecond per million values. */
+static mt_status check_finite(const float *x, int64_t n, const char *name, const char *path) {
+    int64_t bad = -1;
+    for (int64_t k = 0; k < n; k++) {
+        uint32_t b;
+        memcpy(&b, &x[k], 4);
+        if ((b & 0x7f800000u) == 0x7f800000u) {
+            bad = k;
+            break;
+        }
+    }
+    if (bad < 0) return MT_OK;
+    return mt_seterr(MT_ERR_FORMAT,
+                     "%s: parameter %s holds %s at element %lld: the model file is damaged", path,
+                     name, isnan(x[bad]) ? "NaN" : "an infinity", (long long)bad);
+}
+
 static mt_status adopt_item(mt_model *m, mt_model_file *f, int i, const char *path) {
     const char *name = f->names[i];
     mt_tensor *t = &f->tensors[i];
@@ -566,6 +585,10 @@ static mt_status adopt_item(mt_model *m, mt_model_file *f, int i, const char *pa
         ** on the integer path; other raw types are refused (engine/quantize.c) */
         mt_status rc = mt_params_adopt_item(m->params, name, t, &f->items[i]);
         return rc == MT_OK ? MT_OK : with_path(rc, path);
+    }
+    if (t->dtype == MT_F32) {
+        mt_status rc = check_finite(t->data, mt_tensor_numel(t), name, path);
+        if (rc != MT_OK) return rc;
     }
     if (t->dtype != MT_F16) return mt_params_adopt(m->params, name, t);
     mt_tensor c = {0};
@@ -576,6 +599,11 @@ static mt_status adopt_item(mt_model *m, mt_model_file *f, int i, const char *pa
     const uint16_t *src = t->data;
     for (int64_t k = 0; k < n; k++)
         dst[k] = mt_f16_to_f32(src[k]);
+    rc = check_finite(dst, n, name, path);
+    if (rc != MT_OK) {
+        mt_tensor_free(&c);
+        return rc;
+    }
     rc = mt_params_adopt(m->params, name, &c);
     mt_tensor_free(&c); /* no-op once adopted (owns is false) */
     return rc;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "harness.h"
@@ -199,6 +200,35 @@ static void test_vocab_size_mismatch(void) {
     CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), "input 1"), "the source too: %s",
           mt_errmsg());
     mt_ensemble_free(&am);
+}
+
+/* A model with a non-finite weight (a diverged training, a damaged .bin)
+** is refused at load, naming the parameter (issue 38, finding 1): before,
+** every sentence translated to an empty line. */
+static void test_nonfinite_weights(void) {
+    mt_model_file *f = NULL;
+    if (!CHECK_OK(mt_model_file_read(DATA "transformer-tiny/model.npz", &f))) return;
+    const mt_tensor *w = mt_model_file_find(f, "Wemb");
+    char path[600];
+    snprintf(path, sizeof path, "%s/mtpe_nan_%d.npz", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             (int)getpid());
+    if (CHECK(w && w->dtype == MT_F32, "Wemb in float32")) {
+        ((float *)w->data)[12345] = NAN;
+        CHECK_STATUS(mt_model_file_write(path, f));
+        mt_model *m = NULL;
+        mt_status rc = mt_model_load(path, NULL, &m);
+        CHECK(rc == MT_ERR_FORMAT && m == NULL && strstr(mt_errmsg(), "Wemb") &&
+                  strstr(mt_errmsg(), "NaN") && strstr(mt_errmsg(), "12345"),
+              "NaN in Wemb refused: %s", mt_errmsg());
+        ((float *)w->data)[12345] = -INFINITY;
+        CHECK_STATUS(mt_model_file_write(path, f));
+        rc = mt_model_load(path, NULL, &m);
+        CHECK(rc == MT_ERR_FORMAT && strstr(mt_errmsg(), "infinity"), "-Inf refused: %s",
+              mt_errmsg());
+        mt_model_free(m);
+        remove(path);
+    }
+    mt_model_file_free(f);
 }
 
 /* ------------------------------------------------------- --kv-cache */
@@ -783,6 +813,7 @@ int main(void) {
     test_topup("transformer-aan", "vocab.en.spm", "vocab.de.spm");
     test_topup("transformer-tiny-r2l", "vocab.spm", "vocab.spm");
     test_vocab_size_mismatch();
+    test_nonfinite_weights();
     test_kv_cache();
     test_kv_cache_variants();
     test_cancel();
