@@ -54,7 +54,7 @@
 ** the length limit) are scored too; the rows/out column is the ratio.
 ** Padding is not counted (a sentence's finished hypotheses leave the rows).
 **
-** --kv-cache: the decoder caches of every row (as mtpe translate's: auto,
+** --kv-cache: the decoder caches of every row (auto, as mtpe translate:
 ** float32, float16, bfloat16 or int8), to time the others against auto.
 **
 ** Threads: each thread has its own mt_translate_worker (made before the
@@ -111,7 +111,8 @@ static const app_opt bt_opts[] = {
     {"rows", 0, APP_OPT_STRING, NULL, NULL,
      "gemm table: only these rows, GEMM:BEAM:BATCH comma-separated (e.g. int8:1:32,int8+sl:1:32)"},
     {"kv-cache", 0, APP_OPT_STRING, "auto", NULL,
-     "decoder caches of every row, as mtpe translate's --kv-cache"},
+     "decoder caches of every row: auto (what mtpe translate uses: follows the gemm type), "
+     "float32, float16, bfloat16 or int8 (the one override of the automatic choice)"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages"},
 };
 static const int n_bt_opts = (int)(sizeof bt_opts / sizeof bt_opts[0]);
