@@ -54,7 +54,7 @@
 ** the length limit) are scored too; the rows/out column is the ratio.
 ** Padding is not counted (a sentence's finished hypotheses leave the rows).
 **
-** --kv-cache: the decoder caches of every row (auto, as mtpe translate:
+** --kv-cache: the decoder caches of every row (auto, what mtpe translate uses;
 ** float32, float16, bfloat16 or int8), to time the others against auto.
 **
 ** Threads: each thread has its own mt_translate_worker (made before the
