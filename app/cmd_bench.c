@@ -25,11 +25,11 @@
 #include <string.h>
 
 static const app_opt kbench_opts[] = {
-    {"repeat", 0, APP_OPT_INT, "7", NULL, "samples per shape (at most 64); the median is shown"},
+    {"repeat", 0, APP_OPT_INT, "7", NULL, "samples per shape; the median is shown", "1..64"},
     {"peak-gflops", 0, APP_OPT_FLOAT, "228", NULL,
-     "gemm: fp32 GFLOP/s peak of one core (228: Zen 5, 2 x 512-bit FMA per cycle)"},
+     "gemm: fp32 GFLOP/s peak of one core (228: Zen 5, 2 x 512-bit FMA per cycle)", "(0.."},
     {"peak-gops", 0, APP_OPT_FLOAT, "913", NULL,
-     "gemm-int: nominal int8 GOP/s peak of one core (913: Zen 5 VNNI)"},
+     "gemm-int: nominal int8 GOP/s peak of one core (913: Zen 5 VNNI)", "(0.."},
 };
 enum { N_KBENCH_OPTS = (int)(sizeof kbench_opts / sizeof kbench_opts[0]) };
 const app_cmd app_bench_kernels_cmd[4] = {

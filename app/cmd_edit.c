@@ -77,14 +77,15 @@ static const app_opt edit_opts[] = {
     {"vocabs", 'v', APP_OPT_STRINGS, NULL, NULL,
      "vocabularies: source, then target (default: vocab.spm next to the model)"},
     {"db", 0, APP_OPT_STRING, NULL, NULL, "the store (default: $XDG_DATA_HOME/mtpe/mtpe.db)"},
-    {"beam-size", 'b', APP_OPT_INT, "6", NULL, "beam size of the MT and its n-best list"},
-    {"completion-beam", 0, APP_OPT_INT, "3", NULL, "beam size of completions"},
+    {"beam-size", 'b', APP_OPT_INT, "6", NULL, "beam size of the MT and its n-best list",
+     "1..1000"},
+    {"completion-beam", 0, APP_OPT_INT, "3", NULL, "beam size of completions", "1..1000"},
     {"normalize", 'n', APP_OPT_FLOAT, "0.6", NULL, "length normalisation exponent"},
     {"max-length-factor", 0, APP_OPT_FLOAT, "3", NULL,
-     "longest translation: this times the source length"},
-    {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "translation worker threads"},
+     "longest translation: this times the source length", "(0..1000"},
+    {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "translation worker threads", "1..64"},
     {"lookahead", 0, APP_OPT_INT, "3", NULL,
-     "untranslated segments after the current one to pre-translate"},
+     "untranslated segments after the current one to pre-translate", "0..1000"},
     {"target", 0, APP_OPT_STRING, NULL, NULL, "plain text documents: the translation file"},
     {"src-lang", 0, APP_OPT_STRING, NULL, NULL, "source language code (default: the file's, en)"},
     {"trg-lang", 0, APP_OPT_STRING, NULL, NULL, "target language code (default: the file's, de)"},
@@ -92,7 +93,8 @@ static const app_opt edit_opts[] = {
     {"save-mt", 0, APP_OPT_FLAG, NULL, NULL,
      "PO/XLIFF: also save MT that nobody edited or confirmed, as fuzzy drafts"},
     {"qa", 0, APP_OPT_STRING, "confirm", NULL,
-     "quality checks: confirm (on confirming and saving), save (:w only) or off"},
+     "quality checks: confirm (on confirming and saving), save (:w only) or off",
+     "confirm|save|off"},
 };
 static const int n_edit_opts = (int)(sizeof edit_opts / sizeof edit_opts[0]);
 
@@ -510,7 +512,21 @@ static int run_script(const char *path, const ui_hooks *hooks, const ui_document
         } else if (strcmp(l, "wait-mt") == 0) {
             ok = pump_until(q, ed, sess, mt_on ? has_cur_mt : always, 30000);
         } else if (strcmp(l, "sleep") == 0) {
-            pump_until(q, ed, sess, never, atoll(arg));
+            /* MS: an integer 0..3600000 (an hour), nothing after it */
+            char *end = NULL;
+            errno = 0;
+            long long ms = strtoll(arg, &end, 10);
+            while (end != arg && (*end == ' ' || *end == '\t'))
+                end++;
+            if (end == arg || *end != '\0' || errno == ERANGE || ms < 0 || ms > 3600000) {
+                fprintf(stderr,
+                        "mtpe edit: %s:%lld: sleep MS: '%s' is not a number of milliseconds "
+                        "in 0..3600000\n",
+                        path, (long long)lineno, arg);
+                ret = 2;
+                goto done;
+            }
+            pump_until(q, ed, sess, never, (int64_t)ms);
         } else {
             fprintf(stderr, "mtpe edit: %s:%lld: unknown command '%s'\n", path, (long long)lineno,
                     l);
@@ -550,18 +566,9 @@ int app_edit_main(int argc, char **argv) {
     if (!app_opts_parse_cmd(&app_edit_cmd, argc, argv, &o, &ret)) goto done;
     ret = 1;
     const char *file = app_opts_arg(o, 0);
+    /* (--cpu-threads, --lookahead, --qa: their ranges are in the table) */
     int64_t threads = app_opts_int(o, "cpu-threads"), look = app_opts_int(o, "lookahead");
-    if (threads < 1 || threads > 64 || look < 0 || look > 1000) {
-        fprintf(stderr, "mtpe edit: --cpu-threads must be 1..64 and --lookahead 0..1000\n");
-        ret = 2;
-        goto done;
-    }
     const char *qa = app_opts_str(o, "qa");
-    if (strcmp(qa, "confirm") != 0 && strcmp(qa, "save") != 0 && strcmp(qa, "off") != 0) {
-        fprintf(stderr, "mtpe edit: --qa: confirm, save or off, not '%s'\n", qa);
-        ret = 2;
-        goto done;
-    }
     const char *script = opt_or_null(o, "script");
     if (script == NULL && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
         fprintf(stderr, "mtpe edit: needs a terminal (or --script FILE)\n");

@@ -77,12 +77,14 @@ static const app_opt score_opts[] = {
      "one number only: ce-sum, ce-mean, ce-mean-words, perplexity, cross-entropy"},
     {"n-best", 0, APP_OPT_FLAG, NULL, NULL, "the last train-set is an n-best list to rescore"},
     {"n-best-feature", 0, APP_OPT_STRING, "Score", NULL, "name of the feature added"},
-    {"mini-batch", 0, APP_OPT_INT, "64", NULL, "sentences per batch"},
-    {"maxi-batch", 0, APP_OPT_INT, "100", NULL, "batches read and sorted together"},
-    {"maxi-batch-sort", 0, APP_OPT_STRING, "trg", NULL, "sort a maxi-batch by: trg, src, none"},
-    {"max-length", 0, APP_OPT_INT, "1000", NULL, "skip pairs longer than this (tokens)"},
+    {"mini-batch", 0, APP_OPT_INT, "64", NULL, "sentences per batch", "1..65536"},
+    {"maxi-batch", 0, APP_OPT_INT, "100", NULL, "batches read and sorted together", "1..10000"},
+    {"maxi-batch-sort", 0, APP_OPT_STRING, "trg", NULL, "sort a maxi-batch by length or not",
+     "trg|src|none"},
+    {"max-length", 0, APP_OPT_INT, "1000", NULL, "skip pairs longer than this (tokens)",
+     "1..1000000"},
     {"max-length-crop", 0, APP_OPT_FLAG, NULL, NULL, "crop instead of skipping"},
-    {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "worker threads"},
+    {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "worker threads", "1..256"},
     {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL,
      "weight products: float32, int16, int8 or auto (tuned per shape)"},
     {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"},
@@ -437,6 +439,15 @@ static mt_status load_all(scorer *s) {
 
 static int run(scorer *s) {
     app_opts *o = s->o;
+    /* every pair of a maxi-batch is held in memory */
+    int64_t chunk64 = app_opts_int(o, "mini-batch") * app_opts_int(o, "maxi-batch");
+    if (chunk64 > 1000000) {
+        fprintf(stderr,
+                "mtpe score: --mini-batch times --maxi-batch is %lld pairs read at once, at "
+                "most 1000000\n",
+                (long long)chunk64);
+        return 2;
+    }
     if (mt_gemm_type_parse(app_opts_str(o, "gemm-type"), &s->gemm_type) != MT_OK) {
         char msg[256];
         snprintf(msg, sizeof msg, "--gemm-type: '%.100s' is not float32, int16, int8 or auto",
@@ -467,8 +478,7 @@ static int run(scorer *s) {
     int ret = 1;
     char *bufs[N_STREAMS_MAX] = {0};
     size_t caps[N_STREAMS_MAX] = {0};
-    int chunk = (int)(app_opts_int(o, "mini-batch") * app_opts_int(o, "maxi-batch"));
-    if (chunk < 1) chunk = 1;
+    int chunk = (int)chunk64;
     s->items = calloc((size_t)chunk, sizeof(item));
     s->order = calloc((size_t)chunk, sizeof(int));
     s->batch_at = calloc((size_t)chunk + 1, sizeof(int));

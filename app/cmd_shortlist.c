@@ -42,7 +42,7 @@ static const app_opt sl_opts[] = {
     {"dump-shortlist", 0, APP_OPT_STRING, NULL, NULL, "same as --dump (marian-conv's name)"},
     {"input", 'i', APP_OPT_STRING, NULL, NULL,
      "sentences to compute shortlists for (with --shortlist)"},
-    {"mini-batch", 0, APP_OPT_INT, "1", NULL, "sentences per shortlist"},
+    {"mini-batch", 0, APP_OPT_INT, "1", NULL, "sentences per shortlist", "1..1000000"},
     {"no-check", 0, APP_OPT_FLAG, NULL, NULL, "do not verify checksum and ids of a binary file"},
     {"info", 0, APP_OPT_STRING, NULL, NULL, "print the header of a binary shortlist"},
 };

@@ -112,13 +112,13 @@ static const app_opt tr_opts[] = {
     {"vocabs", 'v', APP_OPT_STRINGS, NULL, NULL, "vocabularies: sources..., target"},
     {"input", 'i', APP_OPT_STRINGS, "stdin", NULL, "input file(s), one per source"},
     {"output", 'o', APP_OPT_STRING, "stdout", NULL, "output file"},
-    {"beam-size", 'b', APP_OPT_INT, "12", NULL, "beam size"},
+    {"beam-size", 'b', APP_OPT_INT, "12", NULL, "beam size", "1..1000"},
     {"normalize", 'n', APP_OPT_FLOAT, "0", "1", "length normalisation: score / length ^ A"},
     {"word-penalty", 0, APP_OPT_FLOAT, "0", NULL, "subtract this per target token"},
     {"max-length", 0, APP_OPT_INT, "1000", NULL,
-     "longest input in tokens (longer: skipped, or cropped)"},
+     "longest input in tokens (longer: skipped, or cropped)", "1..1000000"},
     {"max-length-factor", 0, APP_OPT_FLOAT, "3", NULL,
-     "output length limit: this times the longest source of the batch"},
+     "output length limit: this times the longest source of the batch", "(0..1000"},
     {"max-length-crop", 0, APP_OPT_FLAG, NULL, NULL, "crop long inputs instead of skipping"},
     {"allow-unk", 0, APP_OPT_FLAG, NULL, NULL, "allow <unk> in translations"},
     {"allow-special", 0, APP_OPT_FLAG, NULL, NULL, "allow special (control) pieces"},
@@ -126,11 +126,13 @@ static const app_opt tr_opts[] = {
     {"alignment", 0, APP_OPT_STRING, "", "1", "print alignments: soft, hard or a threshold"},
     {"word-scores", 0, APP_OPT_FLAG, NULL, NULL, "print the score of every target token"},
     {"no-spm-decode", 0, APP_OPT_FLAG, NULL, NULL, "print SentencePiece pieces"},
-    {"mini-batch", 0, APP_OPT_INT, "1", NULL, "sentences per batch"},
-    {"mini-batch-words", 0, APP_OPT_INT, "0", NULL, "close a batch past this many source tokens"},
-    {"maxi-batch", 0, APP_OPT_INT, "1", NULL, "batches read and sorted together"},
-    {"maxi-batch-sort", 0, APP_OPT_STRING, "none", NULL, "sort a maxi-batch by: src, none"},
-    {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "worker threads"},
+    {"mini-batch", 0, APP_OPT_INT, "1", NULL, "sentences per batch", "1..65536"},
+    {"mini-batch-words", 0, APP_OPT_INT, "0", NULL,
+     "close a batch past this many source tokens (0: --mini-batch sentences)", "0.."},
+    {"maxi-batch", 0, APP_OPT_INT, "1", NULL, "batches read and sorted together", "1..10000"},
+    {"maxi-batch-sort", 0, APP_OPT_STRING, "none", NULL,
+     "sort a maxi-batch by source length or not", "src|none"},
+    {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "worker threads", "1..256"},
     {"shortlist", 0, APP_OPT_STRINGS, NULL, NULL,
      "lexical shortlist: FILE [first=100] [best=100] [threshold=0]"},
     {"prefix-file", 0, APP_OPT_STRING, "", NULL, "target prefixes, one per input line"},
@@ -139,7 +141,7 @@ static const app_opt tr_opts[] = {
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages (errors only)"},
     {"quiet-translation", 0, APP_OPT_FLAG, NULL, NULL, "do not log the translations"},
     {"relative-paths", 0, APP_OPT_FLAG, NULL, NULL, "paths in config files are relative to them"},
-    {"max-active", 0, APP_OPT_INT, "0", NULL, "sentences decoding at once (0: all)"},
+    {"max-active", 0, APP_OPT_INT, "0", NULL, "sentences decoding at once (0: all)", "0..1000000"},
     {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL,
      "weight products: float32, int16, int8 or auto (tuned per shape)"},
     {"top-up", 0, APP_OPT_FLAG, NULL, NULL,
@@ -832,6 +834,41 @@ static mt_status resolve_models(app_opts *o) {
     return rc;
 }
 
+/* The numbers after the --shortlist file: FIRST (a text lex: the most
+** frequent target words always in the list; a binary one: 0 skips its
+** checks) >= 0, BEST (translations kept per source word) >= 1, THRESHOLD
+** (least probability) in 0..1; Marian's 5th value (a dump prefix) is not
+** supported. */
+static mt_status shortlist_values(const app_opts *o, uint64_t *first, uint64_t *best,
+                                  float *threshold, bool *check) {
+    static const char *const what[] = {"", "first", "best", "threshold"};
+    static const double lo[] = {0, 0, 1, 0}, hi[] = {0, 1e9, 1e9, 1};
+    static const char *const range[] = {"", "0..1000000000", "1..1000000000", "0..1"};
+    *first = 100, *best = 100, *threshold = 0, *check = true;
+    int ns = app_opts_count(o, "shortlist");
+    if (ns > 4)
+        return mt_seterr(MT_ERR_INVALID,
+                         "--shortlist FILE [first] [best] [threshold]: %d values after the file",
+                         ns - 1);
+    for (int i = 1; i < ns; i++) {
+        char *end = NULL;
+        const char *v = app_opts_item(o, "shortlist", i);
+        errno = 0;
+        double d = strtod(v, &end);
+        if (end == v || *end != '\0' || errno == ERANGE || !isfinite(d))
+            return mt_seterr(MT_ERR_INVALID, "--shortlist: %s '%s' is not a number", what[i], v);
+        if (i < 3 && d != floor(d))
+            return mt_seterr(MT_ERR_INVALID, "--shortlist: %s '%s' is not an integer", what[i], v);
+        if (d < lo[i] || d > hi[i])
+            return mt_seterr(MT_ERR_INVALID, "--shortlist: %s %s is out of range (%s)", what[i], v,
+                             range[i]);
+        if (i == 1) *first = (uint64_t)d, *check = d != 0;
+        if (i == 2) *best = (uint64_t)d;
+        if (i == 3) *threshold = (float)d;
+    }
+    return MT_OK;
+}
+
 static mt_status load_everything(tr_ctx *c) {
     app_opts *o = c->o;
     mt_status rc = resolve_models(o);
@@ -853,19 +890,11 @@ static mt_status load_everything(tr_ctx *c) {
     if (rc != MT_OK) return rc;
     int ns = app_opts_count(o, "shortlist");
     if (ns > 0) {
-        uint64_t first = 100, best = 100;
-        float threshold = 0;
-        bool check = true;
-        for (int i = 1; i < ns && i < 4; i++) {
-            char *end = NULL;
-            const char *v = app_opts_item(o, "shortlist", i);
-            double d = strtod(v, &end);
-            if (end == v || *end != '\0' || d < 0)
-                return mt_seterr(MT_ERR_INVALID, "--shortlist: '%s' is not a number", v);
-            if (i == 1) first = (uint64_t)d, check = d != 0;
-            if (i == 2) best = (uint64_t)d;
-            if (i == 3) threshold = (float)d;
-        }
+        uint64_t first, best;
+        float threshold;
+        bool check;
+        rc = shortlist_values(o, &first, &best, &threshold, &check);
+        if (rc != MT_OK) return rc;
         rc = mt_shortlist_load(app_opts_item(o, "shortlist", 0), c->am.vocabs[0],
                                c->am.vocabs[c->am.n_streams - 1], first, best, threshold, check,
                                &c->sl);
@@ -1103,6 +1132,27 @@ int app_translate_main(int argc, char **argv) {
         float t = strcmp(c.align, "hard") ? strtof(c.align, &end) : 1.0f;
         if (strcmp(c.align, "hard") && (end == c.align || *end || !(t > 0.0f && t <= 1.0f))) {
             fprintf(stderr, "mtpe translate: --alignment: soft, hard or a threshold in (0, 1]\n");
+            ret = 2;
+            goto done;
+        }
+    }
+    /* the batching options hold every sentence of a maxi-batch in memory */
+    int64_t chunk = app_opts_int(o, "mini-batch") * app_opts_int(o, "maxi-batch");
+    if (chunk > 1000000) {
+        fprintf(stderr,
+                "mtpe translate: --mini-batch %lld times --maxi-batch %lld is %lld sentences "
+                "read at once, at most 1000000\n",
+                (long long)app_opts_int(o, "mini-batch"), (long long)app_opts_int(o, "maxi-batch"),
+                (long long)chunk);
+        ret = 2;
+        goto done;
+    }
+    if (app_opts_count(o, "shortlist") > 0) {
+        uint64_t sf, sb;
+        float st;
+        bool sc;
+        if (shortlist_values(o, &sf, &sb, &st, &sc) != MT_OK) {
+            fprintf(stderr, "mtpe translate: %s\n", mt_errmsg());
             ret = 2;
             goto done;
         }

@@ -67,15 +67,21 @@ bool app_parse_bool(const char *s, bool *out) {
     return false;
 }
 
-static bool parse_int(const char *s, int64_t *out) {
-    if (*s == '\0' || isspace((unsigned char)*s)) return false;
+/* 0: *out holds the value; 1: not an integer; 2: an integer that does not
+** fit in 64 bits. */
+static int parse_int_ex(const char *s, int64_t *out) {
+    if (*s == '\0' || isspace((unsigned char)*s)) return 1;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno != 0 || *end != '\0') return false;
+    if (end == s || *end != '\0') return 1;
+    if (errno == ERANGE) return 2;
+    if (errno != 0) return 1;
     *out = (int64_t)v;
-    return true;
+    return 0;
 }
+
+static bool parse_int(const char *s, int64_t *out) { return parse_int_ex(s, out) == 0; }
 
 static bool parse_float(const char *s, double *out) {
     if (*s == '\0' || isspace((unsigned char)*s)) return false;
@@ -139,20 +145,6 @@ bool app_parse_freq(const char *s, app_freq *out) {
     return true;
 }
 
-static bool valid_value(app_opt_kind k, const char *s) {
-    bool b;
-    int64_t i;
-    double d;
-    app_freq f;
-    switch (item_kind(k)) {
-    case APP_OPT_FLAG: return app_parse_bool(s, &b);
-    case APP_OPT_INT: return parse_int(s, &i);
-    case APP_OPT_FLOAT: return parse_float(s, &d);
-    case APP_OPT_FREQ: return app_parse_freq(s, &f);
-    default: return true;
-    }
-}
-
 static const char *kind_what(app_opt_kind k) {
     switch (item_kind(k)) {
     case APP_OPT_FLAG: return "a boolean (true/false)";
@@ -161,6 +153,130 @@ static const char *kind_what(app_opt_kind k) {
     case APP_OPT_FREQ: return "a count with an optional unit u, e or t (e.g. 500u)";
     default: return "text";
     }
+}
+
+/* A numeric range "LO..HI" / "(LO..HI" (app_opt.range). */
+typedef struct num_range {
+    bool has_lo, has_hi, lo_open;
+    double lo, hi;
+} num_range;
+
+static bool parse_range(const char *r, num_range *out) {
+    memset(out, 0, sizeof *out);
+    if (*r == '(') {
+        out->lo_open = true;
+        r++;
+    }
+    const char *dots = strstr(r, "..");
+    if (dots == NULL) return false;
+    char buf[64];
+    size_t n = (size_t)(dots - r);
+    if (n >= sizeof buf) return false;
+    memcpy(buf, r, n);
+    buf[n] = '\0';
+    if (n > 0) {
+        if (!parse_float(buf, &out->lo)) return false;
+        out->has_lo = true;
+    }
+    if (dots[2] != '\0') {
+        if (!parse_float(dots + 2, &out->hi)) return false;
+        out->has_hi = true;
+    }
+    return out->has_lo || out->has_hi;
+}
+
+/* The range in words: "1..64", "at least 1", "more than 0", "at most 9",
+** "more than 0, at most 10"; for strings "one of a, b, c". */
+static void range_text(const app_opt *d, char *buf, size_t size) {
+    const char *r = d->range;
+    if (item_kind(d->kind) == APP_OPT_STRING) {
+        size_t k = (size_t)snprintf(buf, size, "one of ");
+        for (; *r && k + 1 < size; r++) {
+            if (*r == '|') {
+                k += (size_t)snprintf(buf + k, size - k, ", ");
+            } else {
+                buf[k++] = *r;
+                buf[k] = '\0';
+            }
+        }
+        return;
+    }
+    num_range nr;
+    if (!parse_range(r, &nr)) {
+        snprintf(buf, size, "%s", r);
+        return;
+    }
+    const char *hi = strstr(r, "..") + 2;
+    char lo[64];
+    snprintf(lo, sizeof lo, "%.*s", (int)(strstr(r, "..") - r - nr.lo_open), r + nr.lo_open);
+    if (nr.has_lo && nr.has_hi && !nr.lo_open)
+        snprintf(buf, size, "%s..%s", lo, hi);
+    else if (nr.has_lo && nr.has_hi)
+        snprintf(buf, size, "more than %s, at most %s", lo, hi);
+    else if (nr.has_lo)
+        snprintf(buf, size, "%s %s", nr.lo_open ? "more than" : "at least", lo);
+    else
+        snprintf(buf, size, "at most %s", hi);
+}
+
+/* Checks one value (one item of a list) of option d: its kind, then its
+** range.  On failure why holds the message (after "--name: "). */
+static bool check_value(const app_opt *d, const char *s, char *why, size_t size) {
+    bool b;
+    int64_t i = 0;
+    double x = 0;
+    app_freq f = {0, 'u'};
+    bool ok = true, too_big = false;
+    switch (item_kind(d->kind)) {
+    case APP_OPT_FLAG: ok = app_parse_bool(s, &b); break;
+    case APP_OPT_INT: {
+        int e = parse_int_ex(s, &i);
+        ok = e == 0;
+        too_big = e == 2;
+        x = (double)i;
+        break;
+    }
+    case APP_OPT_FLOAT: ok = parse_float(s, &x); break;
+    case APP_OPT_FREQ:
+        ok = app_parse_freq(s, &f);
+        x = (double)f.n;
+        break;
+    default: break;
+    }
+    char rt[256];
+    if (too_big) {
+        if (d->range)
+            range_text(d, rt, sizeof rt);
+        else
+            snprintf(rt, sizeof rt, "a 64-bit integer");
+        snprintf(why, size, "%s is out of range (%s)", s, rt);
+        return false;
+    }
+    if (!ok) {
+        snprintf(why, size, "'%s' is not %s", s, kind_what(d->kind));
+        return false;
+    }
+    if (d->range == NULL || item_kind(d->kind) == APP_OPT_FLAG) return true;
+    if (item_kind(d->kind) == APP_OPT_STRING) {
+        size_t n = strlen(s);
+        for (const char *r = d->range; *r;) {
+            size_t k = strcspn(r, "|");
+            if (k == n && !strncmp(r, s, n)) return true;
+            r += k + (r[k] == '|');
+        }
+        range_text(d, rt, sizeof rt);
+        snprintf(why, size, "'%s' is not %s", s, rt);
+        return false;
+    }
+    num_range nr;
+    MT_ASSERT(parse_range(d->range, &nr)); /* a bad range in a table */
+    bool in = true;
+    if (nr.has_lo) in = nr.lo_open ? x > nr.lo : x >= nr.lo;
+    if (in && nr.has_hi) in = x <= nr.hi;
+    if (in) return true;
+    range_text(d, rt, sizeof rt);
+    snprintf(why, size, "%s is out of range (%s)", s, rt);
+    return false;
 }
 
 /* ------------------------------------------------------------ storage */
@@ -197,10 +313,9 @@ static mt_status set_values(app_opts *o, int idx, int n, const char *const *valu
                          n);
     }
     for (int i = 0; i < n; i++) {
-        if (!valid_value(d->kind, values[i])) {
-            return mt_seterr(MT_ERR_INVALID, "option --%s%s: '%s' is not %s", d->name, where,
-                             values[i], kind_what(d->kind));
-        }
+        char why[512];
+        if (!check_value(d, values[i], why, sizeof why))
+            return mt_seterr(MT_ERR_INVALID, "option --%s%s: %s", d->name, where, why);
     }
     char **v = NULL;
     if (n > 0) {
@@ -317,6 +432,13 @@ static mt_status parse_argv(app_opts *o, int argc, char **argv, bool allow_args)
             continue;
         }
         if (!strcmp(arg, "--")) {
+            /* the end of the options: all that follows is positional (a
+            ** command without positional arguments accepts a bare "--") */
+            if (!allow_args && i + 1 < argc)
+                return mt_seterr(MT_ERR_INVALID,
+                                 "unexpected argument '%s' after '--' (this command takes no "
+                                 "arguments, only options)",
+                                 argv[i + 1]);
             while (++i < argc) {
                 mt_status rc = add_arg(o, argv[i], allow_args);
                 if (rc != MT_OK) return rc;
@@ -695,7 +817,8 @@ enum { HELP_WIDTH = 79, HELP_HEAD_MAX = 34 };
 
 /* Prints text from column col on, wrapped at HELP_WIDTH into lines that
 ** start at column indent; breaks at spaces, except inside "(...)" groups
-** that start with "(default: " or "(bare: ".  Returns the column reached. */
+** that start with "(default: ", "(bare: ", "(range: " or "(one of: ".
+** Returns the column reached. */
 static int put_wrapped(FILE *f, const char *text, int col, int indent) {
     const char *p = text;
     while (*p) {
@@ -703,7 +826,8 @@ static int put_wrapped(FILE *f, const char *text, int col, int indent) {
             p++;
         if (*p == '\0') break;
         const char *end = p;
-        if (!strncmp(p, "(default: ", 10) || !strncmp(p, "(bare: ", 7)) {
+        if (!strncmp(p, "(default: ", 10) || !strncmp(p, "(bare: ", 7) ||
+            !strncmp(p, "(range: ", 8) || !strncmp(p, "(one of: ", 9)) {
             end = strchr(p, ')');
             end = end ? end + 1 : p + strlen(p);
         } else {
@@ -760,6 +884,15 @@ void app_opts_print_help(const app_opt *defs, int n_defs, FILE *f) {
             size_t k = strlen(more);
             snprintf(more + k, sizeof more - k, "%s(bare: %s)", k ? " " : "",
                      d->implicit[0] ? d->implicit : "\"\"");
+        }
+        if (d && d->range != NULL && d->kind != APP_OPT_FLAG) {
+            char rt[256];
+            size_t k = strlen(more);
+            range_text(d, rt, sizeof rt);
+            if (item_kind(d->kind) == APP_OPT_STRING)
+                snprintf(more + k, sizeof more - k, "%s(one of: %s)", k ? " " : "", rt + 7);
+            else
+                snprintf(more + k, sizeof more - k, "%s(range: %s)", k ? " " : "", rt);
         }
         put_wrapped(f, more, col, indent);
         fputc('\n', f);

@@ -22,11 +22,14 @@
 **   -dov                    short flags combine (-d -o -v)
 **   FILE ...                positional arguments, for commands that declare
 **                           them (app_cmd); "--" ends the options: all
-**                           that follows is positional
+**                           that follows is positional (a command without
+**                           them accepts a bare "--" at the end; anything
+**                           after it is a usage error)
 **   --help, -h              sets app_opts_help_wanted(); nothing else runs
 **
-** Values are validated while parsing (an integer option holds an integer,
-** a frequency a number with a known unit, a flag a boolean), so the typed
+** Values are validated while parsing (an integer option holds an integer
+** that fits in 64 bits, a frequency a number with a known unit, a flag a
+** boolean, and every value lies in the option's range), so the typed
 ** getters cannot fail; asking for a name that is not in the table, or with
 ** the wrong type, is a programmer error (MT_ASSERT).
 **
@@ -77,6 +80,13 @@ typedef struct app_opt {
     const char *implicit; /* value of a bare --name; NULL: a value is required
                              (flags always have "true")                          */
     const char *help;
+    const char *range; /* allowed values, checked wherever a value is set (command
+                          line, config files, app_opts_set); NULL: any of the kind.
+                          Numbers (INT, FLOAT, FREQ and their lists, each item):
+                          "LO..HI" with either end left out ("1..", "..10"),
+                          inclusive; "(LO.." excludes LO.  Strings: "a|b|c", the
+                          allowed values.  Shown in --help; a value outside is a
+                          usage error "--name: VALUE is out of range (1..64)". */
 } app_opt;
 
 /* Where the current value of an option came from. */

@@ -22,6 +22,7 @@
 ** transformer.c.  RNN types (s2s, amun, nematus) are MT_ERR_UNSUPPORTED
 ** until rnn.c exists; they plug into the archs[] table (one row per type).
 */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,21 +187,37 @@ static bool parse_bool(const char *s, bool *out) {
     return false;
 }
 
-static bool parse_int(const char *s, int *out) {
+/* 0: *out holds the value; 1: not an integer; 2: an integer outside the
+** range of int (what the config holds). */
+static int parse_int(const char *s, int *out) {
     char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || v < -2147483647L || v > 2147483647L) return false;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end != '\0') return 1;
+    if (errno == ERANGE || v < -2147483647LL || v > 2147483647LL) return 2;
     *out = (int)v;
-    return true;
+    return 0;
+}
+
+static mt_status int_error(int e, const char *key, int entry, const char *v) {
+    char what[160];
+    if (entry > 0)
+        snprintf(what, sizeof what, "'%s' entry %d (%s)", key, entry, v);
+    else
+        snprintf(what, sizeof what, "'%s: %s'", key, v);
+    if (e == 2)
+        return mt_seterr(MT_ERR_FORMAT,
+                         "model config: %s is out of range (-2147483647..2147483647)", what);
+    return mt_seterr(MT_ERR_FORMAT, "model config: %s is not an integer", what);
 }
 
 static mt_status set_scalar(mt_model_config *c, const key_def *k, const char *v) {
     char *dst = (char *)c + k->off;
     switch (k->kind) {
-    case K_INT:
-        if (!parse_int(v, (int *)(void *)dst))
-            return mt_seterr(MT_ERR_FORMAT, "model config: '%s: %s' is not an integer", k->key, v);
-        return MT_OK;
+    case K_INT: {
+        int e = parse_int(v, (int *)(void *)dst);
+        return e ? int_error(e, k->key, 0, v) : MT_OK;
+    }
     case K_BOOL:
         if (!parse_bool(v, (bool *)(void *)dst))
             return mt_seterr(MT_ERR_FORMAT, "model config: '%s: %s' is not a boolean", k->key, v);
@@ -229,8 +246,9 @@ static mt_status get_ints(const mt_yaml *y, const char *key, int *dst, int cap, 
         /* a scalar: one value (a config file may write "dim-vocabs: 8000") */
         const char *v = mt_yaml_get(y, key);
         if (v == NULL) return mt_seterr(MT_ERR_FORMAT, "model config: '%s' is not a list", key);
-        if (cap < 1 || !parse_int(v, &dst[0]))
-            return mt_seterr(MT_ERR_FORMAT, "model config: '%s: %s' is not an integer", key, v);
+        if (cap < 1) return int_error(1, key, 0, v);
+        int e = parse_int(v, &dst[0]);
+        if (e) return int_error(e, key, 0, v);
         *n = 1;
         return MT_OK;
     }
@@ -239,9 +257,8 @@ static mt_status get_ints(const mt_yaml *y, const char *key, int *dst, int cap, 
                          cap);
     for (int i = 0; i < len; i++) {
         const char *v = mt_yaml_seq_item(y, key, i);
-        if (v == NULL || !parse_int(v, &dst[i]))
-            return mt_seterr(MT_ERR_FORMAT, "model config: '%s' entry %d is not an integer", key,
-                             i + 1);
+        int e = v == NULL ? 1 : parse_int(v, &dst[i]);
+        if (e) return int_error(e, key, i + 1, v ? v : "");
     }
     *n = len;
     return MT_OK;
@@ -487,7 +504,7 @@ mt_status mt_model_config_check(const mt_model_config *c) {
     }
     if (strcmp(c->guided_alignment_layer, "last")) {
         int l = 0;
-        if (!parse_int(c->guided_alignment_layer, &l) || l < 1 || l > c->dec_depth)
+        if (parse_int(c->guided_alignment_layer, &l) != 0 || l < 1 || l > c->dec_depth)
             return mt_seterr(MT_ERR_INVALID,
                              "transformer-guided-alignment-layer '%s' is not 'last' or 1..%d",
                              c->guided_alignment_layer, c->dec_depth);

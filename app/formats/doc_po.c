@@ -113,6 +113,7 @@ typedef struct po_parser {
     app_doc_buf note, refs, flagtxt;
     /* keywords */
     bool in_entry, has_ctxt, has_id, has_plural, has_str;
+    int64_t id_line; /* the line of the entry's msgid                       */
     size_t kw_at; /* first keyword line: a new "#," line goes before it  */
     app_doc_buf ctxt, id, plural;
     app_doc_buf strs[PO_MAX_FORMS];
@@ -476,9 +477,14 @@ static mt_status keyword_line(po_parser *ps, const char *ls, const char *p, cons
             rc = finish_entry(ps);
             if (rc != MT_OK) return rc;
         }
+        if (ps->in_entry && ps->has_id) { /* and no msgstr: the next entry started */
+            char msg[96];
+            snprintf(msg, sizeof msg, "missing msgstr for the msgid at line %lld",
+                     (long long)ps->id_line);
+            return perr(ps, ps->lineno, msg);
+        }
         if (KW("msgctxt") && ps->in_entry)
             return perr(ps, ps->lineno, "msgctxt must come before msgid, once per entry");
-        if (KW("msgid") && ps->has_id) return perr(ps, ps->lineno, "msgid twice in one entry");
         if (!ps->in_entry) {
             ps->in_entry = true;
             ps->kw_at = (size_t)(ls - ps->buf);
@@ -493,6 +499,7 @@ static mt_status keyword_line(po_parser *ps, const char *ls, const char *p, cons
             ps->cur = &ps->ctxt;
         } else {
             ps->has_id = true;
+            ps->id_line = ps->lineno;
             ps->cur = &ps->id;
         }
         ps->cur_rng = NULL;

@@ -382,8 +382,14 @@ static void test_po_errors(void) {
                     "e2b.po:2: msgstr without msgid");
     expect_po_error("e3.po", "msgid \"a\"\nmsgstr \"b\"\nmsgfoo \"c\"\n", MT_ERR_FORMAT,
                     "e3.po:3: unknown keyword");
+    /* the msgstr of the first entry is missing: named as such (issue 38), not
+    ** as "msgid twice in one entry" */
     expect_po_error("e4.po", "msgid \"a\"\n\n\nmsgid \"b\"\nmsgstr \"\"\n", MT_ERR_FORMAT,
-                    "e4.po:4: msgid twice");
+                    "e4.po:4: missing msgstr for the msgid at line 1");
+    expect_po_error("e4b.po",
+                    "msgid \"\"\nmsgstr \"\"\n\nmsgid \"a\"\n\"more\"\nmsgctxt \"c\"\nmsgid \"b\"\n"
+                    "msgstr \"\"\n",
+                    MT_ERR_FORMAT, "e4b.po:6: missing msgstr for the msgid at line 4");
     expect_po_error("e5.po", "msgid \"a\"\nmsgstr \"\\q\"\n", MT_ERR_FORMAT,
                     "e5.po:2: unknown escape");
     expect_po_error("e6.po", "msgid \"a\"\nmsgid_plural \"as\"\nmsgstr[1] \"x\"\n", MT_ERR_FORMAT,

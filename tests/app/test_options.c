@@ -208,6 +208,117 @@ static const char *write_tmp(const char *name, const char *text) {
     return p;
 }
 
+/* Ranges in the table (issue 38): checked on the command line, in config
+** files (naming the file), by app_opts_set, for every item of a list; an
+** integer too big for 64 bits is "out of range", not "not an integer". */
+static const app_opt rdefs[] = {
+    {"config", 'c', APP_OPT_STRINGS, NULL, NULL, "config files"},
+    {"threads", 0, APP_OPT_INT, "1", NULL, "threads", "1..64"},
+    {"words", 0, APP_OPT_INT, "0", NULL, "words", "0.."},
+    {"factor", 0, APP_OPT_FLOAT, "3", NULL, "factor", "(0..100"},
+    {"cap", 0, APP_OPT_FLOAT, "0", NULL, "cap", "..1"},
+    {"sizes", 0, APP_OPT_INTS, "8 8", NULL, "sizes", "1..1024"},
+    {"freq", 0, APP_OPT_FREQ, "10u", NULL, "freq", "1.."},
+    {"sort", 0, APP_OPT_STRING, "none", NULL, "sort", "src|none"},
+    {"big", 0, APP_OPT_INT, "0", NULL, "no range"},
+};
+
+static mt_status rparse(app_opts **o, int argc, const char **argv) {
+    return app_opts_parse(rdefs, (int)(sizeof rdefs / sizeof rdefs[0]), argc, (char **)argv, o);
+}
+
+static void expect_range_error(int argc, const char **argv, const char *needle) {
+    app_opts *o = NULL;
+    mt_status rc = rparse(&o, argc, argv);
+    CHECK(rc == MT_ERR_INVALID && o == NULL, "%s %s: got %s", argv[1], argc > 2 ? argv[2] : "",
+          mt_status_str(rc));
+    CHECK(strstr(mt_errmsg(), needle) != NULL, "%s: message '%s' lacks '%s'", argv[1], mt_errmsg(),
+          needle);
+    app_opts_free(o);
+}
+
+static void test_ranges(void) {
+    const char *ok[] = {"x",  "--threads", "64", "--words", "0",      "--factor", "0.5",    "--cap",
+                        "-3", "--sizes",   "1",  "1024",    "--freq", "2e",       "--sort", "src"};
+    app_opts *o = NULL;
+    CHECK_STATUS(rparse(&o, 16, ok));
+    if (o) {
+        CHECK(app_opts_int(o, "threads") == 64 && app_opts_int_item(o, "sizes", 1) == 1024 &&
+                  !strcmp(app_opts_str(o, "sort"), "src"),
+              "values in range");
+        const char *bad[] = {"0"};
+        CHECK(app_opts_set(o, "threads", 1, bad, APP_SRC_CMDLINE) == MT_ERR_INVALID &&
+                  app_opts_int(o, "threads") == 64,
+              "app_opts_set checks the range and keeps the old value");
+    }
+    app_opts_free(o);
+    const char *a1[] = {"x", "--threads", "0"};
+    expect_range_error(3, a1, "--threads: 0 is out of range (1..64)");
+    const char *a2[] = {"x", "--threads", "65"};
+    expect_range_error(3, a2, "--threads: 65 is out of range (1..64)");
+    const char *a3[] = {"x", "--threads=-1"};
+    expect_range_error(2, a3, "--threads: -1 is out of range (1..64)");
+    const char *a4[] = {"x", "--words", "-1"};
+    expect_range_error(3, a4, "--words: -1 is out of range (at least 0)");
+    const char *a5[] = {"x", "--factor", "0"};
+    expect_range_error(3, a5, "--factor: 0 is out of range (more than 0, at most 100)");
+    const char *a6[] = {"x", "--cap", "1.5"};
+    expect_range_error(3, a6, "--cap: 1.5 is out of range (at most 1)");
+    const char *a7[] = {"x", "--sizes", "8", "0"};
+    expect_range_error(4, a7, "--sizes: 0 is out of range (1..1024)");
+    const char *a8[] = {"x", "--freq", "0e"};
+    expect_range_error(3, a8, "--freq: 0e is out of range (at least 1)");
+    const char *a9[] = {"x", "--sort", "trg"};
+    expect_range_error(3, a9, "--sort: 'trg' is not one of src, none");
+    const char *a10[] = {"x", "--threads", "1000000000000000000000"};
+    expect_range_error(3, a10, "--threads: 1000000000000000000000 is out of range (1..64)");
+    const char *a11[] = {"x", "--big", "-99999999999999999999"};
+    expect_range_error(3, a11, "--big: -99999999999999999999 is out of range (a 64-bit integer)");
+    const char *a12[] = {"x", "--threads", "many"};
+    expect_range_error(3, a12, "'many' is not an integer");
+    /* "--" ends the options; a parser without positionals refuses what follows */
+    const char *a13[] = {"x", "--threads", "2", "--"};
+    CHECK_STATUS(rparse(&o, 4, a13));
+    app_opts_free(o);
+    const char *a14[] = {"x", "--", "in.txt"};
+    expect_range_error(3, a14, "unexpected argument 'in.txt' after '--'");
+    /* config files: the same checks, naming the file */
+    const char *cfg = write_tmp("range.yml", "threads: 100\n");
+    const char *c1[] = {"x", "-c", cfg};
+    expect_range_error(3, c1, "--threads in config file");
+    CHECK(strstr(mt_errmsg(), cfg) && strstr(mt_errmsg(), "100 is out of range (1..64)"),
+          "config range: %s", mt_errmsg());
+    remove(cfg);
+    cfg = write_tmp("range2.yml", "sizes: [4, 2000]\nsort: trg\n");
+    const char *c2[] = {"x", "-c", cfg};
+    expect_range_error(3, c2, "--sizes in config file");
+    CHECK(strstr(mt_errmsg(), "2000 is out of range"), "config list item: %s", mt_errmsg());
+    remove(cfg);
+    cfg = write_tmp("range3.yml", "big: 1000000000000000000000\n");
+    const char *c3[] = {"x", "-c", cfg};
+    expect_range_error(3, c3, "1000000000000000000000 is out of range");
+    remove(cfg);
+    /* lenient merges (model.npz.yml) skip an out-of-range value */
+    const char *a0[] = {"x"};
+    CHECK_STATUS(rparse(&o, 1, a0));
+    if (o) {
+        CHECK_STATUS(app_opts_merge_yaml(o, "threads: 0\nwords: 5\n", "m.yml", true));
+        CHECK(app_opts_int(o, "threads") == 1 && app_opts_int(o, "words") == 5,
+              "lenient merge skips the bad value only");
+    }
+    app_opts_free(o);
+    /* --help shows the ranges */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    app_opts_print_help(rdefs, (int)(sizeof rdefs / sizeof rdefs[0]), f);
+    fclose(f);
+    CHECK(strstr(buf, "(default: 1) (range: 1..64)") && strstr(buf, "(one of: src, none)") &&
+              strstr(buf, "(range: more than 0, at most 100)"),
+          "help shows ranges:\n%s", buf);
+    free(buf);
+}
+
 static void test_config(void) {
     const char *c1 = write_tmp("a.yml", "mini-batch: 32\n"
                                         "learn-rate: 0.0003\n"
@@ -768,6 +879,29 @@ static void test_command_usage_errors(void) {
         {"bench gemm", 2, {"--repeat", "0"}, "--repeat"},
         {"rescore", 1, {"--pipeline"}, "--pipeline"}, /* removed: not implemented */
         {"corpus build", 4, {"-s", "en", "-t", "de"}, "missing"},
+        /* issue 38: out-of-range values, each naming the option */
+        {"translate", 2, {"--mini-batch", "-1"}, "--mini-batch: -1 is out of range"},
+        {"translate", 2, {"--mini-batch", "0"}, "--mini-batch: 0 is out of range"},
+        {"translate", 2, {"--mini-batch", "1000000000"}, "--mini-batch: 1000000000 is out of"},
+        {"translate", 4, {"--mini-batch", "1000", "--maxi-batch", "10000"}, "at most 1000000"},
+        {"translate", 2, {"--maxi-batch", "0"}, "--maxi-batch: 0 is out of range"},
+        {"translate", 2, {"--maxi-batch", "-5"}, "--maxi-batch: -5 is out of range"},
+        {"translate", 2, {"--cpu-threads", "0"}, "--cpu-threads: 0 is out of range"},
+        {"translate", 2, {"--cpu-threads", "-1"}, "--cpu-threads: -1 is out of range"},
+        {"translate", 2, {"--cpu-threads", "1000"}, "--cpu-threads: 1000 is out of range"},
+        {"translate", 2, {"--max-length", "0"}, "--max-length: 0 is out of range"},
+        {"translate", 2, {"--max-length", "-1"}, "--max-length: -1 is out of range"},
+        {"translate", 2, {"--max-length-factor", "0"}, "--max-length-factor: 0 is out of range"},
+        {"translate", 2, {"--max-length-factor", "-1"}, "--max-length-factor: -1 is out of"},
+        {"translate", 2, {"--mini-batch-words", "-1"}, "--mini-batch-words: -1 is out of range"},
+        {"translate", 2, {"--maxi-batch-sort", "trg"}, "'trg' is not one of src, none"},
+        {"translate", 5, {"--shortlist", "lex.bin", "0", "0", "0"}, "best 0 is out of range"},
+        {"translate", 2, {"--", "in.txt"}, "'in.txt' after '--'"},
+        {"score", 2, {"--mini-batch", "0"}, "--mini-batch: 0 is out of range"},
+        {"edit", 3, {"f.po", "--cpu-threads", "65"}, "--cpu-threads: 65 is out of range (1..64)"},
+        {"edit", 3, {"f.po", "--qa", "never"}, "'never' is not one of confirm, save, off"},
+        {"train", 2, {"--dim-emb", "1000000000000"}, "--dim-emb: 1000000000000 is out of range"},
+        {"bench gemm", 2, {"--repeat", "65"}, "--repeat: 65 is out of range (1..64)"},
     };
     for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
         const cmd_case *c = find_case(errs[i].cmd);
@@ -824,6 +958,7 @@ int main(void) {
     test_units();
     test_errors();
     test_help();
+    test_ranges();
     test_config();
     test_alloc_failures();
     test_positional();

@@ -1196,6 +1196,27 @@ done:
 
 /* A fresh model with a fixture's config has exactly Marian's parameter
 ** names and shapes; the fixture's model.yml is re-emitted byte-exactly. */
+/* Integers in model.yml: a number too big for the field is "out of range",
+** not "not an integer" (issue 38); text is still "not an integer". */
+static void test_config_ints(void) {
+    static const struct {
+        const char *yaml, *needle;
+    } cases[] = {
+        {"dim-emb: 1000000000000\n", "'dim-emb: 1000000000000' is out of range"},
+        {"dim-emb: 99999999999999999999999\n", "is out of range"},
+        {"dim-emb: 12x\n", "'dim-emb: 12x' is not an integer"},
+        {"dim-vocabs: [8000, 10000000000]\n", "'dim-vocabs' entry 2 (10000000000) is out of range"},
+        {"dim-vocabs: 10000000000\n", "'dim-vocabs: 10000000000' is out of range"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mt_model_config c = mt_model_config_default();
+        mt_status rc = mt_model_config_from_yaml(cases[i].yaml, &c);
+        CHECK(rc == MT_ERR_FORMAT && strstr(mt_errmsg(), cases[i].needle),
+              "%s: %s, '%s' (want '%s')", cases[i].yaml, mt_status_str(rc), mt_errmsg(),
+              cases[i].needle);
+    }
+}
+
 static void test_marian_layout(const char *dir) {
     char p[512];
     snprintf(p, sizeof p, DATA "%s/model.npz", dir);
@@ -1472,6 +1493,7 @@ static void test_alloc_failures(void) {
 }
 
 int main(void) {
+    test_config_ints();
     test_scores("transformer-tiny", "vocab.spm", "vocab.spm");
     test_scores("transformer-tiny-r2l", "vocab.spm", "vocab.spm");
     test_scores("transformer-aan", "vocab.en.spm", "vocab.de.spm");
