@@ -47,13 +47,16 @@
 ** and saves.
 **
 ** Files under --model M (each written to a temporary name and fsynced; the
-** set is renamed into place together, progress file last, so a killed run
-** leaves either the previous checkpoint or the new one):
+** set is renamed into place together, optimizer first and progress file
+** last, so a killed run leaves the previous checkpoint, the new one, or an
+** optimizer file newer than the progress file, which resuming refuses: the
+** optimizer file records its update, checked against the progress file):
 **
 **   M                   parameters (smoothed when smoothing) + special:model.yml
 **   M.optimizer.npz     adam_mt, adam_vt, master_parameters, exp_smoothing:
 **                       float32 [N], the trainable parameters concatenated in
-**                       name order; adam_denoms: float64 [2] = 1-b1^t, 1-b2^t
+**                       name order; adam_denoms: float64 [2] = 1-b1^t, 1-b2^t;
+**                       mtpe_update: int64 [1], the update it was saved at
 **   M.progress.yml      the training state (below)
 **   M.yml               every option (what a re-run reloads as its config)
 **   M.decoder.yml       Marian's decoder config for the model
@@ -623,6 +626,9 @@ static mt_status add_flat(trainer *t, mt_model_file *f, const char *name, int wh
     return rc;
 }
 
+/* The optimizer file's item with the update it was written at: int64 [1]. */
+#define UPDATE_ITEM "mtpe_update"
+
 static mt_status save_optimizer(trainer *t, const char *path) {
     int n;
     int64_t total;
@@ -645,6 +651,11 @@ static mt_status save_optimizer(trainer *t, const char *path) {
     }
     if (rc == MT_OK) rc = add_flat(t, f, "master_parameters", 2, r, n, total);
     if (rc == MT_OK && t->smoothing) rc = add_flat(t, f, "exp_smoothing", 3, r, n, total);
+    if (rc == MT_OK) {
+        int64_t update = t->st.batches; /* checked against M.progress.yml at resume */
+        rc = mt_model_file_add_raw(f, UPDATE_ITEM, MT_MARIAN_INT64, mt_shape1(1), &update,
+                                   sizeof update);
+    }
     if (rc == MT_OK) rc = mt_model_file_write(path, f);
     mt_model_file_free(f);
     mt_free(r);
@@ -669,10 +680,50 @@ static bool restore_flat(trainer *t, const mt_model_file *f, const char *name, i
     return true;
 }
 
+/* The update an optimizer file was written at (-1: an older file without
+** it). */
+static int64_t optimizer_update(const mt_model_file *f) {
+    for (int i = 0; i < f->n; i++) {
+        if (strcmp(f->names[i], UPDATE_ITEM)) continue;
+        if (!f->items[i].raw || f->items[i].marian_type != MT_MARIAN_INT64 ||
+            f->items[i].raw_bytes != sizeof(int64_t))
+            return -2;
+        int64_t v;
+        memcpy(&v, f->tensors[i].data, sizeof v);
+        return v >= 0 ? v : -2;
+    }
+    return -1;
+}
+
+/* A checkpoint is renamed into place optimizer first, progress last: a run
+** stopped between the renames leaves an optimizer file from a later update
+** than the progress file (and a model from either).  Continuing from it
+** would silently give another cost curve. */
+static mt_status check_optimizer_update(const trainer *t, const mt_model_file *f,
+                                        const char *path) {
+    int64_t at = optimizer_update(f), progress = t->st.batches;
+    if (at == -1) return MT_OK; /* written before mtpe recorded it */
+    if (at == -2)
+        return mt_seterr(MT_ERR_FORMAT, "%s: item %s is not one int64 update count", path,
+                         UPDATE_ITEM);
+    if (at == progress) return MT_OK;
+    return mt_seterr(MT_ERR_FORMAT,
+                     "checkpoint %s is mixed: %s.progress.yml at update %lld, %s at update "
+                     "%lld (a run stopped while saving?): restore a consistent checkpoint (the "
+                     "model from a model.iterN.npz) or delete %s to restart the optimizer's "
+                     "state",
+                     t->path, t->path, (long long)progress, path, (long long)at, path);
+}
+
 static mt_status load_optimizer(trainer *t, const char *path) {
     mt_model_file *f = NULL;
     mt_status rc = mt_model_file_read(path, &f);
     if (rc != MT_OK) return rc;
+    rc = check_optimizer_update(t, f, path);
+    if (rc != MT_OK) {
+        mt_model_file_free(f);
+        return rc;
+    }
     int n;
     int64_t total;
     slot_ref *r = adam_slots(t, &n, &total);
