@@ -48,9 +48,10 @@
 **
 ** Files under --model M (each written to a temporary name and fsynced; the
 ** set is renamed into place together, optimizer first and progress file
-** last, so a killed run leaves the previous checkpoint, the new one, or an
-** optimizer file newer than the progress file, which resuming refuses: the
-** optimizer file records its update, checked against the progress file):
+** last.  A run killed between the renames leaves the files not yet renamed
+** staged: resuming completes their renames (complete_checkpoint).  The
+** optimizer file records its update; resuming refuses one that differs from
+** the progress file's (a checkpoint mixed by hand or by a lost staged file)):
 **
 **   M                   parameters (smoothed when smoothing) + special:model.yml
 **   M.optimizer.npz     adam_mt, adam_vt, master_parameters, exp_smoothing:
@@ -505,7 +506,7 @@ static char *progress_yml(const trainer *t) {
     fprintf(f, "\nvalidator-stalled:%s", t->n_metrics ? "" : "\n  []");
     for (int i = 0; i < t->n_metrics; i++)
         fprintf(f, "\n  - %lld", (long long)s->v_stalled[i]);
-    fprintf(f, "\n");
+    fprintf(f, "\ncomplete: true\n"); /* last: a staged file cut short lacks it */
     fclose(f);
     return buf;
 }
@@ -858,6 +859,60 @@ static mt_status write_checkpoint(trainer *t, bool final) {
     mt_free(yml);
     free(dec);
     free(prog);
+    mt_free(opt_path);
+    mt_free(prog_path);
+    mt_free(yml_path);
+    mt_free(dec_path);
+    return rc;
+}
+
+/* A run stopped between the renames of write_checkpoint leaves the staged
+** files not yet renamed, each complete and fsynced (renaming starts after all
+** are written), the progress file's among them (renamed last).  When
+** M.progress.yml.next is complete and the optimizer file in place is from
+** its update, the renames are completed, in write_checkpoint's order, so the
+** checkpoint is that update's.  Otherwise the staged files are the leftovers
+** of a save that never reached its renames (the next save replaces them).
+** Runs before M.yml is read.  *done: the update completed, else -1. */
+static mt_status complete_checkpoint(const char *m, int64_t *done) {
+    *done = -1;
+    char *opt_path = cat2(m, ".optimizer.npz");
+    char *prog_path = cat2(m, ".progress.yml");
+    char *yml_path = cat2(m, ".yml");
+    char *dec_path = cat2(m, ".decoder.yml");
+    const char *finals[5] = {opt_path, m, yml_path, dec_path, prog_path};
+    char *stage[5] = {staged(opt_path, true), staged(m, true), staged(yml_path, false),
+                      staged(dec_path, false), staged(prog_path, false)};
+    mt_status rc = MT_OK;
+    char *text = NULL;
+    mt_yaml *y = NULL;
+    mt_model_file *f = NULL;
+    if (!file_exists(stage[4]) || !file_exists(opt_path)) goto done;
+    const char *end = NULL, *b = NULL;
+    if (read_text(stage[4], &text) == MT_OK && mt_yaml_parse(text, &y) == MT_OK) {
+        end = mt_yaml_get(y, "complete");
+        b = mt_yaml_get(y, "batches");
+    }
+    mt_clearerr();
+    if (!end || strcmp(end, "true") || !b) goto done;
+    int64_t update = strtoll(b, NULL, 10);
+    if (mt_model_file_read(opt_path, &f) != MT_OK) {
+        mt_clearerr(); /* resuming reports it */
+        goto done;
+    }
+    if (optimizer_update(f) != update) goto done;
+    for (int i = 0; i < 5 && rc == MT_OK; i++)
+        if (file_exists(stage[i])) rc = rename_into(stage[i], finals[i]);
+    if (rc == MT_OK) {
+        sync_dir_of(m);
+        *done = update;
+    }
+done:
+    mt_model_file_free(f);
+    mt_yaml_free(y);
+    mt_free(text);
+    for (int i = 0; i < 5; i++)
+        mt_free(stage[i]);
     mt_free(opt_path);
     mt_free(prog_path);
     mt_free(yml_path);
@@ -1722,8 +1777,17 @@ int app_train_main(int argc, char **argv) {
     mt_status rc;
     int ret;
     if (!app_opts_parse_cmd(&app_train_cmd, argc, argv, &o, &ret)) return ret;
-    /* Marian reloads <model>.yml as the config when no -c is given */
     const char *model = app_opts_str(o, "model");
+    int64_t completed = -1;
+    if (!app_opts_flag(o, "no-reload")) {
+        rc = complete_checkpoint(model, &completed);
+        if (rc != MT_OK) {
+            fprintf(stderr, "mtpe train: completing the checkpoint: %s\n", mt_errmsg());
+            app_opts_free(o);
+            return 1;
+        }
+    }
+    /* Marian reloads <model>.yml as the config when no -c is given */
     char *model_yml = cat2(model, ".yml");
     if (app_opts_count(o, "config") == 0 && !app_opts_flag(o, "no-reload") && file_exists(model) &&
         file_exists(model_yml)) {
@@ -1764,6 +1828,11 @@ int app_train_main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
 
+    if (completed >= 0)
+        mt_log(MT_LOG_WARN,
+               "%s: the checkpoint of update %lld was left half renamed by a stopped run; its "
+               "renames were completed",
+               model, (long long)completed);
     rc = run(&t);
     if (rc != MT_OK) {
         mt_log(MT_LOG_ERROR, "%s", mt_errmsg());
