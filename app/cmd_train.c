@@ -47,13 +47,17 @@
 ** and saves.
 **
 ** Files under --model M (each written to a temporary name and fsynced; the
-** set is renamed into place together, progress file last, so a killed run
-** leaves either the previous checkpoint or the new one):
+** set is renamed into place together, optimizer first and progress file
+** last.  A run killed between the renames leaves the files not yet renamed
+** staged: resuming completes their renames (complete_checkpoint).  The
+** optimizer file records its update; resuming refuses one that differs from
+** the progress file's (a checkpoint mixed by hand or by a lost staged file)):
 **
 **   M                   parameters (smoothed when smoothing) + special:model.yml
 **   M.optimizer.npz     adam_mt, adam_vt, master_parameters, exp_smoothing:
 **                       float32 [N], the trainable parameters concatenated in
-**                       name order; adam_denoms: float64 [2] = 1-b1^t, 1-b2^t
+**                       name order; adam_denoms: float64 [2] = 1-b1^t, 1-b2^t;
+**                       mtpe_update: int64 [1], the update it was saved at
 **   M.progress.yml      the training state (below)
 **   M.yml               every option (what a re-run reloads as its config)
 **   M.decoder.yml       Marian's decoder config for the model
@@ -510,7 +514,7 @@ static char *progress_yml(const trainer *t) {
     fprintf(f, "\nvalidator-stalled:%s", t->n_metrics ? "" : "\n  []");
     for (int i = 0; i < t->n_metrics; i++)
         fprintf(f, "\n  - %lld", (long long)s->v_stalled[i]);
-    fprintf(f, "\n");
+    fprintf(f, "\ncomplete: true\n"); /* last: a staged file cut short lacks it */
     fclose(f);
     return buf;
 }
@@ -631,6 +635,9 @@ static mt_status add_flat(trainer *t, mt_model_file *f, const char *name, int wh
     return rc;
 }
 
+/* The optimizer file's item with the update it was written at: int64 [1]. */
+#define UPDATE_ITEM "mtpe_update"
+
 static mt_status save_optimizer(trainer *t, const char *path) {
     int n;
     int64_t total;
@@ -653,6 +660,11 @@ static mt_status save_optimizer(trainer *t, const char *path) {
     }
     if (rc == MT_OK) rc = add_flat(t, f, "master_parameters", 2, r, n, total);
     if (rc == MT_OK && t->smoothing) rc = add_flat(t, f, "exp_smoothing", 3, r, n, total);
+    if (rc == MT_OK) {
+        int64_t update = t->st.batches; /* checked against M.progress.yml at resume */
+        rc = mt_model_file_add_raw(f, UPDATE_ITEM, MT_MARIAN_INT64, mt_shape1(1), &update,
+                                   sizeof update);
+    }
     if (rc == MT_OK) rc = mt_model_file_write(path, f);
     mt_model_file_free(f);
     mt_free(r);
@@ -677,10 +689,50 @@ static bool restore_flat(trainer *t, const mt_model_file *f, const char *name, i
     return true;
 }
 
+/* The update an optimizer file was written at (-1: an older file without
+** it). */
+static int64_t optimizer_update(const mt_model_file *f) {
+    for (int i = 0; i < f->n; i++) {
+        if (strcmp(f->names[i], UPDATE_ITEM)) continue;
+        if (!f->items[i].raw || f->items[i].marian_type != MT_MARIAN_INT64 ||
+            f->items[i].raw_bytes != sizeof(int64_t))
+            return -2;
+        int64_t v;
+        memcpy(&v, f->tensors[i].data, sizeof v);
+        return v >= 0 ? v : -2;
+    }
+    return -1;
+}
+
+/* A checkpoint is renamed into place optimizer first, progress last: a run
+** stopped between the renames leaves an optimizer file from a later update
+** than the progress file (and a model from either).  Continuing from it
+** would silently give another cost curve. */
+static mt_status check_optimizer_update(const trainer *t, const mt_model_file *f,
+                                        const char *path) {
+    int64_t at = optimizer_update(f), progress = t->st.batches;
+    if (at == -1) return MT_OK; /* written before mtpe recorded it */
+    if (at == -2)
+        return mt_seterr(MT_ERR_FORMAT, "%s: item %s is not one int64 update count", path,
+                         UPDATE_ITEM);
+    if (at == progress) return MT_OK;
+    return mt_seterr(MT_ERR_FORMAT,
+                     "checkpoint %s is mixed: %s.progress.yml at update %lld, %s at update "
+                     "%lld (a run stopped while saving?): restore a consistent checkpoint (the "
+                     "model from a model.iterN.npz) or delete %s to restart the optimizer's "
+                     "state",
+                     t->path, t->path, (long long)progress, path, (long long)at, path);
+}
+
 static mt_status load_optimizer(trainer *t, const char *path) {
     mt_model_file *f = NULL;
     mt_status rc = mt_model_file_read(path, &f);
     if (rc != MT_OK) return rc;
+    rc = check_optimizer_update(t, f, path);
+    if (rc != MT_OK) {
+        mt_model_file_free(f);
+        return rc;
+    }
     int n;
     int64_t total;
     slot_ref *r = adam_slots(t, &n, &total);
@@ -815,6 +867,60 @@ static mt_status write_checkpoint(trainer *t, bool final) {
     mt_free(yml);
     free(dec);
     free(prog);
+    mt_free(opt_path);
+    mt_free(prog_path);
+    mt_free(yml_path);
+    mt_free(dec_path);
+    return rc;
+}
+
+/* A run stopped between the renames of write_checkpoint leaves the staged
+** files not yet renamed, each complete and fsynced (renaming starts after all
+** are written), the progress file's among them (renamed last).  When
+** M.progress.yml.next is complete and the optimizer file in place is from
+** its update, the renames are completed, in write_checkpoint's order, so the
+** checkpoint is that update's.  Otherwise the staged files are the leftovers
+** of a save that never reached its renames (the next save replaces them).
+** Runs before M.yml is read.  *done: the update completed, else -1. */
+static mt_status complete_checkpoint(const char *m, int64_t *done) {
+    *done = -1;
+    char *opt_path = cat2(m, ".optimizer.npz");
+    char *prog_path = cat2(m, ".progress.yml");
+    char *yml_path = cat2(m, ".yml");
+    char *dec_path = cat2(m, ".decoder.yml");
+    const char *finals[5] = {opt_path, m, yml_path, dec_path, prog_path};
+    char *stage[5] = {staged(opt_path, true), staged(m, true), staged(yml_path, false),
+                      staged(dec_path, false), staged(prog_path, false)};
+    mt_status rc = MT_OK;
+    char *text = NULL;
+    mt_yaml *y = NULL;
+    mt_model_file *f = NULL;
+    if (!file_exists(stage[4]) || !file_exists(opt_path)) goto done;
+    const char *end = NULL, *b = NULL;
+    if (read_text(stage[4], &text) == MT_OK && mt_yaml_parse(text, &y) == MT_OK) {
+        end = mt_yaml_get(y, "complete");
+        b = mt_yaml_get(y, "batches");
+    }
+    mt_clearerr();
+    if (!end || strcmp(end, "true") || !b) goto done;
+    int64_t update = strtoll(b, NULL, 10);
+    if (mt_model_file_read(opt_path, &f) != MT_OK) {
+        mt_clearerr(); /* resuming reports it */
+        goto done;
+    }
+    if (optimizer_update(f) != update) goto done;
+    for (int i = 0; i < 5 && rc == MT_OK; i++)
+        if (file_exists(stage[i])) rc = rename_into(stage[i], finals[i]);
+    if (rc == MT_OK) {
+        sync_dir_of(m);
+        *done = update;
+    }
+done:
+    mt_model_file_free(f);
+    mt_yaml_free(y);
+    mt_free(text);
+    for (int i = 0; i < 5; i++)
+        mt_free(stage[i]);
     mt_free(opt_path);
     mt_free(prog_path);
     mt_free(yml_path);
@@ -1679,8 +1785,17 @@ int app_train_main(int argc, char **argv) {
     mt_status rc;
     int ret;
     if (!app_opts_parse_cmd(&app_train_cmd, argc, argv, &o, &ret)) return ret;
-    /* Marian reloads <model>.yml as the config when no -c is given */
     const char *model = app_opts_str(o, "model");
+    int64_t completed = -1;
+    if (!app_opts_flag(o, "no-reload")) {
+        rc = complete_checkpoint(model, &completed);
+        if (rc != MT_OK) {
+            fprintf(stderr, "mtpe train: completing the checkpoint: %s\n", mt_errmsg());
+            app_opts_free(o);
+            return 1;
+        }
+    }
+    /* Marian reloads <model>.yml as the config when no -c is given */
     char *model_yml = cat2(model, ".yml");
     if (app_opts_count(o, "config") == 0 && !app_opts_flag(o, "no-reload") && file_exists(model) &&
         file_exists(model_yml)) {
@@ -1721,6 +1836,11 @@ int app_train_main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
 
+    if (completed >= 0)
+        mt_log(MT_LOG_WARN,
+               "%s: the checkpoint of update %lld was left half renamed by a stopped run; its "
+               "renames were completed",
+               model, (long long)completed);
     rc = run(&t);
     if (rc != MT_OK) {
         mt_log(MT_LOG_ERROR, "%s", mt_errmsg());

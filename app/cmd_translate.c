@@ -201,6 +201,7 @@ struct tr_ctx {
     /* output */
     sink_fn sink;
     FILE *out;
+    const char *out_name; /* "standard output" or the -o file */
     bool nbest, word_scores, quiet_tr;
     const char *align;               /* "" = none */
     int64_t n_searches, n_sentences; /* beam searches run, sentences in them */
@@ -302,6 +303,14 @@ static void print_word_scores(FILE *f, const mt_tr_hyp *h) {
         fprintf(f, " %.5f", (double)h->word_scores[t]);
 }
 
+/* A write error on the output (errno err, 0: unknown): names the output and
+** the cause; a -o file is written to a temporary file, removed on failure. */
+static mt_status out_error(const tr_ctx *c, int err) {
+    bool file = c->out != stdout;
+    return mt_seterr(MT_ERR_IO, "cannot write %s: %s%s", c->out_name, strerror(err ? err : EIO),
+                     file ? " (the file is left as it was)" : "");
+}
+
 static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
     FILE *f = c->out;
     if (sl->bad || sl->r.n_hyps == 0) {
@@ -338,7 +347,8 @@ static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
     }
     if (!c->quiet_tr && !sl->bad && sl->r.n_hyps > 0)
         mt_log(MT_LOG_INFO, "Best translation %lld : %s", (long long)id, sl->r.hyps[0].text);
-    if (fflush(f) != 0 || ferror(f)) return mt_seterr(MT_ERR_IO, "cannot write the output");
+    errno = 0;
+    if (fflush(f) != 0 || ferror(f)) return out_error(c, errno);
     return MT_OK;
 }
 
@@ -1116,6 +1126,8 @@ int app_translate_main(int argc, char **argv) {
     memset(&c, 0, sizeof c);
     c.o = o;
     c.out = stdout;
+    c.out_name = "standard output";
+    app_doc_atomic out_file = {0};
     pthread_mutex_init(&c.mu, NULL);
     pthread_cond_init(&c.cv_job, NULL);
     pthread_cond_init(&c.cv_done, NULL);
@@ -1172,11 +1184,13 @@ int app_translate_main(int argc, char **argv) {
         goto done;
     }
     mt_status rc = load_everything(&c);
+    /* -o FILE: written to a temporary file next to it, renamed over it at
+    ** the end; a failed run leaves FILE as it was */
     if (rc == MT_OK && to_file && nf == 0) {
-        c.out = fopen(op, "w");
-        if (c.out == NULL) {
-            c.out = stdout;
-            rc = mt_seterr(MT_ERR_IO, "cannot write %s: %s", op, strerror(errno));
+        rc = app_doc_atomic_begin(&out_file, op);
+        if (rc == MT_OK) {
+            c.out = out_file.f;
+            c.out_name = op;
         }
     }
     if (rc == MT_OK && nf > 0) {
@@ -1188,10 +1202,20 @@ int app_translate_main(int argc, char **argv) {
     } else if (rc == MT_OK) {
         rc = translate_stream(&c);
     }
-    if (c.out != stdout && fclose(c.out) != 0 && rc == MT_OK)
-        rc = mt_seterr(MT_ERR_IO, "cannot write %s", op);
-    if (rc == MT_OK && c.out == stdout && fflush(stdout) != 0)
-        rc = mt_seterr(MT_ERR_IO, "cannot write the output");
+    if (c.out != stdout) {
+        if (rc == MT_OK) {
+            errno = 0;
+            if (fflush(c.out) != 0 || ferror(c.out)) rc = out_error(&c, errno);
+        }
+        if (rc == MT_OK)
+            rc = app_doc_atomic_commit(&out_file);
+        else
+            app_doc_atomic_abort(&out_file);
+        c.out = stdout;
+    } else if (rc == MT_OK) {
+        errno = 0;
+        if (fflush(stdout) != 0 || ferror(stdout)) rc = out_error(&c, errno);
+    }
     if (rc != MT_OK)
         fprintf(stderr, "mtpe translate: %s\n", mt_errmsg());
     else

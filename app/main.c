@@ -4,6 +4,7 @@
 ** lives in its own app/cmd_*.c and returns the exit code.
 */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,33 @@ static void fix_blas_coretype(char **argv) {
     /* execv failed (no /proc?): continue with the slower kernels. */
 }
 
+/* Output on standard output is the result of most commands: a write error
+** (a full disk, a closed pipe's EIO) must not end in exit status 0.  stdio
+** buffers, so a command that printed less than a buffer has written nothing
+** yet: flush here and check the stream's sticky error. */
+static int check_stdout(const char *cmd, int ret) {
+    errno = 0;
+    bool bad = fflush(stdout) != 0;
+    int err = errno;
+    if (ferror(stdout)) bad = true;
+    if (!bad) return ret;
+    if (ret == 0) { /* else the command has already said what failed */
+        fprintf(stderr, "mtpe%s%s: cannot write standard output: %s\n", cmd ? " " : "",
+                cmd ? cmd : "", strerror(err ? err : EIO));
+        ret = 1;
+    }
+    return ret;
+}
+
+static int run_main(int argc, char **argv, const char **cmd_name);
+
 int main(int argc, char **argv) {
+    const char *cmd = NULL;
+    int ret = run_main(argc, argv, &cmd);
+    return check_stdout(cmd, ret);
+}
+
+static int run_main(int argc, char **argv, const char **cmd_name) {
     fix_blas_coretype(argv);
     if (argc < 2) {
         usage(stderr);
@@ -73,7 +100,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof infer / sizeof infer[0]; i++)
         if (!strcmp(cmd, infer[i])) mt_alloc_keep_freed();
     for (int i = 0; i < n_commands; i++)
-        if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(cmd, commands[i].name)) {
+            *cmd_name = commands[i].name;
+            return commands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "mtpe: unknown command '%s' (mtpe help lists them)\n", cmd);
     return 2;
 }

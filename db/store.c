@@ -9,12 +9,15 @@
 ** mt_try_malloc (SQLITE_CONFIG_MALLOC, set before SQLite initialises), so
 ** allocation fault injection reaches it too.
 */
+#include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mt_base.h"
 #include "store_impl.h"
@@ -240,6 +243,11 @@ mt_status store_status_from_sqlite(int rc) {
 mt_status store_sqlite_error(sqlite3 *db, int rc, const char *path, const char *op) {
     /* errmsg of a connection that failed to allocate is "out of memory" */
     const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    /* a full disk: SQLITE_FULL, or an I/O error (a write, growing the -shm
+    ** file: "disk I/O error") whose system error is ENOSPC */
+    if ((rc & 0xff) == SQLITE_FULL ||
+        ((rc & 0xff) == SQLITE_IOERR && db && sqlite3_system_errno(db) == ENOSPC))
+        msg = "disk full (no space left on device)";
     mt_status st = store_status_from_sqlite(rc);
     if (st == MT_OK) st = MT_ERR_IO; /* called for a failure: never report success */
     return mt_seterr(st, "store %s: %s: %s (SQLite code %d)", path, op, msg, rc);
@@ -459,6 +467,49 @@ static mt_status prepare_all(store *s) {
     return MT_OK;
 }
 
+/* A store the editor cannot write is refused before SQLite opens it: a
+** read-only connection would create PATH-wal and PATH-shm with the file's
+** mode (0444), and they break the next run after the file is made writable.
+** The write permission bits decide, also for root (whom they do not stop),
+** as for documents; then access() (a read-only mount, another owner).  The
+** WAL files of an earlier run and the directory (where SQLite creates them)
+** must be writable too. */
+static mt_status check_writable(const char *path) {
+    if (!strcmp(path, ":memory:") || path[0] == '\0' || !strncmp(path, "file:", 5)) return MT_OK;
+    char side[PATH_MAX + 8];
+    static const char *const suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(side, sizeof side, "%s%s", path, suffix[i]);
+        struct stat st;
+        if (stat(side, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if ((st.st_mode & 0222) == 0 || access(side, W_OK) != 0) {
+            if (i == 0)
+                return mt_seterr(MT_ERR_IO,
+                                 "store %s: the file is read-only (permissions?); the editor "
+                                 "must be able to write every edit",
+                                 path);
+            return mt_seterr(MT_ERR_IO,
+                             "store %s: %s is read-only (left by an earlier run?): make it "
+                             "writable or, with no mtpe running, delete it",
+                             path, side);
+        }
+    }
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (access(dir, W_OK | X_OK) != 0 && (errno == EACCES || errno == EROFS))
+        return mt_seterr(MT_ERR_IO,
+                         "store %s: its directory %s is not writable (%s); SQLite keeps its "
+                         "-wal and -shm files next to the store",
+                         path, dir, strerror(errno));
+    return MT_OK;
+}
+
 mt_status store_open(const char *path, store **out) {
     MT_ASSERT(path != NULL && out != NULL);
     *out = NULL;
@@ -472,6 +523,8 @@ mt_status store_open(const char *path, store **out) {
         ret = mt_seterr(MT_ERR_NOMEM, "store %s: open: out of memory", path);
         goto fail;
     }
+    ret = check_writable(path);
+    if (ret != MT_OK) goto fail;
     int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) {
         ret = fail_sql(s, rc, "open");

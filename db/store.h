@@ -87,8 +87,10 @@ const char *store_run_status_name(store_run_status s); /* "running", ...       *
 ** to the current schema in one transaction.  Errors: MT_ERR_FORMAT for a
 ** file that is not an SQLite database, an SQLite database that is not an
 ** mtpe store, or a damaged schema; MT_ERR_UNSUPPORTED for a store written
-** by a newer mtpe; MT_ERR_IO for a file that cannot be opened or written.
-** On success *out owns the store; free with store_close(). */
+** by a newer mtpe; MT_ERR_IO for a file that cannot be opened or written
+** (a store, -wal/-shm file or directory without write permission is refused
+** before SQLite touches it, also for root).  On success *out owns the
+** store; free with store_close(). */
 mt_status store_open(const char *path, store **out);
 void store_close(store *s); /* NULL is a no-op */
 

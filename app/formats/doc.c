@@ -466,35 +466,41 @@ static mt_status io_fail(const char *path, const char *step, int err) {
     return mt_seterr(MT_ERR_IO, "cannot save '%s': %s: %s", path, step, strerror(err));
 }
 
-mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user) {
+static void atomic_reset(app_doc_atomic *a) {
+    if (a->f) fclose(a->f);
+    if (a->tmp_made) unlink(a->tmp);
+    a->f = NULL;
+    a->tmp_made = false;
+}
+
+mt_status app_doc_atomic_begin(app_doc_atomic *a, const char *path) {
+    memset(a, 0, sizeof *a);
     mt_status rc = MT_ERR_IO;
-    char target[PATH_MAX], tmp[2 * PATH_MAX + 64], dir[PATH_MAX];
-    int fd = -1, dfd = -1;
-    FILE *f = NULL;
-    bool tmp_made = false;
+    int fd = -1;
     struct stat st;
+    if (strlen(path) >= sizeof a->path)
+        return mt_seterr(MT_ERR_INVALID, "cannot save '%s': path too long", path);
+    strcpy(a->path, path);
 
     /* a symlink keeps pointing at the file it named */
     struct stat lst;
     if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-        if (realpath(path, target) == NULL) return io_fail(path, "resolving the link", errno);
+        if (realpath(path, a->target) == NULL) return io_fail(path, "resolving the link", errno);
     } else {
-        if (strlen(path) >= sizeof target)
-            return mt_seterr(MT_ERR_INVALID, "cannot save '%s': path too long", path);
-        strcpy(target, path);
+        strcpy(a->target, path);
     }
-    const char *slash = strrchr(target, '/');
-    const char *base = slash ? slash + 1 : target;
+    const char *slash = strrchr(a->target, '/');
+    const char *base = slash ? slash + 1 : a->target;
     if (*base == '\0') return mt_seterr(MT_ERR_INVALID, "cannot save '%s': not a file name", path);
     if (slash == NULL) {
-        strcpy(dir, ".");
-    } else if (slash == target) {
-        strcpy(dir, "/");
+        strcpy(a->dir, ".");
+    } else if (slash == a->target) {
+        strcpy(a->dir, "/");
     } else {
-        memcpy(dir, target, (size_t)(slash - target));
-        dir[slash - target] = '\0';
+        memcpy(a->dir, a->target, (size_t)(slash - a->target));
+        a->dir[slash - a->target] = '\0';
     }
-    bool exists = stat(target, &st) == 0;
+    bool exists = stat(a->target, &st) == 0;
     if (exists && !S_ISREG(st.st_mode))
         return mt_seterr(MT_ERR_IO, "cannot save '%s': not a regular file", path);
     /* a read-only file stays as it is, as editors do (also for root, whom
@@ -507,14 +513,12 @@ mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user
 
     for (int attempt = 0; fd < 0; attempt++) {
         unsigned n = atomic_fetch_add(&tmp_counter, 1);
-        snprintf(tmp, sizeof tmp, "%s/.%s.%ld.%u.tmp", dir, base, (long)getpid(), n);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && (errno != EEXIST || attempt > 100)) {
-            rc = io_fail(path, "creating a temporary file in its directory", errno);
-            goto fail;
-        }
+        snprintf(a->tmp, sizeof a->tmp, "%s/.%s.%ld.%u.tmp", a->dir, base, (long)getpid(), n);
+        fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && (errno != EEXIST || attempt > 100))
+            return io_fail(path, "creating a temporary file in its directory", errno);
     }
-    tmp_made = true;
+    a->tmp_made = true;
     /* the new file keeps the owner and group where we may set them (root,
     ** or a group of ours), then the mode (after chown, which may clear the
     ** set-id bits) */
@@ -527,16 +531,25 @@ mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user
         rc = io_fail(path, "setting permissions", errno);
         goto fail;
     }
-    f = fdopen(fd, "wb");
-    if (f == NULL) {
+    a->f = fdopen(fd, "wb");
+    if (a->f == NULL) {
         rc = io_fail(path, "opening the temporary file", errno);
         goto fail;
     }
-    fd = -1;
+    return MT_OK;
+fail:
+    close(fd);
+    atomic_reset(a);
+    return rc;
+}
+
+void app_doc_atomic_abort(app_doc_atomic *a) { atomic_reset(a); }
+
+mt_status app_doc_atomic_commit(app_doc_atomic *a) {
+    mt_status rc = MT_ERR_IO;
+    const char *path = a->path;
     errno = 0;
-    rc = fn(f, user);
-    if (rc != MT_OK) goto fail;
-    if (fflush(f) != 0 || ferror(f)) {
+    if (fflush(a->f) != 0 || ferror(a->f)) {
         rc = io_fail(path, "writing", errno ? errno : EIO);
         goto fail;
     }
@@ -546,22 +559,22 @@ mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user
         rc = io_fail(path, "syncing to disk", e);
         goto fail;
     }
-    if (fsync(fileno(f)) != 0) {
+    if (fsync(fileno(a->f)) != 0) {
         rc = io_fail(path, "syncing to disk", errno);
         goto fail;
     }
-    int cr = fclose(f);
-    f = NULL;
+    int cr = fclose(a->f);
+    a->f = NULL;
     if (cr != 0) {
         rc = io_fail(path, "closing", errno);
         goto fail;
     }
-    if (rename(tmp, target) != 0) {
+    if (rename(a->tmp, a->target) != 0) {
         rc = io_fail(path, "renaming the temporary file over it", errno);
         goto fail;
     }
-    tmp_made = false;
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    a->tmp_made = false;
+    int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         /* EINVAL: file systems that cannot sync directories; nothing to do */
         if (fsync(dfd) != 0 && errno != EINVAL) {
@@ -573,8 +586,19 @@ mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user
     }
     return MT_OK;
 fail:
-    if (f) fclose(f);
-    if (fd >= 0) close(fd);
-    if (tmp_made) unlink(tmp);
+    atomic_reset(a);
     return rc;
+}
+
+mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user) {
+    app_doc_atomic a;
+    mt_status rc = app_doc_atomic_begin(&a, path);
+    if (rc != MT_OK) return rc;
+    errno = 0;
+    rc = fn(a.f, user);
+    if (rc != MT_OK) {
+        app_doc_atomic_abort(&a);
+        return rc;
+    }
+    return app_doc_atomic_commit(&a);
 }

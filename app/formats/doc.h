@@ -79,6 +79,7 @@
 */
 #ifndef APP_DOC_H
 #define APP_DOC_H
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -200,6 +201,20 @@ typedef mt_status (*app_doc_write_fn)(FILE *f, void *user);
 ** (message names the path and the step; "no space left on device" for
 ** ENOSPC), or whatever fn returned. */
 mt_status app_doc_atomic_write(const char *path, app_doc_write_fn fn, void *user);
+/* The same in steps, for output written as it is produced (mtpe translate
+** -o FILE): begin creates the temporary file (a->f, write to it); commit
+** checks the stream, fsyncs, closes and renames it over path (errors as
+** above; on failure the temporary file is removed); abort removes it.  After
+** begin fails, or after commit or abort, nothing is left to release. */
+typedef struct app_doc_atomic {
+    FILE *f;
+    bool tmp_made;
+    char path[PATH_MAX], target[PATH_MAX], dir[PATH_MAX];
+    char tmp[2 * PATH_MAX + 64];
+} app_doc_atomic;
+mt_status app_doc_atomic_begin(app_doc_atomic *a, const char *path);
+mt_status app_doc_atomic_commit(app_doc_atomic *a);
+void app_doc_atomic_abort(app_doc_atomic *a);
 /* Test hook: the next app_doc_atomic_write() fails as if its fsync had
 ** returned errno err (0 disables).  Process-wide, for tests only. */
 void app_doc_atomic_inject_errno(int err);

@@ -1362,6 +1362,57 @@ static void test_read_only(void) {
     remove_db(path);
 }
 
+static bool exists(const char *path, const char *suffix) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s%s", path, suffix);
+    return access(buf, F_OK) == 0;
+}
+
+/* A store without write permission bits is refused before SQLite opens it
+** (also for root, whom the bits do not stop), and the refusal leaves no
+** -wal/-shm behind; a read-only -wal of an earlier run is named. */
+static void test_read_only_mode(void) {
+    char path[512], wal[600];
+    tmp_path(path, sizeof path, "readonly_mode.db");
+    remove_db(path);
+    store *s = NULL;
+    CHECK_STATUS(store_open(path, &s));
+    if (!s) return;
+    int64_t seg0 = 0;
+    add_one_doc(s, &seg0);
+    store_close(s);
+    CHECK(!exists(path, "-wal") && !exists(path, "-shm"), "closed store: no WAL files");
+    chmod(path, 0444);
+    s = NULL;
+    mt_status st = store_open(path, &s);
+    CHECK(st == MT_ERR_IO && s == NULL && contains(mt_errmsg(), "read-only") &&
+              contains(mt_errmsg(), path),
+          "mode 0444: %s (%s)", mt_status_str(st), mt_errmsg());
+    store_close(s);
+    CHECK(!exists(path, "-wal") && !exists(path, "-shm"), "refused: no -wal/-shm left");
+    chmod(path, 0644);
+    s = NULL;
+    CHECK_STATUS(store_open(path, &s)); /* the next run after chmod works */
+    store_close(s);
+
+    /* a -wal without write permission (left by a run of the old code) */
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    int fd = open(wal, O_WRONLY | O_CREAT | O_EXCL, 0444);
+    CHECK(fd >= 0, "create %s: %s", wal, strerror(errno));
+    if (fd >= 0) close(fd);
+    s = NULL;
+    st = store_open(path, &s);
+    CHECK(st == MT_ERR_IO && s == NULL && contains(mt_errmsg(), wal) &&
+              contains(mt_errmsg(), "read-only"),
+          "read-only -wal: %s (%s)", mt_status_str(st), mt_errmsg());
+    store_close(s);
+    unlink(wal);
+    s = NULL;
+    CHECK_STATUS(store_open(path, &s));
+    store_close(s);
+    remove_db(path);
+}
+
 /* Part "read_only_file": a file without write permission (root writes anyway). */
 static void test_read_only_file(void) {
     if (geteuid() == 0) {
@@ -1383,7 +1434,28 @@ static void test_read_only_file(void) {
     CHECK(st == MT_ERR_IO && s == NULL && contains(mt_errmsg(), "read-only"),
           "read-only file: %s (%s)", mt_status_str(st), mt_errmsg());
     store_close(s);
+    CHECK(!exists(path, "-wal") && !exists(path, "-shm"), "refused: no -wal/-shm left");
     chmod(path, 0644);
+    s = NULL;
+    CHECK_STATUS(store_open(path, &s)); /* the next run after chmod works */
+    store_close(s);
+    /* a directory without write permission: SQLite could not create -wal */
+    char dir[512], in_dir[600];
+    tmp_path(dir, sizeof dir, "ro_dir");
+    CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+    snprintf(in_dir, sizeof in_dir, "%s/s.db", dir);
+    s = NULL;
+    CHECK_STATUS(store_open(in_dir, &s));
+    store_close(s);
+    chmod(dir, 0555);
+    s = NULL;
+    st = store_open(in_dir, &s);
+    CHECK(st == MT_ERR_IO && s == NULL && contains(mt_errmsg(), "directory"),
+          "read-only directory: %s (%s)", mt_status_str(st), mt_errmsg());
+    store_close(s);
+    chmod(dir, 0755);
+    remove_db(in_dir);
+    rmdir(dir);
     remove_db(path);
 }
 
@@ -1407,6 +1479,46 @@ static void test_locked(void) {
     CHECK(exec_ok(other, "ROLLBACK"), "release");
     sqlite3_close(other);
     CHECK_STATUS(store_record_edit(s, &ed, &id));
+    store_close(s);
+    remove_db(path);
+}
+
+/* An I/O error (not SQLITE_FULL) whose system error is ENOSPC, as growing
+** the -shm file on a full disk gives ("disk I/O error", SQLite code 4874):
+** the unix VFS's ftruncate fails with ENOSPC during a TRUNCATE checkpoint. */
+static sqlite3_syscall_ptr real_ftruncate;
+static int enospc_ftruncate(int fd, off_t len) {
+    (void)fd;
+    (void)len;
+    errno = ENOSPC;
+    return -1;
+}
+
+static void test_io_error_enospc(void) {
+    char path[512];
+    tmp_path(path, sizeof path, "ioerr.db");
+    remove_db(path);
+    store *s = NULL;
+    CHECK_STATUS(store_open(path, &s));
+    if (!s) return;
+    int64_t seg0 = 0;
+    add_one_doc(s, &seg0);
+    sqlite3_vfs *vfs = sqlite3_vfs_find("unix");
+    CHECK(vfs && vfs->iVersion >= 3 && vfs->xSetSystemCall, "unix VFS with xSetSystemCall");
+    if (!(vfs && vfs->iVersion >= 3 && vfs->xSetSystemCall)) {
+        store_close(s);
+        return;
+    }
+    real_ftruncate = vfs->xGetSystemCall(vfs, "ftruncate");
+    CHECK(vfs->xSetSystemCall(vfs, "ftruncate", (sqlite3_syscall_ptr)enospc_ftruncate) == SQLITE_OK,
+          "override ftruncate");
+    int rc = sqlite3_exec(store_db(s), "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+    vfs->xSetSystemCall(vfs, "ftruncate", real_ftruncate);
+    CHECK((rc & 0xff) == SQLITE_IOERR, "checkpoint: SQLite code %d", rc);
+    mt_status st = store_sqlite_error(store_db(s), rc, path, "checkpoint");
+    CHECK(st == MT_ERR_IO && contains(mt_errmsg(), "disk full (no space left on device)") &&
+              contains(mt_errmsg(), "checkpoint"),
+          "I/O error with ENOSPC: %s (%s)", mt_status_str(st), mt_errmsg());
     store_close(s);
     remove_db(path);
 }
@@ -1450,8 +1562,9 @@ static void test_disk_full(void) {
         }
     }
     CHECK(st == MT_ERR_IO, "disk full reported: %s (%s)", mt_status_str(st), mt_errmsg());
-    CHECK(contains(mt_errmsg(), "full") && contains(mt_errmsg(), "record edit"), "message: %s",
-          mt_errmsg());
+    CHECK(contains(mt_errmsg(), "disk full (no space left on device)") &&
+              contains(mt_errmsg(), "record edit") && contains(mt_errmsg(), path),
+          "message: %s", mt_errmsg());
     fprintf(stderr, "# disk full after %d more edits: %s\n", ok, mt_errmsg());
     CHECK(sqlite3_get_autocommit(db), "no transaction left open after the failure");
     st = store_confirm(s, seg0, text, 1, 1, &id);
@@ -1601,7 +1714,9 @@ int main(int argc, char **argv) {
         test_refusals();
         test_corruption();
         test_read_only();
+        test_read_only_mode();
         test_locked();
+        test_io_error_enospc();
         test_disk_full();
     }
     rmdir(tmpdir);
