@@ -818,6 +818,31 @@ static char *staged(const char *path, bool model_file) {
     return cat2(path, ends_with(path, ".bin") ? ".next.bin" : ".next.npz");
 }
 
+/* The files of a checkpoint of model m in the order they are renamed into
+** place (the progress file last) and their staged names. */
+enum { CK_OPT, CK_MODEL, CK_YML, CK_DEC, CK_PROG, CK_FILES };
+typedef struct ckpt_files {
+    char *final[CK_FILES];
+    char *stage[CK_FILES];
+} ckpt_files;
+
+static void ckpt_files_init(ckpt_files *c, const char *m) {
+    c->final[CK_OPT] = cat2(m, ".optimizer.npz");
+    c->final[CK_MODEL] = cat2(m, "");
+    c->final[CK_YML] = cat2(m, ".yml");
+    c->final[CK_DEC] = cat2(m, ".decoder.yml");
+    c->final[CK_PROG] = cat2(m, ".progress.yml");
+    for (int i = 0; i < CK_FILES; i++)
+        c->stage[i] = staged(c->final[i], i == CK_OPT || i == CK_MODEL);
+}
+
+static void ckpt_files_free(ckpt_files *c) {
+    for (int i = 0; i < CK_FILES; i++) {
+        mt_free(c->final[i]);
+        mt_free(c->stage[i]);
+    }
+}
+
 static mt_status save_model_smoothed(trainer *t, const char *path) {
     if (t->smoothing) mt_adam_swap_smoothed(t->adam);
     mt_status rc = mt_model_save(t->model, path);
@@ -827,13 +852,9 @@ static mt_status save_model_smoothed(trainer *t, const char *path) {
 
 static mt_status write_checkpoint(trainer *t, bool final) {
     const char *m = t->path;
-    char *opt_path = cat2(m, ".optimizer.npz");
-    char *prog_path = cat2(m, ".progress.yml");
-    char *yml_path = cat2(m, ".yml");
-    char *dec_path = cat2(m, ".decoder.yml");
-    const char *finals[5] = {opt_path, m, yml_path, dec_path, prog_path};
-    char *stage[5] = {staged(opt_path, true), staged(m, true), staged(yml_path, false),
-                      staged(dec_path, false), staged(prog_path, false)};
+    ckpt_files c;
+    ckpt_files_init(&c, m);
+    char **stage = c.stage;
     const char *skip[] = {"config", NULL};
     char *yml = app_opts_to_yaml(t->o, skip);
     char *dec = decoder_yml(t, m);
@@ -845,13 +866,11 @@ static mt_status write_checkpoint(trainer *t, bool final) {
     if (rc == MT_OK) rc = write_synced(stage[2], yml);
     if (rc == MT_OK) rc = write_synced(stage[3], dec);
     if (rc == MT_OK) rc = write_synced(stage[4], prog);
-    for (int i = 0; i < 5 && rc == MT_OK; i++)
-        rc = rename_into(stage[i], finals[i]);
+    for (int i = 0; i < CK_FILES && rc == MT_OK; i++)
+        rc = rename_into(stage[i], c.final[i]);
     if (rc == MT_OK) sync_dir_of(m);
-    for (int i = 0; i < 5; i++) {
-        if (rc != MT_OK) remove(stage[i]);
-        mt_free(stage[i]);
-    }
+    for (int i = 0; i < CK_FILES && rc != MT_OK; i++)
+        remove(stage[i]);
     if (rc == MT_OK && !final && !app_opts_flag(t->o, "overwrite")) {
         /* Marian: model.iter<N>.npz beside model.npz */
         size_t len = strlen(m);
@@ -863,14 +882,12 @@ static mt_status write_checkpoint(trainer *t, bool final) {
         mt_free(iter);
     }
     if (rc == MT_OK)
-        mt_log(MT_LOG_INFO, "[training] Saving training checkpoint to %s and %s", m, opt_path);
+        mt_log(MT_LOG_INFO, "[training] Saving training checkpoint to %s and %s", m,
+               c.final[CK_OPT]);
     mt_free(yml);
     free(dec);
     free(prog);
-    mt_free(opt_path);
-    mt_free(prog_path);
-    mt_free(yml_path);
-    mt_free(dec_path);
+    ckpt_files_free(&c);
     return rc;
 }
 
@@ -884,20 +901,17 @@ static mt_status write_checkpoint(trainer *t, bool final) {
 ** Runs before M.yml is read.  *done: the update completed, else -1. */
 static mt_status complete_checkpoint(const char *m, int64_t *done) {
     *done = -1;
-    char *opt_path = cat2(m, ".optimizer.npz");
-    char *prog_path = cat2(m, ".progress.yml");
-    char *yml_path = cat2(m, ".yml");
-    char *dec_path = cat2(m, ".decoder.yml");
-    const char *finals[5] = {opt_path, m, yml_path, dec_path, prog_path};
-    char *stage[5] = {staged(opt_path, true), staged(m, true), staged(yml_path, false),
-                      staged(dec_path, false), staged(prog_path, false)};
+    ckpt_files c;
+    ckpt_files_init(&c, m);
+    char **stage = c.stage;
+    const char *opt_path = c.final[CK_OPT];
     mt_status rc = MT_OK;
     char *text = NULL;
     mt_yaml *y = NULL;
     mt_model_file *f = NULL;
-    if (!file_exists(stage[4]) || !file_exists(opt_path)) goto done;
+    if (!file_exists(stage[CK_PROG]) || !file_exists(opt_path)) goto done;
     const char *end = NULL, *b = NULL;
-    if (read_text(stage[4], &text) == MT_OK && mt_yaml_parse(text, &y) == MT_OK) {
+    if (read_text(stage[CK_PROG], &text) == MT_OK && mt_yaml_parse(text, &y) == MT_OK) {
         end = mt_yaml_get(y, "complete");
         b = mt_yaml_get(y, "batches");
     }
@@ -909,8 +923,8 @@ static mt_status complete_checkpoint(const char *m, int64_t *done) {
         goto done;
     }
     if (optimizer_update(f) != update) goto done;
-    for (int i = 0; i < 5 && rc == MT_OK; i++)
-        if (file_exists(stage[i])) rc = rename_into(stage[i], finals[i]);
+    for (int i = 0; i < CK_FILES && rc == MT_OK; i++)
+        if (file_exists(stage[i])) rc = rename_into(stage[i], c.final[i]);
     if (rc == MT_OK) {
         sync_dir_of(m);
         *done = update;
@@ -919,12 +933,7 @@ done:
     mt_model_file_free(f);
     mt_yaml_free(y);
     mt_free(text);
-    for (int i = 0; i < 5; i++)
-        mt_free(stage[i]);
-    mt_free(opt_path);
-    mt_free(prog_path);
-    mt_free(yml_path);
-    mt_free(dec_path);
+    ckpt_files_free(&c);
     return rc;
 }
 
