@@ -747,6 +747,7 @@ mt_status store_add_version(store *s, int64_t doc_id, const char *content_hash,
     int64_t now = now_ms(s);
     ver_base *base = NULL;
     int32_t n_base = 0, changed = 0;
+    bool other_segments = false;
     mt_status ret = tx_begin(s, op);
     if (ret != MT_OK) return ret;
 
@@ -780,7 +781,7 @@ mt_status store_add_version(store *s, int64_t doc_id, const char *content_hash,
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t idx = sqlite3_column_int64(st, 0);
         if (idx != n_base || n_base >= n) {
-            n_base = -1;
+            other_segments = true;
             break;
         }
         ver_base *b = &base[n_base++];
@@ -800,7 +801,7 @@ mt_status store_add_version(store *s, int64_t doc_id, const char *content_hash,
         ret = fail_sql(s, rc, op);
         goto fail;
     }
-    if (n_base != n) {
+    if (other_segments || n_base != n) {
         ret = mt_seterr(MT_ERR_INVALID,
                         "store %s: %s: document %lld has other segments than the %d saved", s->path,
                         op, (long long)doc_id, (int)n);
@@ -834,13 +835,13 @@ mt_status store_add_version(store *s, int64_t doc_id, const char *content_hash,
     ret = run(s, ST_VER_CHANGED, rc, op);
     if (ret != MT_OK) goto fail;
     ret = tx_commit(s, "add version: commit");
-    free_bases(base, n_base > 0 ? n_base : 0);
+    free_bases(base, n_base);
     if (ret != MT_OK) return ret;
     *version_id = vid;
     if (n_changed) *n_changed = changed;
     return MT_OK;
 fail:
-    free_bases(base, n_base > 0 ? n_base : 0);
+    free_bases(base, n_base);
     tx_rollback(s);
     return ret;
 }
