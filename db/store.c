@@ -56,13 +56,12 @@
     X(VER_LAST, "SELECT content_hash FROM (SELECT content_hash, 0 AS v FROM document"              \
                 " WHERE id = ?1 UNION ALL SELECT content_hash, id FROM doc_version"                \
                 " WHERE document_id = ?1) ORDER BY v DESC")                                        \
-    X(VER_BASE, "SELECT s.idx, s.id, coalesce((SELECT sv.target FROM segment_version sv"           \
-                " WHERE sv.segment_id = s.id ORDER BY sv.version_id DESC LIMIT 1),"                \
-                " s.original_target), (SELECT sv.status FROM segment_version sv"                   \
-                " WHERE sv.segment_id = s.id ORDER BY sv.version_id DESC LIMIT 1),"                \
-                " s.original_status, EXISTS (SELECT 1 FROM segment_version sv"                     \
-                " WHERE sv.segment_id = s.id)"                                                     \
-                " FROM segment s WHERE s.document_id = ?1 ORDER BY s.idx")                         \
+    X(VER_BASE, "SELECT s.idx, s.id, CASE WHEN sv.version_id IS NULL THEN s.original_target"       \
+                " ELSE sv.target END, CASE WHEN sv.version_id IS NULL THEN s.original_status"      \
+                " ELSE sv.status END FROM segment s LEFT JOIN segment_version sv"                  \
+                " ON sv.segment_id = s.id AND sv.version_id = (SELECT max(version_id)"             \
+                " FROM segment_version WHERE segment_id = s.id)"                                   \
+                " WHERE s.document_id = ?1 ORDER BY s.idx")                                        \
     X(VER_INSERT, "INSERT INTO doc_version (document_id, content_hash, saved_ms, n_changed)"       \
                   " VALUES (?1, ?2, ?3, 0)")                                                       \
     X(VER_CHANGED, "UPDATE doc_version SET n_changed = ?2 WHERE id = ?1")                          \
@@ -792,9 +791,7 @@ mt_status store_add_version(store *s, int64_t doc_id, const char *content_hash,
             ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
             goto fail;
         }
-        bool saved = sqlite3_column_int(st, 5) != 0;
-        int col = saved ? 3 : 4;
-        b->status = sqlite3_column_type(st, col) == SQLITE_NULL ? -1 : sqlite3_column_int(st, col);
+        b->status = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 3);
     }
     finish(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {

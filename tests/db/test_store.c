@@ -941,12 +941,20 @@ static void test_versions(void) {
     CHECK(changed == 1 && g.n == 1 && g.index[0] == 0 && !g.has_target[0] &&
               g.status[0] == STORE_SEG_NEW,
           "a target removed again is a change");
+    /* segment 1 was imported with a target: removing it is a change, and a
+    ** later save of the same removal is none (the save, not the import, is
+    ** the base) */
+    sv[1].target = NULL;
+    CHECK_STATUS(store_add_version(s, doc, "sha256:dd05", sv, N_SEGS, &v, &changed));
+    CHECK(v > 0 && changed == 1, "a removed imported target is a change, got %d", changed);
+    CHECK_STATUS(store_add_version(s, doc, "sha256:dd06", sv, N_SEGS, &v, &changed));
+    CHECK(v > 0 && changed == 0, "the same removal saved again is none, got %d", changed);
     ver_list l = {0};
     CHECK_STATUS(store_list_versions(s, doc, collect_ver, &l));
-    CHECK(l.n == 3 && !strcmp(l.hash[0], "sha256:bb02") && l.v[0].n_changed == 2 &&
+    CHECK(l.n == 5 && !strcmp(l.hash[0], "sha256:bb02") && l.v[0].n_changed == 2 &&
               !strcmp(l.hash[2], "sha256:dd04") && l.v[2].saved_ms >= l.v[0].saved_ms,
-          "three versions, oldest first");
-    CHECK(table_rows(s, "segment_version") == 4, "4 changed segments stored in all");
+          "five versions, oldest first");
+    CHECK(table_rows(s, "segment_version") == 5, "5 changed segments stored in all");
 
     /* refusals */
     CHECK(store_add_version(s, doc, "sha256:ee05", sv, N_SEGS - 1, &v, NULL) == MT_ERR_INVALID,
@@ -958,7 +966,7 @@ static void test_versions(void) {
           "an unknown status is refused");
     l.n = 0;
     CHECK_STATUS(store_list_versions(s, doc, collect_ver, &l));
-    CHECK(l.n == 3, "refused saves leave nothing");
+    CHECK(l.n == 5, "refused saves leave nothing");
     CHECK_STATUS(store_check(s));
     store_close(s);
 }
