@@ -84,6 +84,7 @@ int app_bench_main(int argc, char **argv) {
         {"edit", app_bench_edit_main, "the editor's completion latency"},
         {"translate", app_bench_translate_main, "translation tokens/s, fraction of the int8 limit"},
         {"train", app_bench_train_main, "training words/s and fraction of peak"},
+        {"tune", app_bench_tune_main, "BLEU gained by tuning on half of each PO file"},
     };
     return app_subcmd_main("bench", NULL, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }

@@ -42,6 +42,8 @@
 **   wait-mt        until the current segment's MT arrived (30 s at most;
 **                  at once when no model was loaded at the start)
 **   sleep MS       lets MS milliseconds pass, applying results
+**   wait-tune      until the running :tune ended and its result was
+**                  applied (10 minutes at most)
 **
 ** It prints one line per durable event to stdout, written with write(2)
 ** right after the event was committed (so it is there even when the process
@@ -90,6 +92,8 @@ static const app_opt edit_opts[] = {
     {"src-lang", 0, APP_OPT_STRING, NULL, NULL, "source language code (default: the file's, en)"},
     {"trg-lang", 0, APP_OPT_STRING, NULL, NULL, "target language code (default: the file's, de)"},
     {"script", 0, APP_OPT_STRING, NULL, NULL, "read key events from FILE instead of a terminal"},
+    {"adapt-every", 0, APP_OPT_INT, "0", NULL,
+     "start a tune (:tune) after every N confirmations (0: only on :tune)", "0..1000000"},
     {"save-mt", 0, APP_OPT_FLAG, NULL, NULL,
      "PO/XLIFF: also save MT that nobody edited or confirmed, as fuzzy drafts"},
     {"qa", 0, APP_OPT_STRING, "confirm", NULL,
@@ -453,6 +457,13 @@ static char *trim(char *s) {
 }
 
 /* Runs the script; returns the exit code. */
+static app_edit_tuner *script_tuner; /* wait-tune's (one script at a time) */
+
+static bool tune_ended(ui_editor *ed, app_edit_session *s) {
+    (void)ed, (void)s;
+    return script_tuner == NULL || !app_edit_tuner_running(script_tuner);
+}
+
 static int run_script(const char *path, const ui_hooks *hooks, const ui_document *doc,
                       int64_t start, app_edit_session *sess, bool mt_on, squeue *q) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
@@ -509,6 +520,10 @@ static int run_script(const char *path, const ui_hooks *hooks, const ui_document
         } else if (strcmp(l, "wait") == 0) {
             ok = pump_until(q, ed, sess, is_idle, 30000);
             pump(q, ed);
+        } else if (strcmp(l, "wait-tune") == 0) {
+            ok = pump_until(q, ed, sess, tune_ended, 600000);
+            if (ok) ok = pump_until(q, ed, sess, is_idle, 30000);
+            pump(q, ed);
         } else if (strcmp(l, "wait-mt") == 0) {
             ok = pump_until(q, ed, sess, mt_on ? has_cur_mt : always, 30000);
         } else if (strcmp(l, "sleep") == 0) {
@@ -556,6 +571,7 @@ int app_edit_main(int argc, char **argv) {
     app_edit_ctl *ctl = NULL;
     app_edit_session *sess = NULL;
     app_edit_engine *eng = NULL;
+    app_edit_tuner *tuner = NULL;
     char *db = NULL;
     model_files *mf = NULL;
     squeue q = {.head = NULL};
@@ -662,6 +678,31 @@ int app_edit_main(int argc, char **argv) {
     }
     eng = NULL; /* the session's */
     app_edit_ctl_attach(ctl, sess);
+    if (have_model) {
+        char models_dir[PATH_MAX];
+        const char *slash = strrchr(dbp, '/');
+        if (slash)
+            snprintf(models_dir, sizeof models_dir, "%.*s/models", (int)(slash - dbp), dbp);
+        else
+            snprintf(models_dir, sizeof models_dir, "models");
+        app_edit_tuner_params tp = {
+            .db_path = dbp,
+            .models_dir = models_dir,
+            .base_model = spec.models[0],
+            .vocabs = {spec.vocabs[0], spec.vocabs[spec.n_vocabs - 1]},
+            .sess = sess,
+            .sink = sink,
+            .auto_switch = true,
+            .adapt_every = (int32_t)app_opts_int(o, "adapt-every"),
+        };
+        rc = app_edit_tuner_init(&tp, &tuner);
+        if (rc != MT_OK) {
+            fprintf(stderr, "mtpe edit: %s\n", mt_errmsg());
+            goto done;
+        }
+        app_edit_ctl_set_tuner(ctl, tuner);
+        script_tuner = tuner;
+    }
     ui_hooks hooks = app_edit_ctl_hooks(ctl);
     ui_document udoc = *app_edit_ctl_document(ctl);
     udoc.model_name = name_copy;
@@ -670,12 +711,18 @@ int app_edit_main(int argc, char **argv) {
         app_edit_ctl_set_observer(ctl, script_observer, NULL);
         mt_log_set(s_log, &q);
         ret = run_script(script, &hooks, &udoc, app_edit_ctl_start(ctl), sess, have_model, &q);
+        app_edit_tuner_free(tuner); /* before the session: its result may load a model */
+        tuner = NULL;
+        app_edit_ctl_set_tuner(ctl, NULL);
         app_edit_ctl_flush(ctl);
         app_edit_session_free(sess); /* before the log sink goes: workers may log */
         sess = NULL;
         mt_log_set(NULL, NULL);
     } else {
         rc = ui_run(&hooks, &udoc, app_edit_ctl_start(ctl));
+        app_edit_tuner_free(tuner);
+        tuner = NULL;
+        app_edit_ctl_set_tuner(ctl, NULL);
         app_edit_ctl_flush(ctl);
         app_edit_session_free(sess);
         sess = NULL;
@@ -688,6 +735,8 @@ int app_edit_main(int argc, char **argv) {
     app_edit_ctl_attach(ctl, NULL);
 
 done:
+    app_edit_tuner_free(tuner);
+    script_tuner = NULL;
     app_edit_session_free(sess);
     app_edit_engine_free(eng);
     app_edit_ctl_free(ctl);

@@ -338,6 +338,7 @@ typedef struct trainer {
     int64_t run_words, run_updates;
     bool loaded;         /* continued from a checkpoint                          */
     bool optimizer_ours; /* progress.yml says M.optimizer.npz has mtpe's layout */
+    FILE *batch_log;     /* MTPE_TRAIN_BATCH_HASHES: mt_batch_row_hash of each row trained on */
 } trainer;
 
 static bool metric_parse(const char *s, int *out) {
@@ -1341,6 +1342,8 @@ static mt_status train_loop(trainer *t) {
             continue;
         }
         double cost = 0, flops = 0;
+        for (int32_t r = 0; t->batch_log && r < b->size; r++)
+            fprintf(t->batch_log, "%016llx\n", (unsigned long long)mt_batch_row_hash(b, r));
         rc = train_step(t, b, &cost, &flops);
         if (rc == MT_OK) speed_count(t, b, flops);
         if (rc == MT_OK) rc = after_update(t, b, cost);
@@ -1776,7 +1779,17 @@ static mt_status run(trainer *t) {
                                 "and optimizer");
         rc = mt_graph_init(t->dev, gp, &t->g);
     }
+    const char *hashes = getenv("MTPE_TRAIN_BATCH_HASHES");
+    if (rc == MT_OK && hashes && hashes[0]) {
+        t->batch_log = fopen(hashes, "a");
+        if (t->batch_log == NULL)
+            rc = mt_seterr(MT_ERR_IO, "MTPE_TRAIN_BATCH_HASHES: cannot open %s: %s", hashes,
+                           strerror(errno));
+    }
     if (rc == MT_OK) rc = train_loop(t);
+    if (t->batch_log && fclose(t->batch_log) != 0 && rc == MT_OK)
+        rc = mt_seterr(MT_ERR_IO, "MTPE_TRAIN_BATCH_HASHES: cannot write %s", hashes);
+    t->batch_log = NULL;
     return rc;
 }
 

@@ -106,6 +106,14 @@
                    " WHERE e.time_ms >= ?1 ORDER BY e.time_ms, e.id")                              \
     X(EXPORT_DOC, EXPORT_COLUMNS " WHERE s.document_id = ?1 ORDER BY s.idx")                       \
     X(EXPORT_ALL, EXPORT_COLUMNS " ORDER BY d.id, s.idx")                                          \
+    X(CONFIRMED, "SELECT s.id, d.id, d.path, s.source, s.target,"                                  \
+                 " coalesce((SELECT max(c.time_ms) FROM confirmation c"                            \
+                 " WHERE c.segment_id = s.id), s.updated_ms),"                                     \
+                 " (SELECT h.text FROM mt_output o JOIN mt_hypothesis h ON h.output_id = o.id"     \
+                 " AND h.rank = 0 WHERE o.segment_id = s.id ORDER BY o.id DESC LIMIT 1)"           \
+                 " FROM segment s JOIN document d ON d.id = s.document_id"                         \
+                 " WHERE s.status = 3 AND s.target IS NOT NULL AND s.target <> ''"                 \
+                 " AND s.source <> '' ORDER BY s.id")                                              \
     X(MODEL_FIND, "SELECT id FROM model WHERE path = ?1")                                          \
     X(MODEL_INSERT, "INSERT INTO model (path, name, kind, created_ms) VALUES (?1, ?2, ?3, ?4)")    \
     X(MODEL_LIST, "SELECT id, path, name, kind, created_ms FROM model ORDER BY id")                \
@@ -1356,6 +1364,34 @@ mt_status store_export_confirmed(store *s, int64_t doc_id, store_export_fn fn, v
     int rc = SQLITE_OK, id = doc_id ? ST_EXPORT_DOC : ST_EXPORT_ALL;
     if (doc_id) bind_int(s->st[id], 1, doc_id, &rc);
     return each_row(s, id, rc, "export confirmed segments", export_row, &c, NULL);
+}
+
+typedef struct confirmed_ctx {
+    store_confirmed_fn fn;
+    void *user;
+    int64_t since_ms;
+} confirmed_ctx;
+
+static int confirmed_row(sqlite3_stmt *st, void *ctx) {
+    confirmed_ctx *c = ctx;
+    store_confirmed r = {
+        .seg_id = sqlite3_column_int64(st, 0),
+        .doc_id = sqlite3_column_int64(st, 1),
+        .doc_path = col_text(st, 2),
+        .source = col_text(st, 3),
+        .target = col_text(st, 4),
+        .time_ms = sqlite3_column_int64(st, 5),
+        .mt = col_text(st, 6),
+    };
+    if (r.time_ms < c->since_ms) return 0;
+    return c->fn(c->user, &r);
+}
+
+mt_status store_list_confirmed(store *s, int64_t since_ms, store_confirmed_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    confirmed_ctx c = {fn, user, since_ms};
+    return each_row(s, ST_CONFIRMED, SQLITE_OK, "list confirmed segments", confirmed_row, &c, NULL);
 }
 
 /* ------------------------------------------------------ models and runs */

@@ -94,3 +94,36 @@ void mt_batch_reverse_seq(int32_t *ids, int32_t len) {
         ids[j] = t;
     }
 }
+
+static uint64_t fnv_ids(uint64_t h, const int32_t *ids, const float *mask, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        if (mask && mask[i] == 0) continue;
+        uint32_t v = (uint32_t)ids[i];
+        for (int k = 0; k < 4; k++) {
+            h ^= (v >> (8 * k)) & 0xffu;
+            h *= 0x100000001b3ull;
+        }
+    }
+    return h;
+}
+
+static uint64_t fnv_sep(uint64_t h) {
+    for (int k = 0; k < 4; k++) {
+        h ^= 0xffu;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+uint64_t mt_pair_hash(const int32_t *src, int64_t n_src, const int32_t *trg, int64_t n_trg) {
+    uint64_t h = fnv_ids(0xcbf29ce484222325ull, src, NULL, n_src);
+    return fnv_ids(fnv_sep(h), trg, NULL, n_trg);
+}
+
+uint64_t mt_batch_row_hash(const mt_batch *b, int32_t r) {
+    int64_t S = b->src_len[0], T = b->trg_len;
+    uint64_t h = fnv_ids(0xcbf29ce484222325ull, b->src_ids[0] + r * S, b->src_mask[0] + r * S, S);
+    h = fnv_sep(h);
+    if (b->trg_ids) h = fnv_ids(h, b->trg_ids + r * T, b->trg_mask + r * T, T);
+    return h;
+}

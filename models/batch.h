@@ -53,4 +53,12 @@ mt_status mt_batch_make(int n_src, bool has_trg, int32_t size, const mt_batch_se
 ** Marian's --right-left. */
 void mt_batch_reverse_seq(int32_t *ids, int32_t len);
 
+/* A 64-bit FNV-1a digest of a sentence pair's token ids (source, then a
+** separator, then target), the same for a row of a batch (its unmasked
+** tokens, mt_batch_row_hash) and for ids encoded directly: `mtpe tune`
+** checks with it that no held-out pair was in a training batch. */
+uint64_t mt_pair_hash(const int32_t *src, int64_t n_src, const int32_t *trg, int64_t n_trg);
+/* Source stream 0 and the target of row r. */
+uint64_t mt_batch_row_hash(const mt_batch *b, int32_t r);
+
 #endif /* MT_BATCH_H */

@@ -7,7 +7,9 @@
 **   w | w! | q | wq | x | q! | qa | help  no argument
 **   goto N | N                           N a decimal segment number >= 1
 **   find [TEXT]                          TEXT: the rest of the line
-**   model PATH                           PATH: the rest of the line, ~ expanded
+**   model [PATH|NAME]                    PATH: the rest of the line, ~ expanded;
+**                                        none: list the models
+**   tune [cancel]
 **   export tmx|tsv PATH
 ** Names of three or more letters may be abbreviated to a unique prefix
 ** (":go 12", ":mo ~/m.npz", ":exp tmx out.tmx").
@@ -32,11 +34,14 @@ static const ui_command_def commands[] = {
     {"q!", "q!", "quit without saving", ARG_NONE},
     {"goto", "goto N", "go to segment N (also :N)", ARG_TEXT},
     {"find", "find TEXT", "next segment containing TEXT (no TEXT: search again)", ARG_TEXT},
-    {"model", "model PATH", "translate with the model at PATH", ARG_PATH},
+    {"model", "model [PATH|NAME]",
+     "translate with the model at PATH or named NAME (tuned-1 ...); none: list them", ARG_PATH},
     {"export", "export tmx|tsv PATH", "export the confirmed segments", ARG_EXPORT},
     {"help", "help", "show this help (as F1)", ARG_NONE},
     {"w!", "w!", "save even what msgfmt would reject (:w refuses and says why)", ARG_NONE},
     {"qa", "qa", "next segment with QA problems (placeholders, line breaks, ...)", ARG_NONE},
+    {"tune", "tune [cancel]",
+     "fine-tune the model on the confirmed segments in the background (cancel: stop)", ARG_TEXT},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 static const char *const export_formats[] = {"tmx", "tsv"};
@@ -116,10 +121,10 @@ mt_status ui_cmd_parse(const char *line, ui_cmd *out) {
         return mt_seterr(MT_ERR_INVALID, "unknown command ':%.*s' (F1 lists the commands)",
                          (int)(wl > 40 ? 40 : wl), w);
     const ui_command_def *c = &commands[ci];
-    static const ui_cmd_kind kinds[] = {UI_CMD_WRITE,      UI_CMD_QUIT,        UI_CMD_WRITE_QUIT,
-                                        UI_CMD_WRITE_QUIT, UI_CMD_QUIT_FORCE,  UI_CMD_GOTO,
-                                        UI_CMD_FIND,       UI_CMD_MODEL,       UI_CMD_EXPORT,
-                                        UI_CMD_HELP,       UI_CMD_WRITE_FORCE, UI_CMD_QA};
+    static const ui_cmd_kind kinds[] = {
+        UI_CMD_WRITE,       UI_CMD_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_QUIT_FORCE,
+        UI_CMD_GOTO,        UI_CMD_FIND, UI_CMD_MODEL,      UI_CMD_EXPORT,     UI_CMD_HELP,
+        UI_CMD_WRITE_FORCE, UI_CMD_QA,   UI_CMD_TUNE};
     _Static_assert(sizeof kinds / sizeof kinds[0] == sizeof commands / sizeof commands[0],
                    "one kind per command");
     out->kind = kinds[ci];
@@ -135,9 +140,17 @@ mt_status ui_cmd_parse(const char *line, ui_cmd *out) {
         return MT_OK;
     }
     case UI_CMD_FIND: return copy_arg(rest, false, c->name, out->arg);
-    case UI_CMD_MODEL:
-        if (*rest == '\0') return mt_seterr(MT_ERR_INVALID, ":model needs a PATH");
-        return copy_arg(rest, true, c->name, out->arg);
+    case UI_CMD_MODEL: return copy_arg(rest, true, c->name, out->arg);
+    case UI_CMD_TUNE: {
+        size_t n = strlen(rest);
+        while (n > 0 && (rest[n - 1] == ' ' || rest[n - 1] == '\t'))
+            n--;
+        if (n != 0 && !(n == 6 && memcmp(rest, "cancel", 6) == 0))
+            return mt_seterr(MT_ERR_INVALID, ":tune takes nothing or 'cancel'");
+        memcpy(out->arg, rest, n);
+        out->arg[n] = '\0';
+        return MT_OK;
+    }
     case UI_CMD_EXPORT: {
         const char *f = rest;
         while (*rest && *rest != ' ' && *rest != '\t')

@@ -1105,7 +1105,15 @@ static void exec_cmd(ui_editor *ed, const ui_cmd *c, int64_t now_ms) {
         break;
     case UI_CMD_FIND: find(ed, c->arg, now_ms); break;
     case UI_CMD_MODEL:
-        if (ed->hooks.load_model == NULL) {
+        if (c->arg[0] == '\0') {
+            char msg[ED_MSG_MAX];
+            mt_clearerr();
+            if (ed->hooks.models == NULL)
+                ed_message(ed, MT_LOG_INFO, now_ms, "model: %s", ed->model ? ed->model : "none");
+            else if (hook_ok(ed, ed->hooks.models(ed->hooks.user, msg, sizeof msg), "model",
+                             now_ms))
+                ed_message(ed, MT_LOG_INFO, now_ms, "%s", msg);
+        } else if (ed->hooks.load_model == NULL) {
             ed_message(ed, MT_LOG_WARN, now_ms, "switching models is not available");
         } else {
             mt_clearerr();
@@ -1121,6 +1129,18 @@ static void exec_cmd(ui_editor *ed, const ui_cmd *c, int64_t now_ms) {
             if (hook_ok(ed, ed->hooks.export_doc(ed->hooks.user, c->format, c->arg), "export",
                         now_ms))
                 ed_message(ed, MT_LOG_INFO, now_ms, "exported %s to %s", c->format, c->arg);
+        }
+        break;
+    case UI_CMD_TUNE:
+        if (ed->hooks.tune == NULL) {
+            ed_message(ed, MT_LOG_WARN, now_ms, "tuning is not available");
+        } else {
+            char msg[ED_MSG_MAX] = "";
+            mt_clearerr();
+            mt_status rc = ed->hooks.tune(ed->hooks.user, c->arg, msg, sizeof msg);
+            if (rc != MT_OK) bell(ed);
+            ed_message(ed, rc == MT_OK ? MT_LOG_INFO : MT_LOG_WARN, now_ms, "%s",
+                       msg[0] ? msg : mt_errmsg());
         }
         break;
     case UI_CMD_HELP:

@@ -245,6 +245,7 @@ typedef enum ui_cmd_kind {
     UI_CMD_HELP,
     UI_CMD_WRITE_FORCE, /* :w! */
     UI_CMD_QA,          /* :qa */
+    UI_CMD_TUNE,        /* :tune [cancel] */
 } ui_cmd_kind;
 
 #define UI_CMD_ARG_MAX 4096
@@ -252,7 +253,8 @@ typedef struct ui_cmd {
     ui_cmd_kind kind;
     int64_t n;                /* GOTO: 1-based segment number */
     char format[8];           /* EXPORT: "tmx" or "tsv"         */
-    char arg[UI_CMD_ARG_MAX]; /* FIND text, MODEL/EXPORT path (~ expanded) */
+    char arg[UI_CMD_ARG_MAX]; /* FIND text, MODEL/EXPORT path (~ expanded; MODEL: ""
+                                 lists the models), TUNE "" or "cancel" */
 } ui_cmd;
 
 /* Parses a command line (without the ':').  MT_ERR_INVALID with a message

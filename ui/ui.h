@@ -196,6 +196,11 @@ typedef struct ui_hooks {
     ** on the segment so far (as ui_edit_stats).  May be NULL. */
     void (*edited)(void *user, int64_t seg, const char *text, ui_edit_kind kind,
                    int32_t keystrokes);
+    /* :model without a path: msg (n bytes) gets the models to show.  May be NULL. */
+    mt_status (*models)(void *user, char *msg, size_t n);
+    /* :tune ("") and :tune cancel ("cancel"): msg gets what to show (also
+    ** on failure).  May be NULL. */
+    mt_status (*tune)(void *user, const char *arg, char *msg, size_t n);
 } ui_hooks;
 
 /* Runs the editor on the terminal (stdin/stdout) until the user quits, with

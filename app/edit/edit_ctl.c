@@ -34,6 +34,7 @@
 #include "edit_session.h"
 
 #include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,7 @@ struct app_edit_ctl {
     void *obs_user;
     char *model_path; /* cache of the last model id */
     int64_t model_id;
+    app_edit_tuner *tuner; /* :tune; NULL: not available */
 };
 
 static mt_status oom(void) { return mt_seterr(MT_ERR_NOMEM, "edit: out of memory"); }
@@ -834,6 +836,7 @@ static mt_status h_commit(void *user, int64_t seg, const char *text, const ui_ed
     if (rc != MT_OK) return mt_seterr(rc, "stored, but the document refused it: %s", mt_errmsg());
     if (c->sess) app_edit_session_set_translated(c->sess, seg, true);
     if (c->obs) c->obs(c->obs_user, "confirmed", seg, conf_id, text);
+    if (c->tuner) app_edit_tuner_confirmed(c->tuner);
     return MT_OK;
 }
 
@@ -903,11 +906,87 @@ static int64_t h_qa(void *user, int64_t from, char *msg, size_t n) {
     return i;
 }
 
+typedef struct model_find {
+    const char *name;
+    char *path; /* the newest model of that name */
+} model_find;
+
+static int find_model(void *user, const store_model *m) {
+    model_find *f = user;
+    if (strcmp(m->name, f->name) == 0) {
+        mt_free(f->path);
+        f->path = mt_try_strdup(m->path);
+    }
+    return 0;
+}
+
+/* :model PATH, or :model NAME of a model the store knows (a tuned-N). */
 static mt_status h_load_model(void *user, const char *path) {
     app_edit_ctl *c = user;
     if (c->sess == NULL) return mt_seterr(MT_ERR_INVALID, "no translation engine is running");
-    return app_edit_session_load_model(c->sess, path);
+    struct stat st;
+    model_find f = {path, NULL};
+    if (strchr(path, '/') == NULL && stat(path, &st) != 0) {
+        mt_status rc = store_list_models(c->st, find_model, &f);
+        if (rc != MT_OK) return rc;
+    }
+    mt_status rc = app_edit_session_load_model(c->sess, f.path ? f.path : path);
+    mt_free(f.path);
+    return rc;
 }
+
+typedef struct model_list {
+    char *msg;
+    size_t n, at;
+    int count;
+} model_list;
+
+static int list_model(void *user, const store_model *m) {
+    model_list *l = user;
+    struct stat st;
+    if (m->name[0] == '\0' || stat(m->path, &st) != 0 || l->at >= l->n) return 0; /* gone */
+    int k = snprintf(l->msg + l->at, l->n - l->at, "%s%s", l->count ? ", " : "", m->name);
+    if (k > 0) l->at += (size_t)k;
+    l->count++;
+    return 0;
+}
+
+/* :model without a path: the models the store knows, and the last tune. */
+static mt_status h_models(void *user, char *msg, size_t n) {
+    app_edit_ctl *c = user;
+    model_list l = {msg, n, 0, 0};
+    msg[0] = '\0';
+    int k = snprintf(msg, n, "models: ");
+    l.at = k > 0 ? (size_t)k : 0;
+    mt_status rc = store_list_models(c->st, list_model, &l);
+    if (rc != MT_OK) return rc;
+    if (l.count == 0) snprintf(msg, n, "no model used yet");
+    char last[320] = "";
+    if (c->tuner) app_edit_tuner_last(c->tuner, last, sizeof last);
+    size_t at = strlen(msg);
+    if (at < n)
+        snprintf(msg + at, n - at, "%s%s; :model NAME|PATH switches", last[0] ? "; last tune " : "",
+                 last);
+    return MT_OK;
+}
+
+/* :tune, :tune cancel */
+static mt_status h_tune(void *user, const char *arg, char *msg, size_t n) {
+    app_edit_ctl *c = user;
+    if (c->tuner == NULL) {
+        snprintf(msg, n, "tuning is not available (no model)");
+        return mt_seterr(MT_ERR_INVALID, "%s", msg);
+    }
+    app_edit_ctl_flush(c);
+    if (strcmp(arg, "cancel") == 0) return app_edit_tuner_cancel(c->tuner, msg, n);
+    if (arg[0]) {
+        snprintf(msg, n, ":tune takes nothing or 'cancel'");
+        return mt_seterr(MT_ERR_INVALID, "%s", msg);
+    }
+    return app_edit_tuner_start(c->tuner, msg, n);
+}
+
+void app_edit_ctl_set_tuner(app_edit_ctl *c, app_edit_tuner *t) { c->tuner = t; }
 
 static mt_status h_export(void *user, const char *format, const char *path) {
     app_edit_ctl *c = user;
@@ -937,6 +1016,8 @@ ui_hooks app_edit_ctl_hooks(app_edit_ctl *c) {
         .edited = h_edited,
         .load_model = h_load_model,
         .export_doc = h_export,
+        .tune = h_tune,
+        .models = h_models,
     };
     return h;
 }

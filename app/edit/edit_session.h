@@ -293,6 +293,35 @@ void app_edit_ctl_set_observer(app_edit_ctl *c, app_edit_observer fn, void *user
 /* Content hash of a document's files as the store keys it (caller mt_frees). */
 mt_status app_edit_doc_hash(const app_doc *doc, char **out);
 
+/* ---------------------------------------------------------------- tune */
+
+/* `:tune` (app/edit/edit_tune.c): `mtpe tune` of base_model on the store's
+** confirmed segments in a niced child process, progress and result through
+** the sink; an accepted model is loaded into sess when auto_switch. */
+typedef struct app_edit_tuner app_edit_tuner;
+typedef struct app_edit_tuner_params {
+    const char *db_path;
+    const char *models_dir; /* tuned-N folders go here */
+    const char *base_model, *vocabs[2];
+    app_edit_session *sess; /* not owned; NULL: no hot switch */
+    app_edit_sink sink;
+    bool auto_switch;
+    int32_t adapt_every; /* > 0: a tune starts after that many confirmations */
+} app_edit_tuner_params;
+mt_status app_edit_tuner_init(const app_edit_tuner_params *p, app_edit_tuner **out);
+/* Cancels a running tune (SIGTERM) and waits for it. */
+void app_edit_tuner_free(app_edit_tuner *t); /* NULL is a no-op */
+/* Start / cancel; msg gets what to tell the translator either way. */
+mt_status app_edit_tuner_start(app_edit_tuner *t, char *msg, size_t n);
+mt_status app_edit_tuner_cancel(app_edit_tuner *t, char *msg, size_t n);
+bool app_edit_tuner_running(app_edit_tuner *t);
+/* The last run's result ("" when none yet). */
+void app_edit_tuner_last(app_edit_tuner *t, char *out, size_t n);
+/* A segment was confirmed (--adapt-every counts them). */
+void app_edit_tuner_confirmed(app_edit_tuner *t);
+/* The tuner behind the ctl's :tune and :model (not owned; NULL: none). */
+void app_edit_ctl_set_tuner(app_edit_ctl *c, app_edit_tuner *t);
+
 /* ---------------------------------------------------------------- bench */
 
 /* `mtpe bench edit`: completion latency (app/bench/bench_edit.c). */

@@ -107,7 +107,8 @@ static mt_status h_export(void *u, const char *fmt, const char *path) {
 
 static ui_hooks make_hooks(rec *r) {
     memset(r, 0, sizeof *r);
-    return (ui_hooks){r, h_changed, h_request, h_commit, h_save, h_model, h_export, NULL, h_edited};
+    return (ui_hooks){r,        h_changed, h_request, h_commit, h_save, h_model,
+                      h_export, NULL,      h_edited,  NULL,     NULL};
 }
 
 /* ============================================================== helpers */
@@ -447,7 +448,11 @@ static void test_help_matches_bindings(void) {
             CHECK(line[2] == ':' && e && e > p, "command line format: '%s'", line);
             if (!e) continue;
             snprintf(cmdl, sizeof cmdl, "%.*s", (int)(e - p), p);
-            char *v;
+            char *v, *w;
+            /* optional parts ("[cancel]", "[PATH|NAME]") are left out */
+            while ((v = strchr(cmdl, '[')) && (w = strchr(v, ']'))) {
+                memmove(v > cmdl && v[-1] == ' ' ? v - 1 : v, w + 1, strlen(w + 1) + 1);
+            }
             while ((v = strstr(cmdl, "tmx|tsv")))
                 memmove(v + 3, v + 7, strlen(v + 7) + 1);
             while ((v = strchr(cmdl, 'N')) && (v == cmdl || v[-1] == ' '))
@@ -845,19 +850,13 @@ static void test_cmd_parse(void) {
     struct {
         const char *line, *msg;
     } bad[] = {
-        {"frobnicate", "unknown command"},
-        {"goto", "needs a segment number"},
-        {"goto x", "not a segment number"},
-        {"goto 0", "not a segment number"},
-        {"goto 3 4", "not a segment number"},
-        {"12x", "not a segment number"},
-        {"w file.po", "takes no argument"},
-        {"q now", "takes no argument"},
-        {"model", "needs a PATH"},
-        {"export", "needs a format"},
-        {"export xml f.xml", "unknown format"},
-        {"export tmx", "needs a PATH"},
-        {"e", "needs a format"},
+        {"frobnicate", "unknown command"},    {"goto", "needs a segment number"},
+        {"goto x", "not a segment number"},   {"goto 0", "not a segment number"},
+        {"goto 3 4", "not a segment number"}, {"12x", "not a segment number"},
+        {"w file.po", "takes no argument"},   {"q now", "takes no argument"},
+        {"tune now", "nothing or 'cancel'"},  {"tune cancel it", "nothing or 'cancel'"},
+        {"export", "needs a format"},         {"export xml f.xml", "unknown format"},
+        {"export tmx", "needs a PATH"},       {"e", "needs a format"},
         {"0", "not a segment number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -866,6 +865,13 @@ static void test_cmd_parse(void) {
         CHECK(rc == MT_ERR_INVALID && strstr(mt_errmsg(), bad[i].msg), "'%s' rejected: rc %d '%s'",
               bad[i].line, rc, mt_errmsg());
     }
+    /* :model alone lists the models; :tune and :tune cancel */
+    CHECK(ui_cmd_parse("model", &c) == MT_OK && c.kind == UI_CMD_MODEL && c.arg[0] == '\0',
+          ":model without a path");
+    CHECK(ui_cmd_parse("tune", &c) == MT_OK && c.kind == UI_CMD_TUNE && c.arg[0] == '\0', ":tune");
+    CHECK(ui_cmd_parse("tune cancel ", &c) == MT_OK && c.kind == UI_CMD_TUNE &&
+              strcmp(c.arg, "cancel") == 0,
+          ":tune cancel");
     char longp[UI_CMD_ARG_MAX + 16] = "model ";
     memset(longp + 6, 'a', UI_CMD_ARG_MAX);
     longp[6 + UI_CMD_ARG_MAX] = '\0';
