@@ -57,6 +57,8 @@ static const app_opt bench_opts[] = {
      "weights of the tuned model in its mixes with the base that are tried", "0..1"},
     {"cpu-threads", 0, APP_OPT_INT, "2", NULL, "threads", "1..256"},
     {"keep-accelerators", 0, APP_OPT_FLAG, NULL, NULL, "keep accelerator markers (_File)"},
+    {"mix-report", 0, APP_OPT_FLOATS, NULL, NULL,
+     "also score mixes base + a (tuned - base) of the chosen model for these a", "0..1"},
     {"keep", 0, APP_OPT_STRING, NULL, NULL, "keep the stores and models in this folder"},
 };
 
@@ -148,6 +150,8 @@ typedef struct row {
     app_tune_scores test_before, test_after;
 } row;
 
+static const app_opts *bench_o; /* --mix-report */
+
 static mt_status bench_one(const char *po, const app_tune_params *base, bool strip,
                            const char *work, row *out) {
     msgs m = {0};
@@ -188,6 +192,34 @@ static mt_status bench_one(const char *po, const app_tune_params *base, bool str
     if (rc == MT_OK) rc = app_tune_translate(tuned, p.vocabs, &p, m.src + half, m.n - half, after);
     if (rc == MT_OK) rc = app_tune_score(before, m.trg + half, m.n - half, &out->test_before);
     if (rc == MT_OK) rc = app_tune_score(after, m.trg + half, m.n - half, &out->test_after);
+    for (int k = 0; rc == MT_OK && k < app_opts_count(bench_o, "mix-report"); k++) {
+        double a = app_opts_float_item(bench_o, "mix-report", k);
+        char mixp[PATH_MAX + 16];
+        snprintf(mixp, sizeof mixp, "%s/mix.npz", dir);
+        rc = app_tune_mix(p.model, tuned, a, mixp);
+        for (int32_t i = 0; i < m.n - half; i++) {
+            mt_free(after[i]);
+            after[i] = NULL;
+        }
+        if (rc == MT_OK) rc = app_tune_translate(mixp, p.vocabs, &p, m.src + half, m.n - half, after);
+        app_tune_scores t, d = {NAN, NAN, NAN};
+        if (rc == MT_OK) rc = app_tune_score(after, m.trg + half, m.n - half, &t);
+        if (rc == MT_OK && p.dev[0]) {
+            /* the dev sample tune used: its data/dev.* files */
+            char ds[PATH_MAX + 32], dt[PATH_MAX + 32];
+            snprintf(ds, sizeof ds, "%s/data/dev.src", dir);
+            snprintf(dt, sizeof dt, "%s/data/dev.trg", dir);
+            app_tune_scores dd;
+            rc = app_tune_score_files(mixp, p.vocabs, &p, ds, dt, &dd);
+            if (rc == MT_OK) d = dd;
+        }
+        if (rc == MT_OK)
+            printf("#   %-26s mix %.2f: second half BLEU %.2f (%+.2f) chrF %.2f, dev BLEU %.2f "
+                   "(%+.2f)\n",
+                   out->name, a, t.bleu, t.bleu - out->test_before.bleu, t.chrf, d.bleu,
+                   d.bleu - out->r.dev_before.bleu);
+        remove(mixp);
+    }
     for (int32_t i = 0; i < m.n - half; i++) {
         if (before) mt_free(before[i]);
         if (after) mt_free(after[i]);
@@ -209,6 +241,7 @@ int app_bench_tune_main(int argc, char **argv) {
         app_opts_free(o);
         return ret;
     }
+    bench_o = o;
     app_tune_params p = app_tune_default_params();
     p.model = model;
     p.vocabs[0] = vs, p.vocabs[1] = vt;

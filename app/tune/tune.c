@@ -475,6 +475,23 @@ mt_status app_tune_score(char *const *hyp, char *const *ref, int32_t n, app_tune
     return MT_OK;
 }
 
+mt_status app_tune_score_files(const char *model, const char *const *vocabs,
+                               const app_tune_params *p, const char *src, const char *ref,
+                               app_tune_scores *s) {
+    line_pairs lp;
+    memset(&lp, 0, sizeof lp);
+    mt_status rc = sample_pairs(src, ref, INT32_MAX, 1, 1, &lp);
+    char **out = rc == MT_OK ? mt_try_calloc((size_t)lp.n + 1, sizeof(char *)) : NULL;
+    if (rc == MT_OK && out == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+    if (rc == MT_OK) rc = app_tune_translate(model, vocabs, p, lp.src, lp.n, out);
+    if (rc == MT_OK) rc = app_tune_score(out, lp.trg, lp.n, s);
+    for (int32_t i = 0; out && i < lp.n; i++)
+        mt_free(out[i]);
+    mt_free(out);
+    line_pairs_free(&lp);
+    return rc;
+}
+
 /* ------------------------------------------------------------- progress */
 
 static void progress(const app_tune_params *p, const char *fmt, ...)
@@ -688,7 +705,7 @@ static mt_status run_training(const app_tune_params *p, const train_job *j, app_
 
 /* out = base + alpha (tuned - base), weight by weight (float32 items of the
 ** same name and size; others as the tuned model has them). */
-static mt_status mix_models(const char *base, const char *tuned, double alpha, const char *out) {
+mt_status app_tune_mix(const char *base, const char *tuned, double alpha, const char *out) {
     mt_model_file *b = NULL, *t = NULL;
     mt_status rc = mt_model_file_read(base, &b);
     if (rc == MT_OK) rc = mt_model_file_read(tuned, &t);
@@ -1223,7 +1240,7 @@ static mt_status tune_body(tune_ctx *c) {
     mt_free(tt);
     if (rc == MT_OK && cancel_signal) rc = mt_seterr(MT_ABORTED, "cancelled");
 
-    /* after: the tuned model and its mixes with the base (mix_models), the
+    /* after: the tuned model and its mixes with the base (app_tune_mix), the
     ** best held-out BLEU among those whose dev loss is within the bound */
     char *mix = path_join(c->work_dir, "mix.npz"), *best = path_join(c->work_dir, "best.npz");
     char *hold_after = path_join(c->data_dir, "heldout.after");
@@ -1233,7 +1250,7 @@ static mt_status tune_body(tune_ctx *c) {
     for (int k = 0; k < p->n_mix && rc == MT_OK; k++) {
         double a = p->mix[k];
         const char *m = a == 1.0 ? work_model : mix;
-        if (a != 1.0) rc = mix_models(p->model, work_model, a, mix);
+        if (a != 1.0) rc = app_tune_mix(p->model, work_model, a, mix);
         app_tune_scores h, d;
         free_strings(c->out_after, c->n_held);
         free_strings(c->dev_out_after, c->dev.n);

@@ -113,6 +113,15 @@ mt_status app_tune_translate(const char *model, const char *const *vocabs, const
 /* Corpus BLEU, chrF and TER of hyp against ref. */
 mt_status app_tune_score(char *const *hyp, char *const *ref, int32_t n, app_tune_scores *s);
 
+/* app_tune_translate + app_tune_score of two line-aligned files. */
+mt_status app_tune_score_files(const char *model, const char *const *vocabs,
+                               const app_tune_params *p, const char *src, const char *ref,
+                               app_tune_scores *s);
+
+/* out = base + alpha (tuned - base), weight by weight (float32 items of
+** the same name and size; the rest as tuned has them). */
+mt_status app_tune_mix(const char *base, const char *tuned, double alpha, const char *out);
+
 /* Progress lines written to progress_fd, one per event, fields by spaces:
 **   progress STAGE UPDATE TOTAL ELAPSED ETA   (STAGE: before, train, after;
 **                                            seconds; ETA -1 when unknown)
