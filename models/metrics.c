@@ -963,24 +963,25 @@ static int32_t ter_rows(ter_ctx *c, const uint32_t *h, int64_t from, int32_t *ds
 static int32_t ter_align(ter_ctx *c, const uint32_t *h) {
     int32_t d = ter_rows(c, h, 0, c->cost, c->op);
     int64_t i = c->nh, j = c->nr;
-    int64_t *herr = c->herr, *rerr = c->rerr; /* herr[k + 1]: error of word k, then sums */
+    /* herr[k + 1] (rerr[k + 1]): 1 if hypothesis (reference) word k is wrong; made
+    ** prefix sums below.  c->align[k]: position of the hypothesis word that reference
+    ** word k follows or matches (sacreBLEU's trace_to_alignment on the flipped trace). */
+    int64_t *herr = c->herr, *rerr = c->rerr;
     herr[0] = rerr[0] = 0;
-    /* Walk back, recording per word; positions are final, so fill directly. */
-    int64_t *hpos_of_ref = c->align;
     while (i > 0 || j > 0) {
         MT_ASSERT(j >= c->lo[i] && j < c->hi[i]); /* a finite path stays in the bands */
         char op = c->op[c->off[i] + j - c->lo[i]];
         MT_ASSERT(op != TER_UNDEF);
         if (op == TER_NOP || op == TER_SUB) {
             herr[i] = rerr[j] = op == TER_SUB;
-            hpos_of_ref[j - 1] = i - 1;
+            c->align[j - 1] = i - 1;
             i--, j--;
         } else if (op == TER_DEL) {
             herr[i] = 1;
             i--;
         } else { /* TER_INS: the reference word aligns after hypothesis word i - 1 */
             rerr[j] = 1;
-            hpos_of_ref[j - 1] = i - 1;
+            c->align[j - 1] = i - 1;
             j--;
         }
     }
