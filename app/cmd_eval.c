@@ -1,8 +1,8 @@
 /*
-** cmd_eval.c: `mtpe eval -r REF [-i HYP]`: corpus BLEU and chrF of a
-** hypothesis file against a reference file, as sacreBLEU 2 computes them
-** by default (models/metrics.c), printed with their signatures.  Lines are
-** paired in order; a different number of lines is an error.
+** cmd_eval.c: `mtpe eval -r REF [-i HYP]`: corpus BLEU and chrF (and on
+** request TER) of a hypothesis file against a reference file, as sacreBLEU 2
+** computes them by default (models/metrics.c), printed with their signatures.
+** Lines are paired in order; a different number of lines is an error.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,14 +17,15 @@
 static const app_opt eval_opts[] = {
     {"ref", 'r', APP_OPT_STRING, NULL, NULL, "the reference translation, one segment per line"},
     {"input", 'i', APP_OPT_STRING, NULL, NULL, "the translation to score (default: stdin)"},
-    {"metrics", 0, APP_OPT_STRINGS, "bleu chrf", NULL, "bleu, chrf or both"},
+    {"metrics", 0, APP_OPT_STRINGS, "bleu chrf", NULL, "any of bleu, chrf, ter"},
 };
 
 const app_cmd app_eval_cmd = {
     .name = "eval",
-    .usage = "-r REF [-i HYP] [--metrics bleu chrf]",
-    .about = "Corpus BLEU (13a, exp smoothing) and chrF2 of HYP (default: stdin) against\n"
-             "REF, as sacreBLEU computes them, with their signatures.\n",
+    .usage = "-r REF [-i HYP] [--metrics bleu chrf ter]",
+    .about = "Corpus BLEU (13a, exp smoothing), chrF2 and TER (tercom, lowercased) of HYP\n"
+             "(default: stdin) against REF, as sacreBLEU computes them, with their\n"
+             "signatures.\n",
     .opts = eval_opts,
     .n_opts = (int)(sizeof eval_opts / sizeof eval_opts[0]),
 };
@@ -35,7 +36,7 @@ int app_eval_main(int argc, char **argv) {
     if (!app_opts_parse_cmd(&app_eval_cmd, argc, argv, &o, &ret)) return ret;
     const char *ref_path = app_opts_given(o, "ref") ? app_opts_str(o, "ref") : NULL;
     const char *hyp_path = app_opts_given(o, "input") ? app_opts_str(o, "input") : NULL;
-    bool want_bleu = false, want_chrf = false;
+    bool want_bleu = false, want_chrf = false, want_ter = false;
     ret = 0;
     for (int i = 0; i < app_opts_count(o, "metrics") && ret == 0; i++) {
         const char *m = app_opts_item(o, "metrics", i);
@@ -43,8 +44,10 @@ int app_eval_main(int argc, char **argv) {
             want_bleu = true;
         else if (!strcmp(m, "chrf"))
             want_chrf = true;
+        else if (!strcmp(m, "ter"))
+            want_ter = true;
         else
-            ret = app_cmd_usage_error(&app_eval_cmd, "unknown metric '%s' (bleu, chrf)", m);
+            ret = app_cmd_usage_error(&app_eval_cmd, "unknown metric '%s' (bleu, chrf, ter)", m);
     }
     if (ret == 0 && !ref_path) ret = app_cmd_usage_error(&app_eval_cmd, "missing -r REF");
     if (ret != 0) {
@@ -62,8 +65,10 @@ int app_eval_main(int argc, char **argv) {
     }
     mt_bleu_stats bs;
     mt_chrf_stats cs;
+    mt_ter_stats ts;
     mt_bleu_init(&bs);
     mt_chrf_init(&cs);
+    mt_ter_init(&ts);
     char *rl = NULL, *hl = NULL;
     size_t rc_ = 0, hc = 0;
     int64_t line = 0;
@@ -88,7 +93,8 @@ int app_eval_main(int argc, char **argv) {
         if (rl[0] == '\0') continue; /* sacreBLEU drops segments without a reference */
         const char *refs[1] = {rl};
         if ((want_bleu && mt_bleu_add(&bs, hl, refs, 1) != MT_OK) ||
-            (want_chrf && mt_chrf_add(&cs, hl, refs, 1) != MT_OK)) {
+            (want_chrf && mt_chrf_add(&cs, hl, refs, 1) != MT_OK) ||
+            (want_ter && mt_ter_add(&ts, hl, refs, 1) != MT_OK)) {
             fprintf(stderr, "mtpe eval: line %lld: %s\n", (long long)line, mt_errmsg());
             rc = 1;
             break;
@@ -105,6 +111,11 @@ int app_eval_main(int argc, char **argv) {
         if (want_chrf) {
             mt_chrf_signature(&cs, sig, sizeof sig);
             mt_chrf_format(mt_chrf_compute(&cs), 2, sig, out, sizeof out);
+            printf("%s\n", out);
+        }
+        if (want_ter) {
+            mt_ter_signature(&ts, sig, sizeof sig);
+            mt_ter_format(mt_ter_compute(&ts), 2, sig, out, sizeof out);
             printf("%s\n", out);
         }
     }

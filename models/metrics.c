@@ -1,5 +1,5 @@
 /*
-** metrics.c: sacreBLEU 2.x BLEU (13a tokenizer, exp smoothing) and chrF (see
+** metrics.c: sacreBLEU 2.x BLEU (13a tokenizer, exp smoothing), chrF and TER (see
 ** metrics.h).  Written from sacreBLEU's definitions:
 **
 **   13a tokenizer (tokenizers/tokenizer_13a.py + tokenizer_re.py), on the segment
@@ -25,6 +25,12 @@
 **   chrF segment statistics: per order n = 1..6 over the code points left after
 **   removing whitespace: [hyp n-grams (0 if the reference has none of that order),
 **   ref n-grams, sum over g of min(c_hyp(g), c_ref(g))].
+**
+**   TER (metrics/ter.py, metrics/lib_ter.py, tokenizers/tokenizer_ter.py): as in
+**   metrics.h.  sacreBLEU caches the rows of the distance matrix in a trie of
+**   hypothesis prefixes; every row depends only on the words before it and on the
+**   (fixed) lengths, so here a shifted candidate reuses the current hypothesis's rows
+**   up to the first word the shift moves, which gives the same numbers.
 */
 #include <math.h>
 #include <stdio.h>
@@ -710,4 +716,532 @@ int mt_chrf_signature(const mt_chrf_stats *s, char *buf, size_t cap) {
 int mt_chrf_format(double score, int width, const char *signature, char *buf, size_t cap) {
     return snprintf(buf, cap, "chrF%d%s%s = %.*f", MT_CHRF_BETA, signature ? "|" : "",
                     signature ? signature : "", width, score);
+}
+
+/* -------------------------------------------------------------- lowercase */
+
+typedef struct uc_run {
+    uint32_t first, last, stride;
+    int32_t delta;
+} uc_run;
+
+typedef struct uc_range {
+    uint32_t first, last;
+} uc_range;
+
+#include "unicase_data.h"
+
+static bool in_ranges(const uc_range *r, size_t n, uint32_t c) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* first range with last >= c */
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid].last < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && r[lo].first <= c;
+}
+
+/* The one-code-point lowercase of c (c itself when it has none). */
+static uint32_t simple_lower(uint32_t c) {
+    if (c < 0x80) return c >= 'A' && c <= 'Z' ? c + 32 : c;
+    size_t n = sizeof uc_lower_runs / sizeof uc_lower_runs[0], lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (uc_lower_runs[mid].last < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == n || uc_lower_runs[lo].first > c) return c;
+    const uc_run *r = &uc_lower_runs[lo];
+    if (r->stride == 2 && ((c - r->first) & 1u) != 0) return c;
+    return (uint32_t)((int32_t)c + r->delta);
+}
+
+static bool uc_ignorable_cp(uint32_t c) {
+    return in_ranges(uc_ignorable, sizeof uc_ignorable / sizeof uc_ignorable[0], c);
+}
+static bool uc_cased_cp(uint32_t c) {
+    return in_ranges(uc_cased, sizeof uc_cased / sizeof uc_cased[0], c);
+}
+
+static size_t utf8_put(uint32_t c, char *out) {
+    unsigned char *o = (unsigned char *)out;
+    if (c < 0x80) {
+        o[0] = (unsigned char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (c >> 6));
+        o[1] = (unsigned char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (c >> 12));
+        o[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | (c >> 18));
+    o[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (unsigned char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* Python's str.lower() of valid UTF-8 s: the one-code-point mappings of the table,
+** U+0130 -> "i" U+0307, and U+03A3 -> final U+03C2 when a cased letter precedes it
+** and none follows it (case-ignorable code points skipped both ways), else U+03C3.
+** *out: free with mt_free. */
+static mt_status py_lower(const char *s, char **out) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s), ncp = 0;
+    /* A lowercase is at most 3/2 as long in UTF-8 (2 -> 3 bytes). */
+    char *o = (char *)mt_try_malloc(2 * n + 1);
+    uint32_t *cp = (uint32_t *)mt_try_malloc((n + 1) * sizeof(uint32_t));
+    if (o == NULL || cp == NULL) {
+        mt_free(o);
+        mt_free(cp);
+        return mt_seterr(MT_ERR_NOMEM, "out of memory lowercasing a %zu-byte segment", n);
+    }
+    for (size_t i = 0; i < n;)
+        i += utf8_next(u, i, &cp[ncp++]);
+    size_t w = 0;
+    for (size_t i = 0; i < ncp; i++) {
+        uint32_t c = cp[i];
+        if (c == 0x130) {
+            o[w++] = 'i';
+            w += utf8_put(0x307, o + w);
+        } else if (c == 0x3A3) {
+            size_t j = i;
+            while (j > 0 && uc_ignorable_cp(cp[j - 1]))
+                j--;
+            bool final = j > 0 && uc_cased_cp(cp[j - 1]);
+            if (final) {
+                size_t k = i + 1;
+                while (k < ncp && uc_ignorable_cp(cp[k]))
+                    k++;
+                final = k == ncp || !uc_cased_cp(cp[k]);
+            }
+            w += utf8_put(final ? 0x3C2 : 0x3C3, o + w);
+        } else {
+            w += utf8_put(simple_lower(c), o + w);
+        }
+    }
+    o[w] = '\0';
+    mt_free(cp);
+    *out = o;
+    return MT_OK;
+}
+
+/* -------------------------------------------------------------------- TER */
+
+#define TER_INF (1 << 29) /* sacreBLEU's "infinite" distance; INF + 1 still fits */
+
+enum { TER_NOP = 'N', TER_SUB = 'S', TER_DEL = 'D', TER_INS = 'I', TER_UNDEF = 'x' };
+
+/* Beam edit distance of hypotheses of length nh against one reference.  The band of
+** row i (hypothesis words 0..i) is the columns [lo[i], hi[i]); every hypothesis of
+** the sentence has the same length, so the same bands. */
+typedef struct ter_ctx {
+    const uint32_t *ref;
+    int64_t nh, nr;
+    int64_t *lo, *hi, *off; /* per row 0..nh */
+    int32_t *cost;          /* current hypothesis: the band matrix */
+    char *op;
+    int32_t *scratch;     /* a shifted candidate's rows */
+    uint32_t *cand;       /* a shifted candidate's words */
+    int64_t *align;       /* per reference word: its hypothesis position (-1: before) */
+    int64_t *herr, *rerr; /* prefix sums of hypothesis / reference errors */
+} ter_ctx;
+
+static void ter_ctx_free(ter_ctx *c) {
+    mt_free(c->lo);
+    mt_free(c->cost);
+    mt_free(c->op);
+    mt_free(c->scratch);
+    mt_free(c->cand);
+    mt_free(c->align);
+    mt_free(c->herr);
+    memset(c, 0, sizeof *c);
+}
+
+static mt_status ter_ctx_init(ter_ctx *c, const uint32_t *ref, int64_t nr, int64_t nh) {
+    memset(c, 0, sizeof *c);
+    c->ref = ref;
+    c->nr = nr;
+    c->nh = nh;
+    c->lo = (int64_t *)mt_try_malloc(3 * (size_t)(nh + 1) * sizeof(int64_t));
+    if (c->lo == NULL) goto nomem;
+    c->hi = c->lo + nh + 1;
+    c->off = c->hi + nh + 1;
+    /* BeamEditDistance: the pseudo-diagonal floor(i * nr / nh), beam 25 widened
+    ** to ceil(ratio / 2 + 25) when the lengths differ that much; the last row is
+    ** computed up to the last column. */
+    double ratio = nh > 0 ? (double)nr / (double)nh : 1.0;
+    int64_t beam = MT_TER_BEAM_WIDTH;
+    if ((double)MT_TER_BEAM_WIDTH < ratio / 2) beam = (int64_t)ceil(ratio / 2 + MT_TER_BEAM_WIDTH);
+    int64_t total = 0;
+    for (int64_t i = 0; i <= nh; i++) {
+        if (i == 0) {
+            c->lo[i] = 0;
+            c->hi[i] = nr + 1;
+        } else {
+            int64_t diag = (int64_t)floor((double)i * ratio);
+            c->lo[i] = diag - beam > 0 ? diag - beam : 0;
+            c->hi[i] = diag + beam < nr + 1 ? diag + beam : nr + 1;
+            if (i == nh) c->hi[i] = nr + 1;
+            if (c->hi[i] < c->lo[i]) c->hi[i] = c->lo[i];
+        }
+        c->off[i] = total;
+        total += c->hi[i] - c->lo[i];
+    }
+    c->cost = (int32_t *)mt_try_malloc((size_t)total * sizeof(int32_t));
+    c->op = (char *)mt_try_malloc((size_t)total);
+    c->scratch = (int32_t *)mt_try_malloc((size_t)total * sizeof(int32_t));
+    c->cand = (uint32_t *)mt_try_malloc((size_t)(nh + 1) * sizeof(uint32_t));
+    c->align = (int64_t *)mt_try_malloc((size_t)(nr + 1) * sizeof(int64_t));
+    c->herr = (int64_t *)mt_try_malloc((size_t)(nh + nr + 2) * sizeof(int64_t));
+    if (!c->cost || !c->op || !c->scratch || !c->cand || !c->align || !c->herr) goto nomem;
+    c->rerr = c->herr + nh + 1;
+    for (int64_t j = 0; j <= nr; j++) { /* row 0: j insertions */
+        c->cost[j] = (int32_t)j;
+        c->op[j] = TER_INS;
+    }
+    return MT_OK;
+nomem:
+    ter_ctx_free(c);
+    return mt_seterr(MT_ERR_NOMEM, "out of memory computing TER (%lld x %lld words)", (long long)nh,
+                     (long long)nr);
+}
+
+static inline int32_t band_at(const ter_ctx *c, const int32_t *m, int64_t i, int64_t j) {
+    return j >= c->lo[i] && j < c->hi[i] ? m[c->off[i] + j - c->lo[i]] : TER_INF;
+}
+
+/* Rows from+1..nh of the edit distance of words h (which agree with the current
+** hypothesis on words 0..from-1): row `from` is read from c->cost, later rows go to
+** dst (and their operations to ops when not NULL).  Returns the distance.  Per cell
+** the first strictly cheaper of: diagonal (no-op or substitution), deletion of a
+** hypothesis word (from row i-1), insertion of a reference word (from column j-1). */
+static int32_t ter_rows(ter_ctx *c, const uint32_t *h, int64_t from, int32_t *dst, char *ops) {
+    for (int64_t i = from + 1; i <= c->nh; i++) {
+        const int32_t *prev = i - 1 == from ? c->cost : dst;
+        int32_t *row = dst + c->off[i]; /* column j at row[j - lo] */
+        char *orow = ops ? ops + c->off[i] : NULL;
+        const int64_t lo = c->lo[i];
+        for (int64_t j = c->lo[i]; j < c->hi[i]; j++) {
+            int32_t best;
+            char op;
+            if (j == 0) {
+                best = band_at(c, prev, i - 1, 0) + 1;
+                op = TER_DEL;
+            } else {
+                bool same = h[i - 1] == c->ref[j - 1];
+                int32_t diag = band_at(c, prev, i - 1, j - 1) + (same ? 0 : 1);
+                int32_t del = band_at(c, prev, i - 1, j) + 1;
+                int32_t ins = j > lo ? row[j - 1 - lo] + 1 : TER_INF + 1;
+                best = TER_INF;
+                op = TER_UNDEF;
+                if (diag < best) best = diag, op = same ? TER_NOP : TER_SUB;
+                if (del < best) best = del, op = TER_DEL;
+                if (ins < best) best = ins, op = TER_INS;
+            }
+            row[j - lo] = best;
+            if (orow) orow[j - lo] = op;
+        }
+    }
+    return band_at(c, c->nh == from ? c->cost : dst, c->nh, c->nr);
+}
+
+/* Edit distance of the current hypothesis h into c->cost / c->op, then its
+** alignment: walking the operations back from (nh, nr), a reference word gets the
+** position of the last hypothesis word at or before it; errors are substitutions,
+** and hypothesis (reference) words that only the deletion (insertion) consumes. */
+static int32_t ter_align(ter_ctx *c, const uint32_t *h) {
+    int32_t d = ter_rows(c, h, 0, c->cost, c->op);
+    int64_t i = c->nh, j = c->nr;
+    /* herr[k + 1] (rerr[k + 1]): 1 if hypothesis (reference) word k is wrong; made
+    ** prefix sums below.  c->align[k]: position of the hypothesis word that reference
+    ** word k follows or matches (sacreBLEU's trace_to_alignment on the flipped trace). */
+    int64_t *herr = c->herr, *rerr = c->rerr;
+    herr[0] = rerr[0] = 0;
+    while (i > 0 || j > 0) {
+        MT_ASSERT(j >= c->lo[i] && j < c->hi[i]); /* a finite path stays in the bands */
+        char op = c->op[c->off[i] + j - c->lo[i]];
+        MT_ASSERT(op != TER_UNDEF);
+        if (op == TER_NOP || op == TER_SUB) {
+            herr[i] = rerr[j] = op == TER_SUB;
+            c->align[j - 1] = i - 1;
+            i--, j--;
+        } else if (op == TER_DEL) {
+            herr[i] = 1;
+            i--;
+        } else { /* TER_INS: the reference word aligns after hypothesis word i - 1 */
+            rerr[j] = 1;
+            c->align[j - 1] = i - 1;
+            j--;
+        }
+    }
+    for (int64_t k = 1; k <= c->nh; k++)
+        herr[k] += herr[k - 1];
+    for (int64_t k = 1; k <= c->nr; k++)
+        rerr[k] += rerr[k - 1];
+    return d;
+}
+
+/* sacreBLEU's _perform_shift: move h[start..start+len) to `target` into out. */
+static void ter_perform_shift(const uint32_t *h, int64_t n, int64_t start, int64_t len,
+                              int64_t target, uint32_t *out) {
+    int64_t w = 0;
+#define TER_COPY(a, b)                                                                             \
+    for (int64_t k_ = (a); k_ < (b); k_++)                                                         \
+    out[w++] = h[k_]
+    if (target < start) {
+        TER_COPY(0, target);
+        TER_COPY(start, start + len);
+        TER_COPY(target, start);
+        TER_COPY(start + len, n);
+    } else if (target > start + len) {
+        TER_COPY(0, start);
+        TER_COPY(start + len, target);
+        TER_COPY(start, start + len);
+        TER_COPY(target, n);
+    } else { /* the slice h[start + len : len + target], clamped to n */
+        int64_t m = len + target < n ? len + target : n;
+        TER_COPY(0, start);
+        TER_COPY(start + len, m);
+        TER_COPY(start, start + len);
+        TER_COPY(m, n);
+    }
+#undef TER_COPY
+    MT_ASSERT(w == n);
+}
+
+typedef struct ter_shift {
+    int64_t gain, len, start, target;
+} ter_shift;
+
+/* a ranks above b: larger gain, then longer, then earlier start, then earlier target. */
+static bool ter_better(const ter_shift *a, const ter_shift *b) {
+    if (a->gain != b->gain) return a->gain > b->gain;
+    if (a->len != b->len) return a->len > b->len;
+    if (a->start != b->start) return a->start < b->start;
+    return a->target < b->target;
+}
+
+/* One round of sacreBLEU's _shift on h: the best shift of the candidates (in the
+** order start_h, start_r, length), counting evaluated candidates in *checked.
+** Returns the current hypothesis's edit distance; *found tells whether any shift
+** was evaluated. */
+static int32_t ter_best_shift(ter_ctx *c, const uint32_t *h, int64_t *checked, ter_shift *best,
+                              bool *found) {
+    const int64_t nh = c->nh, nr = c->nr;
+    const uint32_t *r = c->ref;
+    int32_t pre = ter_align(c, h);
+    *found = false;
+    for (int64_t sh = 0; sh < nh; sh++) {
+        for (int64_t sr = 0; sr < nr; sr++) {
+            if (sr - sh > MT_TER_MAX_SHIFT_DIST || sh - sr > MT_TER_MAX_SHIFT_DIST) continue;
+            for (int64_t len = 1; len <= MT_TER_MAX_SHIFT_SIZE; len++) {
+                if (h[sh + len - 1] != r[sr + len - 1]) break;
+                /* Only shift words that are wrong to a place where the reference
+                ** is wrong, and not inside themselves. */
+                if (c->herr[sh + len] - c->herr[sh] != 0 && c->rerr[sr + len] - c->rerr[sr] != 0 &&
+                    !(sh <= c->align[sr] && c->align[sr] < sh + len)) {
+                    int64_t prev_target = -1;
+                    for (int64_t o = -1; o < len; o++) {
+                        int64_t target;
+                        if (sr + o == -1)
+                            target = 0;
+                        else if (sr + o < nr)
+                            target = c->align[sr + o] + 1;
+                        else
+                            break;
+                        if (target == prev_target) continue;
+                        prev_target = target;
+                        ter_perform_shift(h, nh, sh, len, target, c->cand);
+                        int64_t from = target < sh ? target : sh;
+                        ter_shift s = {pre - ter_rows(c, c->cand, from, c->scratch, NULL), len, sh,
+                                       target};
+                        ++*checked;
+                        if (!*found || ter_better(&s, best)) *best = s;
+                        *found = true;
+                    }
+                    if (*checked >= MT_TER_MAX_SHIFT_CANDIDATES) return pre;
+                }
+                if (sh + len == nh || sr + len == nr) break;
+            }
+        }
+    }
+    return pre;
+}
+
+/* sacreBLEU's translation_edit_rate on word ids: greedy shifts while the best one
+** lowers the edit distance (at most MT_TER_MAX_SHIFT_CANDIDATES candidates in all),
+** then the edit distance; edits = shifts + distance. */
+static mt_status ter_edits_ids(const uint32_t *hyp, int64_t nh, const uint32_t *ref, int64_t nr,
+                               int64_t *edits) {
+    if (nr == 0) {
+        *edits = nh; /* every hypothesis word deleted */
+        return MT_OK;
+    }
+    ter_ctx c;
+    mt_status rc = ter_ctx_init(&c, ref, nr, nh);
+    if (rc != MT_OK) return rc;
+    uint32_t *cur = (uint32_t *)mt_try_malloc((size_t)(nh + 1) * sizeof(uint32_t));
+    if (cur == NULL) {
+        ter_ctx_free(&c);
+        return mt_seterr(MT_ERR_NOMEM, "out of memory computing TER");
+    }
+    if (nh > 0) memcpy(cur, hyp, (size_t)nh * sizeof(uint32_t));
+    int64_t shifts = 0, checked = 0;
+    int32_t dist;
+    for (;;) {
+        ter_shift best = {0, 0, 0, 0};
+        bool found;
+        dist = ter_best_shift(&c, cur, &checked, &best, &found);
+        /* sacreBLEU stops before applying the shift when the budget is spent */
+        if (checked >= MT_TER_MAX_SHIFT_CANDIDATES || !found || best.gain <= 0) break;
+        ter_perform_shift(cur, nh, best.start, best.len, best.target, c.cand);
+        memcpy(cur, c.cand, (size_t)nh * sizeof(uint32_t));
+        shifts++;
+    }
+    *edits = shifts + dist;
+    mt_free(cur);
+    ter_ctx_free(&c);
+    return MT_OK;
+}
+
+/* Lowercase (unless case_sensitive) and split on whitespace. */
+static mt_status ter_tokenize(const char *s, bool case_sensitive, tokens *out) {
+    char *buf = NULL;
+    if (case_sensitive) {
+        size_t n = strlen(s);
+        buf = (char *)mt_try_malloc(n + 1);
+        if (buf == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory tokenizing");
+        memcpy(buf, s, n + 1);
+    } else {
+        mt_status rc = py_lower(s, &buf);
+        if (rc != MT_OK) return rc;
+    }
+    size_t n = strlen(buf);
+    out->n = py_split(buf, n, NULL);
+    out->t = (tok *)mt_try_malloc((size_t)(out->n > 0 ? out->n : 1) * sizeof(tok));
+    if (out->t == NULL) {
+        mt_free(buf);
+        return mt_seterr(MT_ERR_NOMEM, "out of memory tokenizing");
+    }
+    py_split(buf, n, out->t);
+    out->buf = buf;
+    return MT_OK;
+}
+
+/* Edits of hyp against each of refs[0..nrefs) (already checked UTF-8, any may be
+** empty), into edits[] and ref_len[]. */
+static mt_status ter_segment(const char *hyp, const char *const *refs, int nrefs,
+                             bool case_sensitive, int64_t *edits, int64_t *ref_len) {
+    tokens *segs = (tokens *)mt_try_calloc((size_t)nrefs + 1, sizeof(tokens));
+    uint32_t *ids = NULL;
+    int n_segs = 0;
+    mt_status rc = MT_OK;
+    if (segs == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory scoring a segment");
+    for (int i = 0; i <= nrefs && rc == MT_OK; i++) {
+        rc = ter_tokenize(i == 0 ? hyp : refs[i - 1], case_sensitive, &segs[i]);
+        if (rc == MT_OK) n_segs++;
+    }
+    if (rc == MT_OK) rc = intern(segs, n_segs, &ids);
+    if (rc == MT_OK) {
+        const uint32_t *ref_ids = ids + segs[0].n;
+        for (int r = 1; r <= nrefs && rc == MT_OK; r++) {
+            rc = ter_edits_ids(ids, segs[0].n, ref_ids, segs[r].n, &edits[r - 1]);
+            ref_len[r - 1] = segs[r].n;
+            ref_ids += segs[r].n;
+        }
+    }
+    for (int i = 0; i < n_segs; i++)
+        tokens_free(&segs[i]);
+    mt_free(segs);
+    mt_free(ids);
+    return rc;
+}
+
+mt_status mt_ter_edits(const char *hyp, const char *ref, bool case_sensitive, int64_t *edits,
+                       int64_t *ref_words) {
+    MT_ASSERT(hyp != NULL && ref != NULL && edits != NULL && ref_words != NULL);
+    mt_status rc = check_utf8(hyp, "hypothesis");
+    if (rc == MT_OK) rc = check_utf8(ref, "reference");
+    if (rc != MT_OK) return rc;
+    return ter_segment(hyp, &ref, 1, case_sensitive, edits, ref_words);
+}
+
+void mt_ter_init(mt_ter_stats *s) { memset(s, 0, sizeof *s); }
+
+mt_status mt_ter_add(mt_ter_stats *s, const char *hyp, const char *const *refs, int nrefs) {
+    MT_ASSERT(s != NULL && hyp != NULL && (refs != NULL || nrefs == 0));
+    mt_status rc = check_utf8(hyp, "hypothesis");
+    if (rc != MT_OK) return rc;
+    const char *kept_small[8];
+    int64_t small[2][8];
+    bool big = nrefs > 8;
+    const char **kept =
+        big ? (const char **)mt_try_malloc((size_t)nrefs * sizeof(char *)) : kept_small;
+    int64_t *edits = big ? (int64_t *)mt_try_malloc(2 * (size_t)nrefs * sizeof(int64_t)) : small[0];
+    int64_t *len = big ? edits + nrefs : small[1];
+    int n_kept = 0;
+    if (kept == NULL || edits == NULL) {
+        rc = mt_seterr(MT_ERR_NOMEM, "out of memory scoring a segment");
+        goto done;
+    }
+    rc = usable_refs(refs, nrefs, kept, &n_kept);
+    if (rc == MT_OK) rc = ter_segment(hyp, kept, n_kept, s->case_sensitive, edits, len);
+    if (rc != MT_OK) goto done;
+    /* _compute_segment_statistics: the fewest edits, the average reference length */
+    int64_t best = edits[0], len_sum = 0;
+    for (int r = 0; r < n_kept; r++) {
+        if (edits[r] < best) best = edits[r];
+        len_sum += len[r];
+    }
+    s->edits += best;
+    s->ref_words += (double)len_sum / (double)n_kept;
+    s->n_segments++;
+    note_nrefs(&s->nrefs, n_kept);
+done:
+    if (big) {
+        mt_free((void *)kept);
+        mt_free(edits);
+    }
+    return rc;
+}
+
+double mt_ter_compute(const mt_ter_stats *s) {
+    double score;
+    if (s->ref_words > 0)
+        score = (double)s->edits / s->ref_words;
+    else
+        score = s->edits > 0 ? 1.0 : 0.0; /* sacreBLEU >= 2.3.2, see metrics.h */
+    return 100 * score;
+}
+
+mt_status mt_ter_sentence(const char *hyp, const char *const *refs, int nrefs, double *score) {
+    mt_ter_stats s;
+    mt_ter_init(&s);
+    mt_status rc = mt_ter_add(&s, hyp, refs, nrefs);
+    if (rc != MT_OK) return rc;
+    *score = mt_ter_compute(&s);
+    return MT_OK;
+}
+
+int mt_ter_signature(const mt_ter_stats *s, char *buf, size_t cap) {
+    char tmp[16];
+    return snprintf(buf, cap, "nrefs:%s|case:%s|tok:tercom|norm:no|punct:yes|asian:no|version:%s",
+                    nrefs_str(s->nrefs, tmp, sizeof tmp), s->case_sensitive ? "mixed" : "lc",
+                    MT_SACREBLEU_VERSION);
+}
+
+int mt_ter_format(double score, int width, const char *signature, char *buf, size_t cap) {
+    return snprintf(buf, cap, "TER%s%s = %.*f", signature ? "|" : "", signature ? signature : "",
+                    width, score);
 }

@@ -1,6 +1,6 @@
 /*
-** metrics.h: corpus BLEU and chrF exactly as sacreBLEU 2.x computes them with its
-** defaults, and sentence-level BLEU for n-best selection.
+** metrics.h: corpus BLEU, chrF and TER exactly as sacreBLEU 2.x computes them with
+** its defaults, sentence-level BLEU for n-best selection, and TER edit counts (HTER).
 **
 ** BLEU (sacrebleu.metrics.BLEU()): case-sensitive, tokenizer "13a" (mteval-v13a), at
 ** most 4-grams, "exp" smoothing (NIST: the k-th order with no match gets precision
@@ -20,9 +20,35 @@
 ** best sentence F-score counts.  Signature:
 ** "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.0.0".
 **
+** TER (sacrebleu.metrics.TER()): lowercased as Python's str.lower() (case:lc; tables
+** generated from Python 3.11 / Unicode 14 by scripts/gen-unicase.py, with U+0130 ->
+** "i" U+0307 and the final sigma rule), no normalisation, punctuation kept, no Asian
+** splitting, words = str.split().  Per reference, tercom's edit count with shifts
+** (sacrebleu/metrics/lib_ter.py translation_edit_rate): edits cost 1; the distance is
+** a beam Levenshtein (rows = hypothesis words; row i keeps the columns within
+** MT_TER_BEAM_WIDTH of floor(i * nr / nh), widened to ceil(ratio / 2 + 25) when
+** nr / nh > 50, last row complete; per cell the first strictly cheaper of diagonal,
+** hypothesis-word deletion, reference-word insertion).  Then, greedily, the best shift
+** is applied while it lowers the distance: candidates are equal runs of 1..10
+** (MT_TER_MAX_SHIFT_SIZE) words hyp[sh..] = ref[sr..] with |sh - sr| <= 50
+** (MT_TER_MAX_SHIFT_DIST), in the order sh, sr, length; a run counts only if it holds
+** an erroneous hypothesis word and an erroneous reference word (from the alignment of
+** the distance's operations) and the reference position does not align inside it; its
+** targets are just after the hypothesis words aligned to ref[sr-1..sr+len-2] (0 for
+** sr-1 = -1), each distinct target once; the best has the largest gain, then the
+** longest run, the earliest sh, the earliest target.  At most 1000 candidates are
+** evaluated per hypothesis and reference (MT_TER_MAX_SHIFT_CANDIDATES): when the budget
+** runs out the round's best shift is not applied.  Edits = shifts + final distance; an
+** empty reference gives (hypothesis words, 0).  A segment counts its best reference's
+** edits and the average reference length; corpus TER = 100 * edits / reference words,
+** and with 0 reference words 100 if there are edits, else 0 (sacreBLEU >= 2.3.2;
+** 2.0.0-2.3.1 give 100 in both cases).  Signature
+** "nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:2.0.0".
+**
 ** Version string: "2.0.0", the sacreBLEU release whose README publishes the example
 ** (BLEU 48.53, chrF2 59.73) that tests/test_metrics.c reproduces; BLEU and chrF with
-** these defaults compute the same numbers in every 2.x release.
+** these defaults compute the same numbers in every 2.x release, and TER too except
+** for the 0-reference-word case above.
 **
 ** References: as sacreBLEU does, empty references ("") are ignored; a segment left
 ** without any reference is an error (MT_ERR_INVALID; sacreBLEU raises "Empty or None
@@ -93,6 +119,36 @@ mt_status mt_chrf_sentence(const char *hyp, const char *const *refs, int nrefs, 
 int mt_chrf_signature(const mt_chrf_stats *s, char *buf, size_t cap);
 /* "chrF2 = 59.73" (width decimals), or "chrF2|<signature> = 59.73". */
 int mt_chrf_format(double score, int width, const char *signature, char *buf, size_t cap);
+
+#define MT_TER_MAX_SHIFT_SIZE 10
+#define MT_TER_MAX_SHIFT_DIST 50
+#define MT_TER_BEAM_WIDTH 25
+#define MT_TER_MAX_SHIFT_CANDIDATES 1000
+
+/* Statistics of TER, summed over segments.  mt_ter_init gives sacreBLEU's default,
+** case-insensitive TER; set case_sensitive afterwards for TER(case_sensitive=True). */
+typedef struct mt_ter_stats {
+    int64_t edits;    /* the best reference's edits, summed */
+    double ref_words; /* the average reference length, summed in segment order */
+    int64_t n_segments;
+    int nrefs; /* as in mt_bleu_stats */
+    bool case_sensitive;
+} mt_ter_stats;
+
+void mt_ter_init(mt_ter_stats *s);
+mt_status mt_ter_add(mt_ter_stats *s, const char *hyp, const char *const *refs, int nrefs);
+/* 100 * edits / ref_words: 0 is a perfect match, above 100 possible. */
+double mt_ter_compute(const mt_ter_stats *s);
+/* sacrebleu.metrics.TER().sentence_score(hyp, refs).score */
+mt_status mt_ter_sentence(const char *hyp, const char *const *refs, int nrefs, double *score);
+int mt_ter_signature(const mt_ter_stats *s, char *buf, size_t cap);
+/* "TER = 42.86" (width decimals), or "TER|<signature> = 42.86". */
+int mt_ter_format(double score, int width, const char *signature, char *buf, size_t cap);
+/* The edits (shifts, insertions, deletions, substitutions) that turn hyp into ref and
+** ref's word count, for HTER (hyp: the MT output, ref: its post-edit).  ref may be
+** empty: edits = hypothesis words, ref_words = 0.  HTER = 100 * edits / ref_words. */
+mt_status mt_ter_edits(const char *hyp, const char *ref, bool case_sensitive, int64_t *edits,
+                       int64_t *ref_words);
 
 #ifdef __cplusplus
 }

@@ -873,7 +873,7 @@ static void test_command_usage_errors(void) {
         {"convert", 0, {NULL}, "MODEL"},
         {"convert", 3, {"a", "b", "c"}, "'c'"},
         {"eval", 0, {NULL}, "-r REF"},
-        {"eval", 4, {"-r", "r", "--metrics", "ter"}, "ter"},
+        {"eval", 4, {"-r", "r", "--metrics", "wer"}, "wer"},
         {"demo", 2, {"a", "b"}, "'b'"},
         {"edit", 0, {NULL}, "FILE"},
         {"bench gemm", 2, {"--repeat", "0"}, "--repeat"},
