@@ -11,6 +11,7 @@
 ** work is done there; this file parses options and prints the counts).
 ** Exit codes: 0 ok, 1 failure, 2 usage error.
 */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,9 @@ static const app_opt export_opts[] = {
     {"strip-accelerators", 0, APP_OPT_FLAG, NULL, NULL, "remove accelerator markers (_File)"},
     {"history", 0, APP_OPT_FLAG, NULL, NULL,
      "every saved version's translations (default: the final one of each segment)"},
+    {"triplets", 0, APP_OPT_STRING, NULL, NULL,
+     "write source<TAB>MT shown<TAB>final lines of the confirmed segments that had MT (the "
+     "training data of automatic post-editing)"},
 };
 static const int n_export_opts = (int)(sizeof export_opts / sizeof export_opts[0]);
 
@@ -71,7 +75,8 @@ const app_cmd app_corpus_build_cmd = {
 
 const app_cmd app_corpus_export_cmd = {
     .name = "corpus export",
-    .usage = "(--tmx FILE | --tsv FILE) [--db PATH] [--document FILE] [--since TIME] [options]",
+    .usage = "(--tmx FILE | --tsv FILE | --triplets FILE) [--db PATH] [--document FILE] "
+             "[--since TIME] [options]",
     .about = "The segments confirmed in the editor's store, of one document or all: the\n"
              "latest confirmed translation of every confirmed segment (TMX keeps line\n"
              "breaks, TSV turns them into spaces).  TIME: 2024-05-01, 2024-05-01T14:30Z,\n"
@@ -146,6 +151,56 @@ done:
     return ret;
 }
 
+/* --triplets: (source, the best MT the editor showed last, the confirmed
+** text) of each confirmed segment that had MT, flattened, by segment. */
+typedef struct triplet_ctx {
+    FILE *f;
+    const char *document;
+    int64_t rows, no_mt;
+} triplet_ctx;
+
+static void put_flat(FILE *f, const char *s) {
+    for (; *s; s++)
+        fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
+static int triplet_row(void *user, const store_confirmed *c) {
+    triplet_ctx *t = user;
+    if (t->document && strcmp(t->document, c->doc_path) != 0) return 0;
+    if (c->mt == NULL || c->mt[0] == '\0') {
+        t->no_mt++;
+        return 0;
+    }
+    put_flat(t->f, c->source);
+    fputc('\t', t->f);
+    put_flat(t->f, c->mt);
+    fputc('\t', t->f);
+    put_flat(t->f, c->target);
+    fputc('\n', t->f);
+    t->rows++;
+    return 0;
+}
+
+static mt_status export_triplets(store *s, const char *path, const char *document, int64_t since_ms,
+                                 triplet_ctx *t) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return mt_seterr(MT_ERR_INVALID, "path too long: %s", path);
+    t->f = fopen(tmp, "w");
+    if (t->f == NULL) return mt_seterr(MT_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    t->document = document;
+    mt_status rc = store_list_confirmed(s, since_ms, triplet_row, t);
+    bool bad = ferror(t->f) | (fflush(t->f) != 0) | (fsync(fileno(t->f)) != 0);
+    bad |= fclose(t->f) != 0;
+    if (rc == MT_OK && bad)
+        rc = mt_seterr(MT_ERR_IO, "cannot write %s: %s", tmp,
+                       errno == ENOSPC ? "disk full" : strerror(errno));
+    if (rc == MT_OK && rename(tmp, path) != 0)
+        rc = mt_seterr(MT_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (rc != MT_OK) remove(tmp);
+    return rc;
+}
+
 static int export_main(int argc, char **argv) {
     app_opts *o = NULL;
     store *s = NULL;
@@ -165,8 +220,10 @@ static int export_main(int argc, char **argv) {
         .dedup = app_opts_flag(o, "dedup"),
         .history = app_opts_flag(o, "history"),
     };
-    if (!p.tmx_path && !p.tsv_path) {
-        ret = app_cmd_usage_error(&app_corpus_export_cmd, "missing --tmx FILE or --tsv FILE");
+    const char *triplets = opt_or_null(o, "triplets");
+    if (!p.tmx_path && !p.tsv_path && !triplets) {
+        ret = app_cmd_usage_error(&app_corpus_export_cmd,
+                                  "missing --tmx FILE, --tsv FILE or --triplets FILE");
         goto done;
     }
     const char *since = opt_or_null(o, "since");
@@ -183,6 +240,21 @@ static int export_main(int argc, char **argv) {
     if (rc == MT_OK && access(db, F_OK) != 0)
         rc = mt_seterr(MT_ERR_NOTFOUND, "no store at %s (the editor creates it; or give --db)", db);
     if (rc == MT_OK) rc = store_open(db, &s);
+    if (rc == MT_OK && triplets) {
+        triplet_ctx t;
+        memset(&t, 0, sizeof t);
+        char *real = p.document ? realpath(p.document, NULL) : NULL; /* the editor's form */
+        rc = export_triplets(s, triplets, real ? real : p.document, p.since_ms, &t);
+        free(real);
+        if (rc == MT_OK)
+            fprintf(stderr,
+                    "corpus export: triplets %lld (confirmed segments without MT left out %lld)\n",
+                    (long long)t.rows, (long long)t.no_mt);
+        if (rc == MT_OK && !p.tmx_path && !p.tsv_path) {
+            ret = 0;
+            goto done;
+        }
+    }
     app_corpus_stats st;
     if (rc == MT_OK) rc = app_corpus_export(s, &p, &st);
     if (rc != MT_OK) {

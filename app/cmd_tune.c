@@ -354,6 +354,8 @@ int app_tune_main(int argc, char **argv) {
     p.normalize = norm;
     p.out_dir = app_opts_str(o, "output");
     p.doc = app_opts_given(o, "doc") ? app_opts_str(o, "doc") : NULL;
+    char *real_doc = p.doc ? realpath(p.doc, NULL) : NULL; /* as the editor stores it */
+    if (real_doc) p.doc = real_doc;
     if (nr == 2) {
         p.replay[0] = app_opts_item(o, "replay", 0), p.replay[1] = app_opts_item(o, "replay", 1);
     } else if (mp->have_replay) {
@@ -406,6 +408,7 @@ int app_tune_main(int argc, char **argv) {
                 r.accepted ? "accepted" : "not accepted", r.verdict, p.out_dir);
     }
     if (rc != MT_OK) fprintf(stderr, "mtpe tune: %s\n", mt_errmsg());
+    free(real_doc);
     mt_free(mp);
     mt_free(db);
     app_opts_free(o);

@@ -460,18 +460,21 @@ mt_status app_tune_translate(const char *model, const char *const *vocabs, const
 mt_status app_tune_score(char *const *hyp, char *const *ref, int32_t n, app_tune_scores *s) {
     mt_bleu_stats b;
     mt_chrf_stats c;
+    mt_ter_stats t;
     mt_bleu_init(&b);
     mt_chrf_init(&c);
+    mt_ter_init(&t);
     mt_status rc = MT_OK;
     for (int32_t i = 0; i < n && rc == MT_OK; i++) {
         const char *refs[1] = {ref[i]};
         rc = mt_bleu_add(&b, hyp[i], refs, 1);
         if (rc == MT_OK) rc = mt_chrf_add(&c, hyp[i], refs, 1);
+        if (rc == MT_OK) rc = mt_ter_add(&t, hyp[i], refs, 1);
     }
     if (rc != MT_OK) return rc;
     s->bleu = mt_bleu_compute(&b, false).score;
     s->chrf = mt_chrf_compute(&c);
-    s->ter = NAN;
+    s->ter = mt_ter_compute(&t);
     return MT_OK;
 }
 

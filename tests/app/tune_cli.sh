@@ -105,6 +105,20 @@ base_same=$(agreeing base_rescored)
 [ "$base_same" -lt "$same" ] || fail "the base model's scores agree as well ($base_same lines)"
 if cmp -s t1/model.npz "$D/model.npz"; then fail "the tuned model is the base model"; fi
 
+# APE triplets: confirm the MT of one segment as it is and type over the
+# next, then export (source, MT shown, final)
+printf 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "%s"\nmsgstr ""\n\nmsgid "%s"\nmsgstr ""\n' \
+    "Your default notebook:" "Action" >new.po
+printf 'wait-mt\nkeys Enter\nwait-mt\ntype Aktion\nkeys C-k Enter\nwait\nkeys : q Enter\n' >ape.txt
+"$mtpe" edit new.po --db s.db --script ape.txt -m "$D/model.npz" -v "$V" "$V" >ape.out 2>err ||
+    fail "edit (APE triplets): $(tail -2 err)"
+"$mtpe" corpus export --db s.db --document new.po --triplets tri.tsv 2>err ||
+    fail "corpus export --triplets: $(cat err)"
+[ "$(wc -l <tri.tsv)" = 2 ] || fail "triplets: $(wc -l <tri.tsv) lines, not 2: $(cat tri.tsv)"
+awk -F'\t' 'NR == 1 && !(NF == 3 && $1 == "Your default notebook:" && $2 != "" && $3 == $2) { exit 1 }
+             NR == 2 && !(NF == 3 && $1 == "Action" && $3 == "Aktion" && $2 != "") { exit 1 }' \
+    tri.tsv || fail "triplets: $(cat tri.tsv)"
+
 # kill -9 at 20 points of a run
 sum0=$(sha256sum "$D/model.npz" | cut -d' ' -f1)
 start=$(date +%s.%N)
