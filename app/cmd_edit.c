@@ -92,6 +92,8 @@ static const app_opt edit_opts[] = {
     {"src-lang", 0, APP_OPT_STRING, NULL, NULL, "source language code (default: the file's, en)"},
     {"trg-lang", 0, APP_OPT_STRING, NULL, NULL, "target language code (default: the file's, de)"},
     {"script", 0, APP_OPT_STRING, NULL, NULL, "read key events from FILE instead of a terminal"},
+    {"tune-args", 0, APP_OPT_STRING, "", NULL,
+     "extra `mtpe tune` options for :tune, space-separated (--tune-args=\"--max-seconds 30\")"},
     {"adapt-every", 0, APP_OPT_INT, "0", NULL,
      "start a tune (:tune) after every N confirmations (0: only on :tune)", "0..1000000"},
     {"save-mt", 0, APP_OPT_FLAG, NULL, NULL,
@@ -694,6 +696,7 @@ int app_edit_main(int argc, char **argv) {
             .sink = sink,
             .auto_switch = true,
             .adapt_every = (int32_t)app_opts_int(o, "adapt-every"),
+            .extra_args = app_opts_str(o, "tune-args"),
         };
         rc = app_edit_tuner_init(&tp, &tuner);
         if (rc != MT_OK) {

@@ -65,8 +65,10 @@ static const app_opt tune_opts[] = {
      "0..100"},
     {"beam-size", 'b', APP_OPT_INT, "4", NULL, "beam size of the scoring translations", "1..100"},
     {"normalize", 'n', APP_OPT_FLOAT, "1", NULL, "length normalisation of those", "0..10"},
-    {"mix", 0, APP_OPT_FLOATS, "1 0.6 0.3", NULL,
-     "weights of the tuned model in its mixes with the base that are tried", "0..1"},
+    {"mix", 0, APP_OPT_FLOATS, "0.5", NULL,
+     "weight of the tuned model in the published base + w (tuned - base); several: the one "
+     "with the best held-out BLEU whose dev loss is within --dev-bound",
+     "0..1"},
     {"cpu-threads", 0, APP_OPT_INT, "2", NULL, "threads", "1..256"},
     {"precision", 0, APP_OPT_STRING, "auto", NULL,
      "training's matrix products: auto (bfloat16 where the CPU has it) | float32 | bfloat16",
@@ -407,7 +409,7 @@ int app_tune_main(int argc, char **argv) {
         fprintf(stderr, "mtpe tune: %s: %s; the model is in %s\n",
                 r.accepted ? "accepted" : "not accepted", r.verdict, p.out_dir);
     }
-    if (rc != MT_OK) fprintf(stderr, "mtpe tune: %s\n", mt_errmsg());
+    if (rc != MT_OK && p.progress_fd < 0) fprintf(stderr, "mtpe tune: %s\n", mt_errmsg());
     free(real_doc);
     mt_free(mp);
     mt_free(db);

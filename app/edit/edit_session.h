@@ -307,6 +307,7 @@ typedef struct app_edit_tuner_params {
     app_edit_sink sink;
     bool auto_switch;
     int32_t adapt_every; /* > 0: a tune starts after that many confirmations */
+    const char *extra_args; /* more `mtpe tune` options, space-separated; NULL: none */
 } app_edit_tuner_params;
 mt_status app_edit_tuner_init(const app_edit_tuner_params *p, app_edit_tuner **out);
 /* Cancels a running tune (SIGTERM) and waits for it. */

@@ -33,6 +33,9 @@ struct app_edit_tuner {
     pthread_mutex_t mu;
     app_edit_tuner_params p;
     char *db, *models_dir, *base, *vocabs[2];
+    char *extra; /* p.extra_args, split in place */
+    const char *extra_argv[32];
+    int n_extra;
     pid_t pid; /* the running tune; 0 when none */
     int fd;    /* its output (the pipe's read end) */
     pthread_t reader;
@@ -73,7 +76,11 @@ mt_status app_edit_tuner_init(const app_edit_tuner_params *p, app_edit_tuner **o
     t->vocabs[1] = dup_or_null(p->vocabs[1]);
     t->fd = -1;
     pthread_mutex_init(&t->mu, NULL);
-    if (!t->db || !t->models_dir || !t->base || !t->vocabs[0] || !t->vocabs[1]) {
+    t->extra = mt_try_strdup(p->extra_args ? p->extra_args : "");
+    for (char *save = NULL, *w = t->extra ? strtok_r(t->extra, " \t", &save) : NULL;
+         w && t->n_extra < 32; w = strtok_r(NULL, " \t", &save))
+        t->extra_argv[t->n_extra++] = w;
+    if (!t->db || !t->models_dir || !t->base || !t->vocabs[0] || !t->vocabs[1] || !t->extra) {
         app_edit_tuner_free(t);
         return mt_seterr(MT_ERR_NOMEM, "out of memory");
     }
@@ -158,9 +165,11 @@ static void *reader_main(void *arg) {
                         result, name);
             }
         } else if (strncmp(line, "failed ", 7) == 0) {
-            snprintf(result, sizeof result, "failed: %.300s", line + 7);
+            bool cancelled = strcmp(line + 7, "cancelled") == 0;
+            snprintf(result, sizeof result, "%s %s%.300s", base_name(t->dir),
+                     cancelled ? "" : "failed: ", line + 7);
             ended = true;
-            message(t, MT_LOG_ERROR, "tune %s", result);
+            message(t, cancelled ? MT_LOG_INFO : MT_LOG_ERROR, "tune %s", result);
         } else if (line[0]) {
             message(t, MT_LOG_WARN, "tune: %.400s", line);
         }
@@ -196,9 +205,13 @@ static mt_status spawn(app_edit_tuner *t) {
     exe[k] = '\0';
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return mt_seterr(MT_ERR_IO, "pipe: %s", strerror(errno));
-    const char *argv[] = {exe,     "tune",       "--db",       t->db,        "-m",
-                          t->base, "-v",         t->vocabs[0], t->vocabs[1], "-o",
-                          t->dir,  "--progress", "--quiet",    NULL};
+    const char *argv[48] = {exe,     "tune",       "--db",       t->db,        "-m",
+                            t->base, "-v",         t->vocabs[0], t->vocabs[1], "-o",
+                            t->dir,  "--progress", "--quiet"};
+    int argc = 13;
+    for (int i = 0; i < t->n_extra; i++)
+        argv[argc++] = t->extra_argv[i];
+    argv[argc] = NULL;
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -258,9 +271,7 @@ mt_status app_edit_tuner_start(app_edit_tuner *t, char *msg, size_t n) {
         return mt_seterr(MT_ERR_NOMEM, "%s", msg);
     }
     t->reader_live = true;
-    snprintf(msg, n,
-             "tuning %s on the confirmed segments (in the background; :tune cancel stops it)",
-             base_name(t->dir));
+    snprintf(msg, n, "tuning %s in the background (:tune cancel stops it)", base_name(t->dir));
     return MT_OK;
 }
 
@@ -317,5 +328,6 @@ void app_edit_tuner_free(app_edit_tuner *t) {
     mt_free(t->base);
     mt_free(t->vocabs[0]);
     mt_free(t->vocabs[1]);
+    mt_free(t->extra);
     mt_free(t);
 }
