@@ -49,6 +49,7 @@
 
 #define STORE_STATEMENTS(X)                                                                        \
     X(BEGIN, "BEGIN IMMEDIATE")                                                                    \
+    X(BEGIN_READ, "BEGIN")                                                                         \
     X(COMMIT, "COMMIT")                                                                            \
     X(ROLLBACK, "ROLLBACK")                                                                        \
     X(DOC_FIND, "SELECT id FROM document WHERE path = ?1 AND content_hash = ?2")                   \
@@ -128,6 +129,7 @@
     X(TM_SEG, "SELECT s.source, s.target, s.document_id, s.idx, d.origin, d.path, s.updated_ms"    \
               " FROM segment s JOIN document d ON d.id = s.document_id"                            \
               " WHERE s.id = ?1 AND s.status = 3")                                                 \
+    X(TM_SRC, "SELECT source FROM segment WHERE id = ?1 AND status = 3")                           \
     X(TM_NEIGHBOUR, "SELECT source FROM segment WHERE document_id = ?1 AND idx = ?2")              \
     X(TM_LIST, "SELECT s.source, s.target, d.src_lang, d.tgt_lang, d.format, s.updated_ms,"        \
                " min(s.id) AS first FROM segment s JOIN document d ON d.id = s.document_id"        \
@@ -154,6 +156,9 @@ static const char *const statement_sql[ST_COUNT] = {
 #undef X
 };
 
+typedef struct cand_map cand_map;
+static void cand_free(cand_map *m);
+
 struct store {
     sqlite3 *db;
     char *path;
@@ -161,6 +166,7 @@ struct store {
     int64_t (*now_ms)(void *user);
     void *now_user;
     bool in_callback; /* a listing function is calling user code */
+    cand_map *tm_cand; /* TM lookup candidates, kept between lookups; NULL: none yet */
 };
 
 /* --------------------------------------------------------- enum names */
@@ -464,7 +470,11 @@ static mt_status configure(store *s) {
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_OK) return fail_sql(s, rc, "set journal mode");
-    static const char *const pragmas[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"};
+    /* memory-mapped reads and a larger page cache: a TM lookup reads
+    ** postings and candidate rows all over a large store */
+    static const char *const pragmas[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON",
+                                          "PRAGMA mmap_size = 1073741824",
+                                          "PRAGMA cache_size = -32768"};
     for (size_t i = 0; i < sizeof pragmas / sizeof pragmas[0]; i++) {
         rc = sqlite3_exec(s->db, pragmas[i], NULL, NULL, NULL);
         if (rc != SQLITE_OK) return fail_sql(s, rc, pragmas[i]);
@@ -608,6 +618,7 @@ void store_close(store *s) {
         if (rc != SQLITE_OK)
             mt_log(MT_LOG_WARN, "store %s: close: %s", s->path ? s->path : "?", sqlite3_errstr(rc));
     }
+    cand_free(s->tm_cand);
     mt_free(s->path);
     mt_free(s);
 }
@@ -1613,55 +1624,73 @@ mt_status store_list_runs(store *s, store_run_fn fn, void *user) {
 
 /* ------------------------------------------------- translation memory */
 
-/* Candidate weights by segment id: open addressing, id 0 = free slot. */
-typedef struct cand_map {
+/* Candidate weights by segment id: open addressing, id 0 = free slot; the
+** filled slots are listed in `used`, so that clearing and walking cost what
+** was filled.  Kept in the store between lookups (no fresh pages each time). */
+struct cand_map {
     int64_t *ids;
     double *w;
+    uint32_t *used;
     size_t cap, n; /* cap: a power of two */
-} cand_map;
+};
+
+static size_t cand_slot(const cand_map *m, int64_t id) {
+    size_t h = ((uint64_t)id * 0x9e3779b97f4a7c15ull) >> 20 & (m->cap - 1);
+    while (m->ids[h] != 0 && m->ids[h] != id)
+        h = (h + 1) & (m->cap - 1);
+    return h;
+}
 
 static bool cand_grow(cand_map *m) {
-    size_t cap = m->cap ? m->cap * 2 : 1024;
-    int64_t *ids = mt_try_calloc(cap, sizeof *ids);
-    double *w = mt_try_malloc(cap * sizeof *w);
-    if (ids == NULL || w == NULL) {
-        mt_free(ids);
-        mt_free(w);
+    cand_map g = {.cap = m->cap ? m->cap * 2 : 4096, .n = m->n};
+    g.ids = mt_try_calloc(g.cap, sizeof *g.ids);
+    g.w = mt_try_malloc(g.cap * sizeof *g.w);
+    g.used = mt_try_malloc(g.cap / 2 * sizeof *g.used);
+    if (g.ids == NULL || g.w == NULL || g.used == NULL) {
+        mt_free(g.ids);
+        mt_free(g.w);
+        mt_free(g.used);
         return false;
     }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (m->ids[i] == 0) continue;
-        size_t h = ((uint64_t)m->ids[i] * 0x9e3779b97f4a7c15ull) & (cap - 1);
-        while (ids[h] != 0)
-            h = (h + 1) & (cap - 1);
-        ids[h] = m->ids[i];
-        w[h] = m->w[i];
+    for (size_t k = 0; k < m->n; k++) {
+        size_t old = m->used[k], h = cand_slot(&g, m->ids[old]);
+        g.ids[h] = m->ids[old];
+        g.w[h] = m->w[old];
+        g.used[k] = (uint32_t)h;
     }
     mt_free(m->ids);
     mt_free(m->w);
-    m->ids = ids;
-    m->w = w;
-    m->cap = cap;
+    mt_free(m->used);
+    *m = g;
     return true;
 }
 
-static bool cand_add(cand_map *m, int64_t id, double w) {
+/* Adds w to id's weight; a new id only when add_new. */
+static bool cand_add(cand_map *m, int64_t id, double w, bool add_new) {
     if ((m->n + 1) * 2 > m->cap && !cand_grow(m)) return false;
-    size_t h = ((uint64_t)id * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
-    while (m->ids[h] != 0 && m->ids[h] != id)
-        h = (h + 1) & (m->cap - 1);
+    size_t h = cand_slot(m, id);
     if (m->ids[h] == 0) {
+        if (!add_new) return true;
         m->ids[h] = id;
         m->w[h] = 0;
-        m->n++;
+        m->used[m->n++] = (uint32_t)h;
     }
     m->w[h] += w;
     return true;
 }
 
+static void cand_clear(cand_map *m) {
+    for (size_t k = 0; k < m->n; k++)
+        m->ids[m->used[k]] = 0;
+    m->n = 0;
+}
+
 static void cand_free(cand_map *m) {
+    if (m == NULL) return;
     mt_free(m->ids);
     mt_free(m->w);
+    mt_free(m->used);
+    mt_free(m);
 }
 
 /* A query term: its text, its document frequency, and whether it is taken. */
@@ -1791,31 +1820,38 @@ static bool same_neighbour(const char *want, const char *have) {
 /* Scores candidate seg_id and appends it to hits when it scores min or more. */
 static mt_status score_candidate(store *s, const store_tm_query *q, const tm_tokens *qt,
                                  int64_t seg_id, tm_hit **hits, int32_t *n_hits, int32_t *cap) {
+    /* the source first (most candidates end here), the rest for matches */
     int rc = SQLITE_OK;
-    sqlite3_stmt *st = s->st[ST_TM_SEG];
+    sqlite3_stmt *st = s->st[ST_TM_SRC];
     bind_int(st, 1, seg_id, &rc);
-    mt_status ret = first_row(s, ST_TM_SEG, rc, "TM lookup: read segment");
+    mt_status ret = first_row(s, ST_TM_SRC, rc, "TM lookup: read segment");
     if (ret == MT_ERR_NOTFOUND) return MT_OK; /* no longer confirmed */
     if (ret != MT_OK) return ret;
-    const char *src = col_text(st, 0), *tgt = col_text(st, 1);
-    if (src == NULL || tgt == NULL) {
-        finish(st);
-        return MT_OK;
-    }
+    const char *src0 = col_text(st, 0);
     tm_tokens stok;
-    ret = tm_tokenize(src, &stok);
+    ret = tm_tokenize(src0 ? src0 : "", &stok);
     if (ret != MT_OK) {
         finish(st);
         return ret;
     }
-    int32_t hard = 0, soft = 0;
-    int score = tm_score_tokens(q->source, qt, src, &stok, &hard, &soft);
+    /* hard >= |n - m|: a length that cannot reach min_score is skipped */
+    int32_t n = qt->n, m = stok.n, lmax = n > m ? n : m, diff = n > m ? n - m : m - n;
+    int score = -2, hard = 0, soft = 0;
+    if (src0 && (strcmp(src0, q->source) == 0 ||
+                 (lmax > 0 && (100 * (int64_t)(lmax - diff)) / lmax >= q->min_score) || lmax == 0))
+        score = tm_score_tokens(q->source, qt, src0, &stok, &hard, &soft);
     tm_tokens_free(&stok);
-    if (score < 0) {
-        finish(st);
-        return mt_seterr(MT_ERR_NOMEM, "store %s: TM lookup: out of memory", s->path);
-    }
-    if (score < q->min_score) {
+    finish(st);
+    if (score == -1) return mt_seterr(MT_ERR_NOMEM, "store %s: TM lookup: out of memory", s->path);
+    if (score < q->min_score) return MT_OK;
+    st = s->st[ST_TM_SEG];
+    rc = SQLITE_OK;
+    bind_int(st, 1, seg_id, &rc);
+    ret = first_row(s, ST_TM_SEG, rc, "TM lookup: read segment");
+    if (ret == MT_ERR_NOTFOUND) return MT_OK;
+    if (ret != MT_OK) return ret;
+    const char *src = col_text(st, 0), *tgt = col_text(st, 1);
+    if (src == NULL || tgt == NULL) {
         finish(st);
         return MT_OK;
     }
@@ -1847,25 +1883,25 @@ static mt_status score_candidate(store *s, const store_tm_query *q, const tm_tok
     if (!h->source || !h->target || !h->path)
         return mt_seterr(MT_ERR_NOMEM, "store %s: TM lookup: out of memory", s->path);
     if (score == 100 && q->prev != NULL && q->next != NULL) {
-        char *p = NULL, *n = NULL;
-        ret = neighbour(s, h->m.doc_id, h->m.index - 1, &p);
-        if (ret == MT_OK) ret = neighbour(s, h->m.doc_id, h->m.index + 1, &n);
-        if (ret == MT_OK && same_neighbour(q->prev, p) && same_neighbour(q->next, n))
+        char *before = NULL, *after = NULL;
+        ret = neighbour(s, h->m.doc_id, h->m.index - 1, &before);
+        if (ret == MT_OK) ret = neighbour(s, h->m.doc_id, h->m.index + 1, &after);
+        if (ret == MT_OK && same_neighbour(q->prev, before) && same_neighbour(q->next, after))
             h->m.score = STORE_TM_ICE;
-        mt_free(p);
-        mt_free(n);
+        mt_free(before);
+        mt_free(after);
     }
     return ret;
 }
 
 /* Reads the postings of one term into the candidate map. */
-static mt_status read_postings(store *s, const char *term, double w, cand_map *m) {
+static mt_status read_postings(store *s, const char *term, double w, bool add_new, cand_map *m) {
     char match[TM_TERM_MAX + 8];
     snprintf(match, sizeof match, "\"%s\"", term);
     sqlite3_stmt *st = s->st[ST_TM_POSTINGS];
     int rc = sqlite3_bind_text(st, 1, match, -1, SQLITE_TRANSIENT);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!cand_add(m, sqlite3_column_int64(st, 0), w)) {
+        if (!cand_add(m, sqlite3_column_int64(st, 0), w, add_new)) {
             finish(st);
             return mt_seterr(MT_ERR_NOMEM, "store %s: TM lookup: out of memory", s->path);
         }
@@ -1886,8 +1922,17 @@ mt_status store_tm_lookup(store *s, const store_tm_query *q, store_tm_match_fn f
     tm_tokens qt;
     mt_status ret = tm_tokenize(q->source, &qt);
     if (ret != MT_OK) return ret;
+    /* one read transaction: one lock and one cache check for all the reads */
+    bool in_tx = sqlite3_get_autocommit(s->db) != 0;
+    if (in_tx) {
+        ret = run(s, ST_BEGIN_READ, SQLITE_OK, "TM lookup: begin");
+        if (ret != MT_OK) {
+            tm_tokens_free(&qt);
+            return ret;
+        }
+    }
     term_ctx tc = {0};
-    cand_map cm = {0};
+    cand_map *cm = NULL;
     tm_hit *hits = NULL;
     heap_item *heap = NULL;
     int32_t n_hits = 0, cap_hits = 0, n_heap = 0;
@@ -1943,16 +1988,13 @@ mt_status store_tm_lookup(store *s, const store_tm_query *q, store_tm_match_fn f
     ** query without one of its terms */
     int64_t need_tok = ((int64_t)qt.n * q->min_score + 99) / 100;
     int64_t need_word = need_tok - (qt.n - n_word);
-    int64_t uncovered = n_word, postings = 0, required = 0;
+    int64_t uncovered = n_word, postings = 0;
     int32_t k = 0;
-    for (; k < tc.n; k++) {
-        bool needed = need_word > 0 && uncovered >= need_word;
+    for (; k < tc.n && need_word > 0 && uncovered >= need_word; k++) {
         q_term *t = &tc.terms[order[k]];
-        if (!needed && postings + t->df > required + STORE_TM_POSTINGS_EXTRA) break;
-        if (postings + t->df > STORE_TM_POSTINGS_CAP) break;
+        if (postings + t->df > STORE_TM_POSTINGS_CAP) break; /* beyond: approximate */
         t->taken = true;
         postings += t->df;
-        if (needed) required = postings;
         for (int32_t p = 0; p < tc.n_pairs; p++) {
             if (tc.tok_term[2 * p + 1] != order[k]) continue;
             int32_t tok = tc.tok_term[2 * p];
@@ -1962,21 +2004,45 @@ mt_status store_tm_lookup(store *s, const store_tm_query *q, store_tm_match_fn f
             }
         }
     }
-    mt_free(order);
-    for (int32_t j = 0; j < tc.n; j++) {
-        q_term *t = &tc.terms[j];
-        if (!t->taken || t->df == 0) continue;
-        double w = log1p(1e6 / (double)t->df);
-        ret = read_postings(s, t->text, w, &cm);
-        if (ret != MT_OK) goto done;
+    /* without a required set (too few words) the rarest terms in a budget
+    ** give candidates, without the guarantee */
+    bool guaranteed = k > 0;
+    if (!guaranteed)
+        for (int64_t extra = 0; k < tc.n; k++) {
+            q_term *t = &tc.terms[order[k]];
+            if (extra + t->df > STORE_TM_POSTINGS_EXTRA) break;
+            t->taken = true;
+            extra += t->df;
+        }
+    if (s->tm_cand == NULL && (s->tm_cand = mt_try_calloc(1, sizeof *s->tm_cand)) == NULL) {
+        mt_free(order);
+        ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
+        goto done;
     }
+    cm = s->tm_cand;
+    cand_clear(cm);
+    for (int32_t j = 0; j < tc.n && ret == MT_OK; j++) {
+        q_term *t = &tc.terms[j];
+        if (t->taken && t->df > 0)
+            ret = read_postings(s, t->text, log1p(1e6 / (double)t->df), true, cm);
+    }
+    /* more candidates than get scored: the next rarest terms rank them */
+    int32_t n_cand = STORE_TM_CANDIDATES + (q->max_results > 20 ? q->max_results * 4 : 0);
+    for (int64_t extra = 0; k < tc.n && ret == MT_OK && cm->n > (size_t)n_cand; k++) {
+        q_term *t = &tc.terms[order[k]];
+        if (extra + t->df > STORE_TM_POSTINGS_EXTRA) break;
+        extra += t->df;
+        if (t->df > 0) ret = read_postings(s, t->text, log1p(1e6 / (double)t->df), false, cm);
+    }
+    mt_free(order);
+    if (ret != MT_OK) goto done;
     /* identical sources always */
     {
         int rc = SQLITE_OK;
         sqlite3_stmt *st = s->st[ST_TM_EXACT];
         bind_text(st, 1, q->source, &rc);
         while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-            if (!cand_add(&cm, sqlite3_column_int64(st, 0), 1e12)) {
+            if (!cand_add(cm, sqlite3_column_int64(st, 0), 1e12, true)) {
                 finish(st);
                 ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
                 goto done;
@@ -1988,16 +2054,16 @@ mt_status store_tm_lookup(store *s, const store_tm_query *q, store_tm_match_fn f
         if (ret != MT_OK) goto done;
     }
     /* the best candidates by weight (ties: the newest segment) */
-    int32_t n_cand = STORE_TM_CANDIDATES + (q->max_results > 20 ? q->max_results * 4 : 0);
     heap = mt_try_malloc(sizeof *heap * (size_t)n_cand);
     if (heap == NULL) {
         ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
         goto done;
     }
-    for (size_t i = 0; i < cm.cap; i++) {
-        if (cm.ids[i] == 0 || cm.ids[i] == q->exclude_seg_id) continue;
+    for (size_t i = 0; i < cm->n; i++) {
+        size_t h = cm->used[i];
+        if (cm->ids[h] == q->exclude_seg_id) continue;
         heap_push(heap, &n_heap, n_cand,
-                  (heap_item){cm.w[i] + (double)cm.ids[i] * 1e-15, cm.ids[i]});
+                  (heap_item){cm->w[h] + (double)cm->ids[h] * 1e-15, cm->ids[h]});
     }
     for (int32_t i = 0; i < n_heap; i++) {
         ret = score_candidate(s, q, &qt, heap[i].id, &hits, &n_hits, &cap_hits);
@@ -2020,6 +2086,11 @@ mt_status store_tm_lookup(store *s, const store_tm_query *q, store_tm_match_fn f
         hits[out++] = hits[i];
     }
     n_hits = out;
+    if (in_tx) {
+        in_tx = false;
+        ret = run(s, ST_COMMIT, SQLITE_OK, "TM lookup: end");
+        if (ret != MT_OK) goto done;
+    }
     s->in_callback = true;
     for (int32_t i = 0; i < n_hits && i < q->max_results; i++) {
         tm_hit *h = &hits[i];
@@ -2033,6 +2104,7 @@ mt_status store_tm_lookup(store *s, const store_tm_query *q, store_tm_match_fn f
     }
     s->in_callback = false;
 done:
+    if (in_tx) tx_rollback(s);
     for (int32_t i = 0; i < n_hits; i++) {
         mt_free(hits[i].source);
         mt_free(hits[i].target);
@@ -2041,7 +2113,7 @@ done:
     mt_free(hits);
     mt_free(heap);
     mt_free(covered);
-    cand_free(&cm);
+    if (cm) cand_clear(cm);
     mt_free(tc.terms);
     mt_free(tc.tok_term);
     tm_tokens_free(&qt);
