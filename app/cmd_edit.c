@@ -65,6 +65,7 @@
 #include "common.h"
 #include "doc.h"
 #include "edit_session.h"
+#include "edit_tm.h"
 #include "editor.h"
 #include "options.h"
 #include "paths.h"
@@ -549,6 +550,12 @@ done:
 
 /* ---------------------------------------------------------------- main */
 
+/* Copies the stored path of a document (store_get_document). */
+static int stored_path(void *user, const store_document *d) {
+    snprintf(user, 4096, "%s", d->path);
+    return 0;
+}
+
 int app_edit_main(int argc, char **argv) {
     app_opts *o = NULL;
     app_doc *doc = NULL;
@@ -556,6 +563,7 @@ int app_edit_main(int argc, char **argv) {
     app_edit_ctl *ctl = NULL;
     app_edit_session *sess = NULL;
     app_edit_engine *eng = NULL;
+    app_edit_tm *tm = NULL;
     char *db = NULL;
     model_files *mf = NULL;
     squeue q = {.head = NULL};
@@ -645,6 +653,16 @@ int app_edit_main(int argc, char **argv) {
     app_edit_sink sink = app_edit_ui_sink();
     if (script) {
         sink = (app_edit_sink){&q, s_mt, s_completion, s_message, s_progress, s_model};
+    } else {
+        /* TM matches above the MT alternatives (app/edit/edit_tm.c) */
+        char doc_path[4096] = "";
+        store_get_document(st, app_edit_ctl_doc_id(ctl), stored_path, doc_path);
+        rc = app_edit_tm_open(dbp, doc_path[0] ? doc_path : NULL, app_edit_ctl_document(ctl), sink,
+                              &tm);
+        if (rc == MT_OK)
+            sink = app_edit_tm_sink(tm);
+        else
+            mt_log(MT_LOG_WARN, "translation memory matches off: %s", mt_errmsg());
     }
     app_edit_session_params sp = app_edit_session_default_params();
     sp.n_workers = (int)threads;
@@ -689,6 +707,7 @@ int app_edit_main(int argc, char **argv) {
 
 done:
     app_edit_session_free(sess);
+    app_edit_tm_free(tm); /* after the session: its workers post through it */
     app_edit_engine_free(eng);
     app_edit_ctl_free(ctl);
     store_close(st);
