@@ -121,6 +121,19 @@ check '[ $? -eq 2 ]' "import without files: exit 2"
 "$MTPE" tm --help >"$T/help"
 check 'grep -q "lookup" "$T/help" && grep -q "import" "$T/help"' "tm --help lists the subcommands"
 
+# ---- mtpe bench tm on a small corpus (runs; no timing is checked)
+mkdir -p "$T/data"
+for i in $(seq 1 300); do
+    echo "Open the file number $i now"
+    echo "Save $i documents to the disk"
+done >"$T/data/train.en"
+sed 's/^/de: /' "$T/data/train.en" >"$T/data/train.de"
+printf 'Open the file number 7 later\nClose every window\n' >"$T/data/test.en"
+"$MTPE" bench tm --data "$T/data" --sizes 100 600 --queries 4 >"$T/bench" 2>&1
+check '[ $? -eq 0 ]' "bench tm exit code"
+check 'grep -qE "^ +100 .* held-out " "$T/bench" && grep -qE "^ +600 .* near-dup " "$T/bench"' \
+    "bench tm: a row per size and query set"
+
 if [ $fails -ne 0 ]; then
     echo "$fails check(s) failed"
     exit 1
