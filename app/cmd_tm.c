@@ -544,6 +544,6 @@ int app_tm_main(int argc, char **argv) {
         {"stats", stats_main, "segments, words and documents of the translation memory"},
         {"lookup", lookup_main, "exact and fuzzy matches of a text, best first"},
     };
-    return app_subcmd_main("tm", "The translation memory: every confirmed segment of the store.",
+    return app_subcmd_main("tm", "The translation memory: every confirmed segment of the store.\n",
                            subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }
