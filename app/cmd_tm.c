@@ -255,7 +255,13 @@ static mt_status read_import(import_file *f, const app_opts *o) {
         if (!f->src_lang || !f->trg_lang) return mt_seterr(MT_ERR_NOMEM, "out of memory");
         tmx_ctx c = {f, MT_OK};
         rc = app_tmx_read(f->path, f->src_lang, f->trg_lang, tmx_unit, &c);
-        return rc == MT_ABORTED ? c.rc : rc;
+        if (rc == MT_ABORTED) rc = c.rc;
+        if (rc == MT_OK && f->segs.n == 0 && f->no_lang > 0)
+            rc = mt_seterr(MT_ERR_FORMAT,
+                           "%s: no translation unit has both languages %s and %s "
+                           "(give --src-lang and --trg-lang)",
+                           f->path, f->src_lang, f->trg_lang);
+        return rc;
     }
     app_doc_format df = f->format == STORE_FORMAT_PO      ? APP_DOC_FORMAT_PO
                         : f->format == STORE_FORMAT_XLIFF ? APP_DOC_FORMAT_XLIFF
@@ -320,6 +326,12 @@ static int import_main(int argc, char **argv) {
     int64_t total = 0;
     for (int i = 0; i < n && rc == MT_OK; i++) {
         import_file *f = &files[i];
+        if (f->segs.n == 0) { /* no document for a file with nothing translated */
+            printf("tm import: %s: no translated entries, nothing imported (untranslated %lld, "
+                   "fuzzy %lld, empty %lld)\n",
+                   f->path, (long long)f->untranslated, (long long)f->fuzzy, (long long)f->empty);
+            continue;
+        }
         store_doc_info info = {f->path, f->format, f->src_lang, f->trg_lang, f->hash};
         int64_t doc = 0;
         bool already = false;

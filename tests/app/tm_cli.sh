@@ -107,6 +107,16 @@ printf '<tmx version="1.4"><body><tu></body></tmx>\n' >"$T/broken.tmx"
 check '[ $? -eq 1 ] && grep -q "broken.tmx:1" "$T/err"' "malformed TMX: exit 1, file and line"
 "$MTPE" tm import --db "$T/new.db" "$T/broken.tmx" >/dev/null 2>&1
 check '[ ! -e "$T/new.db" ]' "a failed import creates no store"
+"$MTPE" tm import --db "$DB" --src-lang fr "$T/all.tmx" >/dev/null 2>"$T/err"
+check '[ $? -eq 1 ] && grep -q "no translation unit has both languages fr and de" "$T/err"' \
+    "TMX without the languages asked for: exit 1, says which"
+"$MTPE" tm import --db "$DB" --trg-lang en-GB "$T/all.tmx" >/dev/null 2>&1
+printf 'Only a source\t\n' >"$T/none.tsv"
+"$MTPE" tm import --db "$DB" "$T/none.tsv" >"$T/out" 2>&1
+check '[ $? -eq 0 ] && grep -q "no translated entries, nothing imported" "$T/out"' \
+    "nothing translated: says so, no document"
+"$MTPE" tm stats --db "$DB" >"$T/after2"
+check 'cmp -s "$T/before" "$T/after2"' "neither changed the store"
 
 # ---- usage and missing store
 "$MTPE" tm lookup --db "$DB" --prev "x" "Save 3 files" >/dev/null 2>&1
