@@ -550,6 +550,17 @@ done:
 
 /* ---------------------------------------------------------------- main */
 
+/* The TM matches follow the translator: segment_changed (the ctl's) and then
+** the matches of the new segment posted again (app_edit_tm_refresh).  One
+** editor per process: the wrapped hooks are kept here. */
+static ui_hooks tm_inner_hooks;
+static app_edit_tm *tm_refresh_of;
+
+static void tm_segment_changed(void *user, int64_t from, const char *draft, int64_t to) {
+    if (tm_inner_hooks.segment_changed) tm_inner_hooks.segment_changed(user, from, draft, to);
+    if (to >= 0) app_edit_tm_refresh(tm_refresh_of, to);
+}
+
 /* Copies the stored path of a document (store_get_document). */
 static int stored_path(void *user, const store_document *d) {
     snprintf(user, 4096, "%s", d->path);
@@ -681,6 +692,11 @@ int app_edit_main(int argc, char **argv) {
     eng = NULL; /* the session's */
     app_edit_ctl_attach(ctl, sess);
     ui_hooks hooks = app_edit_ctl_hooks(ctl);
+    if (tm) {
+        tm_inner_hooks = hooks;
+        tm_refresh_of = tm;
+        hooks.segment_changed = tm_segment_changed;
+    }
     ui_document udoc = *app_edit_ctl_document(ctl);
     udoc.model_name = name_copy;
 

@@ -9,21 +9,26 @@
 ** alternative.  The segment itself (any stored version of the same file at
 ** the same index) is left out.  The lookups run on the workers' threads,
 ** through a store connection of their own, one at a time (a mutex); the
-** editor's connection stays on the ui thread.
+** editor's connection stays on the ui thread.  The MT last posted for each
+** segment is kept, so that moving to a segment (app_edit_tm_refresh, from
+** the ui thread) posts it again with the matches of now: a segment
+** pre-translated before its near-duplicate was confirmed gets that match.
 */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "edit_tm.h"
+#include "editor.h"
 #include "store_tm.h"
 
 struct app_edit_tm {
     app_edit_sink inner;
     store *st;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* the lookups, the cache */
     const ui_document *doc;
-    char *path; /* the document's path as stored: its own segments are left out */
+    char *path;   /* the document's path as stored: its own segments are left out */
+    ed_mt **last; /* doc->n_segs: the last MT posted for each segment, without matches */
 };
 
 typedef struct tm_rows {
@@ -49,10 +54,8 @@ static int take_match(void *user, const store_tm_match *m) {
     return 0;
 }
 
-static mt_status tm_mt(void *user, int64_t seg, const ui_mt_result *r) {
-    app_edit_tm *t = user;
-    if (t->inner.mt == NULL) return MT_OK;
-    if (seg < 0 || seg >= t->doc->n_segs) return t->inner.mt(t->inner.user, seg, r);
+/* Looks up seg's matches and posts r with them to the inner sink (t->mu held). */
+static mt_status post_with_matches(app_edit_tm *t, int64_t seg, const ui_mt_result *r) {
     tm_rows rows = {.t = t, .seg = seg};
     store_tm_query q = {
         .source = t->doc->segs[seg].source,
@@ -61,9 +64,7 @@ static mt_status tm_mt(void *user, int64_t seg, const ui_mt_result *r) {
         .min_score = 75,
         .max_results = APP_EDIT_TM_MAX + 1, /* the segment itself may be one */
     };
-    pthread_mutex_lock(&t->mu);
     mt_status rc = store_tm_lookup(t->st, &q, take_match, &rows);
-    pthread_mutex_unlock(&t->mu);
     if (rc != MT_OK && rc != MT_ABORTED)
         mt_log(MT_LOG_DEBUG, "segment %lld: TM lookup failed: %s", (long long)seg + 1, mt_errmsg());
     if (rows.n == 0) return t->inner.mt(t->inner.user, seg, r);
@@ -99,6 +100,47 @@ static mt_status tm_mt(void *user, int64_t seg, const ui_mt_result *r) {
     return ret;
 }
 
+static mt_status tm_mt(void *user, int64_t seg, const ui_mt_result *r) {
+    app_edit_tm *t = user;
+    if (t->inner.mt == NULL) return MT_OK;
+    if (seg < 0 || seg >= t->doc->n_segs) return t->inner.mt(t->inner.user, seg, r);
+    pthread_mutex_lock(&t->mu);
+    ed_mt *copy = NULL; /* kept for app_edit_tm_refresh; without it, no refresh */
+    if (ed_mt_copy(r, &copy) == MT_OK) {
+        ed_mt_free(t->last[seg]);
+        t->last[seg] = copy;
+    }
+    mt_status ret = post_with_matches(t, seg, r);
+    pthread_mutex_unlock(&t->mu);
+    return ret;
+}
+
+void app_edit_tm_refresh(app_edit_tm *t, int64_t seg) {
+    if (t == NULL || seg < 0 || seg >= t->doc->n_segs || t->inner.mt == NULL) return;
+    pthread_mutex_lock(&t->mu);
+    const ed_mt *m = t->last[seg];
+    if (m != NULL) {
+        ui_mt_result r = {
+            .hyp = m->hyp,
+            .nbest = (const char *const *)m->nbest,
+            .nbest_scores = m->scores,
+            .n_nbest = m->n_nbest,
+            .src_tokens = (const char *const *)m->src_tok,
+            .n_src = m->n_src,
+            .trg_tokens = (const char *const *)m->trg_tok,
+            .n_trg = m->n_trg,
+            .attention = m->attn,
+            .word_conf = m->conf,
+            .n_words = m->n_conf,
+            .tokens_per_sec = 0, /* not a new decoding */
+        };
+        if (post_with_matches(t, seg, &r) != MT_OK)
+            mt_log(MT_LOG_DEBUG, "segment %lld: TM matches not refreshed: %s", (long long)seg + 1,
+                   mt_errmsg());
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
 static mt_status tm_completion(void *user, int64_t seg, const char *prefix, const char *text,
                                const float *conf, int32_t n) {
     app_edit_tm *t = user;
@@ -130,8 +172,11 @@ mt_status app_edit_tm_open(const char *db_path, const char *doc_path, const ui_d
         mt_free(t);
         return mt_seterr(MT_ERR_NOMEM, "edit: out of memory");
     }
-    mt_status rc = store_open(db_path, &t->st);
+    t->last = mt_try_calloc((size_t)(doc->n_segs > 0 ? doc->n_segs : 1), sizeof *t->last);
+    mt_status rc =
+        t->last ? store_open(db_path, &t->st) : mt_seterr(MT_ERR_NOMEM, "edit: out of memory");
     if (rc != MT_OK) {
+        mt_free(t->last);
         mt_free(t->path);
         mt_free(t);
         return rc;
@@ -149,6 +194,9 @@ void app_edit_tm_free(app_edit_tm *t) {
     if (t == NULL) return;
     store_close(t->st);
     pthread_mutex_destroy(&t->mu);
+    for (int64_t i = 0; i < t->doc->n_segs; i++)
+        ed_mt_free(t->last[i]);
+    mt_free(t->last);
     mt_free(t->path);
     mt_free(t);
 }

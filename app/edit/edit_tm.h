@@ -20,6 +20,10 @@ mt_status app_edit_tm_open(const char *db_path, const char *doc_path, const ui_d
                            app_edit_sink inner, app_edit_tm **out);
 /* The wrapping sink (user = t). */
 app_edit_sink app_edit_tm_sink(app_edit_tm *t);
+/* Posts the MT last posted for seg again with the matches of now (the
+** translator moved there; a segment confirmed since may match).  Nothing
+** when seg has had no MT yet (its MT comes with the matches).  NULL: no-op. */
+void app_edit_tm_refresh(app_edit_tm *t, int64_t seg);
 void app_edit_tm_free(app_edit_tm *t); /* NULL is a no-op */
 
 #endif

@@ -120,6 +120,24 @@ int main(int argc, char **argv) {
             app_edit_sink s2 = app_edit_tm_sink(tm2);
             CHECK_STATUS(s2.mt(s2.user, 0, &r));
             CHECK(g.n == 2 && !g.has_labels, "no match: unchanged");
+            /* a near-duplicate confirmed since: moving to the segment posts
+            ** its MT again with the match ([Nothing like it !] / [Nothing
+            ** like it]: 1 hard of 4 -> 75) */
+            store *st2 = NULL;
+            CHECK_STATUS(store_open(db, &st2));
+            store_segment_in near[] = {
+                {.source = "Nothing like it!", .target = "Nichts dergleichen!"}};
+            store_doc_info ni = {"near.tsv", STORE_FORMAT_TSV, "en", "de", "h3"};
+            CHECK_STATUS(store_tm_import(st2, &ni, near, 1, &id, &already));
+            store_close(st2);
+            g = (got){0};
+            app_edit_tm_refresh(tm2, 0);
+            CHECK(g.calls == 1 && g.n == 3 && !strcmp(g.label[0], "TM 75%") &&
+                      !strcmp(g.text[0], "Nichts dergleichen!") && !strcmp(g.text[1], "MT eins"),
+                  "refresh: the new match above the same MT: %d '%s'", g.n, g.label[0]);
+            g = (got){0};
+            app_edit_tm_refresh(tm2, 5); /* no such segment */
+            CHECK(g.calls == 0, "refresh of an unknown segment: nothing");
         }
         app_edit_tm_free(tm2);
 

@@ -6,7 +6,9 @@
 # fixture model.  Checks: on segment 3 the match is listed above the MT
 # alternatives with its percentage ("No task calendar enabled." against
 # "No task calendars enabled.": 1 hard edit of 5 tokens -> 80), M-1 puts its
-# translation in the field, and Enter confirms it.
+# translation in the field, and Enter confirms it.  Then a document of its
+# own: segment 1 confirmed (M-1, the MT, then Enter) is offered on segment 2,
+# its near-duplicate, at once, as "TM 85%".
 set -u
 MTPE=${1:?usage: tm_e2e.sh MTPE SOURCE_DIR}
 SRC=${2:?usage: tm_e2e.sh MTPE SOURCE_DIR}
@@ -65,6 +67,43 @@ check '[ "$(sql "SELECT c.text FROM confirmation c JOIN segment s ON s.id = c.se
 keys : q ! Enter
 sleep 0.5
 check '[ ! -s err.txt ]' "nothing on stderr"
+tm kill-session -t ed 2>/dev/null
+
+# ---- a segment confirmed in the editor helps its near-duplicate at once
+# (the next segment was pre-translated before the confirmation: moving to it
+# posts its MT again with the matches of now)
+cat >near.po <<'PO'
+msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=UTF-8\n"
+"Language: de\n"
+
+msgid "The file could not be opened."
+msgstr ""
+
+msgid "The folder could not be opened."
+msgstr ""
+
+msgid "Close the window"
+msgstr ""
+PO
+tm -f /dev/null new-session -d -s ed -x 100 -y 30 \
+    "'$MTPE' edit near.po -m '$FIX/model.npz' -v '$FIX/vocab.spm' '$FIX/vocab.spm' \
+     --db near.db 2>err2.txt; echo \"editor exited rc=\$?\"; sleep 60"
+wait_for "the editor shows segment 1" shows "Source  1/3" || exit 1
+wait_for "the MT and its alternatives" shows " M-2 " || exit 1
+check '! shows "TM "' "no TM match yet"
+keys M-1
+sleep 0.3
+mt=$(field)
+check '[ -n "$mt" ]' "M-1 took the MT: '$mt'"
+keys Enter
+wait_for "segment 2 after the confirmation" shows "Source  2/3"
+# [The folder could not be opened .] / [The file could not be opened .]: 1 hard of 7 -> 85
+wait_for "the confirmed segment 1 offered on segment 2" shows "M-1 TM 85% $mt"
+keys : q ! Enter
+sleep 0.5
+check '[ ! -s err2.txt ]' "nothing on stderr (second document)"
 
 if [ $fails -ne 0 ]; then
     echo "--- stderr:"; cat err.txt
