@@ -24,6 +24,8 @@ int app_bench_tune_main(int argc, char **argv);      /* app/bench/bench_tune.c  
 int app_corpus_main(int argc, char **argv);    /* app/cmd_corpus.c    */
 int app_edit_main(int argc, char **argv);      /* app/cmd_edit.c      */
 int app_tune_main(int argc, char **argv);      /* app/cmd_tune.c      */
+int app_tm_main(int argc, char **argv);        /* app/cmd_tm.c        */
+int app_bench_tm_main(int argc, char **argv);  /* app/bench/bench_tm.c */
 
 /* Each command's options, positional arguments and help (app/options.h);
 ** the same file as its main.  app_bench_kernels_cmd: `mtpe bench gemm`,
@@ -32,6 +34,7 @@ extern const app_cmd app_bench_kernels_cmd[4];
 extern const app_cmd app_align_cmd, app_bench_edit_cmd, app_bench_train_cmd,
     app_bench_translate_cmd, app_bench_tune_cmd, app_convert_cmd, app_corpus_build_cmd,
     app_corpus_export_cmd, app_demo_cmd, app_edit_cmd, app_eval_cmd, app_rescore_cmd, app_score_cmd,
-    app_shortlist_cmd, app_train_cmd, app_translate_cmd, app_tune_cmd;
+    app_shortlist_cmd, app_train_cmd, app_translate_cmd, app_tune_cmd, app_tm_import_cmd,
+    app_tm_export_cmd, app_tm_stats_cmd, app_tm_lookup_cmd, app_bench_tm_cmd;
 
 #endif

@@ -13,7 +13,7 @@
 **   attn      the fused attention of a decoding step against the per-row
 **             batched products and softmax it replaced
 **
-** and the dispatch to `mtpe bench edit|translate|train`.
+** and the dispatch to `mtpe bench edit|translate|train|tm`.
 */
 #include "app.h"
 #include "common.h"
@@ -85,6 +85,7 @@ int app_bench_main(int argc, char **argv) {
         {"translate", app_bench_translate_main, "translation tokens/s, fraction of the int8 limit"},
         {"train", app_bench_train_main, "training words/s and fraction of peak"},
         {"tune", app_bench_tune_main, "BLEU gained by tuning on half of each PO file"},
+        {"tm", app_bench_tm_main, "translation memory lookup latency at 10k-1M segments"},
     };
     return app_subcmd_main("bench", NULL, subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
 }

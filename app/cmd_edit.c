@@ -67,6 +67,7 @@
 #include "common.h"
 #include "doc.h"
 #include "edit_session.h"
+#include "edit_tm.h"
 #include "editor.h"
 #include "options.h"
 #include "paths.h"
@@ -566,6 +567,23 @@ done:
 
 /* ---------------------------------------------------------------- main */
 
+/* The TM matches follow the translator: segment_changed (the ctl's) and then
+** the matches of the new segment posted again (app_edit_tm_refresh).  One
+** editor per process: the wrapped hooks are kept here. */
+static ui_hooks tm_inner_hooks;
+static app_edit_tm *tm_refresh_of;
+
+static void tm_segment_changed(void *user, int64_t from, const char *draft, int64_t to) {
+    if (tm_inner_hooks.segment_changed) tm_inner_hooks.segment_changed(user, from, draft, to);
+    if (to >= 0) app_edit_tm_refresh(tm_refresh_of, to);
+}
+
+/* Copies the stored path of a document (store_get_document). */
+static int stored_path(void *user, const store_document *d) {
+    snprintf(user, 4096, "%s", d->path);
+    return 0;
+}
+
 int app_edit_main(int argc, char **argv) {
     app_opts *o = NULL;
     app_doc *doc = NULL;
@@ -574,6 +592,7 @@ int app_edit_main(int argc, char **argv) {
     app_edit_session *sess = NULL;
     app_edit_engine *eng = NULL;
     app_edit_tuner *tuner = NULL;
+    app_edit_tm *tm = NULL;
     char *db = NULL;
     model_files *mf = NULL;
     squeue q = {.head = NULL};
@@ -663,6 +682,16 @@ int app_edit_main(int argc, char **argv) {
     app_edit_sink sink = app_edit_ui_sink();
     if (script) {
         sink = (app_edit_sink){&q, s_mt, s_completion, s_message, s_progress, s_model};
+    } else {
+        /* TM matches above the MT alternatives (app/edit/edit_tm.c) */
+        char doc_path[4096] = "";
+        store_get_document(st, app_edit_ctl_doc_id(ctl), stored_path, doc_path);
+        rc = app_edit_tm_open(dbp, doc_path[0] ? doc_path : NULL, app_edit_ctl_document(ctl), sink,
+                              &tm);
+        if (rc == MT_OK)
+            sink = app_edit_tm_sink(tm);
+        else
+            mt_log(MT_LOG_WARN, "translation memory matches off: %s", mt_errmsg());
     }
     app_edit_session_params sp = app_edit_session_default_params();
     sp.n_workers = (int)threads;
@@ -707,6 +736,11 @@ int app_edit_main(int argc, char **argv) {
         script_tuner = tuner;
     }
     ui_hooks hooks = app_edit_ctl_hooks(ctl);
+    if (tm) {
+        tm_inner_hooks = hooks;
+        tm_refresh_of = tm;
+        hooks.segment_changed = tm_segment_changed;
+    }
     ui_document udoc = *app_edit_ctl_document(ctl);
     udoc.model_name = name_copy;
 
@@ -741,6 +775,7 @@ done:
     app_edit_tuner_free(tuner);
     script_tuner = NULL;
     app_edit_session_free(sess);
+    app_edit_tm_free(tm); /* after the session: its workers post through it */
     app_edit_engine_free(eng);
     app_edit_ctl_free(ctl);
     store_close(st);

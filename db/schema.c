@@ -45,11 +45,30 @@
 **                  written, for each segment whose (target, status)
 **                  differs from its previous save's (or, before the first
 **                  save, from the imported one)
+**
+** Version 3 (translation memory, db/store_tm.h):
+**   doc_format     adds 4 'tmx' and 5 'tsv' (imported memories)
+**   document.origin  0: opened in the editor, 1: imported by `mtpe tm import`
+**   segment.tm_terms  the index terms of the source as a JSON array of
+**                  distinct strings (store_tm_terms_json), set for every
+**                  segment when it is inserted; the migration fills it
+**   segment_tm_source  index on the source of the confirmed segments
+**                  (exact matches)
+**   tm_fts         FTS5 table, contentless, detail=none, unicode61 without
+**                  diacritics removal: row id = segment id, one row per
+**                  confirmed segment, its tm_terms as the text (the JSON
+**                  punctuation separates the terms)
+**   tm_term        each index term of the confirmed segments and the number
+**                  of them holding it (document frequency)
+**   triggers tm_segment_insert / _update / _delete keep tm_fts and tm_term
+**                  in step with the segments whose status is 3 (confirmed),
+**                  whoever writes them
 */
 #include <stdio.h>
 
 #include "mt_base.h"
 #include "store_impl.h"
+#include "store_tm.h"
 
 static const char schema_v1[] =
     "PRAGMA application_id = 1836347493;\n" /* 0x6d747065 "mtpe" */
@@ -167,9 +186,79 @@ static const char schema_v2[] =
     "    PRIMARY KEY (segment_id, version_id)\n"
     ") STRICT, WITHOUT ROWID;\n";
 
+static const char schema_v3[] =
+    "INSERT INTO doc_format VALUES (4, 'tmx'), (5, 'tsv');\n"
+    "ALTER TABLE document ADD COLUMN origin INTEGER NOT NULL DEFAULT 0"
+    " CHECK (origin IN (0, 1));\n"
+    "ALTER TABLE segment ADD COLUMN tm_terms TEXT;\n"
+    "CREATE INDEX segment_tm_source ON segment(source) WHERE status = 3;\n"
+    "CREATE INDEX document_hash ON document(content_hash);\n"
+    "CREATE VIRTUAL TABLE tm_fts USING fts5(terms, content='', detail=none,"
+    " tokenize='unicode61 remove_diacritics 0');\n"
+    "CREATE TABLE tm_term (term TEXT PRIMARY KEY, df INTEGER NOT NULL CHECK (df >= 0))"
+    " STRICT, WITHOUT ROWID;\n"
+    "CREATE TRIGGER tm_segment_insert AFTER INSERT ON segment"
+    " WHEN new.status = 3 AND new.tm_terms IS NOT NULL BEGIN\n"
+    "  INSERT INTO tm_fts(rowid, terms) VALUES (new.id, new.tm_terms);\n"
+    "  INSERT INTO tm_term(term, df) SELECT value, 1 FROM json_each(new.tm_terms) WHERE true\n"
+    "    ON CONFLICT(term) DO UPDATE SET df = df + 1;\n"
+    "END;\n"
+    "CREATE TRIGGER tm_segment_delete AFTER DELETE ON segment"
+    " WHEN old.status = 3 AND old.tm_terms IS NOT NULL BEGIN\n"
+    "  INSERT INTO tm_fts(tm_fts, rowid, terms) VALUES ('delete', old.id, old.tm_terms);\n"
+    "  UPDATE tm_term SET df = df - 1 WHERE term IN (SELECT value FROM json_each(old.tm_terms));\n"
+    "  DELETE FROM tm_term WHERE df = 0 AND term IN (SELECT value FROM json_each(old.tm_terms));\n"
+    "END;\n"
+    "CREATE TRIGGER tm_segment_update AFTER UPDATE OF status, tm_terms ON segment"
+    " WHEN (old.status = 3 AND old.tm_terms IS NOT NULL) IS NOT"
+    " (new.status = 3 AND new.tm_terms IS NOT NULL) OR (old.status = 3 AND new.status = 3"
+    " AND old.tm_terms IS NOT new.tm_terms) BEGIN\n"
+    "  INSERT INTO tm_fts(tm_fts, rowid, terms) SELECT 'delete', old.id, old.tm_terms"
+    " WHERE old.status = 3 AND old.tm_terms IS NOT NULL;\n"
+    "  UPDATE tm_term SET df = df - 1 WHERE old.status = 3 AND"
+    " term IN (SELECT value FROM json_each(old.tm_terms));\n"
+    "  DELETE FROM tm_term WHERE df = 0 AND term IN (SELECT value FROM json_each(old.tm_terms));\n"
+    "  INSERT INTO tm_fts(rowid, terms) SELECT new.id, new.tm_terms"
+    " WHERE new.status = 3 AND new.tm_terms IS NOT NULL;\n"
+    "  INSERT INTO tm_term(term, df) SELECT value, 1 FROM json_each(new.tm_terms)"
+    " WHERE new.status = 3\n"
+    "    ON CONFLICT(term) DO UPDATE SET df = df + 1;\n"
+    "END;\n";
+
+/* Version 3: the index terms of every segment; the update trigger adds
+** the confirmed ones to the index. */
+static mt_status fill_tm_terms(sqlite3 *db) {
+    sqlite3_stmt *sel = NULL, *upd = NULL;
+    mt_status ret = MT_OK;
+    int rc = sqlite3_prepare_v2(db, "SELECT id, source FROM segment ORDER BY id", -1, &sel, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "UPDATE segment SET tm_terms = ?2 WHERE id = ?1", -1, &upd,
+                                NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+        const char *src = (const char *)sqlite3_column_text(sel, 1);
+        char *terms = store_tm_terms_json(src ? src : "");
+        if (terms == NULL) {
+            ret = mt_seterr(MT_ERR_NOMEM, "out of memory computing index terms");
+            break;
+        }
+        sqlite3_bind_int64(upd, 1, sqlite3_column_int64(sel, 0));
+        sqlite3_bind_text(upd, 2, terms, -1, SQLITE_TRANSIENT);
+        mt_free(terms);
+        rc = sqlite3_step(upd);
+        sqlite3_reset(upd);
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    }
+    if (ret == MT_OK && rc != SQLITE_DONE)
+        ret = mt_seterr(store_status_from_sqlite(rc), "index terms: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    return ret;
+}
+
 const store_migration store_migrations[] = {
     {1, "initial schema", schema_v1, NULL},
     {2, "document versions by changed segments", schema_v2, NULL},
+    {3, "translation memory index", schema_v3, fill_tm_terms},
 };
 const int store_n_migrations = (int)(sizeof store_migrations / sizeof store_migrations[0]);
 _Static_assert(sizeof store_migrations / sizeof store_migrations[0] == STORE_SCHEMA_VERSION,

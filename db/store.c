@@ -11,9 +11,11 @@
 */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -21,6 +23,8 @@
 
 #include "mt_base.h"
 #include "store_impl.h"
+#include "store_tm.h"
+#include "tm_impl.h"
 
 /* ------------------------------------------------------------ statements */
 
@@ -45,9 +49,11 @@
 
 #define STORE_STATEMENTS(X)                                                                        \
     X(BEGIN, "BEGIN IMMEDIATE")                                                                    \
+    X(BEGIN_READ, "BEGIN")                                                                         \
     X(COMMIT, "COMMIT")                                                                            \
     X(ROLLBACK, "ROLLBACK")                                                                        \
     X(DOC_FIND, "SELECT id FROM document WHERE path = ?1 AND content_hash = ?2")                   \
+    X(TM_DOC_FIND, "SELECT id FROM document WHERE origin = 1 AND content_hash = ?1")               \
     X(DOC_FIND_SAVED, "SELECT id FROM (SELECT id, created_ms AS t, 0 AS v FROM document"           \
                       " WHERE path = ?1 AND content_hash = ?2 UNION ALL"                           \
                       " SELECT v.document_id, v.saved_ms, v.id FROM doc_version v"                 \
@@ -73,15 +79,17 @@
                    " JOIN segment s ON s.id = sv.segment_id WHERE sv.version_id = ?1"              \
                    " ORDER BY s.idx")                                                              \
     X(DOC_INSERT, "INSERT INTO document (path, format, src_lang, tgt_lang, content_hash,"          \
-                  " created_ms, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)")                   \
+                  " created_ms, opened_ms, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)")       \
     X(DOC_OPENED, "UPDATE document SET opened_ms = ?2 WHERE id = ?1")                              \
     X(DOC_GET, DOC_COLUMNS " WHERE d.id = ?1")                                                     \
     X(DOC_LIST, DOC_COLUMNS " ORDER BY d.opened_ms DESC, d.id DESC")                               \
     X(CURSOR_SET, "UPDATE document SET cursor_segment = ?2, cursor_offset = ?3 WHERE id = ?1")     \
     X(CURSOR_GET, "SELECT cursor_segment, cursor_offset FROM document WHERE id = ?1")              \
-    X(SEG_INSERT, "INSERT INTO segment (document_id, idx, source, context, plural_source,"         \
-                  " plural_form, original_target, target, status, original_status, source_words,"  \
-                  " updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?8, ?9, ?10)")         \
+    X(SEG_INSERT,                                                                                  \
+      "INSERT INTO segment (document_id, idx, source, context, plural_source,"                     \
+      " plural_form, original_target, target, status, original_status, source_words,"              \
+      " updated_ms, tm_terms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?8, ?9, ?10,"            \
+      " ?11)")                                                                                     \
     X(SEG_LIST, SEG_COLUMNS " WHERE document_id = ?1 AND (?2 >> status) & 1 ORDER BY idx")         \
     X(SEG_GET, SEG_COLUMNS " WHERE id = ?1")                                                       \
     X(SEG_AT, SEG_COLUMNS " WHERE document_id = ?1 AND idx = ?2")                                  \
@@ -122,7 +130,26 @@
     X(RUN_END, "UPDATE finetune_run SET status = ?2, ended_ms = ?3, output_model_id = ?4,"         \
                " metrics = ?5 WHERE id = ?1 AND status = 0")                                       \
     X(RUN_GET, RUN_COLUMNS " WHERE id = ?1")                                                       \
-    X(RUN_LIST, RUN_COLUMNS " ORDER BY id DESC")
+    X(RUN_LIST, RUN_COLUMNS " ORDER BY id DESC")                                                   \
+    X(TM_EXACT, "SELECT id FROM segment WHERE source = ?1 AND status = 3")                         \
+    X(TM_DF, "SELECT df FROM tm_term WHERE term = ?1")                                             \
+    X(TM_POSTINGS, "SELECT rowid FROM tm_fts WHERE tm_fts MATCH ?1")                               \
+    X(TM_SEG, "SELECT s.source, s.target, s.document_id, s.idx, d.origin, d.path, s.updated_ms"    \
+              " FROM segment s JOIN document d ON d.id = s.document_id"                            \
+              " WHERE s.id = ?1 AND s.status = 3")                                                 \
+    X(TM_SRC, "SELECT source FROM segment WHERE id = ?1 AND status = 3")                           \
+    X(TM_NEIGHBOUR, "SELECT source FROM segment WHERE document_id = ?1 AND idx = ?2")              \
+    X(TM_LIST, "SELECT s.source, s.target, d.src_lang, d.tgt_lang, d.format, s.updated_ms,"        \
+               " min(s.id) AS first FROM segment s JOIN document d ON d.id = s.document_id"        \
+               " WHERE s.status = 3 AND s.target IS NOT NULL"                                      \
+               " GROUP BY s.source, s.target, d.src_lang, d.tgt_lang ORDER BY first")              \
+    X(TM_STATS,                                                                                    \
+      "SELECT d.origin, EXISTS (SELECT 1 FROM confirmation c WHERE c.segment_id = s.id),"          \
+      " count(*), total(s.source_words) FROM segment s"                                            \
+      " JOIN document d ON d.id = s.document_id WHERE s.status = 3 GROUP BY 1, 2")                 \
+    X(TM_STAT_DOCS, "SELECT (SELECT count(DISTINCT document_id) FROM segment WHERE status = 3),"   \
+                    " (SELECT count(*) FROM document WHERE origin = 1),"                           \
+                    " (SELECT count(*) FROM tm_term)")
 
 enum {
 #define X(name, sql) ST_##name,
@@ -137,6 +164,9 @@ static const char *const statement_sql[ST_COUNT] = {
 #undef X
 };
 
+typedef struct cand_map cand_map;
+static void cand_free(cand_map *m);
+
 struct store {
     sqlite3 *db;
     char *path;
@@ -144,11 +174,12 @@ struct store {
     int64_t (*now_ms)(void *user);
     void *now_user;
     bool in_callback; /* a listing function is calling user code */
+    cand_map *tm_cand; /* TM lookup candidates, kept between lookups; NULL: none yet */
 };
 
 /* --------------------------------------------------------- enum names */
 
-static const char *const format_names[] = {"po", "xliff", "text", "moses"};
+static const char *const format_names[] = {"po", "xliff", "text", "moses", "tmx", "tsv"};
 static const char *const seg_status_names[] = {"new", "mt", "edited", "confirmed"};
 static const char *const edit_kind_names[] = {"typed",      "accept_word", "accept_all",
                                               "nbest_pick", "undo",        "confirm"};
@@ -447,7 +478,11 @@ static mt_status configure(store *s) {
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_OK) return fail_sql(s, rc, "set journal mode");
-    static const char *const pragmas[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"};
+    /* memory-mapped reads and a larger page cache: a TM lookup reads
+    ** postings and candidate rows all over a large store */
+    static const char *const pragmas[] = {"PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON",
+                                          "PRAGMA mmap_size = 1073741824",
+                                          "PRAGMA cache_size = -32768"};
     for (size_t i = 0; i < sizeof pragmas / sizeof pragmas[0]; i++) {
         rc = sqlite3_exec(s->db, pragmas[i], NULL, NULL, NULL);
         if (rc != SQLITE_OK) return fail_sql(s, rc, pragmas[i]);
@@ -539,6 +574,20 @@ mt_status store_open(const char *path, store **out) {
     }
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, 5000);
+    /* the translation memory's index is an FTS5 table (schema version 3) */
+    sqlite3_stmt *probe = NULL;
+    rc = sqlite3_prepare_v2(s->db, "SELECT fts5_source_id()", -1, &probe, NULL);
+    sqlite3_finalize(probe);
+    if (rc != SQLITE_OK) {
+        ret = (rc & 0xff) == SQLITE_NOMEM
+                  ? fail_sql(s, rc, "open")
+                  : mt_seterr(MT_ERR_UNSUPPORTED,
+                              "store %s: the SQLite library linked (%s) has no FTS5, which the "
+                              "translation memory index needs (build SQLite with "
+                              "SQLITE_ENABLE_FTS5)",
+                              path, sqlite3_libversion());
+        goto fail;
+    }
 
     ret = check_identity(s);
     if (ret != MT_OK) goto fail;
@@ -577,6 +626,7 @@ void store_close(store *s) {
         if (rc != SQLITE_OK)
             mt_log(MT_LOG_WARN, "store %s: close: %s", s->path ? s->path : "?", sqlite3_errstr(rc));
     }
+    cand_free(s->tm_cand);
     mt_free(s->path);
     mt_free(s);
 }
@@ -627,11 +677,14 @@ static bool valid_segment_in(const store_segment_in *g) {
            (g->plural_source == NULL || g->plural_form >= 0);
 }
 
-mt_status store_add_document(store *s, const store_doc_info *info, const store_segment_in *segs,
-                             int32_t n, int64_t *doc_id) {
-    CHECK_STORE(s);
-    MT_ASSERT(info != NULL && doc_id != NULL && (segs != NULL || n == 0));
-    const char *op = "add document";
+/* Adds a document in one transaction (store_add_document, store_tm_import).
+** A TM import whose content hash is known (an imported document with the
+** same hash, or any document with the same path and hash) writes nothing
+** and sets *already. */
+static mt_status add_document(store *s, const store_doc_info *info, const store_segment_in *segs,
+                              int32_t n, store_origin origin, int64_t *doc_id, bool *already) {
+    const char *op =
+        origin == STORE_ORIGIN_TM_IMPORT ? "import translation memory" : "add document";
     if (!info->path || !info->src_lang || !info->tgt_lang || !info->content_hash)
         return invalid(s, op, "path, languages and content hash are required");
     if ((unsigned)info->format >= STORE_FORMAT_COUNT) return invalid(s, op, "unknown format");
@@ -639,21 +692,41 @@ mt_status store_add_document(store *s, const store_doc_info *info, const store_s
     for (int32_t i = 0; i < n; i++) {
         if (!valid_segment_in(&segs[i]))
             return mt_seterr(MT_ERR_INVALID,
-                             "store %s: add document %s: segment %d lacks a source, has an "
+                             "store %s: %s %s: segment %d lacks a source, has an "
                              "unknown status or a negative plural form",
-                             s->path, info->path, (int)i);
+                             s->path, op, info->path, (int)i);
+        if (origin == STORE_ORIGIN_TM_IMPORT && segs[i].target == NULL)
+            return mt_seterr(MT_ERR_INVALID, "store %s: %s %s: segment %d has no target", s->path,
+                             op, info->path, (int)i);
     }
     int64_t now = now_ms(s), id = 0;
     mt_status ret = tx_begin(s, op);
     if (ret != MT_OK) return ret;
 
     int rc = SQLITE_OK;
+    if (origin == STORE_ORIGIN_TM_IMPORT) {
+        bind_text(s->st[ST_TM_DOC_FIND], 1, info->content_hash, &rc);
+        ret = first_row(s, ST_TM_DOC_FIND, rc, op);
+        if (ret == MT_OK) {
+            *doc_id = sqlite3_column_int64(s->st[ST_TM_DOC_FIND], 0);
+            *already = true;
+            finish(s->st[ST_TM_DOC_FIND]);
+            return tx_commit(s, op);
+        }
+        if (ret != MT_ERR_NOTFOUND) goto fail;
+        rc = SQLITE_OK;
+    }
     bind_text(s->st[ST_DOC_FIND], 1, info->path, &rc);
     bind_text(s->st[ST_DOC_FIND], 2, info->content_hash, &rc);
     ret = first_row(s, ST_DOC_FIND, rc, op);
     if (ret == MT_OK) {
         id = sqlite3_column_int64(s->st[ST_DOC_FIND], 0);
         finish(s->st[ST_DOC_FIND]);
+        if (origin == STORE_ORIGIN_TM_IMPORT) {
+            *doc_id = id;
+            *already = true;
+            return tx_commit(s, op);
+        }
         ret = mt_seterr(MT_ERR_INVALID,
                         "store %s: %s: %s with this content hash is already "
                         "document %lld",
@@ -670,6 +743,7 @@ mt_status store_add_document(store *s, const store_doc_info *info, const store_s
     bind_text(st, 4, info->tgt_lang, &rc);
     bind_text(st, 5, info->content_hash, &rc);
     bind_int(st, 6, now, &rc);
+    bind_int(st, 7, origin, &rc);
     ret = run(s, ST_DOC_INSERT, rc, op);
     if (ret != MT_OK) goto fail;
     id = sqlite3_last_insert_rowid(s->db);
@@ -677,6 +751,13 @@ mt_status store_add_document(store *s, const store_doc_info *info, const store_s
     st = s->st[ST_SEG_INSERT];
     for (int32_t i = 0; i < n; i++) {
         const store_segment_in *g = &segs[i];
+        store_seg_status status =
+            origin == STORE_ORIGIN_TM_IMPORT ? STORE_SEG_CONFIRMED : g->status;
+        char *terms = store_tm_terms_json(g->source);
+        if (terms == NULL) {
+            ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
+            goto fail;
+        }
         rc = SQLITE_OK;
         bind_int(st, 1, id, &rc);
         bind_int(st, 2, i, &rc);
@@ -685,19 +766,38 @@ mt_status store_add_document(store *s, const store_doc_info *info, const store_s
         bind_text(st, 5, g->plural_source, &rc);
         bind_opt(st, 6, g->plural_form, g->plural_source != NULL, &rc);
         bind_text(st, 7, g->target, &rc);
-        bind_int(st, 8, g->status, &rc);
+        bind_int(st, 8, status, &rc);
         bind_int(st, 9, store_count_words(g->source), &rc);
         bind_int(st, 10, now, &rc);
+        bind_text(st, 11, terms, &rc);
         ret = run(s, ST_SEG_INSERT, rc, "add document: insert segment");
+        mt_free(terms);
         if (ret != MT_OK) goto fail;
     }
-    ret = tx_commit(s, "add document: commit");
+    ret = tx_commit(s, origin == STORE_ORIGIN_TM_IMPORT ? "import translation memory: commit"
+                                                        : "add document: commit");
     if (ret != MT_OK) return ret;
     *doc_id = id;
     return MT_OK;
 fail:
     tx_rollback(s);
     return ret;
+}
+
+mt_status store_add_document(store *s, const store_doc_info *info, const store_segment_in *segs,
+                             int32_t n, int64_t *doc_id) {
+    CHECK_STORE(s);
+    MT_ASSERT(info != NULL && doc_id != NULL && (segs != NULL || n == 0));
+    bool already = false;
+    return add_document(s, info, segs, n, STORE_ORIGIN_EDITOR, doc_id, &already);
+}
+
+mt_status store_tm_import(store *s, const store_doc_info *info, const store_segment_in *segs,
+                          int32_t n, int64_t *doc_id, bool *already) {
+    CHECK_STORE(s);
+    MT_ASSERT(info != NULL && doc_id != NULL && already != NULL && (segs != NULL || n == 0));
+    *already = false;
+    return add_document(s, info, segs, n, STORE_ORIGIN_TM_IMPORT, doc_id, already);
 }
 
 mt_status store_find_document(store *s, const char *path, const char *content_hash,
@@ -1556,4 +1656,564 @@ mt_status store_list_runs(store *s, store_run_fn fn, void *user) {
     MT_ASSERT(fn != NULL);
     run_ctx c = {fn, user};
     return each_row(s, ST_RUN_LIST, SQLITE_OK, "list fine-tuning runs", run_row, &c, NULL);
+}
+
+/* ------------------------------------------------- translation memory */
+
+/* Candidate weights by segment id: open addressing, id 0 = free slot; the
+** filled slots are listed in `used`, so that clearing and walking cost what
+** was filled.  Kept in the store between lookups (no fresh pages each time). */
+struct cand_map {
+    int64_t *ids;
+    double *w;
+    uint32_t *used;
+    size_t cap, n; /* cap: a power of two */
+};
+
+static size_t cand_slot(const cand_map *m, int64_t id) {
+    size_t h = ((uint64_t)id * 0x9e3779b97f4a7c15ull) >> 20 & (m->cap - 1);
+    while (m->ids[h] != 0 && m->ids[h] != id)
+        h = (h + 1) & (m->cap - 1);
+    return h;
+}
+
+static bool cand_grow(cand_map *m) {
+    cand_map g = {.cap = m->cap ? m->cap * 2 : 4096, .n = m->n};
+    g.ids = mt_try_calloc(g.cap, sizeof *g.ids);
+    g.w = mt_try_malloc(g.cap * sizeof *g.w);
+    g.used = mt_try_malloc(g.cap / 2 * sizeof *g.used);
+    if (g.ids == NULL || g.w == NULL || g.used == NULL) {
+        mt_free(g.ids);
+        mt_free(g.w);
+        mt_free(g.used);
+        return false;
+    }
+    for (size_t k = 0; k < m->n; k++) {
+        size_t old = m->used[k], h = cand_slot(&g, m->ids[old]);
+        g.ids[h] = m->ids[old];
+        g.w[h] = m->w[old];
+        g.used[k] = (uint32_t)h;
+    }
+    mt_free(m->ids);
+    mt_free(m->w);
+    mt_free(m->used);
+    *m = g;
+    return true;
+}
+
+/* Adds w to id's weight; a new id only when add_new. */
+static bool cand_add(cand_map *m, int64_t id, double w, bool add_new) {
+    if ((m->n + 1) * 2 > m->cap && !cand_grow(m)) return false;
+    size_t h = cand_slot(m, id);
+    if (m->ids[h] == 0) {
+        if (!add_new) return true;
+        m->ids[h] = id;
+        m->w[h] = 0;
+        m->used[m->n++] = (uint32_t)h;
+    }
+    m->w[h] += w;
+    return true;
+}
+
+static void cand_clear(cand_map *m) {
+    for (size_t k = 0; k < m->n; k++)
+        m->ids[m->used[k]] = 0;
+    m->n = 0;
+}
+
+static void cand_free(cand_map *m) {
+    if (m == NULL) return;
+    mt_free(m->ids);
+    mt_free(m->w);
+    mt_free(m->used);
+    mt_free(m);
+}
+
+/* A query term: its text, its document frequency, and whether it is taken. */
+typedef struct q_term {
+    char text[TM_TERM_MAX + 4];
+    int64_t df;
+    bool taken;
+} q_term;
+
+typedef struct term_ctx {
+    q_term *terms;
+    int32_t n, cap;
+    int32_t *tok_term; /* pairs (word token index, term index) */
+    int32_t n_pairs, cap_pairs;
+    int32_t cur_tok;
+    bool failed;
+} term_ctx;
+
+static int collect_term(void *user, const char *term, size_t len) {
+    term_ctx *c = user;
+    int32_t k = 0;
+    while (k < c->n && !(strlen(c->terms[k].text) == len && !memcmp(c->terms[k].text, term, len)))
+        k++;
+    if (k == c->n) {
+        if (c->n == c->cap) {
+            int32_t cap = c->cap ? c->cap * 2 : 16;
+            q_term *t = mt_try_realloc(c->terms, (size_t)cap * sizeof *t);
+            if (t == NULL) {
+                c->failed = true;
+                return 1;
+            }
+            c->terms = t;
+            c->cap = cap;
+        }
+        memcpy(c->terms[k].text, term, len);
+        c->terms[k].text[len] = '\0';
+        c->terms[k].df = 0;
+        c->terms[k].taken = false;
+        c->n++;
+    }
+    if (c->n_pairs == c->cap_pairs) {
+        int32_t cap = c->cap_pairs ? c->cap_pairs * 2 : 32;
+        int32_t *p = mt_try_realloc(c->tok_term, (size_t)cap * 2 * sizeof *p);
+        if (p == NULL) {
+            c->failed = true;
+            return 1;
+        }
+        c->tok_term = p;
+        c->cap_pairs = cap;
+    }
+    c->tok_term[2 * c->n_pairs] = c->cur_tok;
+    c->tok_term[2 * c->n_pairs + 1] = k;
+    c->n_pairs++;
+    return 0;
+}
+
+/* A match found, with copies of its strings. */
+typedef struct tm_hit {
+    store_tm_match m;
+    char *source, *target, *path;
+    int64_t updated_ms;
+} tm_hit;
+
+static int hit_order(const void *pa, const void *pb) {
+    const tm_hit *a = pa, *b = pb;
+    if (a->m.score != b->m.score) return a->m.score > b->m.score ? -1 : 1;
+    if (a->m.hard != b->m.hard) return a->m.hard < b->m.hard ? -1 : 1;
+    if (a->m.soft != b->m.soft) return a->m.soft < b->m.soft ? -1 : 1;
+    if (a->updated_ms != b->updated_ms) return a->updated_ms > b->updated_ms ? -1 : 1;
+    return a->m.seg_id > b->m.seg_id ? -1 : a->m.seg_id < b->m.seg_id;
+}
+
+typedef struct heap_item {
+    double w;
+    int64_t id;
+} heap_item;
+
+/* Min-heap on w of the best candidates. */
+static void heap_push(heap_item *h, int32_t *n, int32_t cap, heap_item it) {
+    if (*n == cap) {
+        if (it.w <= h[0].w) return;
+        h[0] = it; /* replace the smallest, sift down */
+        int32_t i = 0;
+        for (;;) {
+            int32_t l = 2 * i + 1, r = l + 1, m = i;
+            if (l < *n && h[l].w < h[m].w) m = l;
+            if (r < *n && h[r].w < h[m].w) m = r;
+            if (m == i) break;
+            heap_item t = h[i];
+            h[i] = h[m];
+            h[m] = t;
+            i = m;
+        }
+        return;
+    }
+    int32_t i = (*n)++;
+    h[i] = it;
+    while (i > 0 && h[(i - 1) / 2].w > h[i].w) {
+        heap_item t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+/* Source of segment idx of a document: MT_OK with *out (mt_free) or NULL
+** when there is none. */
+static mt_status neighbour(store *s, int64_t doc_id, int32_t idx, char **out) {
+    *out = NULL;
+    if (idx < 0) return MT_OK;
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_TM_NEIGHBOUR], 1, doc_id, &rc);
+    bind_int(s->st[ST_TM_NEIGHBOUR], 2, idx, &rc);
+    mt_status ret = first_row(s, ST_TM_NEIGHBOUR, rc, "TM lookup: neighbour");
+    if (ret == MT_ERR_NOTFOUND) return MT_OK;
+    if (ret != MT_OK) return ret;
+    const char *t = col_text(s->st[ST_TM_NEIGHBOUR], 0);
+    *out = mt_try_strdup(t ? t : "");
+    finish(s->st[ST_TM_NEIGHBOUR]);
+    return *out ? MT_OK : mt_seterr(MT_ERR_NOMEM, "store %s: TM lookup: out of memory", s->path);
+}
+
+static bool same_neighbour(const char *want, const char *have) {
+    return strcmp(want, have ? have : "") == 0;
+}
+
+/* Scores candidate seg_id and appends it to hits when it scores min or more. */
+static mt_status score_candidate(store *s, const store_tm_query *q, const tm_tokens *qt,
+                                 int64_t seg_id, tm_hit **hits, int32_t *n_hits, int32_t *cap) {
+    /* the source first (most candidates end here), the rest for matches */
+    int rc = SQLITE_OK;
+    sqlite3_stmt *st = s->st[ST_TM_SRC];
+    bind_int(st, 1, seg_id, &rc);
+    mt_status ret = first_row(s, ST_TM_SRC, rc, "TM lookup: read segment");
+    if (ret == MT_ERR_NOTFOUND) return MT_OK; /* no longer confirmed */
+    if (ret != MT_OK) return ret;
+    const char *src0 = col_text(st, 0);
+    tm_tokens stok;
+    ret = tm_tokenize(src0 ? src0 : "", &stok);
+    if (ret != MT_OK) {
+        finish(st);
+        return ret;
+    }
+    /* hard >= |n - m|: a length that cannot reach min_score is skipped */
+    int32_t n = qt->n, m = stok.n, lmax = n > m ? n : m, diff = n > m ? n - m : m - n;
+    int score = -2, hard = 0, soft = 0;
+    if (src0 && (strcmp(src0, q->source) == 0 ||
+                 (lmax > 0 && (100 * (int64_t)(lmax - diff)) / lmax >= q->min_score) || lmax == 0))
+        score = tm_score_tokens(q->source, qt, src0, &stok, &hard, &soft);
+    tm_tokens_free(&stok);
+    finish(st);
+    if (score == -1) return mt_seterr(MT_ERR_NOMEM, "store %s: TM lookup: out of memory", s->path);
+    if (score < q->min_score) return MT_OK;
+    st = s->st[ST_TM_SEG];
+    rc = SQLITE_OK;
+    bind_int(st, 1, seg_id, &rc);
+    ret = first_row(s, ST_TM_SEG, rc, "TM lookup: read segment");
+    if (ret == MT_ERR_NOTFOUND) return MT_OK;
+    if (ret != MT_OK) return ret;
+    const char *src = col_text(st, 0), *tgt = col_text(st, 1);
+    if (src == NULL || tgt == NULL) {
+        finish(st);
+        return MT_OK;
+    }
+    if (*n_hits == *cap) {
+        int32_t c = *cap ? *cap * 2 : 16;
+        tm_hit *h = mt_try_realloc(*hits, (size_t)c * sizeof *h);
+        if (h == NULL) {
+            finish(st);
+            return mt_seterr(MT_ERR_NOMEM, "store %s: TM lookup: out of memory", s->path);
+        }
+        *hits = h;
+        *cap = c;
+    }
+    tm_hit *h = &(*hits)[*n_hits];
+    memset(h, 0, sizeof *h);
+    h->source = mt_try_strdup(src);
+    h->target = mt_try_strdup(tgt);
+    h->path = mt_try_strdup(col_text(st, 5) ? col_text(st, 5) : "");
+    h->m.seg_id = seg_id;
+    h->m.doc_id = sqlite3_column_int64(st, 2);
+    h->m.index = sqlite3_column_int(st, 3);
+    h->m.origin = (store_origin)sqlite3_column_int(st, 4);
+    h->updated_ms = sqlite3_column_int64(st, 6);
+    h->m.score = score;
+    h->m.hard = hard;
+    h->m.soft = soft;
+    finish(st);
+    (*n_hits)++;
+    if (!h->source || !h->target || !h->path)
+        return mt_seterr(MT_ERR_NOMEM, "store %s: TM lookup: out of memory", s->path);
+    if (score == 100 && q->prev != NULL && q->next != NULL) {
+        char *before = NULL, *after = NULL;
+        ret = neighbour(s, h->m.doc_id, h->m.index - 1, &before);
+        if (ret == MT_OK) ret = neighbour(s, h->m.doc_id, h->m.index + 1, &after);
+        if (ret == MT_OK && same_neighbour(q->prev, before) && same_neighbour(q->next, after))
+            h->m.score = STORE_TM_ICE;
+        mt_free(before);
+        mt_free(after);
+    }
+    return ret;
+}
+
+/* Reads the postings of one term into the candidate map. */
+static mt_status read_postings(store *s, const char *term, double w, bool add_new, cand_map *m) {
+    char match[TM_TERM_MAX + 8];
+    snprintf(match, sizeof match, "\"%s\"", term);
+    sqlite3_stmt *st = s->st[ST_TM_POSTINGS];
+    int rc = sqlite3_bind_text(st, 1, match, -1, SQLITE_TRANSIENT);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!cand_add(m, sqlite3_column_int64(st, 0), w, add_new)) {
+            finish(st);
+            return mt_seterr(MT_ERR_NOMEM, "store %s: TM lookup: out of memory", s->path);
+        }
+        rc = SQLITE_OK;
+    }
+    mt_status ret = rc == SQLITE_DONE ? MT_OK : fail_sql(s, rc, "TM lookup: postings");
+    finish(st);
+    return ret;
+}
+
+mt_status store_tm_lookup(store *s, const store_tm_query *q, store_tm_match_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(q != NULL && fn != NULL);
+    const char *op = "TM lookup";
+    if (q->source == NULL) return invalid(s, op, "no source text");
+    if (q->min_score < 0 || q->min_score > 100) return invalid(s, op, "min score outside 0..100");
+    if (q->max_results < 1) return invalid(s, op, "max results below 1");
+    tm_tokens qt;
+    mt_status ret = tm_tokenize(q->source, &qt);
+    if (ret != MT_OK) return ret;
+    /* one read transaction: one lock and one cache check for all the reads */
+    bool in_tx = sqlite3_get_autocommit(s->db) != 0;
+    if (in_tx) {
+        ret = run(s, ST_BEGIN_READ, SQLITE_OK, "TM lookup: begin");
+        if (ret != MT_OK) {
+            tm_tokens_free(&qt);
+            return ret;
+        }
+    }
+    term_ctx tc = {0};
+    cand_map *cm = NULL;
+    tm_hit *hits = NULL;
+    heap_item *heap = NULL;
+    int32_t n_hits = 0, cap_hits = 0, n_heap = 0;
+    bool *covered = NULL;
+
+    /* the query's terms, word token by word token */
+    int32_t n_word = 0; /* word tokens with one or more terms */
+    for (int32_t k = 0; k < qt.n; k++) {
+        if (qt.v[k].kind != TM_TOK_WORD) continue;
+        tm_tokens one = {.text = qt.text, .v = &qt.v[k], .n = 1, .cap = 1};
+        int32_t before = tc.n_pairs;
+        tc.cur_tok = k;
+        tm_each_term(&one, collect_term, &tc);
+        if (tc.failed) break;
+        if (tc.n_pairs > before) n_word++;
+    }
+    if (tc.failed) {
+        ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
+        goto done;
+    }
+    for (int32_t k = 0; k < tc.n; k++) {
+        int rc = SQLITE_OK;
+        bind_text(s->st[ST_TM_DF], 1, tc.terms[k].text, &rc);
+        ret = first_row(s, ST_TM_DF, rc, "TM lookup: term frequency");
+        if (ret == MT_OK) {
+            tc.terms[k].df = sqlite3_column_int64(s->st[ST_TM_DF], 0);
+            finish(s->st[ST_TM_DF]);
+        } else if (ret != MT_ERR_NOTFOUND) {
+            goto done;
+        }
+        ret = MT_OK;
+    }
+    /* the pairs refer to terms by index: sort a copy of the order instead */
+    int32_t *order = mt_try_malloc(sizeof(int32_t) * (size_t)(tc.n + 1));
+    covered = mt_try_calloc((size_t)qt.n + 1, sizeof *covered);
+    if (order == NULL || covered == NULL) {
+        mt_free(order);
+        ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
+        goto done;
+    }
+    /* order[k]: index of the k-th rarest term (insertion sort: few terms) */
+    for (int32_t a = 0; a < tc.n; a++) {
+        int32_t b = a - 1;
+        while (b >= 0 && tc.terms[order[b]].df > tc.terms[a].df) {
+            order[b + 1] = order[b];
+            b--;
+        }
+        order[b + 1] = a;
+    }
+    /* a source scoring min_score or more shares at least need_tok tokens
+    ** with the query, hence need_word word tokens: it contains a term of
+    ** every set of terms that leaves fewer than need_word word tokens of the
+    ** query without one of its terms */
+    int64_t need_tok = ((int64_t)qt.n * q->min_score + 99) / 100;
+    int64_t need_word = need_tok - (qt.n - n_word);
+    int64_t uncovered = n_word, postings = 0;
+    int32_t k = 0;
+    for (; k < tc.n && need_word > 0 && uncovered >= need_word; k++) {
+        q_term *t = &tc.terms[order[k]];
+        if (postings + t->df > STORE_TM_POSTINGS_CAP) break; /* beyond: approximate */
+        t->taken = true;
+        postings += t->df;
+        for (int32_t p = 0; p < tc.n_pairs; p++) {
+            if (tc.tok_term[2 * p + 1] != order[k]) continue;
+            int32_t tok = tc.tok_term[2 * p];
+            if (!covered[tok]) {
+                covered[tok] = true;
+                uncovered--;
+            }
+        }
+    }
+    /* without a required set (too few words) the rarest terms in a budget
+    ** give candidates, without the guarantee */
+    bool guaranteed = k > 0;
+    if (!guaranteed)
+        for (int64_t extra = 0; k < tc.n; k++) {
+            q_term *t = &tc.terms[order[k]];
+            if (extra + t->df > STORE_TM_POSTINGS_EXTRA) break;
+            t->taken = true;
+            extra += t->df;
+        }
+    if (s->tm_cand == NULL && (s->tm_cand = mt_try_calloc(1, sizeof *s->tm_cand)) == NULL) {
+        mt_free(order);
+        ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
+        goto done;
+    }
+    cm = s->tm_cand;
+    cand_clear(cm);
+    for (int32_t j = 0; j < tc.n && ret == MT_OK; j++) {
+        q_term *t = &tc.terms[j];
+        if (t->taken && t->df > 0)
+            ret = read_postings(s, t->text, log1p(1e6 / (double)t->df), true, cm);
+    }
+    /* more candidates than get scored: the next rarest terms rank them */
+    int32_t n_cand = STORE_TM_CANDIDATES + (q->max_results > 20 ? q->max_results * 4 : 0);
+    for (int64_t extra = 0; k < tc.n && ret == MT_OK && cm->n > (size_t)n_cand; k++) {
+        q_term *t = &tc.terms[order[k]];
+        if (extra + t->df > STORE_TM_POSTINGS_EXTRA) break;
+        extra += t->df;
+        if (t->df > 0) ret = read_postings(s, t->text, log1p(1e6 / (double)t->df), false, cm);
+    }
+    mt_free(order);
+    if (ret != MT_OK) goto done;
+    /* identical sources always */
+    {
+        int rc = SQLITE_OK;
+        sqlite3_stmt *st = s->st[ST_TM_EXACT];
+        bind_text(st, 1, q->source, &rc);
+        while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+            if (!cand_add(cm, sqlite3_column_int64(st, 0), 1e12, true)) {
+                finish(st);
+                ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
+                goto done;
+            }
+            rc = SQLITE_OK;
+        }
+        ret = rc == SQLITE_DONE ? MT_OK : fail_sql(s, rc, "TM lookup: exact matches");
+        finish(st);
+        if (ret != MT_OK) goto done;
+    }
+    /* the best candidates by weight (ties: the newest segment) */
+    heap = mt_try_malloc(sizeof *heap * (size_t)n_cand);
+    if (heap == NULL) {
+        ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
+        goto done;
+    }
+    for (size_t i = 0; i < cm->n; i++) {
+        size_t h = cm->used[i];
+        if (cm->ids[h] == q->exclude_seg_id) continue;
+        heap_push(heap, &n_heap, n_cand,
+                  (heap_item){cm->w[h] + (double)cm->ids[h] * 1e-15, cm->ids[h]});
+    }
+    for (int32_t i = 0; i < n_heap; i++) {
+        ret = score_candidate(s, q, &qt, heap[i].id, &hits, &n_hits, &cap_hits);
+        if (ret != MT_OK) goto done;
+    }
+    if (n_hits > 1) qsort(hits, (size_t)n_hits, sizeof *hits, hit_order);
+    /* one line per (source, target): the best one */
+    int32_t out = 0;
+    for (int32_t i = 0; i < n_hits; i++) {
+        bool dup = false;
+        for (int32_t j = 0; j < out && !dup; j++)
+            dup =
+                !strcmp(hits[j].source, hits[i].source) && !strcmp(hits[j].target, hits[i].target);
+        if (dup) {
+            mt_free(hits[i].source);
+            mt_free(hits[i].target);
+            mt_free(hits[i].path);
+            continue;
+        }
+        hits[out++] = hits[i];
+    }
+    n_hits = out;
+    if (in_tx) {
+        in_tx = false;
+        ret = run(s, ST_COMMIT, SQLITE_OK, "TM lookup: end");
+        if (ret != MT_OK) goto done;
+    }
+    s->in_callback = true;
+    for (int32_t i = 0; i < n_hits && i < q->max_results; i++) {
+        tm_hit *h = &hits[i];
+        h->m.source = h->source;
+        h->m.target = h->target;
+        h->m.doc_path = h->path;
+        if (fn(user, &h->m)) {
+            ret = MT_ABORTED;
+            break;
+        }
+    }
+    s->in_callback = false;
+done:
+    if (in_tx) tx_rollback(s);
+    for (int32_t i = 0; i < n_hits; i++) {
+        mt_free(hits[i].source);
+        mt_free(hits[i].target);
+        mt_free(hits[i].path);
+    }
+    mt_free(hits);
+    mt_free(heap);
+    mt_free(covered);
+    if (cm) cand_clear(cm);
+    mt_free(tc.terms);
+    mt_free(tc.tok_term);
+    tm_tokens_free(&qt);
+    return ret;
+}
+
+typedef struct tm_list_ctx {
+    store_tm_row_fn fn;
+    void *user;
+} tm_list_ctx;
+
+static int tm_list_row(sqlite3_stmt *st, void *ctx) {
+    tm_list_ctx *c = ctx;
+    store_tm_row r = {
+        .source = col_text(st, 0),
+        .target = col_text(st, 1),
+        .src_lang = col_text(st, 2),
+        .tgt_lang = col_text(st, 3),
+        .format = (store_format)sqlite3_column_int(st, 4),
+        .updated_ms = sqlite3_column_int64(st, 5),
+    };
+    return c->fn(c->user, &r);
+}
+
+mt_status store_tm_list(store *s, store_tm_row_fn fn, void *user) {
+    CHECK_STORE(s);
+    MT_ASSERT(fn != NULL);
+    tm_list_ctx c = {fn, user};
+    return each_row(s, ST_TM_LIST, SQLITE_OK, "list translation memory", tm_list_row, &c, NULL);
+}
+
+static int tm_stats_row(sqlite3_stmt *st, void *ctx) {
+    store_tm_stats *t = ctx;
+    int origin = sqlite3_column_int(st, 0), edited = sqlite3_column_int(st, 1);
+    int64_t n = sqlite3_column_int64(st, 2), w = (int64_t)sqlite3_column_double(st, 3);
+    t->segments += n;
+    t->words += w;
+    if (origin == STORE_ORIGIN_TM_IMPORT) {
+        t->imported_segments += n;
+        t->imported_words += w;
+    } else if (edited) {
+        t->editor_segments += n;
+        t->editor_words += w;
+    } else {
+        t->opened_segments += n;
+        t->opened_words += w;
+    }
+    return 0;
+}
+
+mt_status store_tm_get_stats(store *s, store_tm_stats *out) {
+    CHECK_STORE(s);
+    MT_ASSERT(out != NULL);
+    store_tm_stats t;
+    memset(&t, 0, sizeof t);
+    mt_status ret = each_row(s, ST_TM_STATS, SQLITE_OK, "TM statistics", tm_stats_row, &t, NULL);
+    if (ret != MT_OK) return ret;
+    ret = first_row(s, ST_TM_STAT_DOCS, SQLITE_OK, "TM statistics");
+    if (ret != MT_OK)
+        return ret == MT_ERR_NOTFOUND ? fail_sql(s, SQLITE_ERROR, "TM statistics") : ret;
+    t.documents = sqlite3_column_int64(s->st[ST_TM_STAT_DOCS], 0);
+    t.imported_documents = sqlite3_column_int64(s->st[ST_TM_STAT_DOCS], 1);
+    t.terms = sqlite3_column_int64(s->st[ST_TM_STAT_DOCS], 2);
+    finish(s->st[ST_TM_STAT_DOCS]);
+    *out = t;
+    return MT_OK;
 }

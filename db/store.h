@@ -42,6 +42,8 @@ typedef enum store_format {
     STORE_FORMAT_XLIFF = 1,
     STORE_FORMAT_TEXT = 2,
     STORE_FORMAT_MOSES = 3,
+    STORE_FORMAT_TMX = 4, /* imported translation memories (schema version 3) */
+    STORE_FORMAT_TSV = 5,
     STORE_FORMAT_COUNT
 } store_format;
 

@@ -426,6 +426,9 @@ void ed_mt_free(ed_mt *m) {
     for (int32_t i = 0; m->nbest && i < m->n_nbest; i++)
         mt_free(m->nbest[i]);
     mt_free(m->nbest);
+    for (int32_t i = 0; m->labels && i < m->n_nbest; i++)
+        mt_free(m->labels[i]);
+    mt_free(m->labels);
     mt_free(m->scores);
     for (int32_t i = 0; m->src_tok && i < m->n_src; i++)
         mt_free(m->src_tok[i]);
@@ -491,6 +494,14 @@ mt_status ed_mt_copy(const ui_mt_result *r, ed_mt **out) {
     if (rc != MT_OK) goto fail;
     rc = copy_floats(r->nbest_scores, (size_t)r->n_nbest, "scores", &m->scores);
     if (rc != MT_OK) goto fail;
+    if (r->nbest_labels && r->n_nbest > 0) { /* entries may be NULL */
+        rc = MT_ERR_NOMEM;
+        m->labels = mt_try_calloc((size_t)r->n_nbest, sizeof *m->labels);
+        for (int32_t i = 0; m->labels && i < r->n_nbest; i++)
+            if (r->nbest_labels[i] && (m->labels[i] = mt_try_strdup(r->nbest_labels[i])) == NULL)
+                goto fail;
+        if (m->labels == NULL) goto fail;
+    }
     m->n_src = r->n_src;
     rc = copy_strings(r->src_tokens, r->n_src, "src_tokens", &m->src_tok);
     if (rc != MT_OK) goto fail;

@@ -308,6 +308,7 @@ typedef struct ed_mt {
     float *conf; /* per word of hyp, or NULL */
     int32_t n_conf;
     double speed;
+    char **labels; /* n_nbest, entries may be NULL; NULL when none */
 } ed_mt;
 
 typedef struct ed_seg {

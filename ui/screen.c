@@ -460,7 +460,13 @@ static void draw_nbest(const ui_screen *s, const ui_editor *ed, rect r) {
         char label[8], score[32] = "";
         snprintf(label, sizeof label, "M-%d ", i + 1);
         int x = r.x + put_str(s, y, r.x, r.w, label, UI_ROLE_HEADING, 0);
-        if (m->scores) snprintf(score, sizeof score, " %.2f", m->scores[i]);
+        const char *tag = m->labels ? m->labels[i] : NULL;
+        if (tag) { /* a translation memory match: "TM 95% " before it, no score */
+            x += put_str(s, y, x, r.x + r.w - x, tag, UI_ROLE_MARK_DONE, 0);
+            x += put_str(s, y, x, r.x + r.w - x, " ", UI_ROLE_NORMAL, 0);
+        } else if (m->scores) {
+            snprintf(score, sizeof score, " %.2f", m->scores[i]);
+        }
         int sw = (int)strlen(score), room = r.x + r.w - x - sw;
         if (room < 4) room = r.x + r.w - x, sw = 0;
         bool is_hyp = strcmp(m->nbest[i], m->hyp) == 0;

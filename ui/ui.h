@@ -237,6 +237,9 @@ typedef struct ui_mt_result {
     int32_t n_words;
     double tokens_per_sec; /* decoding speed, shown in the status line;
                               <= 0: unknown                           */
+    const char *const *nbest_labels; /* n_nbest labels drawn before the
+                                        alternatives ("TM 95%"), an entry or
+                                        the whole list NULL: none          */
 } ui_mt_result;
 
 /* These copy what they are given into a queue and wake the ui thread; they

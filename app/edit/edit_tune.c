@@ -166,7 +166,7 @@ static void *reader_main(void *arg) {
             }
         } else if (strncmp(line, "failed ", 7) == 0) {
             bool cancelled = strcmp(line + 7, "cancelled") == 0;
-            snprintf(result, sizeof result, "%s %s%.300s", base_name(t->dir),
+            snprintf(result, sizeof result, "%.200s %s%.300s", base_name(t->dir),
                      cancelled ? "" : "failed: ", line + 7);
             ended = true;
             message(t, cancelled ? MT_LOG_INFO : MT_LOG_ERROR, "tune %s", result);

@@ -238,6 +238,9 @@ typedef struct app_doc_tmx_row {
 ** MT_ERR_INVALID (a row with NULL fields, invalid UTF-8, or a control
 ** character XML cannot carry; message names the row), MT_ERR_IO, MT_ERR_NOMEM. */
 mt_status app_doc_tmx_write(const char *path, const app_doc_tmx_row *rows, int64_t n_rows);
+/* The same on an open stream (`mtpe tm export` to standard output); write
+** errors are the caller's to check (ferror). */
+mt_status app_doc_tmx_fwrite(FILE *f, const app_doc_tmx_row *rows, int64_t n_rows);
 
 /* ------------------------------------------ private to app/formats/doc*.c ------- */
 

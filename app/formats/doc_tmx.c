@@ -114,9 +114,8 @@ static mt_status tmx_writer(FILE *f, void *user) {
     return MT_OK;
 }
 
-mt_status app_doc_tmx_write(const char *path, const app_doc_tmx_row *rows, int64_t n_rows) {
-    if (path == NULL || n_rows < 0 || (n_rows > 0 && rows == NULL))
-        return mt_seterr(MT_ERR_INVALID, "app_doc_tmx_write: bad arguments");
+/* Checks the rows and finds the header's srclang. */
+static mt_status check_rows(const app_doc_tmx_row *rows, int64_t n_rows, const char **out) {
     const char *srclang = n_rows > 0 ? rows[0].src_lang : "*all*";
     for (int64_t i = 0; i < n_rows; i++) {
         const app_doc_tmx_row *r = &rows[i];
@@ -129,6 +128,26 @@ mt_status app_doc_tmx_write(const char *path, const app_doc_tmx_row *rows, int64
             return mt_seterr(MT_ERR_INVALID, "TMX row %lld: empty language code", (long long)i);
         if (strcmp(r->src_lang, srclang) != 0) srclang = "*all*";
     }
+    *out = srclang;
+    return MT_OK;
+}
+
+mt_status app_doc_tmx_write(const char *path, const app_doc_tmx_row *rows, int64_t n_rows) {
+    if (path == NULL || n_rows < 0 || (n_rows > 0 && rows == NULL))
+        return mt_seterr(MT_ERR_INVALID, "app_doc_tmx_write: bad arguments");
+    const char *srclang = NULL;
+    mt_status rc = check_rows(rows, n_rows, &srclang);
+    if (rc != MT_OK) return rc;
     tmx_ctx c = {rows, n_rows, srclang};
     return app_doc_atomic_write(path, tmx_writer, &c);
+}
+
+mt_status app_doc_tmx_fwrite(FILE *f, const app_doc_tmx_row *rows, int64_t n_rows) {
+    if (f == NULL || n_rows < 0 || (n_rows > 0 && rows == NULL))
+        return mt_seterr(MT_ERR_INVALID, "app_doc_tmx_fwrite: bad arguments");
+    const char *srclang = NULL;
+    mt_status rc = check_rows(rows, n_rows, &srclang);
+    if (rc != MT_OK) return rc;
+    tmx_ctx c = {rows, n_rows, srclang};
+    return tmx_writer(f, &c);
 }

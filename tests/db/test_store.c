@@ -19,6 +19,7 @@
 #include "mt_base.h"
 #include "store.h"
 #include "store_impl.h"
+#include "store_tm.h"
 
 static char tmpdir[256];
 
@@ -1033,7 +1034,68 @@ static void check_v1(store *s) {
     CHECK(id == 2, "the new save finds the old document");
 }
 
-static const seeder seeders[] = {{seed_v0, check_v0}, {seed_v1, check_v1}};
+/* Version 2: confirmed segments (translated in the file, confirmed in the
+** editor) and unconfirmed ones, before the translation memory index. */
+static void seed_v2(sqlite3 *db) {
+    static const char sql[] =
+        "INSERT INTO document (id, path, format, src_lang, tgt_lang, content_hash, created_ms,"
+        " opened_ms) VALUES (1, 'app.po', 0, 'en', 'de', 'h1', 1000, 1000);"
+        "INSERT INTO segment (id, document_id, idx, source, original_target, target, status,"
+        " original_status, updated_ms) VALUES"
+        " (1, 1, 0, 'Open the file', 'Datei öffnen', 'Datei öffnen', 3, 3, 1000),"
+        " (2, 1, 1, 'Save the file as', NULL, 'Datei speichern unter', 3, 0, 1000),"
+        " (3, 1, 2, 'Close the window now', NULL, 'Fenster schließen', 2, 0, 1000),"
+        " (4, 1, 3, 'Print 3 pages', NULL, NULL, 0, 0, 1000);"
+        "INSERT INTO edit (id, segment_id, kind, text, time_ms, spent_ms, keystrokes)"
+        " VALUES (1, 2, 5, 'Datei speichern unter', 2500, 10, 6);"
+        "INSERT INTO confirmation (segment_id, edit_id, text, time_ms, spent_ms)"
+        " VALUES (2, 1, 'Datei speichern unter', 2500, 10);";
+    CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "seed v2: %s", sqlite3_errmsg(db));
+}
+
+typedef struct tm_hits {
+    int n, score[8];
+    char target[8][64];
+} tm_hits;
+
+static int tm_hit(void *user, const store_tm_match *m) {
+    tm_hits *h = user;
+    if (h->n < 8) {
+        h->score[h->n] = m->score;
+        snprintf(h->target[h->n], 64, "%s", m->target);
+    }
+    h->n++;
+    return 0;
+}
+
+static void check_v2(store *s) {
+    /* the migration indexed the confirmed segments: fuzzy matches through
+    ** the FTS5 index ("save" and "as" only in segment 2) */
+    tm_hits h = {0};
+    store_tm_query q = {.source = "Save the files as", .min_score = 70, .max_results = 5};
+    CHECK_STATUS(store_tm_lookup(s, &q, tm_hit, &h));
+    /* [Save the file as] / [Save the files as]: 1 hard of 4 -> 75 */
+    CHECK(h.n == 1 && h.score[0] == 75 && !strcmp(h.target[0], "Datei speichern unter"),
+          "migrated store: fuzzy match of a confirmed segment (%d)", h.n);
+    h = (tm_hits){0};
+    q.source = "Close the window now";
+    CHECK_STATUS(store_tm_lookup(s, &q, tm_hit, &h));
+    CHECK(h.n == 0, "an edited, unconfirmed segment is not in the TM");
+    store_tm_stats t;
+    CHECK_STATUS(store_tm_get_stats(s, &t));
+    /* terms of the two confirmed sources: open the file save as -> 5 */
+    CHECK(t.segments == 2 && t.editor_segments == 1 && t.opened_segments == 1 && t.terms == 5,
+          "migrated TM: %lld segments, %lld terms", (long long)t.segments, (long long)t.terms);
+    /* confirming the unconfirmed one after the migration indexes it */
+    int64_t c = 0;
+    CHECK_STATUS(store_confirm(s, 4, "3 Seiten drucken", 1, 1, &c));
+    h = (tm_hits){0};
+    q.source = "Print 5 pages";
+    CHECK_STATUS(store_tm_lookup(s, &q, tm_hit, &h));
+    CHECK(h.n == 1 && h.score[0] == 99, "confirmed after the migration: found");
+}
+
+static const seeder seeders[] = {{seed_v0, check_v0}, {seed_v1, check_v1}, {seed_v2, check_v2}};
 _Static_assert(sizeof seeders / sizeof seeders[0] == STORE_SCHEMA_VERSION,
                "tests/db/test_store.c: add a seeder for every older schema version");
 

@@ -1,0 +1,162 @@
+/*
+** test_edit_tm.c: translation memory matches above the MT alternatives in
+** the editor (app/edit/edit_tm.c): the wrapping sink puts the matches of a
+** segment (75% and more, labelled, in-context exact first) before the MT
+** n-best list, leaves the segment itself out, and passes a result without
+** matches through unchanged.  The n-best pane draws the labels.
+*/
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "edit_tm.h"
+#include "editor.h"
+#include "harness.h"
+#include "store.h"
+#include "store_tm.h"
+
+typedef struct got {
+    int calls;
+    int32_t n;
+    char text[8][64];
+    char label[8][16];
+    bool has_labels;
+} got;
+
+static mt_status inner_mt(void *user, int64_t seg, const ui_mt_result *r) {
+    got *g = user;
+    g->calls++;
+    g->n = r->n_nbest;
+    g->has_labels = r->nbest_labels != NULL;
+    for (int32_t i = 0; i < r->n_nbest && i < 8; i++) {
+        snprintf(g->text[i], sizeof g->text[i], "%s", r->nbest[i]);
+        snprintf(g->label[i], sizeof g->label[i], "%s",
+                 r->nbest_labels && r->nbest_labels[i] ? r->nbest_labels[i] : "");
+    }
+    return MT_OK;
+}
+
+int main(int argc, char **argv) {
+    TEST_MAIN_BEGIN(argc, argv);
+    char dir[] = "/tmp/mtpe_edit_tm.XXXXXX", db[256];
+    CHECK(mkdtemp(dir) != NULL, "temporary directory");
+    snprintf(db, sizeof db, "%s/tm.db", dir);
+
+    /* the document being edited, stored as the editor stores it: segment 1
+    ** confirmed (it is its own exact match and must not be offered) */
+    static const ui_segment segs[] = {
+        {.source = "Open the file"},
+        {.source = "Save the file as"},
+        {.source = "Close"},
+    };
+    ui_document doc = {.segs = segs, .n_segs = 3};
+    store *st = NULL;
+    CHECK_STATUS(store_open(db, &st));
+    store_segment_in in[] = {
+        {.source = "Open the file", .status = STORE_SEG_NEW},
+        {.source = "Save the file as",
+         .target = "Datei speichern unter",
+         .status = STORE_SEG_CONFIRMED},
+        {.source = "Close", .status = STORE_SEG_NEW},
+    };
+    store_doc_info info = {"/docs/app.po", STORE_FORMAT_PO, "en", "de", "h1"};
+    int64_t id = 0;
+    CHECK_STATUS(store_add_document(st, &info, in, 3, &id));
+    /* another memory: an exact match in the same context, and fuzzy ones */
+    store_segment_in mem[] = {
+        {.source = "Open the file", .target = "Die Datei öffnen"},
+        {.source = "Save the file as", .target = "Speichern unter"},
+        {.source = "Close", .target = "Schließen"},
+        {.source = "Open the files", .target = "Die Dateien öffnen"},
+        {.source = "Print", .target = "Drucken"},
+    };
+    store_doc_info mi = {"mem.tmx", STORE_FORMAT_TMX, "en", "de", "h2"};
+    bool already = false;
+    CHECK_STATUS(store_tm_import(st, &mi, mem, 5, &id, &already));
+    store_close(st);
+
+    got g = {0};
+    app_edit_sink inner = {.user = &g, .mt = inner_mt};
+    app_edit_tm *tm = NULL;
+    CHECK_STATUS(app_edit_tm_open(db, "/docs/app.po", &doc, inner, &tm));
+    if (tm) {
+        app_edit_sink sink = app_edit_tm_sink(tm);
+        const char *nbest[] = {"MT eins", "MT zwei"};
+        const float scores[] = {-1.0f, -2.0f};
+        ui_mt_result r = {.hyp = "MT eins", .nbest = nbest, .nbest_scores = scores, .n_nbest = 2};
+
+        /* segment 0 "Open the file" (prev "", next "Save the file as"): the
+        ** memory's exact match has other neighbours in the memory ("" and
+        ** "Save the file as": the same!): in-context exact; "Open the files"
+        ** [Open the files] / [Open the file]: 1 hard of 3 -> 66, left out */
+        CHECK_STATUS(sink.mt(sink.user, 0, &r));
+        CHECK(g.calls == 1 && g.n == 3, "one match above the two alternatives: %d", g.n);
+        CHECK(!strcmp(g.text[0], "Die Datei öffnen") && !strcmp(g.label[0], "TM ICE"),
+              "the in-context exact match first: '%s' '%s'", g.text[0], g.label[0]);
+        CHECK(!strcmp(g.text[1], "MT eins") && g.label[1][0] == '\0', "then the MT");
+
+        /* segment 1: its own stored confirmation is left out; the memory's
+        ** "Save the file as" is an exact match with other neighbours in the
+        ** memory ("Open the file", "Close": the same as here) */
+        g = (got){0};
+        CHECK_STATUS(sink.mt(sink.user, 1, &r));
+        CHECK(g.n == 3 && !strcmp(g.text[0], "Speichern unter"),
+              "the segment itself is not offered: %d '%s'", g.n, g.text[0]);
+
+        /* segment 2 "Close": the memory's has neighbour "Save the file as"
+        ** before and "Open the files" after, here "" after: a plain 100 */
+        g = (got){0};
+        CHECK_STATUS(sink.mt(sink.user, 2, &r));
+        CHECK(g.n == 3 && !strcmp(g.label[0], "TM 100%") && !strcmp(g.text[0], "Schließen"),
+              "plain exact match: '%s'", g.label[0]);
+
+        /* nothing to offer: the result goes through as it is */
+        ui_segment other[] = {{.source = "Nothing like it"}};
+        ui_document d2 = {.segs = other, .n_segs = 1};
+        app_edit_tm *tm2 = NULL;
+        CHECK_STATUS(app_edit_tm_open(db, NULL, &d2, inner, &tm2));
+        if (tm2) {
+            g = (got){0};
+            app_edit_sink s2 = app_edit_tm_sink(tm2);
+            CHECK_STATUS(s2.mt(s2.user, 0, &r));
+            CHECK(g.n == 2 && !g.has_labels, "no match: unchanged");
+            /* a near-duplicate confirmed since: moving to the segment posts
+            ** its MT again with the match ([Nothing like it !] / [Nothing
+            ** like it]: 1 hard of 4 -> 75) */
+            store *st2 = NULL;
+            CHECK_STATUS(store_open(db, &st2));
+            store_segment_in near[] = {
+                {.source = "Nothing like it!", .target = "Nichts dergleichen!"}};
+            store_doc_info ni = {"near.tsv", STORE_FORMAT_TSV, "en", "de", "h3"};
+            CHECK_STATUS(store_tm_import(st2, &ni, near, 1, &id, &already));
+            store_close(st2);
+            g = (got){0};
+            app_edit_tm_refresh(tm2, 0);
+            CHECK(g.calls == 1 && g.n == 3 && !strcmp(g.label[0], "TM 75%") &&
+                      !strcmp(g.text[0], "Nichts dergleichen!") && !strcmp(g.text[1], "MT eins"),
+                  "refresh: the new match above the same MT: %d '%s'", g.n, g.label[0]);
+            g = (got){0};
+            app_edit_tm_refresh(tm2, 5); /* no such segment */
+            CHECK(g.calls == 0, "refresh of an unknown segment: nothing");
+        }
+        app_edit_tm_free(tm2);
+
+        /* the editor keeps the labels (ed_mt_copy) */
+        const char *labels[] = {"TM 95%", NULL};
+        r.nbest_labels = labels;
+        ed_mt *m = NULL;
+        CHECK_STATUS(ed_mt_copy(&r, &m));
+        CHECK(m && m->labels && !strcmp(m->labels[0], "TM 95%") && m->labels[1] == NULL,
+              "labels copied");
+        ed_mt_free(m);
+    }
+    app_edit_tm_free(tm);
+    char side[300];
+    unlink(db);
+    snprintf(side, sizeof side, "%s-wal", db);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", db);
+    unlink(side);
+    rmdir(dir);
+    TEST_MAIN_END();
+}
