@@ -267,8 +267,8 @@ static int print_run(void *user, const store_run *r) {
     time_t t = (time_t)(r->started_ms / 1000);
     struct tm tm;
     if (localtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    printf("%lld\t%s\t%s\t%lld\t%lld\t%s\n", (long long)r->id, status_name(r->status), when,
-           (long long)r->n_edits, (long long)r->output_model_id,
+    printf("%lld\t%s\t%s\t%lld\t%lld\t%s\t%s\n", (long long)r->id, status_name(r->status), when,
+           (long long)r->n_edits, (long long)r->output_model_id, r->log_path ? r->log_path : "-",
            r->metrics_json ? r->metrics_json : "{}");
     return 0;
 }
@@ -281,7 +281,7 @@ static int list_runs(const char *db) {
     if (rc == MT_OK && n > 0)
         fprintf(stderr, "mtpe tune: %d interrupted run%s marked failed\n", n, n == 1 ? "" : "s");
     if (rc == MT_OK) {
-        printf("# id\tstatus\tstarted\tsegments\toutput_model\tmetrics\n");
+        printf("# id\tstatus\tstarted\tsegments\toutput_model\tlog\tmetrics\n");
         rc = store_list_runs(s, print_run, NULL);
     }
     store_close(s);

@@ -28,6 +28,7 @@
 
 #include "edit_session.h"
 #include "paths.h"
+#include "tune.h"
 
 struct app_edit_tuner {
     pthread_mutex_t mu;
@@ -183,6 +184,7 @@ static void *reader_main(void *arg) {
 static mt_status next_dir(app_edit_tuner *t, char *out, size_t cap) {
     mt_status rc = app_make_dirs(t->models_dir, 0755);
     if (rc != MT_OK) return rc;
+    app_tune_clean_dir(t->models_dir);
     int hi = 0;
     DIR *d = opendir(t->models_dir);
     if (d == NULL)

@@ -5,6 +5,7 @@
 */
 #include "tune.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -793,6 +794,19 @@ mt_status app_tune_recover(store *s, int *n) {
     }
     if (n) *n = k;
     return rc;
+}
+
+void app_tune_clean_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d == NULL) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!ends_with(e->d_name, TMP_SUFFIX)) continue;
+        char *path = path_join(dir, e->d_name);
+        if (path && !lock_held(path)) remove_tree(path);
+        mt_free(path);
+    }
+    closedir(d);
 }
 
 /* ---------------------------------------------------------------- report */

@@ -105,6 +105,10 @@ mt_status app_tune_run(const app_tune_params *p, app_tune_result *r);
 ** and removes their temporary folders; *n (may be NULL): how many. */
 mt_status app_tune_recover(store *s, int *n);
 
+/* Removes the temporary folders (*.tune-tmp) in dir that no running tune
+** holds (runs killed before the store recorded them). */
+void app_tune_clean_dir(const char *dir);
+
 /* Translates src[0..n) with a model and its two vocabularies (beam size,
 ** normalisation and threads of p); out[i] (caller mt_frees) get the best
 ** translations. */

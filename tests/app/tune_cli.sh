@@ -20,7 +20,8 @@
 #   - kill -9 of `mtpe tune` at 20 points spread over a run: the base model
 #     is unchanged and translates, no training process is left, and the next
 #     `tune --runs` marks the interrupted run failed and removes its
-#     temporary folder.
+#     temporary folder (a run killed before its row existed leaves the
+#     folder to the next tune of the same DIR, which must succeed).
 mtpe=$(realpath "${1:?usage: tune_cli.sh MTPE SRCDIR}")
 src=$(realpath "${2:?usage: tune_cli.sh MTPE SRCDIR}")
 . "$src/tests/cli_common.bash"
@@ -48,6 +49,13 @@ rc=$?
 grep -q "$n_po confirmed segments" err && grep -q "at least 1000" err ||
     fail "too few segments: message: $(cat err)"
 [ -e few ] || [ -e few.tune-tmp ] && fail "too few segments: a folder was made"
+
+# segments imported with `mtpe tm import` are tuning data too
+paste "$D/input.en" "$D/ref.de" >pairs.tsv
+"$mtpe" tm import pairs.tsv --db tm.db >/dev/null 2>err || fail "tm import: $(cat err)"
+"$mtpe" tune --db tm.db -m "$D/model.npz" -v "$V" "$V" -o few2 --min-segments 1000 2>err
+grep -q "$(grep -c $'[^\t]\t[^\t]' pairs.tsv) confirmed segments" err ||
+    fail "tm import + tune: $(cat err)"
 
 # a run
 common=(--db s.db -m "$D/model.npz" -v "$V" "$V" --no-replay --dev "$D/input.en" "$D/ref.de"
@@ -136,7 +144,16 @@ for i in $(seq 1 20); do
     [ "$(sha256sum "$D/model.npz" | cut -d' ' -f1)" = "$sum0" ] || fail "kill $i: base model changed"
     "$mtpe" tune --runs --db s.db >runs 2>/dev/null || fail "kill $i: tune --runs failed"
     grep -q $'\trunning\t' runs && fail "kill $i: a run is still marked running"
-    [ -e "k$i.tune-tmp" ] && fail "kill $i: the temporary folder was not removed"
+    # a run killed after it made its folder but before the store had its row
+    # leaves the folder to the next tune of the same DIR, which replaces it
+    if [ -e "k$i.tune-tmp" ]; then
+        if grep -qF "k$i.tune-tmp" runs; then
+            fail "kill $i: the temporary folder of a recorded run was not removed"
+        else
+            "$mtpe" tune "${common[@]}" -o "k$i" 2>err || fail "kill $i: rerun: $(tail -2 err)"
+            [ -e "k$i.tune-tmp" ] && fail "kill $i: the rerun left the temporary folder"
+        fi
+    fi
 done
 n_failed=$(grep -c $'\tfailed\t' runs)
 [ "$n_failed" -ge 15 ] || fail "only $n_failed of 20 killed runs marked failed: $(cut -f1-3 runs)"
