@@ -124,11 +124,6 @@ static const char *opt_or_null(const app_opts *o, const char *name) {
     return app_opts_given(o, name) ? app_opts_str(o, name) : NULL;
 }
 
-static bool file_exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* ----------------------------------------------------------- the model */
 
 typedef struct model_files {
@@ -173,7 +168,7 @@ static mt_status resolve_model(const app_opts *o, model_files *mf, app_edit_mode
         else
             snprintf(dir, sizeof dir, ".");
         snprintf(mf->vocabs[0], PATH_MAX, "%.4000s/vocab.spm", dir);
-        if (!file_exists(mf->vocabs[0]))
+        if (!app_is_file(mf->vocabs[0]))
             return mt_seterr(MT_ERR_INVALID,
                              "no vocabularies given (-v SRC TRG) and no %s next to the model",
                              mf->vocabs[0]);

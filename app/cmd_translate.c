@@ -747,19 +747,6 @@ static mt_status run_pipeline(tr_ctx *c, line_src *ls) {
 
 /* -------------------------------------------------------------- setup */
 
-static bool file_exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static void dir_of(const char *path, char *dir, size_t cap) {
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL)
-        snprintf(dir, cap, ".");
-    else
-        snprintf(dir, cap, "%.*s", (int)(slash - path), path);
-}
-
 /* Rewrites the relative paths of option key as dir/path (base: dir/basename). */
 static mt_status rebase(app_opts *o, const char *key, const char *dir, bool base, int only_first) {
     int n = app_opts_count(o, key);
@@ -805,7 +792,7 @@ static mt_status resolve_models(app_opts *o) {
     int nc = app_opts_count(o, "config");
     if (nc > 0 && app_opts_flag(o, "relative-paths")) {
         char dir[PATH_MAX];
-        dir_of(app_opts_item(o, "config", nc - 1), dir, sizeof dir);
+        app_dir_of(app_opts_item(o, "config", nc - 1), dir, sizeof dir);
         const char *keys[] = {"models", "vocabs", "shortlist"};
         for (int k = 0; k < 3; k++) {
             if (app_opts_source(o, keys[k]) != APP_SRC_CONFIG) continue;
@@ -822,7 +809,7 @@ static mt_status resolve_models(app_opts *o) {
                          looked);
     char p[PATH_MAX + 32];
     snprintf(p, sizeof p, "%s/decoder.yml", dir);
-    if (file_exists(p)) {
+    if (app_is_file(p)) {
         mt_status rc = app_opts_merge_file(o, p, true);
         /* a shortlist named there is a file of that folder (relative path) */
         if (rc == MT_OK && app_opts_source(o, "shortlist") == APP_SRC_CONFIG)

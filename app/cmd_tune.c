@@ -91,19 +91,6 @@ const app_cmd app_tune_cmd = {
     .n_opts = (int)(sizeof tune_opts / sizeof tune_opts[0]),
 };
 
-static bool is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static void dir_of(const char *path, char *dir, size_t cap) {
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL)
-        snprintf(dir, cap, ".");
-    else
-        snprintf(dir, cap, "%.*s", (int)(slash - path), path);
-}
-
 /* dir/p unless p is absolute (a path too long is cut: opening it fails). */
 static void rebase(const char *dir, const char *p, char *out, size_t cap) {
     int k = p[0] == '/' || dir == NULL ? snprintf(out, cap, "%s", p)
@@ -158,7 +145,7 @@ static bool recipe_pair(const mt_yaml *y, const char *key, const char *dir, char
     if (mt_yaml_seq_len(y, key) < 2) return false;
     for (int i = 0; i < 2; i++) {
         rebase(dir, mt_yaml_seq_item(y, key, i), out[i], PATH_MAX);
-        if (!is_file(out[i])) return false;
+        if (!app_is_file(out[i])) return false;
     }
     return true;
 }
@@ -166,7 +153,7 @@ static bool recipe_pair(const mt_yaml *y, const char *key, const char *dir, char
 /* Replay and dev data from recipe.yml next to the model, else MODEL.yml. */
 static void find_recipe(model_paths *mp) {
     char dir[PATH_MAX], path[PATH_MAX + 16];
-    dir_of(mp->model, dir, sizeof dir);
+    app_dir_of(mp->model, dir, sizeof dir);
     const char *where[2] = {"recipe.yml", NULL};
     for (int k = 0; k < 2 && !mp->have_replay; k++) {
         bool relative = k == 0;
@@ -174,7 +161,7 @@ static void find_recipe(model_paths *mp) {
             snprintf(path, sizeof path, "%s/%s", dir, where[0]);
         else
             snprintf(path, sizeof path, "%s.yml", mp->model);
-        if (!is_file(path)) continue;
+        if (!app_is_file(path)) continue;
         mt_yaml *y = NULL;
         if (read_yaml_file(path, &y) != MT_OK) {
             mt_clearerr();
@@ -201,7 +188,7 @@ static mt_status resolve(const app_opts *o, model_paths *mp, int32_t *beam, floa
         mt_status rc = read_yaml_file(cfg, &y);
         if (rc != MT_OK) return rc;
         char dir[PATH_MAX];
-        dir_of(cfg, dir, sizeof dir);
+        app_dir_of(cfg, dir, sizeof dir);
         const char *rel = mt_yaml_get(y, "relative-paths");
         bool relative = rel && (!strcmp(rel, "true") || !strcmp(rel, "1"));
         if (mt_yaml_seq_len(y, "models") < 1 || (nv == 0 && mt_yaml_seq_len(y, "vocabs") < 2)) {
@@ -237,15 +224,15 @@ static mt_status resolve(const app_opts *o, model_paths *mp, int32_t *beam, floa
             snprintf(mp->vocabs[i], PATH_MAX, "%s", app_opts_item(o, "vocabs", i));
     } else if (mp->vocabs[0][0] == '\0') {
         char dir[PATH_MAX];
-        dir_of(mp->model, dir, sizeof dir);
+        app_dir_of(mp->model, dir, sizeof dir);
         snprintf(mp->vocabs[0], PATH_MAX, "%.4000s/vocab.spm", dir);
-        if (!is_file(mp->vocabs[0]))
+        if (!app_is_file(mp->vocabs[0]))
             return mt_seterr(MT_ERR_INVALID,
                              "no vocabularies given (-v SRC TRG) and no %s next to the model",
                              mp->vocabs[0]);
         snprintf(mp->vocabs[1], PATH_MAX, "%s", mp->vocabs[0]);
     }
-    if (!is_file(mp->model)) return mt_seterr(MT_ERR_IO, "cannot read model %s", mp->model);
+    if (!app_is_file(mp->model)) return mt_seterr(MT_ERR_IO, "cannot read model %s", mp->model);
     find_recipe(mp);
     return MT_OK;
 }

@@ -55,6 +55,11 @@ struct app_opts;
 int app_bench_model(const struct app_opts *o, const char *cmd, char *model, char *vsrc,
                     char *vtrg, const char **which);
 
+/* True when path is a regular file (following links). */
+bool app_is_file(const char *path);
+/* The folder part of path ("." when it has none, "/" for a file in /). */
+void app_dir_of(const char *path, char *dir, size_t cap);
+
 /* The monotonic clock in seconds and in milliseconds (timings, timeouts). */
 double app_now(void);
 int64_t app_now_ms(void);

@@ -258,16 +258,6 @@ static void sync_dir(const char *dir) {
     }
 }
 
-static void dir_of(const char *path, char *dir, size_t cap) {
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL)
-        snprintf(dir, cap, ".");
-    else if (slash == path)
-        snprintf(dir, cap, "/");
-    else
-        snprintf(dir, cap, "%.*s", (int)(slash - path), path);
-}
-
 /* Reads two line-aligned files; keep(i) says which lines to keep (NULL:
 ** all).  Lines that are empty on either side are skipped. */
 typedef struct line_pairs {
@@ -782,7 +772,7 @@ mt_status app_tune_recover(store *s, int *n) {
     for (int i = 0; i < l.n; i++) {
         char dir[PATH_MAX];
         dir[0] = '\0';
-        if (l.v[i].log) dir_of(l.v[i].log, dir, sizeof dir);
+        if (l.v[i].log) app_dir_of(l.v[i].log, dir, sizeof dir);
         if (rc == MT_OK && (dir[0] == '\0' || !lock_held(dir))) {
             rc = store_run_end(s, l.v[i].id, STORE_RUN_FAILED, 0,
                                "{\"error\": \"interrupted: the run's process ended before it "
@@ -842,6 +832,15 @@ static void json_scores(FILE *f, const char *name, const app_tune_scores *s) {
     fputs("},\n", f);
 }
 
+/* Closes a memstream f over *text and returns a copy of the text (NULL on
+** failure). */
+static char *memstream_text(FILE *f, char *text) {
+    char *out = NULL;
+    if (fclose(f) == 0 && text) out = mt_try_strdup(text);
+    free(text);
+    return out;
+}
+
 /* tune.json: the metadata of the folder (also the run's metrics). */
 static char *metadata_json(const app_tune_params *p, const app_tune_result *r, const char *dir) {
     char *text = NULL;
@@ -884,13 +883,7 @@ static char *metadata_json(const app_tune_params *p, const app_tune_result *r, c
             r->accepted ? "true" : "false");
     json_str(f, r->verdict);
     fputs("\n}\n", f);
-    if (fclose(f) != 0) {
-        free(text);
-        return NULL;
-    }
-    char *out = mt_try_strdup(text);
-    free(text);
-    return out;
+    return memstream_text(f, text);
 }
 
 static char *readme_text(const app_tune_params *p, const app_tune_result *r) {
@@ -919,13 +912,7 @@ static char *readme_text(const app_tune_params *p, const app_tune_result *r) {
             "tune.json holds the same in JSON; data/ the files trained and tested on; "
             "train.log the training log.\n",
             r->accepted ? "Accepted" : "Not accepted", r->verdict);
-    if (fclose(f) != 0) {
-        free(text);
-        return NULL;
-    }
-    char *out = mt_try_strdup(text);
-    free(text);
-    return out;
+    return memstream_text(f, text);
 }
 
 /* ------------------------------------------------------------------ run */
@@ -1117,7 +1104,7 @@ static mt_status publish(tune_ctx *c, const char *trained) {
     }
     if (rc == MT_OK) {
         char parent[PATH_MAX];
-        dir_of(p->out_dir, parent, sizeof parent);
+        app_dir_of(p->out_dir, parent, sizeof parent);
         sync_dir(parent);
     }
     mt_free(meta);
@@ -1191,7 +1178,7 @@ static mt_status tune_body(tune_ctx *c) {
     if (rc != MT_OK) return rc;
     int64_t base_id = 0;
     char base_dir[PATH_MAX];
-    dir_of(p->model, base_dir, sizeof base_dir);
+    app_dir_of(p->model, base_dir, sizeof base_dir);
     const char *bslash = strrchr(base_dir, '/');
     rc = store_add_model(c->st, p->model, bslash ? bslash + 1 : base_dir, "transformer", &base_id);
     if (rc == MT_OK)

@@ -87,7 +87,9 @@ median=$(printf '%s\n' "${lat[@]}" | sort -n | sed -n 5p)
 pgrep -f "mtpe tune --db $T/s.db" >/dev/null || { bad "the tune was not running while the keys were typed"; screen | tail -4; pgrep -af mtpe; }
 # (the echo is polled with tmux capture-pane, which itself takes a few ms;
 # on a machine shared with other work one slow key is allowed)
-if ((median < 100 && slow <= 1)); then ok "keys echoed while tuning: ${lat[*]} ms (median $median)"; else
+if [ "${MT_SANITIZED_RUN:-0}" = 1 ]; then
+    echo "not checked in the sanitizer build (timing): keys echoed in ${lat[*]} ms"
+elif ((median < 100 && slow <= 1)); then ok "keys echoed while tuning: ${lat[*]} ms (median $median)"; else
     bad "keys echoed while tuning: ${lat[*]} ms (median $median, $slow at 100 ms or more)"; fi
 keys C-a C-k # the typed text goes: ':' opens the command line at the start of the field
 
