@@ -29,13 +29,13 @@ static const app_opt align_opts[] = {
     {"variational-bayes", 'v', APP_OPT_FLAG, NULL, NULL, "Dirichlet prior on t(f|e) (recommended)"},
     {"reverse", 'r', APP_OPT_FLAG, NULL, NULL, "condition on the target, generate the source"},
     {"no-null-word", 'N', APP_OPT_FLAG, NULL, NULL, "no NULL word"},
-    {"iterations", 'I', APP_OPT_INT, "5", NULL, "EM passes including the final one (1..100000)"},
-    {"p0", 'p', APP_OPT_FLOAT, "0.08", NULL, "NULL alignment prior with -d, in [0, 1)"},
-    {"diagonal-tension", 'T', APP_OPT_FLOAT, "4", NULL, "initial tension (> 0)"},
-    {"alpha", 'a', APP_OPT_FLOAT, "0.01", NULL, "Dirichlet concentration with -v (> 0)"},
+    {"iterations", 'I', APP_OPT_INT, "5", NULL, "EM passes including the final one", "1..100000"},
+    {"p0", 'p', APP_OPT_FLOAT, "0.08", NULL, "NULL alignment prior with -d", "0..1)"},
+    {"diagonal-tension", 'T', APP_OPT_FLOAT, "4", NULL, "initial tension", "(0.."},
+    {"alpha", 'a', APP_OPT_FLOAT, "0.01", NULL, "Dirichlet concentration with -v", "(0.."},
     {"both", 0, APP_OPT_FLAG, NULL, NULL, "align both directions and symmetrize"},
-    {"sym", 0, APP_OPT_STRING, "grow-diag-final-and", NULL,
-     "grow-diag-final-and, grow-diag-final, grow-diag, intersect or union"},
+    {"sym", 0, APP_OPT_STRING, "grow-diag-final-and", NULL, "symmetrization heuristic",
+     "grow-diag-final-and|grow-diag-final|grow-diag|intersect|union"},
     {"lex-out", 0, APP_OPT_STRING, NULL, NULL,
      "write the final table e<TAB>f<TAB>ln t(f|e); with --both the reverse table goes to FILE.r"},
     {"quiet", 'q', APP_OPT_FLAG, NULL, NULL, "no progress messages"},
@@ -84,21 +84,11 @@ static int check_args(const app_opts *o, align_args *a) {
     a->p.variational_bayes = app_opts_flag(o, "variational-bayes");
     a->p.reverse = app_opts_flag(o, "reverse");
     a->p.no_null = app_opts_flag(o, "no-null-word");
-    int64_t it = app_opts_int(o, "iterations");
-    if (it < 1 || it > 100000)
-        return app_cmd_usage_error(c, "--iterations wants an integer in [1, 100000], not %lld",
-                                   (long long)it);
-    a->p.iterations = (int)it;
+    /* (the ranges are checked by the option table) */
+    a->p.iterations = (int)app_opts_int(o, "iterations");
     a->p.p0 = app_opts_float(o, "p0");
-    if (a->p.p0 < 0.0 || a->p.p0 >= 1.0)
-        return app_cmd_usage_error(c, "--p0 wants a number in [0, 1), not %g", a->p.p0);
     a->p.tension = app_opts_float(o, "diagonal-tension");
-    if (!(a->p.tension > 0.0))
-        return app_cmd_usage_error(c, "--diagonal-tension wants a positive number, not %g",
-                                   a->p.tension);
     a->p.alpha = app_opts_float(o, "alpha");
-    if (!(a->p.alpha > 0.0))
-        return app_cmd_usage_error(c, "--alpha wants a positive number, not %g", a->p.alpha);
     if (app_sym_parse(app_opts_str(o, "sym"), &a->sym) != MT_OK)
         return app_cmd_usage_error(c, "%s", mt_errmsg());
     if (!a->input == !(a->source || a->target) || (a->source && !a->target) ||

@@ -26,7 +26,8 @@ static const app_opt conv_opts[] = {
     {"gemm-type", 'g', APP_OPT_STRING, NULL, NULL,
      "int8 | int16: store the weight matrices (names ending in _W or _W?, e.g. _Wq _W1 _Wt) as "
      "Marian's intgemm8 / intgemm16 items, as marian-conv -g does (.bin output only); float32: "
-     "turn such items back into float32 (default: keep every item as it is)"},
+     "turn such items back into float32 (default: keep every item as it is)",
+     "float32|int16|int8"},
 };
 
 const app_cmd app_convert_cmd = {

@@ -17,7 +17,7 @@
 static const app_opt eval_opts[] = {
     {"ref", 'r', APP_OPT_STRING, NULL, NULL, "the reference translation, one segment per line"},
     {"input", 'i', APP_OPT_STRING, NULL, NULL, "the translation to score (default: stdin)"},
-    {"metrics", 0, APP_OPT_STRINGS, "bleu chrf", NULL, "any of bleu, chrf, ter"},
+    {"metrics", 0, APP_OPT_STRINGS, "bleu chrf", NULL, "the metrics to compute", "bleu|chrf|ter"},
 };
 
 const app_cmd app_eval_cmd = {

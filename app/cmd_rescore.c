@@ -50,7 +50,7 @@ static const app_opt rescore_opts[] = {
     {"weights", 0, APP_OPT_STRINGS, NULL, NULL,
      "feature weights NAME=W (e.g. F0=1 R2L=0.5); other features weigh 0"},
     {"normalize", 'n', APP_OPT_FLOAT, "0", "1",
-     "divide the total by (words+1)^ALPHA, words = whitespace tokens of the text"},
+     "divide the total by (words+1)^ALPHA, words = whitespace tokens of the text", "0..10"},
     {"input", 'i', APP_OPT_STRING, "stdin", NULL, "the n-best list (Marian format)"},
     {"output", 'o', APP_OPT_STRING, "stdout", NULL, "where the result goes"},
     {"n-best", 0, APP_OPT_FLAG, NULL, NULL,

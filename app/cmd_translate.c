@@ -33,8 +33,12 @@
 **
 ** Lines that cannot be translated (invalid UTF-8, more than --max-length
 ** tokens without --max-length-crop) are reported on stderr with their line
-** number and give an empty line (nothing in n-best mode); the rest of the
-** file is translated.  (Marian drops over-long lines and then waits forever
+** number and give an empty line; in n-best mode one entry with an empty
+** translation, empty alignment and word-score fields and scores 0
+** ("N |||  ||| F0= 0 ||| 0", the layout of an empty line's hypothesis), so
+** that every input line has its entries and ids stay consecutive, as
+** marian-scorer and rescore expect; the rest of the file is translated.  (Marian drops over-long
+*lines and then waits forever
 ** for them.)  Empty lines give empty lines.
 **
 ** Batching as Marian's BatchGenerator: --mini-batch x --maxi-batch input
@@ -122,7 +126,8 @@ static const app_opt tr_opts[] = {
     {"max-length-crop", 0, APP_OPT_FLAG, NULL, NULL, "crop long inputs instead of skipping"},
     {"allow-unk", 0, APP_OPT_FLAG, NULL, NULL, "allow <unk> in translations"},
     {"allow-special", 0, APP_OPT_FLAG, NULL, NULL, "allow special (control) pieces"},
-    {"n-best", 0, APP_OPT_FLAG, NULL, NULL, "print the n-best list (beam-size entries)"},
+    {"n-best", 0, APP_OPT_FLAG, NULL, NULL,
+     "print the n-best list (beam-size entries; a skipped line: one, scores 0)"},
     {"alignment", 0, APP_OPT_STRING, "", "1", "print alignments: soft, hard or a threshold"},
     {"word-scores", 0, APP_OPT_FLAG, NULL, NULL, "print the score of every target token"},
     {"no-spm-decode", 0, APP_OPT_FLAG, NULL, NULL, "print SentencePiece pieces"},
@@ -314,7 +319,17 @@ static mt_status out_error(const tr_ctx *c, int err) {
 static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
     FILE *f = c->out;
     if (sl->bad || sl->r.n_hyps == 0) {
-        if (!c->nbest) fputc('\n', f);
+        if (!c->nbest) {
+            fputc('\n', f);
+        } else { /* one entry, as for an empty translation: every line has one */
+            fprintf(f, "%lld ||| ", (long long)id);
+            if (c->align[0]) fputs(" ||| ", f);
+            if (c->word_scores) fputs(" ||| WordScores=", f);
+            fputs(" |||", f);
+            for (int m = 0; m < c->am.n_models; m++)
+                fprintf(f, " F%d= 0", m);
+            fputs(" ||| 0\n", f);
+        }
     } else if (!c->nbest) {
         const mt_tr_hyp *h = &sl->r.hyps[0];
         fputs(h->text, f);

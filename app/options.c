@@ -155,9 +155,9 @@ static const char *kind_what(app_opt_kind k) {
     }
 }
 
-/* A numeric range "LO..HI" / "(LO..HI" (app_opt.range). */
+/* A numeric range "LO..HI" / "(LO..HI" / "LO..HI)" (app_opt.range). */
 typedef struct num_range {
-    bool has_lo, has_hi, lo_open;
+    bool has_lo, has_hi, lo_open, hi_open;
     double lo, hi;
 } num_range;
 
@@ -179,14 +179,20 @@ static bool parse_range(const char *r, num_range *out) {
         out->has_lo = true;
     }
     if (dots[2] != '\0') {
-        if (!parse_float(dots + 2, &out->hi)) return false;
+        n = strlen(dots + 2);
+        out->hi_open = dots[2 + n - 1] == ')';
+        if (n - out->hi_open >= sizeof buf) return false;
+        memcpy(buf, dots + 2, n - out->hi_open);
+        buf[n - out->hi_open] = '\0';
+        if (!parse_float(buf, &out->hi)) return false;
         out->has_hi = true;
     }
     return out->has_lo || out->has_hi;
 }
 
 /* The range in words: "1..64", "at least 1", "more than 0", "at most 9",
-** "more than 0, at most 10"; for strings "one of a, b, c". */
+** "more than 0, at most 10", "at least 0, less than 1"; for strings "one of
+** a, b, c". */
 static void range_text(const app_opt *d, char *buf, size_t size) {
     const char *r = d->range;
     if (item_kind(d->kind) == APP_OPT_STRING) {
@@ -206,22 +212,25 @@ static void range_text(const app_opt *d, char *buf, size_t size) {
         snprintf(buf, size, "%s", r);
         return;
     }
-    const char *hi = strstr(r, "..") + 2;
-    char lo[64];
+    const char *hi0 = strstr(r, "..") + 2;
+    char lo[64], hi[64];
     snprintf(lo, sizeof lo, "%.*s", (int)(strstr(r, "..") - r - nr.lo_open), r + nr.lo_open);
-    if (nr.has_lo && nr.has_hi && !nr.lo_open)
+    snprintf(hi, sizeof hi, "%.*s", (int)(strlen(hi0) - nr.hi_open), hi0);
+    const char *lw = nr.lo_open ? "more than" : "at least",
+               *hw = nr.hi_open ? "less than" : "at most";
+    if (nr.has_lo && nr.has_hi && !nr.lo_open && !nr.hi_open)
         snprintf(buf, size, "%s..%s", lo, hi);
     else if (nr.has_lo && nr.has_hi)
-        snprintf(buf, size, "more than %s, at most %s", lo, hi);
+        snprintf(buf, size, "%s %s, %s %s", lw, lo, hw, hi);
     else if (nr.has_lo)
-        snprintf(buf, size, "%s %s", nr.lo_open ? "more than" : "at least", lo);
+        snprintf(buf, size, "%s %s", lw, lo);
     else
-        snprintf(buf, size, "at most %s", hi);
+        snprintf(buf, size, "%s %s", hw, hi);
 }
 
 /* Checks one value (one item of a list) of option d: its kind, then its
 ** range.  On failure why holds the message (after "--name: "). */
-static bool check_value(const app_opt *d, const char *s, char *why, size_t size) {
+static bool check_value(const app_opt *d, const char *s, bool ranged, char *why, size_t size) {
     bool b;
     int64_t i = 0;
     double x = 0;
@@ -256,7 +265,7 @@ static bool check_value(const app_opt *d, const char *s, char *why, size_t size)
         snprintf(why, size, "'%s' is not %s", s, kind_what(d->kind));
         return false;
     }
-    if (d->range == NULL || item_kind(d->kind) == APP_OPT_FLAG) return true;
+    if (d->range == NULL || !ranged || item_kind(d->kind) == APP_OPT_FLAG) return true;
     if (item_kind(d->kind) == APP_OPT_STRING) {
         size_t n = strlen(s);
         for (const char *r = d->range; *r;) {
@@ -272,7 +281,7 @@ static bool check_value(const app_opt *d, const char *s, char *why, size_t size)
     MT_ASSERT(parse_range(d->range, &nr)); /* a bad range in a table */
     bool in = true;
     if (nr.has_lo) in = nr.lo_open ? x > nr.lo : x >= nr.lo;
-    if (in && nr.has_hi) in = x <= nr.hi;
+    if (in && nr.has_hi) in = nr.hi_open ? x < nr.hi : x <= nr.hi;
     if (in) return true;
     range_text(d, rt, sizeof rt);
     snprintf(why, size, "%s is out of range (%s)", s, rt);
@@ -304,9 +313,10 @@ static void val_clear(opt_val *v) {
 }
 
 /* Replaces option idx by values[0..n); validates first, so on failure the
-** old value stays. */
-static mt_status set_values(app_opts *o, int idx, int n, const char *const *values,
-                            app_opt_source src, const char *where) {
+** old value stays.  ranged: values are checked against the range too
+** (not the empty value of an option without a default: "not given"). */
+static mt_status set_values_ex(app_opts *o, int idx, int n, const char *const *values,
+                               app_opt_source src, const char *where, bool ranged) {
     const app_opt *d = &o->defs[idx];
     if (!is_list(d->kind) && n != 1) {
         return mt_seterr(MT_ERR_INVALID, "option --%s%s takes one value, got %d", d->name, where,
@@ -314,7 +324,7 @@ static mt_status set_values(app_opts *o, int idx, int n, const char *const *valu
     }
     for (int i = 0; i < n; i++) {
         char why[512];
-        if (!check_value(d, values[i], why, sizeof why))
+        if (!check_value(d, values[i], ranged, why, sizeof why))
             return mt_seterr(MT_ERR_INVALID, "option --%s%s: %s", d->name, where, why);
     }
     char **v = NULL;
@@ -340,6 +350,11 @@ nomem:
     return mt_seterr(MT_ERR_NOMEM, "options: out of memory");
 }
 
+static mt_status set_values(app_opts *o, int idx, int n, const char *const *values,
+                            app_opt_source src, const char *where) {
+    return set_values_ex(o, idx, n, values, src, where, true);
+}
+
 /* Sets option idx from text holding space-separated values (defaults and
 ** implicit values of lists); NULL or "" is an empty list. */
 static mt_status set_from_words(app_opts *o, int idx, const char *text, app_opt_source src) {
@@ -355,7 +370,7 @@ static mt_status set_from_words(app_opts *o, int idx, const char *text, app_opt_
             default: s = ""; break;
             }
         }
-        return set_values(o, idx, 1, &s, src, " (default)");
+        return set_values_ex(o, idx, 1, &s, src, " (default)", text != NULL);
     }
     char *copy = mt_try_strdup(text ? text : "");
     const char **words = mt_try_calloc(strlen(copy ? copy : "") / 2 + 1, sizeof *words);

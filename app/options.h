@@ -84,7 +84,7 @@ typedef struct app_opt {
                           line, config files, app_opts_set); NULL: any of the kind.
                           Numbers (INT, FLOAT, FREQ and their lists, each item):
                           "LO..HI" with either end left out ("1..", "..10"),
-                          inclusive; "(LO.." excludes LO.  Strings: "a|b|c", the
+                          inclusive; "(LO.." excludes LO, "..HI)" HI.  Strings: "a|b|c", the
                           allowed values.  Shown in --help; a value outside is a
                           usage error "--name: VALUE is out of range (1..64)". */
 } app_opt;

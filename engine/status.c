@@ -30,11 +30,16 @@ const char *mt_errmsg(void) { return errbuf; }
 
 void mt_clearerr(void) { errbuf[0] = '\0'; }
 
+/* Formatted into a copy first: an argument may be mt_errmsg() itself (a
+** message wrapping the one before), which vsnprintf must not overwrite
+** while reading it. */
 mt_status mt_seterr(mt_status rc, const char *fmt, ...) {
+    char out[sizeof errbuf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    vsnprintf(out, sizeof out, fmt, ap);
     va_end(ap);
+    memcpy(errbuf, out, sizeof errbuf);
     return rc;
 }
 

@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <new>
 #include <random>
 #include <string>
@@ -157,6 +158,95 @@ mt_status parse_options(const char *opts, std::unordered_map<std::string, std::s
 
 } // namespace
 
+// libsentencepiece trusts the character map of a model's NormalizerSpec
+// (field 2 of fields 3 and 5 of the ModelProto): uint32 trie size, a
+// Darts-clone double array of that many bytes, then NUL-terminated
+// replacement strings that the trie's values point into.  A damaged map
+// makes Normalize() read outside it (found by tests/fuzz/fuzz_vocab_spm:
+// strlen past the end of the strings).  So before sentencepiece sees a
+// file, each map is checked: every value unit (top bit set) points inside
+// the strings, the strings end in NUL, and every node's children (its
+// offset XOR any byte) lie inside the array.  A protobuf this reader
+// cannot walk is left to sentencepiece, which refuses it.
+namespace {
+bool pb_varint(const unsigned char *&p, const unsigned char *end, uint64_t &v) {
+    v = 0;
+    for (int shift = 0; p < end && shift < 64; shift += 7) {
+        unsigned char c = *p++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (c < 0x80) return true;
+    }
+    return false;
+}
+
+// Calls fn(field, data, size) for each length-delimited field of a message;
+// false when the message cannot be walked.
+template <class F> bool pb_fields(const unsigned char *p, size_t n, F fn) {
+    const unsigned char *end = p + n;
+    while (p < end) {
+        uint64_t key, v;
+        if (!pb_varint(p, end, key)) return false;
+        switch (key & 7) {
+        case 0:
+            if (!pb_varint(p, end, v)) return false;
+            break;
+        case 1:
+            if (end - p < 8) return false;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4) return false;
+            p += 4;
+            break;
+        case 2:
+            if (!pb_varint(p, end, v) || v > (uint64_t)(end - p)) return false;
+            if (!fn(key >> 3, p, (size_t)v)) return false;
+            p += v;
+            break;
+        default: return false;
+        }
+    }
+    return true;
+}
+
+bool charsmap_ok(const unsigned char *b, size_t n) {
+    if (n == 0) return true; // no map: identity
+    if (n < 4) return false;
+    uint32_t trie =
+        (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    if (trie % 4 != 0 || trie > n - 4) return false;
+    size_t units = trie / 4, strings = n - 4 - trie;
+    const unsigned char *u = b + 4, *str = b + 4 + trie;
+    if (strings > 0 && str[strings - 1] != '\0') return false;
+    for (size_t pos = 0; pos < units; pos++) {
+        uint32_t x = (uint32_t)u[4 * pos] | (uint32_t)u[4 * pos + 1] << 8 |
+                     (uint32_t)u[4 * pos + 2] << 16 | (uint32_t)u[4 * pos + 3] << 24;
+        if (x >> 31) { // a value: an offset into the strings
+            if ((x & 0x7fffffffu) >= strings) return false;
+            continue;
+        }
+        size_t off = (size_t)(x >> 10) << ((x & (1u << 9)) >> 6);
+        if (((pos ^ off) | 0xff) >= units) return false;
+    }
+    return true;
+}
+
+// False only for a model whose protobuf walks and holds a damaged map.
+bool model_maps_ok(const std::string &bytes) {
+    bool ok = true;
+    pb_fields((const unsigned char *)bytes.data(), bytes.size(),
+              [&](uint64_t field, const unsigned char *p, size_t n) {
+                  if (field != 3 && field != 5) return true; // normalizer, denormalizer
+                  pb_fields(p, n, [&](uint64_t f, const unsigned char *q, size_t m) {
+                      if (f == 2 && !charsmap_ok(q, m)) ok = false;
+                      return true;
+                  });
+                  return true;
+              });
+    return ok;
+}
+} // namespace
+
 extern "C" {
 
 mt_status mt_spm_load(const char *path, mt_spm **out) {
@@ -167,6 +257,16 @@ mt_status mt_spm_load(const char *path, mt_spm **out) {
     mt_spm *s = NULL;
     try {
         s = new (mem) mt_spm();
+        std::ifstream in(path, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (in && !model_maps_ok(bytes)) {
+            s->~mt_spm();
+            mt_free(mem);
+            return mt_seterr(MT_ERR_FORMAT,
+                             "SentencePiece model '%s' is damaged: its normalizer's character "
+                             "map points outside itself",
+                             path);
+        }
         sentencepiece::util::Status st = s->proc.Load(path);
         if (!st.ok()) {
             mt_status rc = st.code() == sentencepiece::util::StatusCode::kNotFound ||

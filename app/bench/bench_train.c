@@ -65,12 +65,13 @@ static const app_opt btr_opts[] = {
     {"input", 'i', APP_OPT_STRINGS, NULL, NULL,
      "parallel text SRC TRG (default: ../shared/data/en-de/train.{en,de})"},
     {"fresh", 0, APP_OPT_FLAG, NULL, NULL, "train a fresh model of the same architecture"},
-    {"lines", 0, APP_OPT_INT, "20000", NULL, "lines of the input read"},
-    {"updates", 0, APP_OPT_INT, "5", NULL, "batches (one is the warm-up, the others timed)"},
-    {"threads", 0, APP_OPT_INTS, "1 2", NULL, "BLAS thread counts to run"},
+    {"lines", 0, APP_OPT_INT, "20000", NULL, "lines of the input read", "1.."},
+    {"updates", 0, APP_OPT_INT, "5", NULL, "batches (one is the warm-up, the others timed)",
+     "2..256"},
+    {"threads", 0, APP_OPT_INTS, "1 2", NULL, "BLAS thread counts to run (1..8 of them)", "1..256"},
     {"precision", 0, APP_OPT_STRINGS, "float32 bfloat16", NULL,
-     "matrix products' operands to run: float32 bfloat16"},
-    {"mini-batch-words", 0, APP_OPT_INT, "4000", NULL, "source tokens per mini-batch"},
+     "matrix products' operands to run: float32 bfloat16", "float32|bfloat16"},
+    {"mini-batch-words", 0, APP_OPT_INT, "4000", NULL, "source tokens per mini-batch", "1.."},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages"},
 };
 static const int n_btr_opts = (int)(sizeof btr_opts / sizeof btr_opts[0]);

@@ -93,26 +93,28 @@ static const app_opt bt_opts[] = {
     {"vocabs", 'v', APP_OPT_STRINGS, NULL, NULL, "source and target vocabularies"},
     {"input", 'i', APP_OPT_STRING, NULL, NULL,
      "source text (default: ../shared/data/en-de/test.en or the sample text)"},
-    {"lines", 0, APP_OPT_INT, "200", NULL, "sentences per run (input lines repeated)"},
+    {"lines", 0, APP_OPT_INT, "200", NULL, "sentences per run (input lines repeated)",
+     "1..10000000"},
     {"maxi-batch-sort", 0, APP_OPT_STRING, "src", NULL,
-     "src: the run's lines longest first (one maxi-batch); none: input order"},
-    {"repeat", 0, APP_OPT_INT, "1", NULL, "runs per configuration; the median is shown"},
+     "src: the run's lines longest first (one maxi-batch); none: input order", "src|none"},
+    {"repeat", 0, APP_OPT_INT, "1", NULL, "runs per configuration; the median is shown", "1..64"},
     {"tables", 0, APP_OPT_STRING, "batching,gemm", NULL,
      "tables to run: batching, gemm (comma-separated)"},
-    {"max-active", 0, APP_OPT_INT, "0", NULL,
-     "top-up window in sentences (0: the mini-batch size)"},
-    {"top-up-pool", 0, APP_OPT_INT, "8", NULL, "top-up on: mini-batches per search"},
+    {"max-active", 0, APP_OPT_INT, "0", NULL, "top-up window in sentences (0: the mini-batch size)",
+     "0..65536"},
+    {"top-up-pool", 0, APP_OPT_INT, "8", NULL, "top-up on: mini-batches per search", "1..10000"},
     {"shortlist", 0, APP_OPT_STRINGS, NULL, NULL,
      "FILE [first best threshold] (default: lex.bin or lex.s2t next to the model)"},
     {"usd-per-hour", 0, APP_OPT_FLOAT, "0.10", NULL,
-     "assumed price of one core for an hour, USD (for tokens per USD)"},
+     "assumed price of one core for an hour, USD (for tokens per USD)", "(0.."},
     {"peak-gops", 0, APP_OPT_FLOAT, "0", NULL,
-     "int8 GOP/s of one core for the limit (0: measure vpdpbusd)"},
+     "int8 GOP/s of one core for the limit (0: measure vpdpbusd)", "0.."},
     {"rows", 0, APP_OPT_STRING, NULL, NULL,
      "gemm table: only these rows, GEMM:BEAM:BATCH comma-separated (e.g. int8:1:32,int8+sl:1:32)"},
     {"kv-cache", 0, APP_OPT_STRING, "auto", NULL,
      "decoder caches of every row: auto (what mtpe translate uses: follows the gemm type), "
-     "float32, float16, bfloat16 or int8 (the one override of the automatic choice)"},
+     "float32, float16, bfloat16 or int8 (the one override of the automatic choice)",
+     "auto|float32|float16|bfloat16|int8"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages"},
 };
 static const int n_bt_opts = (int)(sizeof bt_opts / sizeof bt_opts[0]);
@@ -631,13 +633,8 @@ int app_bench_translate_main(int argc, char **argv) {
     c.usd_per_hour = app_opts_float(o, "usd-per-hour");
     const char *tables = app_opts_str(o, "tables");
     bool t_batching = strstr(tables, "batching") != NULL, t_gemm = strstr(tables, "gemm") != NULL;
-    if (c.n < 1 || c.repeat < 1 || c.repeat > 64 || c.max_active < 0 || c.pool < 1 ||
-        !(c.usd_per_hour > 0) || app_opts_float(o, "peak-gops") < 0) {
-        fprintf(stderr, "mtpe bench translate: --lines and --top-up-pool must be >= 1, "
-                        "--repeat 1..64, --max-active >= 0, --usd-per-hour > 0\n");
-        ret = 2;
-        goto done;
-    }
+    /* (--lines, --repeat, --max-active, --top-up-pool, --usd-per-hour,
+    ** --peak-gops, --maxi-batch-sort and --kv-cache: the option table) */
     if (mt_kv_cache_parse(app_opts_str(o, "kv-cache"), &c.kv_cache) != MT_OK) {
         fprintf(stderr, "mtpe bench translate: %s\n", mt_errmsg());
         ret = 2;
@@ -650,13 +647,6 @@ int app_bench_translate_main(int argc, char **argv) {
                 "mtpe bench translate: --rows: GEMM:BEAM:BATCH entries (GEMM float32, int8 or "
                 "int8+sl, BEAM 1 or 4, BATCH 1 or 32), not '%s'\n",
                 c.rows);
-        ret = 2;
-        goto done;
-    }
-    const char *order = app_opts_str(o, "maxi-batch-sort");
-    if (strcmp(order, "src") != 0 && strcmp(order, "none") != 0) {
-        fprintf(stderr, "mtpe bench translate: --maxi-batch-sort must be src or none, got '%s'\n",
-                order);
         ret = 2;
         goto done;
     }
@@ -700,8 +690,9 @@ int app_bench_translate_main(int argc, char **argv) {
     if (c.repeat > 1) printf(", median of %d runs", c.repeat);
     printf("\nthreads: one translate worker each, single-threaded BLAS; searches in %s\n"
            "tokens: subwords, EOS not counted\n",
-           strcmp(order, "src") ? "input order"
-                                : "order of source length, longest first (--maxi-batch-sort src)");
+           strcmp(app_opts_str(o, "maxi-batch-sort"), "src")
+               ? "input order"
+               : "order of source length, longest first (--maxi-batch-sort src)");
     { /* the float32 baseline depends on it: AVX2 kernels run at half the speed */
         const char *ct = getenv("OPENBLAS_CORETYPE");
         printf("cpu isa %s, OpenBLAS kernels %s (OPENBLAS_CORETYPE=%s)\n", mt_cpu_isa(),

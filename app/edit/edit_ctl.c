@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "corpus_io.h"
@@ -62,6 +63,14 @@ typedef struct unit {
     int32_t keys_est;
 } unit;
 
+/* What the file that :w writes looked like when it was opened or last
+** saved, to notice another program's (another editor's) save in between. */
+typedef struct disk_stamp {
+    bool exists;
+    int64_t size, mtime_ns;
+    char *hash; /* NULL when the file did not exist */
+} disk_stamp;
+
 struct app_edit_ctl {
     store *st;
     app_doc *doc;
@@ -84,6 +93,7 @@ struct app_edit_ctl {
     char *model_path; /* cache of the last model id */
     int64_t model_id;
     app_edit_tuner *tuner; /* :tune; NULL: not available */
+    disk_stamp disk; /* the saved-to file as opened or last saved */
 };
 
 static mt_status oom(void) { return mt_seterr(MT_ERR_NOMEM, "edit: out of memory"); }
@@ -98,9 +108,14 @@ static mt_status replace_str(char **dst, const char *s) {
 
 /* ------------------------------------------------------------- hashing */
 
+static mt_status hash_file(const char *path, char **out);
+
 mt_status app_edit_doc_hash(const app_doc *doc, char **out) {
+    return hash_file(app_doc_path(doc), out);
+}
+
+static mt_status hash_file(const char *path, char **out) {
     *out = NULL;
-    const char *path = app_doc_path(doc);
     FILE *f = fopen(path, "rb");
     if (f == NULL) return mt_seterr(MT_ERR_IO, "cannot read %s to hash it", path);
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, 64 bits */
@@ -122,6 +137,39 @@ mt_status app_edit_doc_hash(const app_doc *doc, char **out) {
              (unsigned long long)len);
     *out = mt_try_strdup(text);
     return *out ? MT_OK : oom();
+}
+
+/* The stamp of path now: absent, or size, mtime and content hash. */
+static mt_status stamp_file(const char *path, disk_stamp *out) {
+    struct stat st;
+    memset(out, 0, sizeof *out);
+    if (path == NULL || stat(path, &st) != 0) return MT_OK; /* not there (yet) */
+    out->exists = true;
+    out->size = (int64_t)st.st_size;
+    out->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    return hash_file(path, &out->hash);
+}
+
+/* Whether the file changed since the stamp: size and mtime, else the
+** hash (a `touch` or a save of the same bytes is no change). */
+static mt_status changed_on_disk(const char *path, const disk_stamp *was, bool *changed) {
+    struct stat st;
+    *changed = false;
+    bool exists = path != NULL && stat(path, &st) == 0;
+    if (exists != was->exists) {
+        *changed = exists; /* removed meanwhile: saving recreates it */
+        return MT_OK;
+    }
+    if (!exists) return MT_OK;
+    if ((int64_t)st.st_size == was->size &&
+        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == was->mtime_ns)
+        return MT_OK;
+    char *h = NULL;
+    mt_status rc = hash_file(path, &h);
+    if (rc != MT_OK) return rc;
+    *changed = was->hash == NULL || strcmp(h, was->hash) != 0;
+    mt_free(h);
+    return MT_OK;
 }
 
 /* ------------------------------------------------------------ statuses */
@@ -480,6 +528,7 @@ mt_status app_edit_ctl_open(store *st, app_doc *doc, const app_edit_ctl_params *
     default: c->fmt = STORE_FORMAT_TEXT; break;
     }
     rc = build_units(c);
+    if (rc == MT_OK) rc = stamp_file(app_doc_save_path(doc), &c->disk);
     if (rc == MT_OK) rc = app_edit_doc_hash(doc, &hash);
     if (rc != MT_OK) goto fail;
     rc = store_find_document(st, c->path, hash, &c->doc_id);
@@ -520,6 +569,7 @@ fail:
 
 void app_edit_ctl_free(app_edit_ctl *c) {
     if (c == NULL) return;
+    mt_free(c->disk.hash);
     for (int64_t i = 0; c->u && i < c->n; i++) {
         unit *u = &c->u[i];
         mt_free(u->mt_source);
@@ -878,8 +928,25 @@ static mt_status h_save(void *user, bool force) {
                              (long long)i + 1, is[0].msg, (long long)n_issues,
                              n_issues == 1 ? "" : "s", (long long)n_units, n_units == 1 ? "" : "s");
     }
-    mt_status rc = app_doc_save(c->doc, NULL, c->p.save);
+    /* another editor saved the file since we read or wrote it: saving now
+    ** would drop its work (issue 38) unless the translator says so */
+    const char *path = app_doc_save_path(c->doc);
+    bool changed = false;
+    mt_status rc = changed_on_disk(path, &c->disk, &changed);
     if (rc != MT_OK) return rc;
+    if (changed && !force)
+        return mt_seterr(MT_ERR_INVALID,
+                         "not saved: %s changed on disk since it was opened or last saved here "
+                         "(another editor?); :w! overwrites those changes, or :q! and open it "
+                         "again to see them",
+                         path);
+    rc = app_doc_save(c->doc, NULL, c->p.save);
+    if (rc != MT_OK) return rc;
+    disk_stamp now;
+    if (stamp_file(path, &now) == MT_OK) {
+        mt_free(c->disk.hash);
+        c->disk = now;
+    }
     if (register_version(c) != MT_OK)
         mt_log(MT_LOG_WARN, "saved, but the new version is not in the store: %s", mt_errmsg());
     if (c->obs) c->obs(c->obs_user, "saved", -1, c->doc_id, c->path);

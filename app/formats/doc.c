@@ -332,6 +332,10 @@ fail:
 
 app_doc_format app_doc_get_format(const app_doc *d) { return d->format; }
 const char *app_doc_path(const app_doc *d) { return d->path; }
+const char *app_doc_save_path(const app_doc *d) {
+    bool text = d->format == APP_DOC_FORMAT_TEXT || d->format == APP_DOC_FORMAT_PARALLEL;
+    return text ? d->target_path : d->path;
+}
 const char *app_doc_source_lang(const app_doc *d) { return d->src_lang; }
 const char *app_doc_target_lang(const app_doc *d) { return d->trg_lang; }
 int64_t app_doc_count(const app_doc *d) { return d->n_segs; }
@@ -433,8 +437,7 @@ static mt_status save_writer(FILE *f, void *user) {
 
 mt_status app_doc_save(app_doc *d, const char *path, app_doc_save_params p) {
     if (path == NULL) {
-        bool text = d->format == APP_DOC_FORMAT_TEXT || d->format == APP_DOC_FORMAT_PARALLEL;
-        path = text ? d->target_path : d->path;
+        path = app_doc_save_path(d);
         if (path == NULL)
             return mt_seterr(MT_ERR_INVALID,
                              "'%s': a plain text document needs a file name for its translation",

@@ -149,6 +149,9 @@ void app_doc_free(app_doc *d); /* NULL is a no-op */
 
 app_doc_format app_doc_get_format(const app_doc *d);
 const char *app_doc_path(const app_doc *d);
+/* The file app_doc_save(d, NULL, ...) writes: the document's own file, or
+** for text and parallel documents the target file (NULL when none). */
+const char *app_doc_save_path(const app_doc *d);
 /* Language codes from the file (PO "Language:", XLIFF source-language /
 ** target-language of the first <file>); NULL when the file has none. */
 const char *app_doc_source_lang(const app_doc *d);

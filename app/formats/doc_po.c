@@ -1502,6 +1502,50 @@ const char *app_doc_plural_examples(const app_doc *d, int form) {
     return po->examples[form];
 }
 
+/* Duplicate entries: gettext keys a message by msgctxt (absent differs
+** from "") and msgid, and msgfmt refuses a file that defines one twice
+** ("duplicate message definition"), so such a file is refused here too,
+** naming both lines: a translation saved into either copy would still make
+** a catalog that does not compile. */
+static int seg_key_cmp(const void *pa, const void *pb) {
+    const app_doc_segment *a = *(const app_doc_segment *const *)pa;
+    const app_doc_segment *b = *(const app_doc_segment *const *)pb;
+    if ((a->context == NULL) != (b->context == NULL)) return a->context == NULL ? -1 : 1;
+    int c = a->context ? strcmp(a->context, b->context) : 0;
+    if (c == 0) c = strcmp(a->source, b->source);
+    if (c == 0) c = (a->line > b->line) - (a->line < b->line);
+    return c;
+}
+
+static mt_status check_duplicates(app_doc *d) {
+    if (d->n_segs < 2) return MT_OK;
+    const app_doc_segment **v = mt_try_malloc((size_t)d->n_segs * sizeof *v);
+    if (v == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory reading '%s'", d->path);
+    for (int64_t i = 0; i < d->n_segs; i++)
+        v[i] = &d->segs[i];
+    qsort(v, (size_t)d->n_segs, sizeof *v, seg_key_cmp);
+    const app_doc_segment *dup = NULL, *first = NULL;
+    for (int64_t i = 1; i < d->n_segs; i++) {
+        const app_doc_segment *a = v[i - 1], *b = v[i];
+        bool same = (a->context == NULL) == (b->context == NULL) &&
+                    (a->context == NULL || strcmp(a->context, b->context) == 0) &&
+                    strcmp(a->source, b->source) == 0;
+        if (!same || (dup != NULL && dup->line <= b->line)) continue;
+        dup = b;
+        first = a; /* equal keys sort by line: a is the earlier copy */
+    }
+    mt_status rc = MT_OK;
+    if (dup != NULL)
+        rc = mt_seterr(MT_ERR_FORMAT,
+                       "%s:%lld: duplicate message definition (msgid \"%.40s\"%s%.40s%s), first "
+                       "defined at line %lld; remove one of them (msguniq finds them)",
+                       d->path, (long long)dup->line, dup->source,
+                       dup->context ? ", msgctxt \"" : "", dup->context ? dup->context : "",
+                       dup->context ? "\"" : "", (long long)first->line);
+    mt_free(v);
+    return rc;
+}
+
 mt_status app_doc_po_open(app_doc *d) {
     mt_status rc;
     po_parser ps;
@@ -1519,6 +1563,7 @@ mt_status app_doc_po_open(app_doc *d) {
     ps.len = d->raw_len;
     ps.prev_at = SIZE_MAX;
     rc = po_parse(&ps);
+    if (rc == MT_OK) rc = check_duplicates(d);
     if (rc == MT_OK) rc = plural_examples(d, po);
     if (rc != MT_OK) goto fail;
     const char *cs = ps.charset;

@@ -22,7 +22,10 @@
 ** Inline elements of <source>/<target> map to placeholders (doc.h):
 ** <g> and <mrk> are paired and their content is text; <x/>, <bx/>, <ex/>,
 ** <ph>, <bpt>, <ept>, <it>, unknown elements, comments, processing
-** instructions and entity references are standalone and copied whole.
+** instructions and entity references are standalone and copied whole,
+** but for references to internal entities whose replacement is plain text
+** (<!ENTITY h "house">): segment text shows (and MT reads) that text, and
+** the file keeps the reference where the element is not rewritten.
 ** Elements of an existing <target> are matched to the source's by name and
 ** id (or, without id, by order among same-named ones); unmatched ones get
 ** numbers after the source's, so they survive a round trip too.
@@ -32,12 +35,16 @@
 ** error output is captured (a structured error handler installed for the
 ** duration of each call), never printed.  Saving writes the modified tree
 ** with xmlSaveToIO through app_doc_atomic_write; a document without changes
-** is written back byte for byte.
+** is written back byte for byte.  A changed one keeps the original's form
+** (xl_form): BOM, declaration as written, UTF-16 byte order, CRLF line
+** ends, and a final line end or not.
 */
+#include <libxml/entities.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
 #include <libxml/xmlsave.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "doc.h"
@@ -63,7 +70,6 @@ typedef struct xl_doc {
     xmlDocPtr doc;
     xl_unit *units;
     int64_t n_units, cap_units;
-    bool has_decl;
 } xl_doc;
 
 /* ---------------------------------------------------------- small helpers */
@@ -144,6 +150,20 @@ static int match_source_tag(const xl_unit *u, xmlNodePtr n, const bool *used) {
     return 0;
 }
 
+/* The replacement text of a reference to an internal entity of the
+** document's DTD subset (<!ENTITY h "house">) when it is plain text, else
+** NULL: external entities (never read), undeclared ones and those whose
+** text holds markup or other references stay placeholders.  The file keeps
+** the reference: only a rewritten <target> holds the text instead. */
+static const xmlChar *internal_text(xmlNodePtr n) {
+    if (n->type != XML_ENTITY_REF_NODE || n->doc == NULL) return NULL;
+    xmlEntityPtr e = xmlGetDocEntity(n->doc, n->name);
+    if (e == NULL || e->etype != XML_INTERNAL_GENERAL_ENTITY || e->content == NULL) return NULL;
+    for (const xmlChar *p = e->content; *p; p++)
+        if (*p == '<' || *p == '&') return NULL;
+    return e->content;
+}
+
 /* Flattens the children of an inline container (<source>, <target>, <g>,
 ** <mrk>) into placeholder text.  Source side (used == NULL): every inline
 ** node becomes a new tag.  Target side: nodes matching a source tag reuse
@@ -153,6 +173,11 @@ static mt_status flatten(const app_doc *d, xl_unit *u, xmlNodePtr parent, app_do
     for (xmlNodePtr c = parent->children; c != NULL; c = c->next) {
         if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
             put_text(b, c->content);
+            continue;
+        }
+        const xmlChar *ent = internal_text(c);
+        if (ent != NULL) { /* &h; declared as text: the text, for MT and the translator */
+            put_text(b, ent);
             continue;
         }
         bool paired = is_paired(c);
@@ -505,12 +530,88 @@ static mt_status apply_state(app_doc *d, xl_unit *u, app_doc_state st, app_doc_s
 }
 
 static int write_cb(void *ctx, const char *buf, int len) {
-    return fwrite(buf, 1, (size_t)len, ctx) == (size_t)len ? len : -1;
+    app_doc_buf *b = ctx;
+    app_doc_buf_put(b, buf, (size_t)len);
+    return b->failed ? -1 : len;
 }
 
 static int close_cb(void *ctx) {
     (void)ctx;
     return 0;
+}
+
+/* The form of the original file, kept on save (libxml2 normalises CRLF
+** to LF, and writes its own declaration, and none for a UTF-16 file it
+** did not recognise as declared): code unit width and byte order, BOM,
+** the declaration and the blanks after it verbatim, CRLF or LF, and a
+** final line end or not. */
+typedef struct xl_form {
+    int unit;        /* 1, or 2 for UTF-16                              */
+    bool be;         /* UTF-16 big-endian                               */
+    size_t bom;      /* bytes of byte-order mark                        */
+    size_t prolog;   /* bytes of BOM + declaration + blanks after it    */
+    bool crlf;       /* the first line ends in CRLF                     */
+    bool final_eol;  /* the file ends with a line end                   */
+    const char *enc; /* encoding to serialise the body in               */
+} xl_form;
+
+static unsigned unit_at(const xl_form *f, const char *s, size_t i) {
+    const unsigned char *p = (const unsigned char *)s + i * (size_t)f->unit;
+    if (f->unit == 1) return p[0];
+    return f->be ? (unsigned)p[0] << 8 | p[1] : (unsigned)p[1] << 8 | p[0];
+}
+
+static void put_unit(const xl_form *f, app_doc_buf *b, unsigned u) {
+    char c[2];
+    if (f->unit == 1) {
+        app_doc_buf_putc(b, (char)u);
+        return;
+    }
+    c[f->be ? 0 : 1] = (char)(u >> 8);
+    c[f->be ? 1 : 0] = (char)(u & 0xff);
+    app_doc_buf_put(b, c, 2);
+}
+
+static xl_form original_form(const app_doc *d, const xl_doc *x) {
+    const unsigned char *r = (const unsigned char *)d->raw;
+    size_t len = d->raw_len;
+    xl_form f = {1, false, 0, 0, false, false, NULL};
+    if (len >= 3 && memcmp(r, "\xef\xbb\xbf", 3) == 0) {
+        f.bom = 3;
+    } else if (len >= 2 && ((r[0] == 0xff && r[1] == 0xfe) || (r[0] == 0xfe && r[1] == 0xff))) {
+        f.unit = 2, f.be = r[0] == 0xfe, f.bom = 2;
+    } else if (len >= 2 && r[0] == '<' && r[1] == 0) {
+        f.unit = 2;
+    } else if (len >= 2 && r[0] == 0 && r[1] == '<') {
+        f.unit = 2, f.be = true;
+    }
+    size_t n = len / (size_t)f.unit, i = f.bom / (size_t)f.unit;
+    static const char decl[] = "<?xml";
+    bool has_decl = n - i >= 5;
+    for (size_t k = 0; has_decl && k < 5; k++)
+        has_decl = unit_at(&f, d->raw, i + k) == (unsigned char)decl[k];
+    f.prolog = f.bom;
+    if (has_decl) {
+        size_t k = i + 5;
+        while (k + 1 < n && !(unit_at(&f, d->raw, k) == '?' && unit_at(&f, d->raw, k + 1) == '>'))
+            k++;
+        k += 2;
+        while (k < n && (unit_at(&f, d->raw, k) == ' ' || unit_at(&f, d->raw, k) == '\t' ||
+                         unit_at(&f, d->raw, k) == '\r' || unit_at(&f, d->raw, k) == '\n'))
+            k++;
+        f.prolog = k <= n ? k * (size_t)f.unit : f.bom;
+    }
+    for (size_t k = i; k < n; k++)
+        if (unit_at(&f, d->raw, k) == '\n') {
+            f.crlf = k > 0 && unit_at(&f, d->raw, k - 1) == '\r';
+            break;
+        }
+    f.final_eol = n > 0 && unit_at(&f, d->raw, n - 1) == '\n';
+    if (f.unit == 2)
+        f.enc = f.be ? "UTF-16BE" : "UTF-16LE";
+    else
+        f.enc = x->doc->encoding ? (const char *)x->doc->encoding : "UTF-8";
+    return f;
 }
 
 static mt_status xl_save(app_doc *d, FILE *f, app_doc_save_params p) {
@@ -526,10 +627,12 @@ static mt_status xl_save(app_doc *d, FILE *f, app_doc_save_params p) {
         fwrite(d->raw, 1, d->raw_len, f);
         return MT_OK;
     }
+    xl_form form = original_form(d, x);
+    app_doc_buf body = {0}, out = {0};
     app_xml_errors er;
     app_xml_errors_begin(&er);
-    const char *enc = x->doc->encoding ? (const char *)x->doc->encoding : "UTF-8";
-    xmlSaveCtxtPtr sc = xmlSaveToIO(write_cb, close_cb, f, enc, x->has_decl ? 0 : XML_SAVE_NO_DECL);
+    /* the body without a declaration: the original one is copied */
+    xmlSaveCtxtPtr sc = xmlSaveToIO(write_cb, close_cb, &body, form.enc, XML_SAVE_NO_DECL);
     long r = -1;
     if (sc != NULL) {
         r = xmlSaveDoc(sc, x->doc);
@@ -537,10 +640,33 @@ static mt_status xl_save(app_doc *d, FILE *f, app_doc_save_params p) {
         if (c < 0) r = -1;
     }
     app_xml_errors_end(&er);
-    if (r < 0)
-        return mt_seterr(MT_ERR_IO, "cannot write XLIFF '%s': %s", d->path,
-                         er.msg[0] ? er.msg : "serialisation failed");
-    return MT_OK;
+    mt_status rc = MT_OK;
+    if (r < 0 || body.failed) {
+        rc = body.failed ? nomem(d)
+                         : mt_seterr(MT_ERR_IO, "cannot write XLIFF '%s': %s", d->path,
+                                     er.msg[0] ? er.msg : "serialisation failed");
+        goto done;
+    }
+    app_doc_buf_put(&out, d->raw, form.prolog);
+    size_t n = body.len / (size_t)form.unit, k = 0;
+    if (n > 0 && unit_at(&form, body.data, 0) == 0xfeff) k = 1; /* the encoder's own BOM */
+    if (!form.final_eol)
+        while (n > k && unit_at(&form, body.data, n - 1) == '\n')
+            n--;
+    for (; k < n; k++) {
+        unsigned u = unit_at(&form, body.data, k);
+        if (u == '\n' && form.crlf) put_unit(&form, &out, '\r');
+        put_unit(&form, &out, u);
+    }
+    if (out.failed) {
+        rc = nomem(d);
+        goto done;
+    }
+    fwrite(out.data, 1, out.len, f);
+done:
+    app_doc_buf_free(&body);
+    app_doc_buf_free(&out);
+    return rc;
 }
 
 static void xl_free(app_doc *d) {
@@ -567,8 +693,18 @@ static mt_status read_unit(app_doc *d, xl_doc *x, xmlNodePtr tu) {
     app_doc_buf notes = {0}, b = {0};
     bool *used = NULL;
     for (xmlNodePtr c = tu->children; c != NULL; c = c->next) {
-        if (is_xl(c, "source") && source == NULL) source = c;
-        if (is_xl(c, "target") && target == NULL) target = c;
+        /* a second <source> or <target> is invalid XLIFF 1.2 and ambiguous:
+        ** which one is the text?  (a new target would land between two
+        ** sources.)  Refused, naming both lines */
+        xmlNodePtr *have = is_xl(c, "source") ? &source : is_xl(c, "target") ? &target : NULL;
+        if (have != NULL && *have != NULL) {
+            rc = mt_seterr(MT_ERR_FORMAT,
+                           "%s:%ld: second <%s> in trans-unit (the first is at line %ld); a "
+                           "trans-unit has one",
+                           d->path, xmlGetLineNo(c), (const char *)c->name, xmlGetLineNo(*have));
+            goto fail;
+        }
+        if (have != NULL) *have = c;
         if (is_xl(c, "note")) {
             xmlChar *t = xmlNodeGetContent(c);
             if (notes.len) app_doc_buf_putc(&notes, '\n');
@@ -656,6 +792,48 @@ static mt_status walk(app_doc *d, xl_doc *x, xmlNodePtr parent) {
     return MT_OK;
 }
 
+/* Trans-unit ids are unique within a <file> (XLIFF 1.2); tools merge the
+** translation back by id, so a file with one id twice is refused, naming
+** both lines, rather than saved with two units the next tool confuses. */
+typedef struct xl_id {
+    xmlChar *id;
+    long line;
+} xl_id;
+
+static int id_cmp(const void *pa, const void *pb) {
+    const xl_id *a = pa, *b = pb;
+    int c = xmlStrcmp(a->id, b->id);
+    return c ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+static mt_status check_ids(app_doc *d, const xl_doc *x, int64_t from) {
+    int64_t n = x->n_units - from, k = 0;
+    if (n < 2) return MT_OK;
+    xl_id *v = mt_try_calloc((size_t)n, sizeof *v);
+    if (v == NULL) return nomem(d);
+    mt_status rc = MT_OK;
+    for (int64_t i = from; i < x->n_units; i++) {
+        xmlChar *id = xmlGetProp(x->units[i].tu, BAD_CAST "id");
+        if (id != NULL) v[k++] = (xl_id){id, xmlGetLineNo(x->units[i].tu)};
+    }
+    qsort(v, (size_t)k, sizeof *v, id_cmp);
+    const xl_id *dup = NULL, *first = NULL;
+    for (int64_t i = 1; i < k; i++)
+        if (xmlStrEqual(v[i - 1].id, v[i].id) && (dup == NULL || v[i].line < dup->line)) {
+            dup = &v[i];
+            first = &v[i - 1];
+        }
+    if (dup != NULL)
+        rc = mt_seterr(MT_ERR_FORMAT,
+                       "%s:%ld: duplicate trans-unit id \"%.40s\" (first at line %ld); ids are "
+                       "unique within a <file>",
+                       d->path, dup->line, (const char *)dup->id, first->line);
+    for (int64_t i = 0; i < k; i++)
+        xmlFree(v[i].id);
+    mt_free(v);
+    return rc;
+}
+
 static mt_status copy_lang(app_doc *d, xmlNodePtr file, const char *attr, char **out) {
     xmlChar *v = xmlGetProp(file, BAD_CAST attr);
     if (v == NULL) return MT_OK;
@@ -691,9 +869,6 @@ mt_status app_doc_xliff_open(app_doc *d) {
         if (er.msg[0] == '\0') return nomem(d);
         return mt_seterr(MT_ERR_FORMAT, "%s:%d: %s", d->path, er.line, er.msg);
     }
-    const char *head = d->raw;
-    if (d->raw_len >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0) head += 3;
-    x->has_decl = strncmp(head, "<?xml", 5) == 0;
     xmlNodePtr root = xmlDocGetRootElement(x->doc);
     if (!is_xl(root, "xliff"))
         return mt_seterr(MT_ERR_FORMAT, "%s:%ld: root element is <%s>, not <xliff>", d->path,
@@ -717,7 +892,9 @@ mt_status app_doc_xliff_open(app_doc *d) {
             first = false;
         }
         if (prop_is(f, "translate", "no")) continue;
+        int64_t from = x->n_units;
         rc = walk(d, x, f);
+        if (rc == MT_OK) rc = check_ids(d, x, from);
         if (rc != MT_OK) return rc;
     }
     if (first) return mt_seterr(MT_ERR_FORMAT, "%s: XLIFF without a <file> element", d->path);

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # options_range_cli.sh: out-of-range option values are usage errors (issue 38,
 # findings 13 and 14): each case exits 2 with one line on stderr naming the
-# option, before any model is loaded; `--` ends the options; the sleep
+# option, before any model is loaded, for every command with bounded options
+# (translate, score, train, edit, align, eval, rescore, convert, bench; corpus
+# has none: its time and languages are checked by the command); `--` ends
+# the options; the sleep
 # command of `mtpe edit --script` takes a number of milliseconds in range.
 #   bash options_range_cli.sh <path-to-mtpe> <source-dir>
 mtpe=$(realpath "${1:?usage: options_range_cli.sh MTPE SRCDIR}")
@@ -51,6 +54,39 @@ usage score --maxi-batch-sort len "--maxi-batch-sort: 'len' is not one of trg, s
 usage train --dim-emb 1000000000000 "--dim-emb: 1000000000000 is out of range (1..65536)"
 usage edit x.po --lookahead 1001 "--lookahead: 1001 is out of range (0..1000)"
 usage edit x.po --qa never "--qa: 'never' is not one of confirm, save, off"
+# align, eval, rescore, convert, bench (issue 38): ranges in their tables too
+usage align -i x.txt -I 0 "--iterations: 0 is out of range (1..100000)"
+usage align -i x.txt -p 1 "--p0: 1 is out of range (at least 0, less than 1)"
+usage align -i x.txt -p -0.1 "--p0: -0.1 is out of range"
+usage align -i x.txt -T 0 "--diagonal-tension: 0 is out of range (more than 0)"
+usage align -i x.txt -a -1 "--alpha: -1 is out of range (more than 0)"
+usage align -i x.txt --sym grow "--sym: 'grow' is not one of grow-diag-final-and"
+usage eval -r ref.txt --metrics bleu ter "--metrics: 'ter' is not one of bleu, chrf"
+usage rescore --weights F0=1 -n -1 "--normalize: -1 is out of range (0..10)"
+usage convert --gemm-type int4 a.npz b.bin "--gemm-type: 'int4' is not one of float32, int16, int8"
+usage bench gemm --repeat 0 "--repeat: 0 is out of range (1..64)"
+usage bench translate --lines 0 "--lines: 0 is out of range (1..10000000)"
+usage bench translate --repeat 65 "--repeat: 65 is out of range (1..64)"
+usage bench translate --max-active -1 "--max-active: -1 is out of range (0..65536)"
+usage bench translate --top-up-pool 0 "--top-up-pool: 0 is out of range (1..10000)"
+usage bench translate --usd-per-hour 0 "--usd-per-hour: 0 is out of range (more than 0)"
+usage bench translate --maxi-batch-sort trg "--maxi-batch-sort: 'trg' is not one of src, none"
+usage bench translate --kv-cache fp8 "--kv-cache: 'fp8' is not one of auto, float32"
+usage bench edit --segments 0 "--segments: 0 is out of range (1..1000)"
+usage bench edit --repeat 101 "--repeat: 101 is out of range (1..100)"
+usage bench edit -b 0 "--beam-size: 0 is out of range (1..1000)"
+usage bench train --updates 1 "--updates: 1 is out of range (2..256)"
+usage bench train --threads 1 0 "--threads: 0 is out of range (1..256)"
+usage bench train --precision float16 "--precision: 'float16' is not one of float32, bfloat16"
+usage bench train --mini-batch-words 0 "--mini-batch-words: 0 is out of range (at least 1)"
+# corpus has no numeric option; its time and languages are checked in the command
+usage corpus export --since yesterday --tsv x.tsv "--since: 'yesterday' is not an ISO 8601 date"
+# an option without a default is not checked before it is given
+"$mtpe" convert "$tmp/none.npz" "$tmp/none.bin" 2>"$tmp/err"
+grep -q "gemm-type" "$tmp/err" && fail "convert without --gemm-type: $(cat "$tmp/err")"
+"$mtpe" align --help >"$tmp/help" 2>&1
+grep -q -- "(range: at least 0, less than 1)" "$tmp/help" || fail "align --help: no range of --p0"
+
 # --help shows the ranges
 "$mtpe" translate --help >"$tmp/help" 2>&1
 grep -q -- "(range: 1..65536)" "$tmp/help" || fail "translate --help: no range of --mini-batch"

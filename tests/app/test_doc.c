@@ -404,7 +404,29 @@ static void test_po_errors(void) {
                     "msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\\n\"\n\n"
                     "msgid \"ok\"\nmsgstr \"f\xc3\x28\"\n",
                     MT_ERR_FORMAT, "badutf8.po:5: invalid UTF-8 at column 10");
+    /* duplicate message definitions (issue 38): msgfmt refuses the file,
+    ** so opening it does too, naming both lines; msgctxt tells apart */
+    expect_po_error("dup.po",
+                    "msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\\n\"\n\n"
+                    "msgid \"a\"\nmsgstr \"x\"\n\nmsgctxt \"c\"\nmsgid \"a\"\nmsgstr \"\"\n\n"
+                    "#. again\nmsgid \"a\"\nmsgstr \"\"\n",
+                    MT_ERR_FORMAT,
+                    "dup.po:11: duplicate message definition (msgid \"a\"), first "
+                    "defined at line 4");
+    expect_po_error("dupctx.po",
+                    "msgctxt \"m\"\nmsgid \"a\"\nmsgstr \"\"\n\nmsgid \"b\"\nmsgstr \"\"\n\n"
+                    "msgctxt \"m\"\nmsgid \"a\"\nmsgid_plural \"as\"\nmsgstr[0] \"\"\n",
+                    MT_ERR_FORMAT,
+                    "dupctx.po:8: duplicate message definition (msgid \"a\", "
+                    "msgctxt \"m\"), first defined at line 1");
     app_doc *d = NULL;
+    write_file(tpath("ctx.po"), "msgctxt \"\"\nmsgid \"a\"\nmsgstr \"\"\n\nmsgctxt \"m\"\n"
+                                "msgid \"a\"\nmsgstr \"\"\n\nmsgid \"a\"\nmsgstr \"\"\n\n"
+                                "#~ msgid \"a\"\n#~ msgstr \"\"\n");
+    d = open_ok(tpath("ctx.po"), APP_DOC_FORMAT_PO);
+    CHECK(d && app_doc_count(d) == 3, "no, empty and other msgctxt differ; obsolete aside");
+    app_doc_free(d);
+    d = NULL;
     CHECK(app_doc_open(tpath("does-not-exist.po"), APP_DOC_FORMAT_PO, &d) == MT_ERR_IO, "missing");
     CHECK(strstr(mt_errmsg(), "does-not-exist.po") != NULL, "message names the file");
 }
@@ -1051,6 +1073,210 @@ static void test_xliff_edge_cases(void) {
           "XLIFF 2.0 refused: %s", mt_errmsg());
     write_file(tpath("notx.xlf"), "<html><body/></html>\n");
     CHECK(app_doc_open(tpath("notx.xlf"), APP_DOC_FORMAT_XLIFF, &d) == MT_ERR_FORMAT, "not XLIFF");
+
+    /* malformed units (issue 38): refused with both lines */
+    static const struct {
+        const char *name, *body, *want;
+    } bad[] = {
+        {"dupid.xlf",
+         "<trans-unit id=\"a\"><source>x</source></trans-unit>\n"
+         "<trans-unit id=\"b\"><source>y</source></trans-unit>\n"
+         "<group><trans-unit id=\"a\"><source>z</source></trans-unit></group>\n",
+         "dupid.xlf:5: duplicate trans-unit id \"a\" (first at line 3)"},
+        {"twosrc.xlf",
+         "<trans-unit id=\"a\">\n<source>x</source>\n<source>y</source>\n</trans-unit>\n",
+         "twosrc.xlf:5: second <source> in trans-unit (the first is at line 4)"},
+        {"twotrg.xlf",
+         "<trans-unit id=\"a\"><source>x</source>\n<target>y</target><target>z</target>"
+         "</trans-unit>\n",
+         "twotrg.xlf:4: second <target> in trans-unit (the first is at line 4)"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char *doc = NULL;
+        size_t n = strlen(bad[k].body) + 256;
+        doc = malloc(n);
+        snprintf(doc, n,
+                 "<?xml version=\"1.0\"?>\n<xliff version=\"1.2\"><file original=\"o\" "
+                 "source-language=\"en\" datatype=\"plaintext\"><body>\n%s</body></file></xliff>\n",
+                 bad[k].body);
+        write_file(tpath(bad[k].name), doc);
+        free(doc);
+        d = NULL;
+        CHECK(app_doc_open(tpath(bad[k].name), APP_DOC_FORMAT_XLIFF, &d) == MT_ERR_FORMAT,
+              "%s refused", bad[k].name);
+        CHECK(strstr(mt_errmsg(), bad[k].want) != NULL, "%s: [%s] lacks [%s]", bad[k].name,
+              mt_errmsg(), bad[k].want);
+        CHECK(d == NULL, "%s: no document", bad[k].name);
+    }
+    /* the same id in two <file>s is allowed */
+    write_file(tpath("twofiles.xlf"),
+               "<xliff version=\"1.2\"><file original=\"1\" source-language=\"en\" "
+               "datatype=\"plaintext\"><body><trans-unit id=\"a\"><source>x</source>"
+               "</trans-unit></body></file><file original=\"2\" source-language=\"en\" "
+               "datatype=\"plaintext\"><body><trans-unit id=\"a\"><source>y</source>"
+               "</trans-unit></body></file></xliff>\n");
+    d = open_ok(tpath("twofiles.xlf"), APP_DOC_FORMAT_XLIFF);
+    CHECK(d && app_doc_count(d) == 2, "one id in two files");
+    app_doc_free(d);
+}
+
+/* Writes n bytes (binary files: UTF-16, BOMs). */
+static void write_bytes(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!CHECK(f != NULL, "cannot create %s", path)) return;
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static char *slurp_n(const char *path, size_t *n) {
+    char *d = NULL;
+    if (app_doc_read_file(path, &d, n) != MT_OK) return NULL;
+    return d;
+}
+
+/* ASCII text as UTF-16LE (be false) or BE, after an optional BOM. */
+static char *utf16(const char *s, bool be, bool bom, size_t *n) {
+    size_t len = strlen(s), k = 0;
+    char *o = mt_xmalloc(2 * len + 2);
+    if (bom) o[k++] = be ? '\xfe' : '\xff', o[k++] = be ? '\xff' : '\xfe';
+    for (size_t i = 0; i < len; i++) {
+        o[k++] = be ? 0 : s[i];
+        o[k++] = be ? s[i] : 0;
+    }
+    *n = k;
+    return o;
+}
+
+static bool has_bytes(const char *hay, size_t n, const char *needle, size_t m) {
+    for (size_t i = 0; m <= n && i + m <= n; i++)
+        if (memcmp(hay + i, needle, m) == 0) return true;
+    return false;
+}
+
+/* Opens path, sets the first unit's target, saves. */
+static void change_first(const char *path, const char *text) {
+    app_doc *d = open_ok(path, APP_DOC_FORMAT_XLIFF);
+    if (d == NULL) return;
+    CHECK_STATUS(app_doc_set_target(d, 0, 0, text, APP_DOC_STATE_CONFIRMED));
+    CHECK_STATUS(app_doc_save(d, NULL, app_doc_default_save_params()));
+    app_doc_free(d);
+}
+
+/* Issue 38: a saved XLIFF keeps the original's form: CRLF, BOM, the
+** declaration as written, UTF-16 and its byte order, the final newline. */
+static void test_xliff_form(void) {
+    bool lint = have_tool("xmllint");
+    const char *body = "<xliff version=\"1.2\"><file original=\"o\" source-language=\"en\" "
+                       "target-language=\"de\" datatype=\"plaintext\"><body>\n"
+                       "<trans-unit id=\"1\"><source>house</source></trans-unit>\n"
+                       "<trans-unit id=\"2\"><source>tree\nline</source></trans-unit>\n"
+                       "</body></file></xliff>\n";
+    char *lf = NULL;
+    /* CRLF, a single-quoted declaration, a BOM */
+    {
+        app_doc_buf b = {0};
+        app_doc_buf_puts(&b, "\xef\xbb\xbf<?xml version='1.0' encoding='utf-8'?>\r\n");
+        for (const char *p = body; *p; p++) {
+            if (*p == '\n') app_doc_buf_putc(&b, '\r');
+            app_doc_buf_putc(&b, *p);
+        }
+        lf = app_doc_buf_take(&b);
+    }
+    write_file(tpath("crlf.xlf"), lf);
+    change_first(tpath("crlf.xlf"), "Haus");
+    size_t n = 0;
+    char *got = slurp_n(tpath("crlf.xlf"), &n);
+    CHECK(got && n > 3 &&
+              memcmp(got, "\xef\xbb\xbf<?xml version='1.0' encoding='utf-8'?>\r\n<", 44) == 0,
+          "BOM and declaration kept: [%.60s]", str_or(got));
+    bool crlf = got != NULL, any = false;
+    for (size_t i = 0; got && i < n; i++)
+        if (got[i] == '\n') {
+            any = true;
+            crlf &= i > 0 && got[i - 1] == '\r';
+        }
+    CHECK(crlf && any, "every line ends in CRLF: [%s]", str_or(got));
+    CHECK(got && strstr(got, ">Haus</target>") && strstr(got, "tree\r\nline"), "target saved");
+    CHECK(got && n >= 2 && memcmp(got + n - 2, "\r\n", 2) == 0, "final CRLF kept");
+    mt_free(got);
+    if (lint) CHECK(run("xmllint --noout '%s'", tpath("crlf.xlf")) == 0, "xmllint crlf.xlf");
+    app_doc *d = open_ok(tpath("crlf.xlf"), APP_DOC_FORMAT_XLIFF);
+    CHECK(d && strcmp(app_doc_segment_at(d, 1)->source, "tree\nline") == 0, "reads back");
+    app_doc_free(d);
+    mt_free(lf);
+
+    /* no declaration, no final newline: none added */
+    char *nodecl = mt_xmalloc(strlen(body) + 1);
+    strcpy(nodecl, body);
+    nodecl[strlen(nodecl) - 1] = '\0';
+    write_file(tpath("nodecl.xlf"), nodecl);
+    mt_free(nodecl);
+    change_first(tpath("nodecl.xlf"), "Haus");
+    got = slurp_n(tpath("nodecl.xlf"), &n);
+    CHECK(got && strncmp(got, "<xliff", 6) == 0, "no declaration added: [%.40s]", str_or(got));
+    CHECK(got && n > 0 && got[n - 1] == '>', "no final newline added");
+    mt_free(got);
+
+    /* UTF-16, both byte orders, with the declaration */
+    for (int be = 0; be < 2; be++) {
+        const char *name = be ? "u16be.xlf" : "u16le.xlf";
+        char text[1024];
+        snprintf(text, sizeof text, "<?xml version=\"1.0\" encoding=\"UTF-16\"?>\n%s", body);
+        size_t m = 0;
+        char *raw = utf16(text, be, true, &m);
+        write_bytes(tpath(name), raw, m);
+        mt_free(raw);
+        change_first(tpath(name), "Haus");
+        got = slurp_n(tpath(name), &n);
+        size_t dl = 0, hl = 0;
+        char *decl = utf16("<?xml version=\"1.0\" encoding=\"UTF-16\"?>\n<xliff", be, true, &dl);
+        char *haus = utf16(">Haus</target>", be, false, &hl);
+        CHECK(got && n >= dl && memcmp(got, decl, dl) == 0, "%s: BOM and declaration kept", name);
+        CHECK(got && has_bytes(got, n, haus, hl), "%s: the target in UTF-16", name);
+        CHECK(n % 2 == 0, "%s: whole code units", name);
+        mt_free(decl);
+        mt_free(haus);
+        mt_free(got);
+        if (lint) CHECK(run("xmllint --noout '%s'", tpath(name)) == 0, "xmllint %s", name);
+        d = open_ok(tpath(name), APP_DOC_FORMAT_XLIFF);
+        CHECK(d && strcmp(app_doc_segment_at(d, 0)->targets[0], "Haus") == 0, "%s reads back",
+              name);
+        app_doc_free(d);
+    }
+}
+
+/* Issue 38: internal entities are expanded for MT and the translator; the
+** file keeps the references wherever the element is not rewritten. */
+static void test_xliff_entities(void) {
+    const char *x = "<?xml version=\"1.0\"?>\n"
+                    "<!DOCTYPE xliff [\n<!ENTITY h \"house\">\n<!ENTITY m \"<b>x</b>\">\n]>\n"
+                    "<xliff version=\"1.2\"><file original=\"o\" source-language=\"en\" "
+                    "target-language=\"de\" datatype=\"plaintext\"><body>\n"
+                    "<trans-unit id=\"1\"><source>The &h; is small</source></trans-unit>\n"
+                    "<trans-unit id=\"2\"><source>&h;</source><target>&h;</target></trans-unit>\n"
+                    "<trans-unit id=\"3\"><source>a &m; b</source></trans-unit>\n"
+                    "</body></file></xliff>\n";
+    write_file(tpath("ent.xlf"), x);
+    app_doc *d = open_ok(tpath("ent.xlf"), APP_DOC_FORMAT_XLIFF);
+    if (d == NULL) return;
+    CHECK_STR(app_doc_segment_at(d, 0)->source, "The house is small");
+    char *plain = NULL;
+    CHECK_STATUS(app_doc_strip_tags(app_doc_segment_at(d, 0)->source, &plain));
+    CHECK_STR(plain, "The house is small");
+    mt_free(plain);
+    CHECK_STR(app_doc_segment_at(d, 1)->targets[0], "house");
+    CHECK_STR(app_doc_segment_at(d, 2)->source, "a " LBK "1/" RBK " b"); /* markup: a tag */
+    CHECK_STATUS(app_doc_set_target(d, 0, 0, "Das Haus ist klein", APP_DOC_STATE_CONFIRMED));
+    CHECK_STATUS(app_doc_save(d, NULL, app_doc_default_save_params()));
+    app_doc_free(d);
+    char *got = slurp(tpath("ent.xlf"));
+    CHECK(got && strstr(got, "<source>The &h; is small</source>"), "source keeps &h;: %s",
+          str_or(got));
+    CHECK(got && strstr(got, "<source>&h;</source><target>&h;</target>"), "untouched unit kept");
+    CHECK(got && strstr(got, "<!ENTITY h \"house\">"), "the DTD subset kept");
+    CHECK(got && strstr(got, ">Das Haus ist klein</target>"), "target saved");
+    mt_free(got);
+    if (have_tool("xmllint")) CHECK(run("xmllint --noout '%s'", tpath("ent.xlf")) == 0, "xmllint");
 }
 
 /* ==================================================================== text */
@@ -1423,6 +1649,8 @@ int main(int argc, char **argv) {
         test_po_plural_examples();
         test_xliff_sample();
         test_xliff_edge_cases();
+        test_xliff_form();
+        test_xliff_entities();
         test_text_formats();
         test_text_empty_lines();
         test_detect_and_names();

@@ -153,6 +153,24 @@ if "$mtpe" translate "${tiny[@]}" -b 2 -i "$tmp/edge.en" >"$tmp/edge.out" 2>"$tm
 else
     fail "edge cases: exit status $?: $(cat "$tmp/edge.err")"
 fi
+# n-best: a skipped line has one entry, an empty translation with scores 0, so
+# every line has entries and ids stay consecutive (issue 38; before: none)
+if "$mtpe" translate "${tiny[@]}" -b 2 --n-best -i "$tmp/edge.en" >"$tmp/edge.nb" 2>/dev/null; then
+    for id in 0 3 4; do
+        [ "$(grep -c "^$id ||| " "$tmp/edge.nb")" = 2 ] || fail "n-best: line $id: not 2 entries"
+    done
+    for id in 1 2; do
+        [ "$(grep -c "^$id ||| " "$tmp/edge.nb")" = 1 ] &&
+            grep -qx "$id |||  ||| F0= 0 ||| 0" "$tmp/edge.nb" ||
+            fail "n-best: skipped line $id: $(grep "^$id |||" "$tmp/edge.nb")"
+    done
+else
+    fail "n-best edge cases: exit status $?"
+fi
+"$mtpe" translate "${tiny[@]}" -b 2 --n-best --word-scores --alignment hard -i "$tmp/edge.en" \
+    >"$tmp/edge.nbw" 2>/dev/null || fail "n-best --word-scores --alignment: exit status $?"
+grep -qx "1 |||  |||  ||| WordScores= ||| F0= 0 ||| 0" "$tmp/edge.nbw" ||
+    fail "n-best --word-scores --alignment: skipped line: $(grep "^1 |||" "$tmp/edge.nbw")"
 # a NUL byte: the line is reported and not translated, not cut at the NUL
 # (issue 38: "The house\0 is small" used to be translated as "The house")
 printf 'The house\000 is small\nSave\n' >"$tmp/nul.en"

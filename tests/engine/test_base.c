@@ -18,6 +18,13 @@ static void capture(mt_log_level level, const char *msg, void *user) {
 static void test_status_log(void) {
     CHECK(mt_seterr(MT_ERR_FORMAT, "bad %s at %d", "header", 7) == MT_ERR_FORMAT, "seterr rc");
     CHECK(strcmp(mt_errmsg(), "bad header at 7") == 0, "errmsg '%s'", mt_errmsg());
+    /* a message that wraps the one before (found by tests/fuzz: the
+    ** vocabulary's "not a YAML/JSON mapping: <the parser's message>") */
+    mt_seterr(MT_ERR_FORMAT, "%s", "YAML parse error at line 3");
+    mt_seterr(MT_ERR_FORMAT, "vocabulary '%s' is not a mapping: %s", "v.yml", mt_errmsg());
+    CHECK(strcmp(mt_errmsg(), "vocabulary 'v.yml' is not a mapping: YAML parse error at line 3") ==
+              0,
+          "wrapped message '%s'", mt_errmsg());
     mt_clearerr();
     CHECK(mt_errmsg()[0] == '\0', "cleared");
     CHECK(strcmp(mt_status_str(MT_ERR_NOMEM), "out of memory") == 0, "status str");
@@ -43,7 +50,8 @@ static void test_alloc(void) {
     CHECK(mt_alloc_get_stats().live_blocks == s0.live_blocks, "freed");
 
     mt_alloc_fail_at(2, false); /* third try-allocation fails, the rest succeed */
-    void *a = mt_try_malloc(8), *b = mt_try_calloc(2, 8), *c = mt_try_malloc(8), *d = mt_try_malloc(8);
+    void *a = mt_try_malloc(8), *b = mt_try_calloc(2, 8), *c = mt_try_malloc(8),
+         *d = mt_try_malloc(8);
     CHECK(a && b && !c && d, "one-shot failure at the third: %p %p %p %p", a, b, c, d);
     mt_free(a), mt_free(b), mt_free(d);
     mt_alloc_fail_at(1, true);
