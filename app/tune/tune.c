@@ -832,12 +832,12 @@ static void json_scores(FILE *f, const char *name, const app_tune_scores *s) {
     fputs("},\n", f);
 }
 
-/* Closes a memstream f over *text and returns a copy of the text (NULL on
-** failure). */
-static char *memstream_text(FILE *f, char *text) {
+/* Closes a memstream f opened over *text and returns a copy of what it
+** holds (NULL on failure). */
+static char *memstream_text(FILE *f, char **text) {
     char *out = NULL;
-    if (fclose(f) == 0 && text) out = mt_try_strdup(text);
-    free(text);
+    if (fclose(f) == 0 && *text) out = mt_try_strdup(*text); /* fclose sets *text */
+    free(*text);
     return out;
 }
 
@@ -883,7 +883,7 @@ static char *metadata_json(const app_tune_params *p, const app_tune_result *r, c
             r->accepted ? "true" : "false");
     json_str(f, r->verdict);
     fputs("\n}\n", f);
-    return memstream_text(f, text);
+    return memstream_text(f, &text);
 }
 
 static char *readme_text(const app_tune_params *p, const app_tune_result *r) {
@@ -912,7 +912,7 @@ static char *readme_text(const app_tune_params *p, const app_tune_result *r) {
             "tune.json holds the same in JSON; data/ the files trained and tested on; "
             "train.log the training log.\n",
             r->accepted ? "Accepted" : "Not accepted", r->verdict);
-    return memstream_text(f, text);
+    return memstream_text(f, &text);
 }
 
 /* ------------------------------------------------------------------ run */
