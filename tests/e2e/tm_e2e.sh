@@ -19,29 +19,8 @@ MTPE=$(cd "$(dirname "$MTPE")" && pwd)/$(basename "$MTPE")
 FIX=$SRC/tests/data/marian/transformer-tiny
 T=$(mktemp -d /tmp/mtpe_tm_e2e.XXXXXX)
 SOCK=mtpe-tm-e2e-$$
-tm() { tmux -L "$SOCK" "$@"; }
-cleanup() { tm kill-server 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "NOT OK: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok "$2"; else bad "$2"; fi; }
-screen() { tm capture-pane -p -t ed; }
-field() { screen | awk '/─ Translation/ { getline; sub(/^ /, ""); sub(/ +$/, ""); print; exit }'; }
-wait_for() {
-    local what=$1 i
-    shift
-    for ((i = 0; i < 150; i++)); do
-        if "$@"; then return 0; fi
-        sleep 0.1
-    done
-    bad "$what (timed out)"
-    echo "--- screen:"; screen
-    return 1
-}
-shows() { screen | grep -qF -- "$1"; }
+. "$SRC/tests/tmux_common.bash"
 field_is() { [ "$(field)" = "$1" ]; }
-keys() { tm send-keys -t ed "$@"; sleep 0.2; }
 sql() { sqlite3 "$T/tmp.db" "$1"; }
 
 cp "$SRC/assets/samples/sample.de.po" "$T/"

@@ -21,26 +21,7 @@ FIX=$SRC/tests/data/marian/transformer-tiny
 V=$FIX/vocab.spm
 T=$(mktemp -d /tmp/mtpe_tune_e2e.XXXXXX)
 SOCK=mtpe-tune-e2e-$$
-tm() { tmux -L "$SOCK" "$@"; }
-cleanup() { tm kill-server 2>/dev/null; pkill -f "$T/" 2>/dev/null; [ -n "${KEEP:-}" ] && echo "kept $T" || rm -rf "$T"; }
-trap cleanup EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "NOT OK: $*"; fails=$((fails + 1)); }
-screen() { tm capture-pane -p -t ed; }
-wait_for() { # DESCRIPTION SECONDS COMMAND...
-    local what=$1 secs=$2 i
-    shift 2
-    for ((i = 0; i < secs * 10; i++)); do
-        if "$@"; then return 0; fi
-        sleep 0.1
-    done
-    bad "$what (timed out)"
-    echo "--- screen:"; screen
-    return 1
-}
-shows() { screen | grep -qF -- "$1"; }
-keys() { tm send-keys -t ed "$@"; sleep 0.2; }
+. "$SRC/tests/tmux_common.bash"
 now_ms() { date +%s%3N; }
 
 cd "$T" || exit 1
@@ -57,12 +38,12 @@ tm -f /dev/null new-session -d -s ed -x 100 -y 30 \
      --tune-args='--no-replay --dev $FIX/input.en $FIX/ref.de --dev-size 20 -e 1000 --max-seconds 60 --min-segments 20 --precision float32' \
      2>err.txt; echo \"editor exited rc=\$?\"; sleep 60" ||
     { echo "tmux cannot start a session here: skipped"; exit 77; }
-wait_for "the editor is up" 15 shows "Save the file" || exit 1
+wait_s=15 wait_for "the editor is up" shows "Save the file" || exit 1
 
 keys C-a ":tune" Enter
-wait_for ":tune starts" 10 shows "tuning tuned-1" || exit 1
+wait_s=10 wait_for ":tune starts" shows "tuning tuned-1" || exit 1
 keys Escape # the message gives way to the progress
-wait_for "training progress on the status line" 30 shows "tune ETA" || exit 1
+wait_s=30 wait_for "training progress on the status line" shows "tune ETA" || exit 1
 
 # keys while training: each typed character must reach the screen in 100 ms
 lat=()
@@ -95,9 +76,9 @@ keys C-a C-k # the typed text goes: ':' opens the command line at the start of t
 
 keys ":tune cancel" Enter
 cancel_shown() { shows "cancelling tuned-1" || shows "tune tuned-1 cancelled"; }
-wait_for ":tune cancel" 10 cancel_shown || exit 1
+wait_s=10 wait_for ":tune cancel" cancel_shown || exit 1
 tune_gone() { ! pgrep -f "mtpe tune --db $T/s.db" >/dev/null; }
-wait_for "the tune ends" 30 tune_gone
+wait_s=30 wait_for "the tune ends" tune_gone
 "$MTPE" tune --runs --db s.db >runs 2>/dev/null
 if grep -q $'\tcancelled\t' runs; then ok "the run is marked cancelled"; else bad "runs: $(cat runs)"; fi
 [ -e "$T/models/tuned-1" ] && bad "a cancelled tune left tuned-1"
@@ -108,16 +89,16 @@ tm -f /dev/null new-session -d -s ed -x 100 -y 30 \
     "'$MTPE' edit doc.po -m '$FIX/model.npz' -v '$V' '$V' --db '$T/s.db' \
      --tune-args='--no-replay --dev $FIX/input.en $FIX/ref.de --dev-size 20 -e 2 --min-segments 20 --precision float32' \
      2>err.txt; echo \"editor exited rc=\$?\"; sleep 60"
-wait_for "the editor is up again" 15 shows "Save the file" || exit 1
+wait_s=15 wait_for "the editor is up again" shows "Save the file" || exit 1
 keys C-a ":tune" Enter
-wait_for "the tune's result on the status line" 60 shows "held-out BLEU" || exit 1
+wait_s=60 wait_for "the tune's result on the status line" shows "held-out BLEU" || exit 1
 ok "result: $(screen | grep -o 'tune tuned-[0-9]*: held-out BLEU[^;]*' | head -1)"
 keys C-a ":model" Enter
 # (the cancelled tune left no folder: this one is tuned-1 again)
 lists_tuned() { screen | grep -q "models: .*tuned-1"; }
-wait_for ":model lists the tuned model" 10 lists_tuned || true
+wait_s=10 wait_for ":model lists the tuned model" lists_tuned || true
 keys C-a ":q!" Enter
-wait_for "the editor exits" 10 shows "editor exited rc=0" || true
+wait_s=10 wait_for "the editor exits" shows "editor exited rc=0" || true
 left=$(pgrep -af "$T/" | grep -v tmux)
 [ -z "$left" ] || bad "processes left: $left"
 

@@ -1,0 +1,38 @@
+# tmux_common.bash: sourced by the tests/e2e/*.sh scripts that drive the
+# editor in tmux, after they set $T (their temporary folder) and $SOCK (a
+# tmux socket name of their own).  The session is called "ed".
+#   tm ARGS...              tmux on the test's own server
+#   ok / bad MESSAGE        report (bad counts into $fails); check CMD MESSAGE
+#   screen                  the pane's text; field: the edit field's line
+#   shows TEXT              the screen holds TEXT
+#   keys KEYS...            tmux send-keys, then 0.2 s for the editor
+#   wait_for DESCRIPTION COMMAND...   polls COMMAND for $wait_s seconds
+#                           (default 15); on time-out: bad, and the screen
+# At exit the tmux server is stopped, processes still running from $T are
+# killed and $T is removed (kept, and said, when KEEP is set).
+tm() { tmux -L "$SOCK" "$@"; }
+cleanup() {
+    tm kill-server 2>/dev/null
+    pkill -f "$T/" 2>/dev/null
+    if [ -n "${KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "NOT OK: $*"; fails=$((fails + 1)); }
+check() { if eval "$1"; then ok "$2"; else bad "$2"; fi; }
+screen() { tm capture-pane -p -t ed; }
+field() { screen | awk '/─ Translation/ { getline; sub(/^ /, ""); sub(/ +$/, ""); print; exit }'; }
+shows() { screen | grep -qF -- "$1"; }
+keys() { tm send-keys -t ed "$@"; sleep 0.2; }
+wait_for() {
+    local what=$1 i
+    shift
+    for ((i = 0; i < ${wait_s:-15} * 10; i++)); do
+        if "$@"; then return 0; fi
+        sleep 0.1
+    done
+    bad "$what (timed out)"
+    echo "--- screen:"; screen
+    return 1
+}
