@@ -42,6 +42,7 @@ static const ui_command_def commands[] = {
     {"qa", "qa", "next segment with QA problems (placeholders, line breaks, ...)", ARG_NONE},
     {"tune", "tune [cancel]",
      "fine-tune the model on the confirmed segments in the background (cancel: stop)", ARG_TEXT},
+    {"stats", "stats", "segments and words by status, time spent, words/hour, HTER", ARG_NONE},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 static const char *const export_formats[] = {"tmx", "tsv"};
@@ -124,7 +125,7 @@ mt_status ui_cmd_parse(const char *line, ui_cmd *out) {
     static const ui_cmd_kind kinds[] = {
         UI_CMD_WRITE,       UI_CMD_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_QUIT_FORCE,
         UI_CMD_GOTO,        UI_CMD_FIND, UI_CMD_MODEL,      UI_CMD_EXPORT,     UI_CMD_HELP,
-        UI_CMD_WRITE_FORCE, UI_CMD_QA,   UI_CMD_TUNE};
+        UI_CMD_WRITE_FORCE, UI_CMD_QA,   UI_CMD_TUNE,       UI_CMD_STATS};
     _Static_assert(sizeof kinds / sizeof kinds[0] == sizeof commands / sizeof commands[0],
                    "one kind per command");
     out->kind = kinds[ci];

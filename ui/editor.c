@@ -1154,6 +1154,17 @@ static void exec_cmd(ui_editor *ed, const ui_cmd *c, int64_t now_ms) {
                        msg[0] ? msg : mt_errmsg());
         }
         break;
+    case UI_CMD_STATS:
+        if (ed->hooks.stats == NULL) {
+            ed_message(ed, MT_LOG_INFO, now_ms, "stats: %lld/%lld confirmed",
+                       (long long)ed->n_confirmed, (long long)ed->n_segs);
+        } else {
+            char msg[ED_MSG_MAX];
+            mt_clearerr();
+            if (hook_ok(ed, ed->hooks.stats(ed->hooks.user, msg, sizeof msg), "stats", now_ms))
+                ed_message(ed, MT_LOG_INFO, now_ms, "%s", msg);
+        }
+        break;
     case UI_CMD_HELP:
         ed->mode = ED_MODE_HELP;
         ed->help_scroll = 0;

@@ -246,6 +246,7 @@ typedef enum ui_cmd_kind {
     UI_CMD_WRITE_FORCE, /* :w! */
     UI_CMD_QA,          /* :qa */
     UI_CMD_TUNE,        /* :tune [cancel] */
+    UI_CMD_STATS,       /* :stats */
 } ui_cmd_kind;
 
 #define UI_CMD_ARG_MAX 4096

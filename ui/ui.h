@@ -201,6 +201,8 @@ typedef struct ui_hooks {
     /* :tune ("") and :tune cancel ("cancel"): msg gets what to show (also
     ** on failure).  May be NULL. */
     mt_status (*tune)(void *user, const char *arg, char *msg, size_t n);
+    /* :stats: msg (n bytes) gets the document's statistics.  May be NULL. */
+    mt_status (*stats)(void *user, char *msg, size_t n);
 } ui_hooks;
 
 /* Runs the editor on the terminal (stdin/stdout) until the user quits, with

@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "corpus_io.h"
+#include "metrics.h"
 #include "qa.h"
 
 typedef struct unit {
@@ -1055,6 +1056,66 @@ static mt_status h_tune(void *user, const char *arg, char *msg, size_t n) {
 
 void app_edit_ctl_set_tuner(app_edit_ctl *c, app_edit_tuner *t) { c->tuner = t; }
 
+/* :stats of this document: segments and words by status, the time spent,
+** HTER (TER of the MT shown against the confirmed text) and words per hour. */
+typedef struct stats_ctx {
+    int64_t doc_id;
+    int64_t spent_ms;
+    int64_t with_mt, edits, ref_words;
+    mt_status rc;
+} stats_ctx;
+
+static int stats_segment(void *user, const store_segment *g) {
+    stats_ctx *x = user;
+    x->spent_ms += g->time_spent_ms;
+    return 0;
+}
+
+static int stats_confirmed(void *user, const store_confirmed *cf) {
+    stats_ctx *x = user;
+    if (cf->doc_id != x->doc_id || cf->mt == NULL) return 0;
+    int64_t e = 0, w = 0;
+    x->rc = mt_ter_edits(cf->mt, cf->target, false, &e, &w);
+    if (x->rc != MT_OK) return 1;
+    x->with_mt++;
+    x->edits += e;
+    x->ref_words += w;
+    return 0;
+}
+
+static mt_status h_stats(void *user, char *msg, size_t n) {
+    app_edit_ctl *c = user;
+    app_edit_ctl_flush(c);
+    store_progress pr;
+    mt_status rc = store_get_progress(c->st, c->doc_id, &pr);
+    stats_ctx x = {.doc_id = c->doc_id};
+    if (rc == MT_OK) rc = store_list_segments(c->st, c->doc_id, STORE_SEG_ALL, stats_segment, &x);
+    if (rc == MT_OK) rc = store_list_confirmed(c->st, INT64_MIN, stats_confirmed, &x);
+    if (rc == MT_ABORTED) rc = x.rc;
+    if (rc != MT_OK) return rc;
+    int64_t conf = pr.segments[STORE_SEG_CONFIRMED], conf_w = pr.words[STORE_SEG_CONFIRMED];
+    int64_t edited = pr.segments[STORE_SEG_EDITED] + pr.segments[STORE_SEG_MT];
+    int64_t minutes = x.spent_ms / 60000;
+    int k = snprintf(msg, n,
+                     "stats: %lld/%lld confirmed (%lld/%lld words), %lld drafts, %lld new; "
+                     "time %lld h %02lld min",
+                     (long long)conf, (long long)pr.total_segments, (long long)conf_w,
+                     (long long)pr.total_words, (long long)edited,
+                     (long long)pr.segments[STORE_SEG_NEW], (long long)(minutes / 60),
+                     (long long)(minutes % 60));
+    if (k > 0 && (size_t)k < n && x.spent_ms >= 60000)
+        k += snprintf(msg + k, n - (size_t)k, ", %.0f words/hour",
+                      (double)conf_w * 3600000.0 / (double)x.spent_ms);
+    if (k > 0 && (size_t)k < n) {
+        if (x.with_mt > 0 && x.ref_words > 0)
+            snprintf(msg + k, n - (size_t)k, "; HTER %.1f%% over %lld segments with MT",
+                     100.0 * (double)x.edits / (double)x.ref_words, (long long)x.with_mt);
+        else
+            snprintf(msg + k, n - (size_t)k, "; HTER: no confirmed segment with MT yet");
+    }
+    return MT_OK;
+}
+
 static mt_status h_export(void *user, const char *format, const char *path) {
     app_edit_ctl *c = user;
     app_edit_ctl_flush(c);
@@ -1085,6 +1146,7 @@ ui_hooks app_edit_ctl_hooks(app_edit_ctl *c) {
         .export_doc = h_export,
         .tune = h_tune,
         .models = h_models,
+        .stats = h_stats,
     };
     return h;
 }

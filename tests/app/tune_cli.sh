@@ -117,7 +117,7 @@ if cmp -s t1/model.npz "$D/model.npz"; then fail "the tuned model is the base mo
 # next, then export (source, MT shown, final)
 printf 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "%s"\nmsgstr ""\n\nmsgid "%s"\nmsgstr ""\n' \
     "Your default notebook:" "Action" >new.po
-printf 'wait-mt\nkeys Enter\nwait-mt\ntype Aktion\nkeys C-k Enter\nwait\nkeys : q Enter\n' >ape.txt
+printf 'wait-mt\nkeys Enter\nwait-mt\ntype Aktion\nkeys C-k Enter\nwait\nkeys C-a : s t a t s Enter\nkeys C-a : q Enter\n' >ape.txt
 "$mtpe" edit new.po --db s.db --script ape.txt -m "$D/model.npz" -v "$V" "$V" >ape.out 2>err ||
     fail "edit (APE triplets): $(tail -2 err)"
 "$mtpe" corpus export --db s.db --document new.po --triplets tri.tsv 2>err ||
@@ -126,6 +126,11 @@ printf 'wait-mt\nkeys Enter\nwait-mt\ntype Aktion\nkeys C-k Enter\nwait\nkeys : 
 awk -F'\t' 'NR == 1 && !(NF == 3 && $1 == "Your default notebook:" && $2 != "" && $3 == $2) { exit 1 }
              NR == 2 && !(NF == 3 && $1 == "Action" && $3 == "Aktion" && $2 != "") { exit 1 }' \
     tri.tsv || fail "triplets: $(cat tri.tsv)"
+
+# :stats of that document: both confirmed, HTER over both (the MT of the
+# first confirmed as it was: its edits are those of the second alone)
+grep -q "^status stats: 2/2 confirmed" ape.out && grep -q "HTER [0-9.]*% over 2 segments with MT" ape.out ||
+    fail ":stats: $(grep 'status stats' ape.out)"
 
 # kill -9 at 20 points of a run
 sum0=$(sha256sum "$D/model.npz" | cut -d' ' -f1)
