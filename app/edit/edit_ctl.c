@@ -998,7 +998,9 @@ static mt_status h_load_model(void *user, const char *path) {
         mt_status rc = store_list_models(c->st, find_model, &f);
         if (rc != MT_OK) return rc;
     }
-    mt_status rc = app_edit_session_load_model(c->sess, f.path ? f.path : path);
+    const char *target = f.path ? f.path : path;
+    mt_status rc = c->tuner ? app_edit_tuner_load_model(c->tuner, target)
+                            : app_edit_session_load_model(c->sess, target);
     mt_free(f.path);
     return rc;
 }

@@ -316,6 +316,10 @@ void app_edit_tuner_free(app_edit_tuner *t); /* NULL is a no-op */
 mt_status app_edit_tuner_start(app_edit_tuner *t, char *msg, size_t n);
 mt_status app_edit_tuner_cancel(app_edit_tuner *t, char *msg, size_t n);
 bool app_edit_tuner_running(app_edit_tuner *t);
+/* app_edit_session_load_model of the tuner's session, serialised with the
+** tuner's own switch (its reader thread): what :model calls when a tuner
+** exists. */
+mt_status app_edit_tuner_load_model(app_edit_tuner *t, const char *path);
 /* The last run's result ("" when none yet). */
 void app_edit_tuner_last(app_edit_tuner *t, char *out, size_t n);
 /* A segment was confirmed (--adapt-every counts them). */

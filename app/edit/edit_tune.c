@@ -32,6 +32,7 @@
 
 struct app_edit_tuner {
     pthread_mutex_t mu;
+    pthread_mutex_t load_mu; /* app_edit_session_load_model from two threads */
     app_edit_tuner_params p;
     char *db, *models_dir, *base, *vocabs[2];
     char *extra; /* p.extra_args, split in place */
@@ -77,6 +78,7 @@ mt_status app_edit_tuner_init(const app_edit_tuner_params *p, app_edit_tuner **o
     t->vocabs[1] = dup_or_null(p->vocabs[1]);
     t->fd = -1;
     pthread_mutex_init(&t->mu, NULL);
+    pthread_mutex_init(&t->load_mu, NULL);
     t->extra = mt_try_strdup(p->extra_args ? p->extra_args : "");
     for (char *save = NULL, *w = t->extra ? strtok_r(t->extra, " \t", &save) : NULL;
          w && t->n_extra < 32; w = strtok_r(NULL, " \t", &save))
@@ -154,7 +156,7 @@ static void *reader_main(void *arg) {
             ended = true;
             if (accepted && t->p.sess && t->p.auto_switch) {
                 mt_clearerr();
-                if (app_edit_session_load_model(t->p.sess, dir) == MT_OK)
+                if (app_edit_tuner_load_model(t, dir) == MT_OK)
                     message(t, MT_LOG_INFO, "tune %s; switching to it", result);
                 else
                     message(t, MT_LOG_WARN, "tune %s; :model %s switches to it (%s)", result, name,
@@ -290,6 +292,14 @@ mt_status app_edit_tuner_cancel(app_edit_tuner *t, char *msg, size_t n) {
     return MT_OK;
 }
 
+mt_status app_edit_tuner_load_model(app_edit_tuner *t, const char *path) {
+    if (t->p.sess == NULL) return mt_seterr(MT_ERR_INVALID, "no translation engine is running");
+    pthread_mutex_lock(&t->load_mu);
+    mt_status rc = app_edit_session_load_model(t->p.sess, path);
+    pthread_mutex_unlock(&t->load_mu);
+    return rc;
+}
+
 bool app_edit_tuner_running(app_edit_tuner *t) {
     pthread_mutex_lock(&t->mu);
     bool r = t->running;
@@ -325,6 +335,7 @@ void app_edit_tuner_free(app_edit_tuner *t) {
     if (pid > 0) kill(pid, SIGTERM);
     if (t->reader_live) pthread_join(t->reader, NULL);
     pthread_mutex_destroy(&t->mu);
+    pthread_mutex_destroy(&t->load_mu);
     mt_free(t->db);
     mt_free(t->models_dir);
     mt_free(t->base);
