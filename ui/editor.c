@@ -429,6 +429,7 @@ void ed_mt_free(ed_mt *m) {
     for (int32_t i = 0; m->labels && i < m->n_nbest; i++)
         mt_free(m->labels[i]);
     mt_free(m->labels);
+    mt_free(m->hyp_label);
     mt_free(m->scores);
     for (int32_t i = 0; m->src_tok && i < m->n_src; i++)
         mt_free(m->src_tok[i]);
@@ -501,6 +502,10 @@ mt_status ed_mt_copy(const ui_mt_result *r, ed_mt **out) {
             if (r->nbest_labels[i] && (m->labels[i] = mt_try_strdup(r->nbest_labels[i])) == NULL)
                 goto fail;
         if (m->labels == NULL) goto fail;
+    }
+    if (r->hyp_label && (m->hyp_label = mt_try_strdup(r->hyp_label)) == NULL) {
+        rc = MT_ERR_NOMEM;
+        goto fail;
     }
     m->n_src = r->n_src;
     rc = copy_strings(r->src_tokens, r->n_src, "src_tokens", &m->src_tok);

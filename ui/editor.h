@@ -310,6 +310,7 @@ typedef struct ed_mt {
     int32_t n_conf;
     double speed;
     char **labels; /* n_nbest, entries may be NULL; NULL when none */
+    char *hyp_label; /* ui_mt_result.hyp_label; NULL when hyp is the MT */
 } ed_mt;
 
 typedef struct ed_seg {

@@ -656,7 +656,11 @@ static void draw_main(const ui_screen *s, ui_editor *ed, rect m, bool both_panes
     heading(s, y++, m.x, m.w, title);
     draw_wrapped(s, sg->source, (rect){y, tx, src_h, tw});
     y += src_h;
-    snprintf(title, sizeof title, "Translation  [%s]", status_name(sg->status));
+    /* an exact TM match in the field's place of the MT says so */
+    bool tm_hyp =
+        sg->mt && sg->mt->hyp_label && (sg->status == UI_SEG_NEW || sg->status == UI_SEG_MT);
+    snprintf(title, sizeof title, "Translation  [%s]",
+             tm_hyp ? sg->mt->hyp_label : status_name(sg->status));
     heading(s, y++, m.x, m.w, title);
     draw_field(s, ed, (rect){y, tx, fld_h, tw}, cy, cx);
     y += fld_h;

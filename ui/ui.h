@@ -242,6 +242,8 @@ typedef struct ui_mt_result {
     const char *const *nbest_labels; /* n_nbest labels drawn before the
                                         alternatives ("TM 95%"), an entry or
                                         the whole list NULL: none          */
+    const char *hyp_label;           /* hyp is not the MT but what this says
+                                        ("TM 100%": an exact TM match); NULL: MT */
 } ui_mt_result;
 
 /* These copy what they are given into a queue and wake the ui thread; they

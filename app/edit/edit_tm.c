@@ -90,6 +90,16 @@ static mt_status post_with_matches(app_edit_tm *t, int64_t seg, const ui_mt_resu
         r2.nbest_labels = labels;
         r2.nbest_scores = scores;
         r2.n_nbest = n;
+        /* an exact match (100% or in-context) takes the MT's place in the
+        ** field, marked as such; Enter confirms it as it would the MT, and
+        ** the MT stays among the alternatives (the word confidences are the
+        ** MT's: not for this text) */
+        if (!strcmp(rows.label[0], "TM ICE") || !strcmp(rows.label[0], "TM 100%")) {
+            r2.hyp = rows.text[0];
+            r2.hyp_label = rows.label[0];
+            r2.word_conf = NULL;
+            r2.n_words = 0;
+        }
         ret = t->inner.mt(t->inner.user, seg, &r2);
     }
     mt_free(texts);

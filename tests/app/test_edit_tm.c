@@ -18,6 +18,7 @@
 typedef struct got {
     int calls;
     int32_t n;
+    char hyp[64], hyp_label[16];
     char text[8][64];
     char label[8][16];
     bool has_labels;
@@ -28,6 +29,8 @@ static mt_status inner_mt(void *user, int64_t seg, const ui_mt_result *r) {
     g->calls++;
     g->n = r->n_nbest;
     g->has_labels = r->nbest_labels != NULL;
+    snprintf(g->hyp, sizeof g->hyp, "%s", r->hyp);
+    snprintf(g->hyp_label, sizeof g->hyp_label, "%s", r->hyp_label ? r->hyp_label : "");
     for (int32_t i = 0; i < r->n_nbest && i < 8; i++) {
         snprintf(g->text[i], sizeof g->text[i], "%s", r->nbest[i]);
         snprintf(g->label[i], sizeof g->label[i], "%s",
@@ -94,6 +97,9 @@ int main(int argc, char **argv) {
         CHECK(!strcmp(g.text[0], "Die Datei öffnen") && !strcmp(g.label[0], "TM ICE"),
               "the in-context exact match first: '%s' '%s'", g.text[0], g.label[0]);
         CHECK(!strcmp(g.text[1], "MT eins") && g.label[1][0] == '\0', "then the MT");
+        CHECK(!strcmp(g.hyp, "Die Datei öffnen") && !strcmp(g.hyp_label, "TM ICE"),
+              "an exact match takes the MT's place in the field, marked: '%s' [%s]", g.hyp,
+              g.hyp_label);
 
         /* segment 1: its own stored confirmation is left out; the memory's
         ** "Save the file as" is an exact match with other neighbours in the
@@ -109,6 +115,8 @@ int main(int argc, char **argv) {
         CHECK_STATUS(sink.mt(sink.user, 2, &r));
         CHECK(g.n == 3 && !strcmp(g.label[0], "TM 100%") && !strcmp(g.text[0], "Schließen"),
               "plain exact match: '%s'", g.label[0]);
+        CHECK(!strcmp(g.hyp, "Schließen") && !strcmp(g.hyp_label, "TM 100%"),
+              "a 100%% match in the field: '%s' [%s]", g.hyp, g.hyp_label);
 
         /* nothing to offer: the result goes through as it is */
         ui_segment other[] = {{.source = "Nothing like it"}};
@@ -135,6 +143,8 @@ int main(int argc, char **argv) {
             CHECK(g.calls == 1 && g.n == 3 && !strcmp(g.label[0], "TM 75%") &&
                       !strcmp(g.text[0], "Nichts dergleichen!") && !strcmp(g.text[1], "MT eins"),
                   "refresh: the new match above the same MT: %d '%s'", g.n, g.label[0]);
+            CHECK(!strcmp(g.hyp, "MT eins") && g.hyp_label[0] == '\0',
+                  "a fuzzy match leaves the MT in the field: '%s'", g.hyp);
             g = (got){0};
             app_edit_tm_refresh(tm2, 5); /* no such segment */
             CHECK(g.calls == 0, "refresh of an unknown segment: nothing");
