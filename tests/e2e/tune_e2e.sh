@@ -84,8 +84,9 @@ if grep -q $'\tcancelled\t' runs; then ok "the run is marked cancelled"; else ba
 [ -e "$T/models/tuned-1" ] && bad "a cancelled tune left tuned-1"
 
 # the status line of a finished tune; the editor still quits cleanly
-tm kill-session -t ed
-tm -f /dev/null new-session -d -s ed -x 100 -y 30 \
+# (the same pane, a new command: killing the last session stops the server,
+# and a new one started at once can meet the old one exiting)
+tm respawn-pane -k -t ed \
     "'$MTPE' edit doc.po -m '$FIX/model.npz' -v '$V' '$V' --db '$T/s.db' \
      --tune-args='--no-replay --dev $FIX/input.en $FIX/ref.de --dev-size 20 -e 2 --min-segments 20 --precision float32' \
      2>err.txt; echo \"editor exited rc=\$?\"; sleep 60"
