@@ -11,7 +11,6 @@
 ** work is done there; this file parses options and prints the counts).
 ** Exit codes: 0 ok, 1 failure, 2 usage error.
 */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 
 #include "app.h"
 #include "corpus_io.h"
+#include "doc.h"
 #include "options.h"
 #include "paths.h"
 #include "store.h"
@@ -155,7 +155,9 @@ done:
 ** text) of each confirmed segment that had MT, flattened, by segment. */
 typedef struct triplet_ctx {
     FILE *f;
+    store *s;
     const char *document;
+    int64_t since_ms;
     int64_t rows, no_mt;
 } triplet_ctx;
 
@@ -181,24 +183,11 @@ static int triplet_row(void *user, const store_confirmed *c) {
     return 0;
 }
 
-static mt_status export_triplets(store *s, const char *path, const char *document, int64_t since_ms,
-                                 triplet_ctx *t) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return mt_seterr(MT_ERR_INVALID, "path too long: %s", path);
-    t->f = fopen(tmp, "w");
-    if (t->f == NULL) return mt_seterr(MT_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    t->document = document;
-    mt_status rc = store_list_confirmed(s, since_ms, triplet_row, t);
-    bool bad = ferror(t->f) | (fflush(t->f) != 0) | (fsync(fileno(t->f)) != 0);
-    bad |= fclose(t->f) != 0;
-    if (rc == MT_OK && bad)
-        rc = mt_seterr(MT_ERR_IO, "cannot write %s: %s", tmp,
-                       errno == ENOSPC ? "disk full" : strerror(errno));
-    if (rc == MT_OK && rename(tmp, path) != 0)
-        rc = mt_seterr(MT_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (rc != MT_OK) remove(tmp);
-    return rc;
+/* An app_doc_write_fn: the triplets (written atomically by app_doc_atomic_write). */
+static mt_status write_triplets(FILE *f, void *user) {
+    triplet_ctx *t = user;
+    t->f = f;
+    return store_list_confirmed(t->s, 0, t->since_ms, triplet_row, t);
 }
 
 static int export_main(int argc, char **argv) {
@@ -241,10 +230,9 @@ static int export_main(int argc, char **argv) {
         rc = mt_seterr(MT_ERR_NOTFOUND, "no store at %s (the editor creates it; or give --db)", db);
     if (rc == MT_OK) rc = store_open(db, &s);
     if (rc == MT_OK && triplets) {
-        triplet_ctx t;
-        memset(&t, 0, sizeof t);
         char *real = p.document ? realpath(p.document, NULL) : NULL; /* the editor's form */
-        rc = export_triplets(s, triplets, real ? real : p.document, p.since_ms, &t);
+        triplet_ctx t = {.s = s, .document = real ? real : p.document, .since_ms = p.since_ms};
+        rc = app_doc_atomic_write(triplets, write_triplets, &t);
         free(real);
         if (rc == MT_OK)
             fprintf(stderr,

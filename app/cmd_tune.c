@@ -28,6 +28,7 @@
 
 #include "app.h"
 #include "common.h"
+#include "corpus.h"
 #include "corpus_io.h"
 #include "options.h"
 #include "paths.h"
@@ -102,42 +103,18 @@ typedef struct model_paths {
     char model[PATH_MAX], vocabs[2][PATH_MAX];
     char replay[2][PATH_MAX], dev[2][PATH_MAX];
     bool have_replay, have_dev;
-    char recipe[PATH_MAX]; /* where replay/dev came from */
 } model_paths;
 
 static mt_status read_yaml_file(const char *path, mt_yaml **y) {
-    FILE *f = fopen(path, "r");
-    if (f == NULL) return mt_seterr(MT_ERR_IO, "cannot read %s", path);
     char *text = NULL;
-    size_t cap = 0, len = 0;
-    char buf[4096];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
-        if (len + k + 1 > cap) {
-            cap = 2 * (len + k + 1);
-            char *t = mt_try_realloc(text, cap);
-            if (t == NULL) {
-                mt_free(text);
-                fclose(f);
-                return mt_seterr(MT_ERR_NOMEM, "out of memory");
-            }
-            text = t;
-        }
-        memcpy(text + len, buf, k);
-        len += k;
-    }
-    fclose(f);
-    if (text == NULL) text = mt_try_strdup("");
-    if (text == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
-    text[len] = '\0';
-    if (strlen(text) != len) {
-        mt_free(text);
-        return mt_seterr(MT_ERR_FORMAT, "%s holds a NUL byte", path);
-    }
-    mt_status rc = mt_yaml_parse(text, y);
+    size_t len = 0;
+    mt_status rc = mt_text_read_all(path, &text, &len);
+    if (rc == MT_OK && strlen(text) != len)
+        rc = mt_seterr(MT_ERR_FORMAT, "%s holds a NUL byte", path);
+    if (rc == MT_OK && (rc = mt_yaml_parse(text, y)) != MT_OK)
+        rc = mt_seterr(rc, "%s: %s", path, mt_errmsg());
     mt_free(text);
-    if (rc != MT_OK) return mt_seterr(rc, "%s: %s", path, mt_errmsg());
-    return MT_OK;
+    return rc;
 }
 
 /* A pair of files of a recipe key: both must exist. */
@@ -154,11 +131,10 @@ static bool recipe_pair(const mt_yaml *y, const char *key, const char *dir, char
 static void find_recipe(model_paths *mp) {
     char dir[PATH_MAX], path[PATH_MAX + 16];
     app_dir_of(mp->model, dir, sizeof dir);
-    const char *where[2] = {"recipe.yml", NULL};
     for (int k = 0; k < 2 && !mp->have_replay; k++) {
-        bool relative = k == 0;
-        if (k == 0)
-            snprintf(path, sizeof path, "%s/%s", dir, where[0]);
+        bool relative = k == 0; /* recipe.yml's paths are relative to it */
+        if (relative)
+            snprintf(path, sizeof path, "%s/recipe.yml", dir);
         else
             snprintf(path, sizeof path, "%s.yml", mp->model);
         if (!app_is_file(path)) continue;
@@ -169,9 +145,6 @@ static void find_recipe(model_paths *mp) {
         }
         mp->have_replay = recipe_pair(y, "train-sets", relative ? dir : NULL, mp->replay);
         mp->have_dev = recipe_pair(y, "valid-sets", relative ? dir : NULL, mp->dev);
-        if ((mp->have_replay || mp->have_dev) &&
-            snprintf(mp->recipe, sizeof mp->recipe, "%s", path) >= (int)sizeof mp->recipe)
-            mp->recipe[0] = '\0';
         mt_yaml_free(y);
     }
 }

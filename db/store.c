@@ -114,14 +114,15 @@
                    " WHERE e.time_ms >= ?1 ORDER BY e.time_ms, e.id")                              \
     X(EXPORT_DOC, EXPORT_COLUMNS " WHERE s.document_id = ?1 ORDER BY s.idx")                       \
     X(EXPORT_ALL, EXPORT_COLUMNS " ORDER BY d.id, s.idx")                                          \
-    X(CONFIRMED, "SELECT s.id, d.id, d.path, s.source, s.target,"                                  \
+    X(CONFIRMED, "SELECT * FROM (SELECT s.id, d.id, d.path, s.source, s.target,"                   \
                  " coalesce((SELECT max(c.time_ms) FROM confirmation c"                            \
-                 " WHERE c.segment_id = s.id), s.updated_ms),"                                     \
+                 " WHERE c.segment_id = s.id), s.updated_ms) AS t,"                                \
                  " (SELECT h.text FROM mt_output o JOIN mt_hypothesis h ON h.output_id = o.id"     \
                  " AND h.rank = 0 WHERE o.segment_id = s.id ORDER BY o.id DESC LIMIT 1)"           \
                  " FROM segment s JOIN document d ON d.id = s.document_id"                         \
                  " WHERE s.status = 3 AND s.target IS NOT NULL AND s.target <> ''"                 \
-                 " AND s.source <> '' ORDER BY s.id")                                              \
+                 " AND s.source <> '' AND (?1 = 0 OR s.document_id = ?1))"                         \
+                 " WHERE t >= ?2 ORDER BY 1")                                                      \
     X(MODEL_FIND, "SELECT id FROM model WHERE path = ?1")                                          \
     X(MODEL_INSERT, "INSERT INTO model (path, name, kind, created_ms) VALUES (?1, ?2, ?3, ?4)")    \
     X(MODEL_LIST, "SELECT id, path, name, kind, created_ms FROM model ORDER BY id")                \
@@ -1469,7 +1470,6 @@ mt_status store_export_confirmed(store *s, int64_t doc_id, store_export_fn fn, v
 typedef struct confirmed_ctx {
     store_confirmed_fn fn;
     void *user;
-    int64_t since_ms;
 } confirmed_ctx;
 
 static int confirmed_row(sqlite3_stmt *st, void *ctx) {
@@ -1483,15 +1483,18 @@ static int confirmed_row(sqlite3_stmt *st, void *ctx) {
         .time_ms = sqlite3_column_int64(st, 5),
         .mt = col_text(st, 6),
     };
-    if (r.time_ms < c->since_ms) return 0;
     return c->fn(c->user, &r);
 }
 
-mt_status store_list_confirmed(store *s, int64_t since_ms, store_confirmed_fn fn, void *user) {
+mt_status store_list_confirmed(store *s, int64_t doc_id, int64_t since_ms, store_confirmed_fn fn,
+                               void *user) {
     CHECK_STORE(s);
     MT_ASSERT(fn != NULL);
-    confirmed_ctx c = {fn, user, since_ms};
-    return each_row(s, ST_CONFIRMED, SQLITE_OK, "list confirmed segments", confirmed_row, &c, NULL);
+    confirmed_ctx c = {fn, user};
+    int rc = SQLITE_OK;
+    bind_int(s->st[ST_CONFIRMED], 1, doc_id, &rc);
+    bind_int(s->st[ST_CONFIRMED], 2, since_ms, &rc);
+    return each_row(s, ST_CONFIRMED, rc, "list confirmed segments", confirmed_row, &c, NULL);
 }
 
 /* ------------------------------------------------------ models and runs */

@@ -318,18 +318,20 @@ typedef struct store_export_row {
 typedef int (*store_export_fn)(void *user, const store_export_row *row);
 mt_status store_export_confirmed(store *s, int64_t doc_id, store_export_fn fn, void *user);
 
-/* Every confirmed segment with a non-empty source and target, of every
-** document (edited in the editor or imported as confirmed), by segment id,
-** whose confirmation (or, for an imported one, last change) is at or after
-** since_ms: the data of fine-tuning and of APE triplets.  mt: the best
-** hypothesis of the segment's latest MT output (NULL when none was shown). */
+/* Every confirmed segment with a non-empty source and target, of one
+** document (doc_id) or (doc_id 0) every document (edited in the editor or
+** imported as confirmed), by segment id, whose confirmation (or, for an
+** imported one, last change) is at or after since_ms: the data of
+** fine-tuning, of APE triplets and of HTER.  mt: the best hypothesis of
+** the segment's latest MT output (NULL when none was shown). */
 typedef struct store_confirmed {
     int64_t seg_id, doc_id;
     const char *doc_path, *source, *target, *mt;
     int64_t time_ms;
 } store_confirmed;
 typedef int (*store_confirmed_fn)(void *user, const store_confirmed *c);
-mt_status store_list_confirmed(store *s, int64_t since_ms, store_confirmed_fn fn, void *user);
+mt_status store_list_confirmed(store *s, int64_t doc_id, int64_t since_ms, store_confirmed_fn fn,
+                               void *user);
 
 /* ------------------------------------------------------ models and runs */
 

@@ -154,13 +154,12 @@ typedef struct row {
 
 static const app_opts *bench_o; /* --mix-report */
 
-static mt_status bench_one(const char *po, const app_tune_params *base, bool strip,
+/* m: the messages of po (read_po) */
+static mt_status bench_one(const char *po, const msgs *m, const app_tune_params *base,
                            const char *work, row *out) {
-    msgs m = {0};
-    mt_status rc = read_po(po, strip, &m);
-    if (rc != MT_OK) return rc;
-    out->n = m.n;
-    int32_t half = m.n / 2;
+    mt_status rc;
+    out->n = m->n;
+    int32_t half = m->n / 2;
     char db[PATH_MAX], dir[PATH_MAX];
     snprintf(db, sizeof db, "%.3000s/%s.db", work, out->name);
     snprintf(dir, sizeof dir, "%.3000s/%s.tuned", work, out->name);
@@ -169,8 +168,8 @@ static mt_status bench_one(const char *po, const app_tune_params *base, bool str
     store_segment_in *segs = mt_try_calloc((size_t)half + 1, sizeof *segs);
     if (rc == MT_OK && segs == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
     for (int32_t i = 0; i < half && rc == MT_OK; i++) {
-        segs[i].source = m.src[i];
-        segs[i].target = m.trg[i];
+        segs[i].source = m->src[i];
+        segs[i].target = m->trg[i];
         segs[i].status = STORE_SEG_CONFIRMED;
     }
     int64_t doc_id = 0;
@@ -184,28 +183,30 @@ static mt_status bench_one(const char *po, const app_tune_params *base, bool str
     double t0 = app_now();
     if (rc == MT_OK) rc = app_tune_run(&p, &out->r);
     out->secs = app_now() - t0;
-    char **before = mt_try_calloc((size_t)(m.n - half) + 1, sizeof(char *));
-    char **after = mt_try_calloc((size_t)(m.n - half) + 1, sizeof(char *));
+    char **before = mt_try_calloc((size_t)(m->n - half) + 1, sizeof(char *));
+    char **after = mt_try_calloc((size_t)(m->n - half) + 1, sizeof(char *));
     if (rc == MT_OK && (!before || !after)) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
     char tuned[PATH_MAX + 16];
     snprintf(tuned, sizeof tuned, "%s/model.npz", dir);
     if (rc == MT_OK)
-        rc = app_tune_translate(p.model, p.vocabs, &p, m.src + half, m.n - half, before);
-    if (rc == MT_OK) rc = app_tune_translate(tuned, p.vocabs, &p, m.src + half, m.n - half, after);
-    if (rc == MT_OK) rc = app_tune_score(before, m.trg + half, m.n - half, &out->test_before);
-    if (rc == MT_OK) rc = app_tune_score(after, m.trg + half, m.n - half, &out->test_after);
+        rc = app_tune_translate(p.model, p.vocabs, &p, m->src + half, m->n - half, before);
+    if (rc == MT_OK)
+        rc = app_tune_translate(tuned, p.vocabs, &p, m->src + half, m->n - half, after);
+    if (rc == MT_OK) rc = app_tune_score(before, m->trg + half, m->n - half, &out->test_before);
+    if (rc == MT_OK) rc = app_tune_score(after, m->trg + half, m->n - half, &out->test_after);
     for (int k = 0; rc == MT_OK && k < app_opts_count(bench_o, "mix-report"); k++) {
         double a = app_opts_float_item(bench_o, "mix-report", k);
         char mixp[PATH_MAX + 16];
         snprintf(mixp, sizeof mixp, "%s/mix.npz", dir);
         rc = app_tune_mix(p.model, tuned, a, mixp);
-        for (int32_t i = 0; i < m.n - half; i++) {
+        for (int32_t i = 0; i < m->n - half; i++) {
             mt_free(after[i]);
             after[i] = NULL;
         }
-        if (rc == MT_OK) rc = app_tune_translate(mixp, p.vocabs, &p, m.src + half, m.n - half, after);
+        if (rc == MT_OK)
+            rc = app_tune_translate(mixp, p.vocabs, &p, m->src + half, m->n - half, after);
         app_tune_scores t, d = {NAN, NAN, NAN};
-        if (rc == MT_OK) rc = app_tune_score(after, m.trg + half, m.n - half, &t);
+        if (rc == MT_OK) rc = app_tune_score(after, m->trg + half, m->n - half, &t);
         if (rc == MT_OK && p.dev[0]) {
             /* the dev sample tune used: its data/dev.* files */
             char ds[PATH_MAX + 32], dt[PATH_MAX + 32];
@@ -222,13 +223,12 @@ static mt_status bench_one(const char *po, const app_tune_params *base, bool str
                    d.bleu - out->r.dev_before.bleu);
         remove(mixp);
     }
-    for (int32_t i = 0; i < m.n - half; i++) {
+    for (int32_t i = 0; i < m->n - half; i++) {
         if (before) mt_free(before[i]);
         if (after) mt_free(after[i]);
     }
     mt_free(before);
     mt_free(after);
-    msgs_free(&m);
     return rc;
 }
 
@@ -353,10 +353,12 @@ int app_bench_tune_main(int argc, char **argv) {
         if (dot) *dot = '\0';
         msgs m = {0};
         mt_status rc = read_po(files[i], strip, &m);
-        int32_t n = m.n;
+        if (rc == MT_OK && m.n < min_msgs) {
+            msgs_free(&m);
+            continue;
+        }
+        if (rc == MT_OK) rc = bench_one(files[i], &m, &p, work, &rw);
         msgs_free(&m);
-        if (rc == MT_OK && n < min_msgs) continue;
-        if (rc == MT_OK) rc = bench_one(files[i], &p, strip, work, &rw);
         if (rc != MT_OK) {
             printf("%-28s failed: %s\n", rw.name, mt_errmsg());
             failed++;

@@ -1061,7 +1061,6 @@ void app_edit_ctl_set_tuner(app_edit_ctl *c, app_edit_tuner *t) { c->tuner = t; 
 /* :stats of this document: segments and words by status, the time spent,
 ** HTER (TER of the MT shown against the confirmed text) and words per hour. */
 typedef struct stats_ctx {
-    int64_t doc_id;
     int64_t spent_ms;
     int64_t with_mt, edits, ref_words;
     mt_status rc;
@@ -1075,7 +1074,7 @@ static int stats_segment(void *user, const store_segment *g) {
 
 static int stats_confirmed(void *user, const store_confirmed *cf) {
     stats_ctx *x = user;
-    if (cf->doc_id != x->doc_id || cf->mt == NULL) return 0;
+    if (cf->mt == NULL) return 0;
     int64_t e = 0, w = 0;
     x->rc = mt_ter_edits(cf->mt, cf->target, false, &e, &w);
     if (x->rc != MT_OK) return 1;
@@ -1090,9 +1089,9 @@ static mt_status h_stats(void *user, char *msg, size_t n) {
     app_edit_ctl_flush(c);
     store_progress pr;
     mt_status rc = store_get_progress(c->st, c->doc_id, &pr);
-    stats_ctx x = {.doc_id = c->doc_id};
+    stats_ctx x = {0};
     if (rc == MT_OK) rc = store_list_segments(c->st, c->doc_id, STORE_SEG_ALL, stats_segment, &x);
-    if (rc == MT_OK) rc = store_list_confirmed(c->st, INT64_MIN, stats_confirmed, &x);
+    if (rc == MT_OK) rc = store_list_confirmed(c->st, c->doc_id, INT64_MIN, stats_confirmed, &x);
     if (rc == MT_ABORTED) rc = x.rc;
     if (rc != MT_OK) return rc;
     int64_t conf = pr.segments[STORE_SEG_CONFIRMED], conf_w = pr.words[STORE_SEG_CONFIRMED];

@@ -1002,12 +1002,14 @@ static mt_status write_train_files(tune_ctx *c, int32_t epochs, int64_t *tokens)
     int32_t n_train = c->data.n - c->n_held;
     int64_t per = n_train > 0 ? c->replay.n / (epochs > 0 ? epochs : 1) : 0;
     int32_t r = 0;
-    *tokens = 0;
+    int64_t pair_tokens = 0; /* of one repetition of the training pairs */
+    for (int32_t i = c->n_held; i < c->data.n; i++)
+        pair_tokens += count_tokens(c, c->data.v[i].trg);
+    *tokens = (int64_t)epochs * pair_tokens;
     for (int32_t e = 0; e < epochs && rc == MT_OK; e++) {
         for (int32_t i = c->n_held; i < c->data.n; i++) {
             fprintf(fs, "%s\n", c->data.v[i].src);
             fprintf(ft, "%s\n", c->data.v[i].trg);
-            *tokens += count_tokens(c, c->data.v[i].trg);
         }
         int32_t end = e == epochs - 1 ? c->replay.n : (int32_t)(r + per);
         for (; r < end && r < c->replay.n; r++) {
@@ -1134,8 +1136,7 @@ static mt_status tune_body(tune_ctx *c) {
     app_tune_result *r = c->r;
     double t0 = app_now();
     collect_ctx cc = {&c->data, p->doc, 0, MT_OK};
-    mt_status rc = store_list_confirmed(c->st, p->since_ms == INT64_MIN ? INT64_MIN : p->since_ms,
-                                        collect_one, &cc);
+    mt_status rc = store_list_confirmed(c->st, 0, p->since_ms, collect_one, &cc);
     if (rc == MT_OK) rc = cc.rc;
     if (rc != MT_OK) return rc;
     pairs_dedup(&c->data);
