@@ -63,6 +63,17 @@
 **   triggers tm_segment_insert / _update / _delete keep tm_fts and tm_term
 **                  in step with the segments whose status is 3 (confirmed),
 **                  whoever writes them
+**
+** Version 4 (glossary and spell checking):
+**   glossary_entry one term pair of a project's glossary: project name
+**                  ('' = every project), source and target languages ('' =
+**                  any), source term, target term, note, case-sensitive
+**                  flag, the file it was imported from, time added; unique
+**                  by (project, languages, source, target), so importing
+**                  the same file twice adds nothing
+**   glossary_source  index on (project, lower(source)) for lookups
+**   spell_word     the personal dictionary: words the user added, by
+**                  language ('de_DE', 'en_US', ...), with the time added
 */
 #include <stdio.h>
 
@@ -225,6 +236,28 @@ static const char schema_v3[] =
     "    ON CONFLICT(term) DO UPDATE SET df = df + 1;\n"
     "END;\n";
 
+static const char schema_v4[] =
+    "CREATE TABLE glossary_entry (\n"
+    "    id INTEGER PRIMARY KEY,\n"
+    "    project TEXT NOT NULL DEFAULT '',\n"
+    "    src_lang TEXT NOT NULL DEFAULT '',\n"
+    "    tgt_lang TEXT NOT NULL DEFAULT '',\n"
+    "    source TEXT NOT NULL CHECK (source <> ''),\n"
+    "    target TEXT NOT NULL CHECK (target <> ''),\n"
+    "    note TEXT NOT NULL DEFAULT '',\n"
+    "    case_sensitive INTEGER NOT NULL DEFAULT 0 CHECK (case_sensitive IN (0, 1)),\n"
+    "    origin TEXT NOT NULL DEFAULT '',\n"
+    "    added_ms INTEGER NOT NULL,\n"
+    "    UNIQUE (project, src_lang, tgt_lang, source, target)\n"
+    ") STRICT;\n"
+    "CREATE INDEX glossary_source ON glossary_entry(project, lower(source));\n"
+    "CREATE TABLE spell_word (\n"
+    "    lang TEXT NOT NULL,\n"
+    "    word TEXT NOT NULL CHECK (word <> ''),\n"
+    "    added_ms INTEGER NOT NULL,\n"
+    "    PRIMARY KEY (lang, word)\n"
+    ") STRICT, WITHOUT ROWID;\n";
+
 /* Version 3: the index terms of every segment; the update trigger adds
 ** the confirmed ones to the index. */
 static mt_status fill_tm_terms(sqlite3 *db) {
@@ -259,6 +292,7 @@ const store_migration store_migrations[] = {
     {1, "initial schema", schema_v1, NULL},
     {2, "document versions by changed segments", schema_v2, NULL},
     {3, "translation memory index", schema_v3, fill_tm_terms},
+    {4, "glossary and personal dictionary", schema_v4, NULL},
 };
 const int store_n_migrations = (int)(sizeof store_migrations / sizeof store_migrations[0]);
 _Static_assert(sizeof store_migrations / sizeof store_migrations[0] == STORE_SCHEMA_VERSION,

@@ -24,7 +24,7 @@ typedef struct store_migration {
 
 /* The schema version this build writes: the number of migrations (checked
 ** at compile time in schema.c). */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* The migrations of this build: versions 1..STORE_SCHEMA_VERSION in order. */
 extern const store_migration store_migrations[];

@@ -1095,7 +1095,45 @@ static void check_v2(store *s) {
     CHECK(h.n == 1 && h.score[0] == 99, "confirmed after the migration: found");
 }
 
-static const seeder seeders[] = {{seed_v0, check_v0}, {seed_v1, check_v1}, {seed_v2, check_v2}};
+/* Version 3 had no glossary: the migration adds empty tables that take
+** entries and keep the TM as it was. */
+static void seed_v3(sqlite3 *db) {
+    seed_v2(db);
+    /* at version 3 every segment carries its index terms (the triggers
+    ** index the confirmed ones) */
+    static const char *const sources[] = {"Open the file", "Save the file as",
+                                          "Close the window now", "Print 3 pages"};
+    for (int i = 0; i < 4; i++) {
+        char *terms = store_tm_terms_json(sources[i]);
+        char *sql = sqlite3_mprintf("UPDATE segment SET tm_terms = %Q WHERE id = %d", terms, i + 1);
+        CHECK(sql && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "seed v3: %s",
+              sqlite3_errmsg(db));
+        sqlite3_free(sql);
+        mt_free(terms);
+    }
+}
+
+static void check_v3(store *s) {
+    sqlite3 *db = store_db(s);
+    CHECK(pragma_int(db, "SELECT count(*) FROM glossary_entry") == 0 &&
+              pragma_int(db, "SELECT count(*) FROM spell_word") == 0,
+          "v3 -> v4: new tables are empty");
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO glossary_entry (source, target, added_ms)"
+                       " VALUES ('file', 'Datei', 1);"
+                       "INSERT INTO spell_word (lang, word, added_ms) VALUES ('de_DE', 'mtpe', 1)",
+                       NULL, NULL, NULL) == SQLITE_OK,
+          "v4 tables take rows: %s", sqlite3_errmsg(db));
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO glossary_entry (source, target, added_ms)"
+                       " VALUES ('file', 'Datei', 2)",
+                       NULL, NULL, NULL) != SQLITE_OK,
+          "the same term pair twice is refused");
+    check_v2(s);
+}
+
+static const seeder seeders[] = {
+    {seed_v0, check_v0}, {seed_v1, check_v1}, {seed_v2, check_v2}, {seed_v3, check_v3}};
 _Static_assert(sizeof seeders / sizeof seeders[0] == STORE_SCHEMA_VERSION,
                "tests/db/test_store.c: add a seeder for every older schema version");
 
