@@ -67,6 +67,7 @@
 #include "common.h"
 #include "doc.h"
 #include "edit_session.h"
+#include "edit_spell.h"
 #include "edit_tm.h"
 #include "editor.h"
 #include "options.h"
@@ -738,6 +739,13 @@ int app_edit_main(int argc, char **argv) {
     }
     ui_document udoc = *app_edit_ctl_document(ctl);
     udoc.model_name = name_copy;
+    /* spell checking of the field in the target language (edit_spell.h) */
+    rc = app_edit_spell_open(st, udoc.trg_lang);
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe edit: %s\n", mt_errmsg());
+        goto done;
+    }
+    app_edit_spell_set_hooks(&hooks);
 
     if (script) {
         app_edit_ctl_set_observer(ctl, script_observer, NULL);
@@ -773,6 +781,7 @@ done:
     app_edit_tm_free(tm); /* after the session: its workers post through it */
     app_edit_engine_free(eng);
     app_edit_ctl_free(ctl);
+    app_edit_spell_close(); /* before the store it reads */
     store_close(st);
     app_doc_free(doc);
     app_opts_free(o);

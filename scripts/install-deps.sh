@@ -10,6 +10,7 @@ pkgs=(
   libsentencepiece-dev sentencepiece              # models: vocabularies, spm_train
   libxml2-dev libxml2-utils gettext               # XLIFF/TMX, msgfmt --check in tests
   tmux                                            # end-to-end editor tests
+  libhunspell-dev hunspell-de-de hunspell-en-us   # spell checking in the editor
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -11,6 +11,7 @@
 **                                        none: list the models
 **   tune [cancel]
 **   export tmx|tsv PATH
+**   spell [on|off|add WORD]              WORD: the rest of the line, trimmed
 ** Names of three or more letters may be abbreviated to a unique prefix
 ** (":go 12", ":mo ~/m.npz", ":exp tmx out.tmx").
 */
@@ -43,6 +44,8 @@ static const ui_command_def commands[] = {
     {"tune", "tune [cancel]",
      "fine-tune the model on the confirmed segments in the background (cancel: stop)", ARG_TEXT},
     {"stats", "stats", "segments and words by status, time spent, words/hour, HTER", ARG_NONE},
+    {"spell", "spell [on|off|add WORD]",
+     "spell checking on or off (none: toggle); add WORD to the personal dictionary", ARG_TEXT},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 static const char *const export_formats[] = {"tmx", "tsv"};
@@ -125,7 +128,7 @@ mt_status ui_cmd_parse(const char *line, ui_cmd *out) {
     static const ui_cmd_kind kinds[] = {
         UI_CMD_WRITE,       UI_CMD_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_QUIT_FORCE,
         UI_CMD_GOTO,        UI_CMD_FIND, UI_CMD_MODEL,      UI_CMD_EXPORT,     UI_CMD_HELP,
-        UI_CMD_WRITE_FORCE, UI_CMD_QA,   UI_CMD_TUNE,       UI_CMD_STATS};
+        UI_CMD_WRITE_FORCE, UI_CMD_QA,   UI_CMD_TUNE,       UI_CMD_STATS,      UI_CMD_SPELL};
     _Static_assert(sizeof kinds / sizeof kinds[0] == sizeof commands / sizeof commands[0],
                    "one kind per command");
     out->kind = kinds[ci];
@@ -151,6 +154,32 @@ mt_status ui_cmd_parse(const char *line, ui_cmd *out) {
         memcpy(out->arg, rest, n);
         out->arg[n] = '\0';
         return MT_OK;
+    }
+    case UI_CMD_SPELL: {
+        size_t n = strlen(rest);
+        while (n > 0 && (rest[n - 1] == ' ' || rest[n - 1] == '\t'))
+            n--;
+        if (n == 0 || (n == 2 && memcmp(rest, "on", 2) == 0) ||
+            (n == 3 && memcmp(rest, "off", 3) == 0)) {
+            memcpy(out->arg, rest, n);
+            out->arg[n] = '\0';
+            return MT_OK;
+        }
+        if (n >= 3 && memcmp(rest, "add", 3) == 0 &&
+            (n == 3 || rest[3] == ' ' || rest[3] == '\t')) {
+            const char *word = skip_spaces(rest + 3);
+            size_t len = (size_t)(word - rest) < n ? n - (size_t)(word - rest) : 0;
+            if (len == 0) return mt_seterr(MT_ERR_INVALID, ":spell add needs a WORD");
+            if (memchr(word, ' ', len) || memchr(word, '\t', len))
+                return mt_seterr(MT_ERR_INVALID, ":spell add takes one word");
+            if (len + 5 > UI_CMD_ARG_MAX)
+                return mt_seterr(MT_ERR_INVALID, ":spell add: word too long");
+            memcpy(out->arg, "add ", 4);
+            memcpy(out->arg + 4, word, len);
+            out->arg[4 + len] = '\0';
+            return MT_OK;
+        }
+        return mt_seterr(MT_ERR_INVALID, ":spell takes on, off or add WORD");
     }
     case UI_CMD_EXPORT: {
         const char *f = rest;

@@ -555,6 +555,7 @@ void ed_free(ui_editor *ed) {
     ed_line_free(&ed->cmd);
     ui_hist_free(&ed->hist);
     mt_free(ed->last_find);
+    mt_free(ed->spell_text);
     mt_free(ed);
 }
 
@@ -617,6 +618,7 @@ mt_status ed_init(const ui_hooks *hooks, const ui_document *doc, ui_editor **out
         }
     }
     ed->cur = -1;
+    ed->spell_seg = -1;
     ed->lower_pane = 0;
     *out = ed;
     return MT_OK;
@@ -810,6 +812,7 @@ static bool edits_field(const ui_editor *ed, ui_action act) {
     case UI_ACT_KILL_WORD_FWD:
     case UI_ACT_YANK:
     case UI_ACT_TRANSPOSE:
+    case UI_ACT_SPELL:
     case UI_ACT_UNDO: return true;
     case UI_ACT_EOL:
     case UI_ACT_RIGHT:
@@ -1084,6 +1087,184 @@ static bool save(ui_editor *ed, bool force, int64_t now_ms) {
 
 static bool unsaved(const ui_editor *ed) { return ed->dirty || field_edited(ed); }
 
+/* ------------------------------------------------------------ spelling */
+
+static void spell_forget(ui_editor *ed) {
+    mt_free(ed->spell_text);
+    ed->spell_text = NULL;
+    ed->n_spell = 0;
+}
+
+const ui_spell_span *ed_spell_spans(ui_editor *ed, int *n) {
+    *n = 0;
+    if (ed->hooks.spell == NULL || ed->spell_off || ed->spell_unavail || ed->cur < 0)
+        return ed->spell;
+    if (ed->spell_text && ed->spell_seg == ed->cur && strcmp(ed->spell_text, ed->field.text) == 0) {
+        *n = ed->n_spell;
+        return ed->spell;
+    }
+    spell_forget(ed);
+    mt_clearerr();
+    int k = ed->hooks.spell(ed->hooks.user, ed->cur, ed->field.text, ed->spell, ED_SPELL_MAX);
+    if (k < 0) {
+        ed->spell_unavail = true;
+        snprintf(ed->spell_why, sizeof ed->spell_why, "%s",
+                 mt_errmsg()[0] ? mt_errmsg() : "spell checking is not available");
+        return ed->spell;
+    }
+    if (k > ED_SPELL_MAX) k = ED_SPELL_MAX;
+    int m = 0; /* keep the spans that are in order and inside the text */
+    int32_t end = 0;
+    for (int i = 0; i < k; i++) {
+        ui_spell_span sp = ed->spell[i];
+        if (sp.at < end || sp.len <= 0 || (size_t)sp.at + (size_t)sp.len > ed->field.len) continue;
+        ed->spell[m++] = sp;
+        end = sp.at + sp.len;
+    }
+    ed->n_spell = m;
+    ed->spell_text = mt_try_strdup(ed->field.text); /* NULL: checked again next time */
+    ed->spell_seg = ed->cur;
+    *n = m;
+    return ed->spell;
+}
+
+/* Whether spell checking can be used; else says why. */
+static bool spell_usable(ui_editor *ed, int64_t now_ms) {
+    if (ed->hooks.spell == NULL || ed->spell_unavail) {
+        ed_message(ed, MT_LOG_INFO, now_ms, "%s",
+                   ed->spell_unavail ? ed->spell_why : "spell checking is not available");
+        return false;
+    }
+    return true;
+}
+
+/* F7: the suggestions for the misspelled word at or before the cursor
+** (else the first one after it). */
+static void spell_open(ui_editor *ed, int64_t now_ms) {
+    if (!spell_usable(ed, now_ms)) return;
+    if (ed->spell_off) {
+        ed_message(ed, MT_LOG_INFO, now_ms, "spell checking is off (:spell turns it on)");
+        return;
+    }
+    int n;
+    const ui_spell_span *sp = ed_spell_spans(ed, &n);
+    if (!spell_usable(ed, now_ms)) return;
+    if (n == 0) {
+        ed_message(ed, MT_LOG_INFO, now_ms, "no misspelled word in the translation");
+        return;
+    }
+    int pick = 0;
+    for (int i = 0; i < n; i++)
+        if ((size_t)sp[i].at <= ed->field.cur) pick = i;
+    ed->sug_at = (size_t)sp[pick].at;
+    ed->sug_len = (size_t)sp[pick].len;
+    char word[256];
+    if (ed->sug_len >= sizeof word) {
+        ed_message(ed, MT_LOG_INFO, now_ms, "the word is too long for suggestions");
+        return;
+    }
+    memcpy(word, ed->field.text + ed->sug_at, ed->sug_len);
+    word[ed->sug_len] = '\0';
+    ed->n_sug = 0;
+    ed->sug_buf[0] = '\0';
+    if (ed->hooks.spell_suggest) {
+        mt_clearerr();
+        int k = ed->hooks.spell_suggest(ed->hooks.user, word, ed->sug_buf, sizeof ed->sug_buf);
+        ed->sug_buf[sizeof ed->sug_buf - 1] = '\0';
+        char *p = ed->sug_buf;
+        for (int i = 0; i < k && i < 9 && *p; i++) {
+            char *nl = strchr(p, '\n');
+            if (nl == NULL) break;
+            *nl = '\0';
+            ed->sug[ed->n_sug++] = p;
+            p = nl + 1;
+        }
+    }
+    ed->mode = ED_MODE_SPELL;
+    ed->msg[0] = '\0';
+}
+
+/* The word of the list replaced with `with`: one undo step, reported as typing. */
+static void spell_replace(ui_editor *ed, const char *with, int64_t now_ms) {
+    ed_line *f = &ed->field;
+    size_t wl = strlen(with), at = ed->sug_at, len = ed->sug_len;
+    if (at + len > f->len) return; /* cannot happen: the list closes when the field changes */
+    size_t n = f->len - len + wl;
+    char *t = mt_try_malloc(n + 1);
+    if (t == NULL) {
+        ed_message(ed, MT_LOG_ERROR, now_ms, "out of memory replacing the word");
+        return;
+    }
+    memcpy(t, f->text, at);
+    memcpy(t + at, with, wl);
+    memcpy(t + at + wl, f->text + at + len, f->len - at - len);
+    t[n] = '\0';
+    char old[256];
+    snprintf(old, sizeof old, "%.*s", (int)len, f->text + at);
+    flush_typed(ed);
+    mt_status rc = ed_line_set(f, t, n, true);
+    mt_free(t);
+    if (rc != MT_OK) {
+        ed_message(ed, MT_LOG_ERROR, now_ms, "%s", mt_errmsg());
+        return;
+    }
+    f->cur = at + wl;
+    ed->segs[ed->cur].keystrokes++;
+    field_changed(ed, now_ms);
+    send_edit(ed, UI_EDIT_TYPED);
+    ed_message(ed, MT_LOG_INFO, now_ms, "'%s' replaced with '%s' (C-z undoes)", old, with);
+}
+
+static void spell_add_word(ui_editor *ed, const char *word, int64_t now_ms) {
+    if (!spell_usable(ed, now_ms)) return;
+    if (ed->hooks.spell_add == NULL) {
+        ed_message(ed, MT_LOG_INFO, now_ms, "no personal dictionary");
+        return;
+    }
+    mt_clearerr();
+    if (hook_ok(ed, ed->hooks.spell_add(ed->hooks.user, word), "spell", now_ms))
+        ed_message(ed, MT_LOG_INFO, now_ms, "'%s' added to the personal dictionary", word);
+    spell_forget(ed); /* check the field again */
+}
+
+/* Keys while the suggestions are listed. */
+static void spell_action(ui_editor *ed, ui_action act, int arg, int32_t key, int64_t now_ms) {
+    switch (act) {
+    case UI_ACT_SPELL_PICK:
+        if (arg < 1 || arg > ed->n_sug) {
+            bell(ed);
+            return;
+        }
+        ed->mode = ED_MODE_EDIT;
+        spell_replace(ed, ed->sug[arg - 1], now_ms);
+        return;
+    case UI_ACT_SPELL_ADD: {
+        char word[256];
+        snprintf(word, sizeof word, "%.*s", (int)ed->sug_len, ed->field.text + ed->sug_at);
+        ed->mode = ED_MODE_EDIT;
+        spell_add_word(ed, word, now_ms);
+        return;
+    }
+    case UI_ACT_CANCEL: ed->mode = ED_MODE_EDIT; return;
+    default: /* any other key closes the list and does what it does */
+        ed->mode = ED_MODE_EDIT;
+        if (key != 0) ed_key(ed, key, now_ms);
+        return;
+    }
+}
+
+/* :spell [on|off|add WORD] */
+static void spell_cmd(ui_editor *ed, const char *arg, int64_t now_ms) {
+    if (strncmp(arg, "add ", 4) == 0) {
+        spell_add_word(ed, arg + 4, now_ms);
+        return;
+    }
+    if (!spell_usable(ed, now_ms)) return;
+    ed->spell_off = arg[0] == '\0' ? !ed->spell_off : strcmp(arg, "off") == 0;
+    spell_forget(ed);
+    ed_message(ed, MT_LOG_INFO, now_ms, "spell checking %s", ed->spell_off ? "off" : "on");
+}
+
 static void exec_cmd(ui_editor *ed, const ui_cmd *c, int64_t now_ms) {
     switch (c->kind) {
     case UI_CMD_NONE: break;
@@ -1174,6 +1355,7 @@ static void exec_cmd(ui_editor *ed, const ui_cmd *c, int64_t now_ms) {
         ed->mode = ED_MODE_HELP;
         ed->help_scroll = 0;
         break;
+    case UI_CMD_SPELL: spell_cmd(ed, c->arg, now_ms); break;
     }
 }
 
@@ -1334,6 +1516,7 @@ static void edit_action(ui_editor *ed, ui_action act, int arg, int32_t key, int6
         ed->help_scroll = 0;
         break;
     case UI_ACT_TOGGLE_PANE: ed->lower_pane ^= 1; break;
+    case UI_ACT_SPELL: spell_open(ed, now_ms); break;
     case UI_ACT_REDRAW: ed->redraw = true; break;
     case UI_ACT_CANCEL: ed->msg[0] = '\0'; break;
     case UI_ACT_QUIT_HINT:
@@ -1403,6 +1586,7 @@ void ed_action(ui_editor *ed, ui_action act, int arg, int32_t key, int64_t now_m
             ed->mode = ED_MODE_EDIT;
         }
         break;
+    case ED_MODE_SPELL: spell_action(ed, act, arg, key, now_ms); break;
     case ED_MODE_ASK_QUIT:
         ed->mode = ED_MODE_EDIT;
         if (key == 'y' || key == 'Y') {
@@ -1444,6 +1628,7 @@ void ed_key(ui_editor *ed, int32_t key, int64_t now_ms) {
     }
     ui_keymode km = ed->mode == ED_MODE_EDIT      ? UI_KEYMODE_EDIT
                     : ed->mode == ED_MODE_CMDLINE ? UI_KEYMODE_CMDLINE
+                    : ed->mode == ED_MODE_SPELL   ? UI_KEYMODE_SPELL
                                                   : UI_KEYMODE_HELP;
     int arg = 0;
     ui_action act = ui_keymap_lookup(km, key, &arg);
@@ -1459,6 +1644,10 @@ void ed_tick(ui_editor *ed, int64_t now_ms) {
             ed->hooks.request_completion(ed->hooks.user, ed->cur, ed->field.text);
     }
     if (ed->edit_pending && now_ms >= ed->edit_due_ms) flush_typed(ed);
+    if (ed->spell_unavail && !ed->spell_told && ed->msg[0] == '\0') { /* once */
+        ed->spell_told = true;
+        ed_message(ed, MT_LOG_INFO, now_ms, "%s", ed->spell_why);
+    }
     if (ed->msg[0] && ed->msg_level < MT_LOG_WARN && ed->mode != ED_MODE_ASK_QUIT &&
         now_ms - ed->msg_ms >= ED_MSG_EXPIRE_MS)
         ed->msg[0] = '\0';
@@ -1468,6 +1657,7 @@ int64_t ed_deadline(const ui_editor *ed) {
     int64_t t = INT64_MAX;
     if (ed->comp_pending) t = ed->comp_due_ms;
     if (ed->edit_pending && ed->edit_due_ms < t) t = ed->edit_due_ms;
+    if (ed->spell_unavail && !ed->spell_told && ed->msg[0] == '\0') t = 0;
     if (ed->msg[0] && ed->msg_level < MT_LOG_WARN && ed->mode != ED_MODE_ASK_QUIT &&
         ed->msg_ms + ED_MSG_EXPIRE_MS < t)
         t = ed->msg_ms + ED_MSG_EXPIRE_MS;

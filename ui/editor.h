@@ -191,13 +191,17 @@ typedef enum ui_action {
     UI_ACT_EXECUTE,
     UI_ACT_SCROLL_UP, /* help screen */
     UI_ACT_SCROLL_DOWN,
+    UI_ACT_SPELL,      /* F7 M-s: suggestions for the misspelled word */
+    UI_ACT_SPELL_PICK, /* the suggestion list: arg 1..9 */
+    UI_ACT_SPELL_ADD,  /* the suggestion list: add the word to the dictionary */
     UI_ACT_COUNT
 } ui_action;
 
 typedef enum ui_keymode {
     UI_KEYMODE_EDIT = 1,
     UI_KEYMODE_CMDLINE = 2,
-    UI_KEYMODE_HELP = 4
+    UI_KEYMODE_HELP = 4,
+    UI_KEYMODE_SPELL = 8 /* the spelling suggestions (F7) */
 } ui_keymode;
 
 typedef struct ui_binding {
@@ -247,6 +251,7 @@ typedef enum ui_cmd_kind {
     UI_CMD_QA,          /* :qa */
     UI_CMD_TUNE,        /* :tune [cancel] */
     UI_CMD_STATS,       /* :stats */
+    UI_CMD_SPELL,       /* :spell [on|off|add WORD] (arg) */
 } ui_cmd_kind;
 
 #define UI_CMD_ARG_MAX 4096
@@ -337,11 +342,18 @@ typedef struct ed_completion {
     int32_t n_conf;
 } ed_completion;
 
-typedef enum ed_mode { ED_MODE_EDIT, ED_MODE_CMDLINE, ED_MODE_HELP, ED_MODE_ASK_QUIT } ed_mode;
+typedef enum ed_mode {
+    ED_MODE_EDIT,
+    ED_MODE_CMDLINE,
+    ED_MODE_HELP,
+    ED_MODE_ASK_QUIT,
+    ED_MODE_SPELL /* the spelling suggestions of a word are listed (F7) */
+} ed_mode;
 
 #define ED_COMPLETION_DEBOUNCE_MS 30
 #define ED_PERSIST_MS 1000 /* typed text reaches hooks.edited at most this late */
 #define ED_MSG_MAX 512
+#define ED_SPELL_MAX 256 /* misspelled words of the field marked at most */
 
 typedef struct ui_editor {
     ui_hooks hooks;
@@ -384,6 +396,23 @@ typedef struct ui_editor {
     bool quit;
     bool redraw; /* full repaint requested (C-l, resize) */
     int bells;   /* count of refused keys, for the screen (and tests) */
+
+    /* Spell checking (hooks.spell): the misspelled words of the field, for
+    ** the text spell_text of segment spell_seg (NULL: to be checked). */
+    bool spell_off;     /* :spell off                                     */
+    bool spell_unavail; /* the hook said -1: no dictionary                */
+    bool spell_told;    /* ... and that was shown                         */
+    char spell_why[ED_MSG_MAX];
+    char *spell_text;
+    int64_t spell_seg;
+    ui_spell_span spell[ED_SPELL_MAX];
+    int n_spell;
+    /* ED_MODE_SPELL: the word [sug_at, sug_at + sug_len) of the field and
+    ** its suggestions (pointers into sug_buf). */
+    size_t sug_at, sug_len;
+    char sug_buf[1024];
+    const char *sug[9];
+    int n_sug;
 } ui_editor;
 
 /* Copies doc; hooks are copied too (NULL hooks = all NULL). */
@@ -435,6 +464,10 @@ char *ed_field_text_with_completion(const ui_editor *ed);
 int64_t ed_next_untranslated(const ui_editor *ed, int64_t from);
 /* Number of whitespace-separated words. */
 int32_t ed_count_words(const char *s);
+/* The misspelled words of the field (*n of them, sorted), checked again
+** through hooks.spell when the field's text changed since the last call;
+** none (*n = 0) while checking is off or unavailable. */
+const ui_spell_span *ed_spell_spans(ui_editor *ed, int *n);
 
 /* ============================================================ post queue */
 
@@ -492,6 +525,7 @@ int ui_conf_role(float conf);
 size_t ui_screen_row(ui_screen *s, int y, char *buf, size_t size);
 int ui_screen_cell_role(ui_screen *s, int y, int x);
 bool ui_screen_cell_dim(ui_screen *s, int y, int x);
+bool ui_screen_cell_underline(ui_screen *s, int y, int x);
 void ui_screen_size(ui_screen *s, int *rows, int *cols);
 void ui_screen_cursor(ui_screen *s, int *y, int *x);
 

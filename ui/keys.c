@@ -108,6 +108,7 @@ int64_t ui_keydec_deadline(const ui_keydec *d) {
 #define E UI_KEYMODE_EDIT
 #define C UI_KEYMODE_CMDLINE
 #define H UI_KEYMODE_HELP
+#define S UI_KEYMODE_SPELL
 #define EC (UI_KEYMODE_EDIT | UI_KEYMODE_CMDLINE)
 #define M(k) ((k) | UI_KEY_META)
 #define F(n) (UI_KEY_F0 + (n))
@@ -175,6 +176,9 @@ static const ui_binding bindings[] = {
     {E, F(2), UI_ACT_CMDLINE, 0, "F2", NULL},
     {E | C, F(1), UI_ACT_HELP, 0, "F1", "this help"},
     {E, F(3), UI_ACT_TOGGLE_PANE, 0, "F3", "show alternatives / attention heat map"},
+    {E, F(7), UI_ACT_SPELL, 0, "F7",
+     "spelling suggestions for the misspelled (underlined) word at or before the cursor"},
+    {E, M('s'), UI_ACT_SPELL, 0, "M-s", NULL},
     {E, UI_CTRL('l'), UI_ACT_REDRAW, 0, "C-l", "redraw the screen"},
     {E, UI_KEY_ESC, UI_ACT_CANCEL, 0, "Esc", "dismiss the message"},
     {E, UI_CTRL('g'), UI_ACT_CANCEL, 0, "C-g", NULL},
@@ -190,6 +194,21 @@ static const ui_binding bindings[] = {
     {C, UI_KEY_ESC, UI_ACT_CANCEL, 0, "Esc", "close the command line"},
     {C, UI_CTRL('g'), UI_ACT_CANCEL, 0, "C-g", NULL},
     {C, UI_CTRL('c'), UI_ACT_CANCEL, 0, "C-c", NULL},
+
+    /* the spelling suggestions (F7; any other key closes them and acts) */
+    {S, '1', UI_ACT_SPELL_PICK, 1, "1", "replace the word with suggestion 1..9"},
+    {S, '2', UI_ACT_SPELL_PICK, 2, "2", NULL},
+    {S, '3', UI_ACT_SPELL_PICK, 3, "3", NULL},
+    {S, '4', UI_ACT_SPELL_PICK, 4, "4", NULL},
+    {S, '5', UI_ACT_SPELL_PICK, 5, "5", NULL},
+    {S, '6', UI_ACT_SPELL_PICK, 6, "6", NULL},
+    {S, '7', UI_ACT_SPELL_PICK, 7, "7", NULL},
+    {S, '8', UI_ACT_SPELL_PICK, 8, "8", NULL},
+    {S, '9', UI_ACT_SPELL_PICK, 9, "9", NULL},
+    {S, 'a', UI_ACT_SPELL_ADD, 0, "a", "add the word to the personal dictionary"},
+    {S, '+', UI_ACT_SPELL_ADD, 0, "+", NULL},
+    {S, UI_KEY_ESC, UI_ACT_CANCEL, 0, "Esc", "close the suggestions"},
+    {S, UI_CTRL('g'), UI_ACT_CANCEL, 0, "C-g", NULL},
 
     /* the help screen (any other key closes it) */
     {H, UI_KEY_UP, UI_ACT_SCROLL_UP, 1, "Up", "scroll up"},
@@ -309,6 +328,7 @@ static const struct {
     {EC, "Editing (the translation field and the command line)"},
     {E, "The translation field"},
     {C, "The command line"},
+    {S, "Spelling suggestions (F7 or M-s; any other key closes them and acts)"},
     {H, "This help screen (any other key closes it)"},
 };
 

@@ -403,12 +403,21 @@ static void draw_field(const ui_screen *s, const ui_editor *ed, rect r, int *cy,
         if (c.off == ed->field.cur) crow = c.row, ccol = c.col;
     if (crow < 0) wrap_end(&w, &crow, &ccol);
     int top = crow >= r.h ? crow - r.h + 1 : 0;
+    /* misspelled words: underlined, red where there are colours */
+    int n_bad = ed->n_spell, bi = 0; /* ui_screen_draw brought them up to date */
+    const ui_spell_span *bad = ed->spell;
     wrap_init(&w, s, t, n, r.w);
     while (wrap_next(&w, &c)) {
         if (c.row < top) continue;
         if (c.row >= top + r.h) break;
         int role = UI_ROLE_NORMAL;
         attr_t extra = c.special ? A_DIM : 0;
+        while (bi < n_bad && (size_t)(bad[bi].at + bad[bi].len) <= c.off)
+            bi++;
+        if (c.off < fl && bi < n_bad && (size_t)bad[bi].at <= c.off) {
+            extra |= A_UNDERLINE;
+            if (s->colors) role = UI_ROLE_CONF_LOW;
+        }
         if (c.off >= fl) role = ui_conf_role(ed_completion_conf(ed, c.off - fl));
         use_role(s, role, extra);
         put_glyph(r.y + c.row - top, r.x + c.col, c.g);
@@ -595,6 +604,18 @@ static void draw_bottom(const ui_screen *s, const ui_editor *ed, int y, int cols
         put_str(s, y, 0, cols, "Up/Down PgUp/PgDn scroll, any other key closes the help",
                 UI_ROLE_GREY, 0);
         break;
+    case ED_MODE_SPELL: {
+        /* 'Datie'  1 Datei  2 Dativ  a add  Esc close */
+        char line[1200];
+        int o = snprintf(line, sizeof line, "'%.*s' ", (int)(ed->sug_len > 80 ? 80 : ed->sug_len),
+                         ed->field.text + ed->sug_at);
+        if (ed->n_sug == 0) o += snprintf(line + o, sizeof line - (size_t)o, " (no suggestions)");
+        for (int i = 0; i < ed->n_sug && o < (int)sizeof line; i++)
+            o += snprintf(line + o, sizeof line - (size_t)o, " %d %s ", i + 1, ed->sug[i]);
+        if (o < (int)sizeof line) snprintf(line + o, sizeof line - (size_t)o, " a add  Esc close");
+        put_str(s, y, 0, cols, line, UI_ROLE_HEADING, 0);
+        break;
+    }
     case ED_MODE_EDIT:
         put_str(s, y, 0, cols,
                 "F1 help  Tab word  End all  Enter confirm  M-1..9 alternative  PgUp/PgDn "
@@ -704,6 +725,8 @@ void ui_screen_draw(ui_screen *s, ui_editor *ed) {
         return;
     }
     draw_header(s, ed, cols);
+    int n_bad;
+    ed_spell_spans(ed, &n_bad); /* checks the field again when it changed */
     rect body = {1, 0, rows - 3, cols};
     if (ed->mode == ED_MODE_HELP) {
         draw_help(s, ed, body);
@@ -867,6 +890,16 @@ bool ui_screen_cell_dim(ui_screen *s, int y, int x) {
     short pair = 0;
     if (mvin_wch(y, x, &cc) == ERR || getcchar(&cc, wc, &a, &pair, NULL) == ERR) return false;
     return (a & A_DIM) != 0;
+}
+
+bool ui_screen_cell_underline(ui_screen *s, int y, int x) {
+    set_term(s->scr);
+    cchar_t cc;
+    wchar_t wc[CCHARW_MAX + 1];
+    attr_t a = 0;
+    short pair = 0;
+    if (mvin_wch(y, x, &cc) == ERR || getcchar(&cc, wc, &a, &pair, NULL) == ERR) return false;
+    return (a & A_UNDERLINE) != 0;
 }
 
 void ui_screen_size(ui_screen *s, int *rows, int *cols) {

@@ -62,9 +62,21 @@
 **                   (elsewhere it types ':');  M-: and F2 open it anywhere
 **   F1              help: every key and command
 **   F3              toggle n-best list / attention heat map
+**   F7 M-s          spelling suggestions for the misspelled word at or
+**                   before the cursor (else the first after it), listed
+**                   in the bottom line: 1..9 replaces the word with that
+**                   suggestion (one undo step, an edit like typing), a or
+**                   + adds the word to the personal dictionary, Esc or
+**                   C-g closes the list, any other key closes it and acts
 **   C-l             redraw;  Esc C-g dismiss the message
 **   C-c             says how to quit (the terminal is in raw mode: C-c, C-z
 **                   and C-s are keys, not signals)
+**
+** Spell checking.  Misspelled words of the field are underlined (and red
+** where the terminal has colours): before the field is drawn after its
+** text changed, the ui asks hooks->spell(seg, text) for them.  When that
+** hook returns -1 (no dictionary for the target language) checking stays
+** off and the hook's message (mt_errmsg) is shown once on the status line.
 **
 ** Completion.  The field of an untouched segment (new or machine translated)
 ** is empty and shows the segment's MT greyed.  After each edit of the field
@@ -94,6 +106,8 @@
 **   :export tmx PATH    export confirmed segments (hooks->export_doc);
 **   :export tsv PATH    also tsv
 **   :help           the help screen (as F1)
+**   :spell [on|off] turn spell checking on or off (no argument: toggle)
+**   :spell add WORD add WORD to the personal dictionary
 ** "Unsaved changes" are commits and drafts since the last successful :w.
 */
 #ifndef MT_UI_H
@@ -167,6 +181,12 @@ typedef enum ui_edit_kind {
     UI_EDIT_NBEST,       /* M-1..M-9: an n-best alternative                   */
 } ui_edit_kind;
 
+/* A misspelled word of the edit field: bytes [at, at + len) of its text
+** (ui_hooks.spell). */
+typedef struct ui_spell_span {
+    int32_t at, len;
+} ui_spell_span;
+
 typedef struct ui_hooks {
     void *user;
     /* The translator left segment `from` (-1 when the editor opens) for
@@ -203,6 +223,17 @@ typedef struct ui_hooks {
     mt_status (*tune)(void *user, const char *arg, char *msg, size_t n);
     /* :stats: msg (n bytes) gets the document's statistics.  May be NULL. */
     mt_status (*stats)(void *user, char *msg, size_t n);
+    /* Spell checking (see "Spell checking" above).  spell: the misspelled
+    ** words of text (the field of seg), in order, the first max into out;
+    ** returns how many there are, or -1 when spell checking is not
+    ** available (mt_seterr says why).  Called on the ui thread whenever the
+    ** field's text changed: it must be fast.  May be NULL (no checking). */
+    int (*spell)(void *user, int64_t seg, const char *text, ui_spell_span *out, int max);
+    /* Up to 9 suggestions for word, best first, into buf (n bytes), each
+    ** ended by '\n'; returns how many (0: none, -1: not available). */
+    int (*spell_suggest)(void *user, const char *word, char *buf, size_t n);
+    /* Adds word to the personal dictionary (kept in the store). */
+    mt_status (*spell_add)(void *user, const char *word);
 } ui_hooks;
 
 /* Runs the editor on the terminal (stdin/stdout) until the user quits, with

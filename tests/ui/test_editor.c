@@ -107,8 +107,15 @@ static mt_status h_export(void *u, const char *fmt, const char *path) {
 
 static ui_hooks make_hooks(rec *r) {
     memset(r, 0, sizeof *r);
-    return (ui_hooks){r,        h_changed, h_request, h_commit, h_save, h_model,
-                      h_export, NULL,      h_edited,  NULL,     NULL,   NULL};
+    /* designated: hooks added at the end of ui_hooks stay NULL here */
+    return (ui_hooks){.user = r,
+                      .segment_changed = h_changed,
+                      .request_completion = h_request,
+                      .commit = h_commit,
+                      .save = h_save,
+                      .load_model = h_model,
+                      .export_doc = h_export,
+                      .edited = h_edited};
 }
 
 /* ============================================================== helpers */
@@ -439,6 +446,8 @@ static void test_help_matches_bindings(void) {
             mode = UI_KEYMODE_CMDLINE;
         else if (strncmp(line, "This help screen", 16) == 0)
             mode = UI_KEYMODE_HELP;
+        else if (strncmp(line, "Spelling suggestions", 20) == 0)
+            mode = UI_KEYMODE_SPELL;
         else if (strncmp(line, "Commands", 8) == 0)
             mode = -1;
         if (strncmp(line, "  ", 2) != 0) continue;
@@ -485,7 +494,7 @@ static void test_help_matches_bindings(void) {
             CHECK(lo != UI_KEY_NONE && hi != UI_KEY_NONE && lo <= hi, "key name '%s' parses", tok);
             if (lo == UI_KEY_NONE || hi == UI_KEY_NONE) continue;
             for (int32_t k = lo; k <= hi; k++) {
-                for (int m = 1; m <= 4; m <<= 1) {
+                for (int m = 1; m <= UI_KEYMODE_SPELL; m <<= 1) {
                     if (!(mode & m)) continue;
                     int arg;
                     ui_action a = ui_keymap_lookup((ui_keymode)m, k, &arg);
