@@ -367,7 +367,7 @@ mt_status app_spell_find(const char *lang, char *name, size_t name_n, char *path
     find_ctx c = {NULL, ll, name, name_n, path, path_n};
     if (each_dir(find_in, &c, searched, sizeof searched)) return MT_OK;
     return mt_seterr(MT_ERR_NOTFOUND,
-                     "spell checking off: no hunspell dictionary for '%.40s' (looked for %s.dic "
+                     "no spelling dictionary for '%.40s': spell checking off (looked for %s.dic "
                      "in %s)",
                      lang, cand[0], searched);
 }
