@@ -21,6 +21,8 @@
 ** translator's drafts; MT that nobody edited (pre-translated or merely
 ** seen) stays out of the file unless --save-mt asks for it as fuzzy
 ** drafts (PO and XLIFF; a text file cannot mark a draft).
+** Spell checking (app/edit/edit_spell.h): the hunspell dictionary of the
+** target language, the personal dictionary and glossary of the store.
 ** Quality checks (app/formats/qa.h), --qa: "confirm" (default) asks for a second
 ** confirmation of a translation with QA issues and makes :w refuse a PO
 ** file msgfmt --check would reject (:w! writes it anyway); "save" only the
@@ -92,7 +94,8 @@ static const app_opt edit_opts[] = {
      "untranslated segments after the current one to pre-translate", "0..1000"},
     {"target", 0, APP_OPT_STRING, NULL, NULL, "plain text documents: the translation file"},
     {"src-lang", 0, APP_OPT_STRING, NULL, NULL, "source language code (default: the file's, en)"},
-    {"trg-lang", 0, APP_OPT_STRING, NULL, NULL, "target language code (default: the file's, de)"},
+    {"trg-lang", 0, APP_OPT_STRING, NULL, NULL,
+     "target language code (default: the file's, de); also picks the spelling dictionary"},
     {"script", 0, APP_OPT_STRING, NULL, NULL, "read key events from FILE instead of a terminal"},
     {"tune-args", 0, APP_OPT_STRING, "", NULL,
      "extra `mtpe tune` options for :tune, space-separated (--tune-args=\"--max-seconds 30\")"},
@@ -112,6 +115,8 @@ const app_cmd app_edit_cmd = {
     .about = "Post-edit FILE (.po/.pot, .xlf/.xliff, .tsv, or plain text with --target)\n"
              "with live machine translation; every edit goes to the store at once.\n"
              "Keys: F1 in the editor, or the README's section \"The editor\".\n"
+             "Misspelled words are underlined (hunspell dictionary of the target language,\n"
+             "$MTPE_DICPATH first); F7 lists suggestions, :spell turns checking off.\n"
              "Saving a PO file sets PO-Revision-Date, X-Generator and Last-Translator\n"
              "($MTPE_TRANSLATOR, as \"Name <email>\", else $USER) in its header.\n",
     .opts = edit_opts,

@@ -178,18 +178,12 @@ static bool is_joiner(uint32_t c) {
 
 static bool is_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-/* Upper / lower case for Latin-1 and ASCII (the case tests below only need
-** to tell camel case and capitals apart). */
+/* Capitals of ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (the
+** case rules only need to find a capital after a word's first letter). */
 static bool is_upper_cp(uint32_t c) {
     return (c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7) ||
            (c >= 0x100 && c <= 0x17F && !(c & 1) && c != 0x138) || (c >= 0x391 && c <= 0x3A9) ||
            (c >= 0x400 && c <= 0x42F);
-}
-
-static bool is_lower_cp(uint32_t c) {
-    return (c >= 'a' && c <= 'z') || (c >= 0xDF && c <= 0xFF && c != 0xF7) ||
-           (c >= 0x100 && c <= 0x17F && (c & 1)) || (c >= 0x3B1 && c <= 0x3C9) ||
-           (c >= 0x430 && c <= 0x45F);
 }
 
 /* ------------------------------------------------------------ tokens */
@@ -535,24 +529,40 @@ static bool is_allowed(const app_spell *sp, const char *w, size_t n) {
     return lower_first(w, n, low, sizeof low) && wset_get(&sp->allowed, low, strlen(low));
 }
 
-/* Whether the rules (not the dictionary) leave w alone. */
-static bool exempt(const char *w, size_t n) {
-    size_t len, letters = 0, upper = 0;
-    uint32_t prev = 0;
+/* Characters that leave the whole word alone: digits, '.', '_', CJK. */
+static bool exempt_chars(const char *w, size_t n) {
+    size_t len;
     for (size_t i = 0; i < n; i += len) {
         uint32_t c = decode(w + i, n - i, &len);
         if (is_digit_cp(c) || c == '.' || c == '_' || is_cjk_cp(c)) return true;
-        if (is_letter_cp(c)) {
-            letters++;
-            if (is_upper_cp(c)) {
-                upper++;
-                if (prev && is_lower_cp(prev)) return true; /* camel case */
-            }
-        }
-        prev = c;
     }
-    if (letters <= 1) return true;
-    return upper == letters; /* capitals only */
+    return false;
+}
+
+/* The case rules for a word without hyphens: one letter, or a capital
+** after the first letter (capitals only, camel case, "KAlgebra"). */
+static bool exempt_case(const char *w, size_t n) {
+    size_t len, letters = 0;
+    for (size_t i = 0; i < n; i += len) {
+        uint32_t c = decode(w + i, n - i, &len);
+        if (!is_letter_cp(c)) continue;
+        if (letters > 0 && is_upper_cp(c)) return true;
+        letters++;
+    }
+    return letters <= 1;
+}
+
+/* Length of the hyphen at w[0..n) ('-' or U+2010), 0 when none. */
+static size_t hyphen_at(const char *w, size_t n) {
+    if (n >= 1 && w[0] == '-') return 1;
+    if (n >= 3 && memcmp(w, "\xe2\x80\x90", 3) == 0) return 3;
+    return 0;
+}
+
+static bool has_hyphen(const char *w, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (hyphen_at(w + i, n - i)) return true;
+    return false;
 }
 
 /* The dictionary's verdict on w[0..n), cached. */
@@ -567,9 +577,62 @@ static bool dic_ok(app_spell *sp, const char *w, size_t n) {
     return ok;
 }
 
+typedef struct spans {
+    app_spell_span *out;
+    int max, found;
+} spans;
+
+static void emit(spans *o, size_t at, size_t len) {
+    if (o->found < o->max) o->out[o->found] = (app_spell_span){at, len};
+    o->found++;
+}
+
+/* Checks the word text[at, at + len) of a text of n bytes, adding the
+** misspelled spans to o: the word, or for a hyphenated word that the
+** dictionary rejects, its parts that are wrong on their own.  When a part
+** is left alone by a rule (an acronym: "CDDB-Server") the other parts
+** decide; when every part is a dictionary word the whole word is wrong. */
+static void check_word(app_spell *sp, const char *text, size_t n, size_t at, size_t len, spans *o) {
+    const char *w = text + at;
+    if (exempt_chars(w, len) || is_allowed(sp, w, len)) return;
+    bool hy = has_hyphen(w, len);
+    if (!hy && exempt_case(w, len)) return;
+    if (dic_ok(sp, w, len)) return;
+    /* an abbreviation: the word with the '.' after it ("usw.") */
+    if (at + len < n && text[at + len] == '.' && len < 62) {
+        char ab[64];
+        memcpy(ab, w, len);
+        ab[len] = '.';
+        if (dic_ok(sp, ab, len + 1)) return;
+    }
+    if (!hy) {
+        emit(o, at, len);
+        return;
+    }
+    int before = o->found;
+    bool ruled = false;
+    for (size_t a = 0, k = 0; k <= len;) {
+        size_t h = k < len ? hyphen_at(w + k, len - k) : 1;
+        if (h == 0) {
+            k++;
+            continue;
+        }
+        if (k > a) {
+            if (exempt_case(w + a, k - a) || is_allowed(sp, w + a, k - a))
+                ruled = true;
+            else if (!dic_ok(sp, w + a, k - a))
+                emit(o, at + a, k - a);
+        }
+        k += h;
+        a = k;
+    }
+    if (o->found == before && !ruled) emit(o, at, len);
+}
+
 bool app_spell_word_ok(app_spell *sp, const char *w, size_t n) {
-    if (n == 0 || exempt(w, n) || is_allowed(sp, w, n)) return true;
-    return dic_ok(sp, w, n);
+    spans o = {NULL, 0, 0};
+    check_word(sp, w, n, 0, n, &o);
+    return o.found == 0;
 }
 
 /* Marks the bytes of every blank-delimited chunk that looks like an
@@ -613,24 +676,13 @@ int app_spell_check(app_spell *sp, const char *text, app_spell_span *out, int ma
         memset(mask + ph[k].at, 1, ph[k].len);
     mt_free(ph);
     mask_addresses(text, n, mask);
-    int found = 0;
+    spans o = {out, max, 0};
     size_t i = 0;
     tok t;
-    while (next_word(text, n, mask, &i, &t)) {
-        const char *w = text + t.at;
-        if (app_spell_word_ok(sp, w, t.len)) continue;
-        /* an abbreviation: the word with the '.' after it */
-        if (t.at + t.len < n && text[t.at + t.len] == '.' && t.len < 62) {
-            char ab[64];
-            memcpy(ab, w, t.len);
-            ab[t.len] = '.';
-            if (dic_ok(sp, ab, t.len + 1)) continue;
-        }
-        if (found < max) out[found] = (app_spell_span){t.at, t.len};
-        found++;
-    }
+    while (next_word(text, n, mask, &i, &t))
+        check_word(sp, text, n, t.at, t.len, &o);
     if (mask != small) mt_free(mask);
-    return found;
+    return o.found;
 }
 
 int app_spell_suggest(app_spell *sp, const char *word, char **out, int max) {

@@ -24,14 +24,20 @@
 **     blank-delimited chunk holding '@', "://", "www.", or starting with
 **     '/', '~' or '\';
 **   - words with a digit, with '.' or '_' inside (file.txt, file_name),
-**     of a single character, written in capitals only (PDF, USB), or in
-**     camel case (LibreOffice, setValue);
+**     of a single letter, or with a capital after the first letter
+**     (capitals only: PDF, USB; camel case: LibreOffice, setValue,
+**     KAlgebra);
 **   - the translator's personal dictionary (store_spell_words of the
 **     dictionary's name) and every word of a glossary target term
 **     (store_glossary_target_words), also with the first letter in lower
 **     case (a term at the start of a sentence).
 ** A word the dictionary rejects that is followed by '.' is tried with the
-** '.' too (abbreviations: "usw.").
+** '.' too (abbreviations: "usw.").  A hyphenated word the dictionary
+** rejects as a whole is judged by its parts, each by the rules above:
+** the parts that are wrong are flagged ("Mial" of "E-Mial-Adresse"); a
+** part left alone by a rule (the acronym of "CDDB-Server") leaves the
+** judgement to the others; when every part is a dictionary word, the
+** whole word is flagged.
 **
 ** The dictionary's own encoding (its .aff file's "SET" line; hunspell's
 ** default ISO8859-1) is converted to and from UTF-8 with iconv when it is
