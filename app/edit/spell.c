@@ -181,9 +181,14 @@ static bool is_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\n
 /* Capitals of ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (the
 ** case rules only need to find a capital after a word's first letter). */
 static bool is_upper_cp(uint32_t c) {
+    if (c >= 0x100 && c <= 0x17F) {  /* Latin Extended-A: pairs, capital first */
+        if (c == 0x178) return true; /* Ÿ (its small letter is U+00FF) */
+        if (c == 0x138 || c == 0x149 || c == 0x17F) return false; /* ĸ ŉ ſ */
+        bool odd_pairs = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+        return odd_pairs ? (c & 1) != 0 : (c & 1) == 0;
+    }
     return (c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7) ||
-           (c >= 0x100 && c <= 0x17F && !(c & 1) && c != 0x138) || (c >= 0x391 && c <= 0x3A9) ||
-           (c >= 0x400 && c <= 0x42F);
+           (c >= 0x391 && c <= 0x3A9) || (c >= 0x400 && c <= 0x42F);
 }
 
 /* ------------------------------------------------------------ tokens */
@@ -507,6 +512,8 @@ static bool lower_first(const char *w, size_t n, char *buf, size_t cap) {
     if (!is_upper_cp(c) || n + 4 > cap) return false;
     uint32_t l = c < 0x80                     ? c + 32
                  : c < 0x100                  ? c + 32
+                 : c == 0x178                 ? 0xFF
+                 : c == 0x130                 ? 'i'
                  : c < 0x180                  ? c + 1
                  : (c >= 0x391 && c <= 0x3A9) ? c + 32
                  : c < 0x410                  ? c + 80

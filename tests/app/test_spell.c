@@ -139,6 +139,12 @@ static void test_german(void) {
     }
     EXPECT_FLAGS(sp, "xyzzy.txt xyzzy_plugh", "");
     EXPECT_FLAGS(sp, "x y z", "");
+    /* XLIFF inline tags of the editor are markup too */
+    EXPECT_FLAGS(sp, "⟦1⟧Datie⟦/1⟧ ⟦2⟧Größe⟦/2⟧", "Datie");
+    /* small letters of Latin Extended-A are not capitals: the Polish word
+    ** is looked up (and rejected by the German dictionary), the capital
+    ** after its first letter leaves "ŁódŹ" alone */
+    EXPECT_FLAGS(sp, "już Łódź ŁódŹ", "już|Łódź");
     app_spell_free(sp);
 }
 
