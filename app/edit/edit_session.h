@@ -255,6 +255,10 @@ typedef struct app_edit_ctl_params {
     bool qa_save;             /* :w refuses what msgfmt --check would reject (:w! writes) */
     const char *open_message; /* logged (mt_log, a warning: the status line)
                                  when the editor opens; NULL: none        */
+    /* the store's glossary entries of this project ("": the global ones)
+    ** and the global ones are highlighted in the source and checked by QA;
+    ** NULL: no glossary */
+    const char *glossary_project;
 } app_edit_ctl_params;
 
 /* doc and st are not owned and must outlive the ctl. */
