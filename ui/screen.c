@@ -364,7 +364,7 @@ static void draw_wrapped_marked(const ui_screen *s, const char *t, const ui_span
     while (wrap_next(&w, &c)) {
         while (mk < n_marks && (size_t)marks[mk].start + (size_t)marks[mk].len <= c.off)
             mk++;
-        bool marked = mk < n_marks && (size_t)marks[mk].start <= c.off && !is_space_ascii(c.g[0]);
+        bool marked = mk < n_marks && (size_t)marks[mk].start <= c.off;
         if (c.row >= r.h) { /* more than fits: mark the cut */
             wchar_t g[2] = {s->utf8 ? 0x2026 : '>', 0};
             use_role(s, UI_ROLE_HEADING, 0);
