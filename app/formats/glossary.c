@@ -22,7 +22,8 @@
 **                                                matching --tgt-lang the
 **                                                targets; both needed, else
 **                                                the entry is skipped
-**   tig | ntig>termGrp langSet                   one term: its <term> text
+**   tig | ntig>termGrp langSet                   one term (64 at most per
+**                                                langSet): its <term> text
 **     | termSec                                  (inner elements' text
 **                                                included, white space runs
 **                                                collapsed); empty: refused
@@ -329,6 +330,7 @@ mt_status app_glossary_new(const app_gloss_entry *e, int32_t n, app_glossary **o
     *out = NULL;
     app_glossary *g = mt_try_calloc(1, sizeof *g);
     if (g == NULL) return oom();
+    int32_t *tail = NULL; /* last entry of each chain */
     mt_status rc = mt_arena_init(1 << 16, &g->text);
     if (rc != MT_OK) {
         mt_free(g);
@@ -342,7 +344,8 @@ mt_status app_glossary_new(const app_gloss_entry *e, int32_t n, app_glossary **o
     g->terms = mt_try_calloc((size_t)(n > 0 ? n : 1), sizeof *g->terms);
     g->next = mt_try_calloc((size_t)(n > 0 ? n : 1), sizeof *g->next);
     g->head = mt_try_malloc(size * sizeof *g->head);
-    if (!g->e || !g->terms || !g->next || !g->head) goto nomem;
+    tail = mt_try_malloc(size * sizeof *tail);
+    if (!g->e || !g->terms || !g->next || !g->head || !tail) goto nomem;
     for (uint32_t i = 0; i < size; i++)
         g->head[i] = -1;
     for (int32_t i = 0; i < n; i++) {
@@ -361,19 +364,18 @@ mt_status app_glossary_new(const app_gloss_entry *e, int32_t n, app_glossary **o
         uint32_t b = (uint32_t)g->terms[g->n].v[0].hash & g->mask;
         /* chains keep entry order: append at the tail */
         g->next[g->n] = -1;
-        if (g->head[b] < 0) {
+        if (g->head[b] < 0)
             g->head[b] = g->n;
-        } else {
-            int32_t k = g->head[b];
-            while (g->next[k] >= 0)
-                k = g->next[k];
-            g->next[k] = g->n;
-        }
+        else
+            g->next[tail[b]] = g->n;
+        tail[b] = g->n;
         g->n++;
     }
+    mt_free(tail);
     *out = g;
     return MT_OK;
 nomem:
+    mt_free(tail);
     app_glossary_free(g);
     return oom();
 }
@@ -598,7 +600,17 @@ typedef struct rec_reader {
     bool tsv;
     char *buf; /* unquoted text of the current record's quoted fields */
     size_t buf_n, buf_cap;
+    size_t line_off; /* line numbers, counted on as the reader advances */
+    int line_no;
 } rec_reader;
+
+/* The line of byte off (>= the last one asked for: linear over the file). */
+static int line_at(rec_reader *r, size_t off) {
+    if (off < r->line_off) r->line_off = 0, r->line_no = 1;
+    for (; r->line_off < off; r->line_off++)
+        r->line_no += r->d[r->line_off] == '\n';
+    return r->line_no;
+}
 
 static void trim(field *f) {
     while (f->n && strchr(" \t\r\n", f->p[0]))
@@ -627,7 +639,7 @@ static mt_status next_record(rec_reader *r, field *f, int *nf, int *line, bool *
     }
     if (r->i >= r->n) return MT_OK;
     *got = true;
-    *line = line_of(r->d, r->i);
+    *line = line_at(r, r->i);
     /* the unquoting buffer never needs more than the rest of the data */
     if (r->buf_cap < r->n - r->i + 1) {
         char *b = mt_try_realloc(r->buf, r->n - r->i + 1);
@@ -662,7 +674,7 @@ static mt_status next_record(rec_reader *r, field *f, int *nf, int *line, bool *
                 return mt_seterr(MT_ERR_FORMAT,
                                  "%s:%d: text after the closing quote of field %d (a '\"' inside "
                                  "a quoted field is written \"\")",
-                                 r->path, line_of(r->d, j), *nf + 1);
+                                 r->path, line_at(r, j), *nf + 1);
             r->i = j;
         } else {
             size_t j = r->i;
@@ -671,7 +683,7 @@ static mt_status next_record(rec_reader *r, field *f, int *nf, int *line, bool *
                     return mt_seterr(MT_ERR_FORMAT,
                                      "%s:%d: '\"' inside an unquoted field %d (quote the field "
                                      "and write \"\")",
-                                     r->path, line_of(r->d, j), *nf + 1);
+                                     r->path, line_at(r, j), *nf + 1);
                 j++;
             }
             cur.n = j - r->i;
@@ -750,7 +762,7 @@ static mt_status parse_case(const char *path, int line, const field *f, bool *cs
 
 static mt_status parse_delimited(const char *path, const char *d, size_t n, bool tsv,
                                  const char *src_lang, const char *tgt_lang, app_gloss_list *l) {
-    rec_reader r = {.path = path, .d = d, .n = n, .tsv = tsv};
+    rec_reader r = {.path = path, .d = d, .n = n, .tsv = tsv, .line_no = 1};
     field f[MAX_FIELDS + 1];
     int nf = 0, line = 0, width = 0;
     int col[MAX_FIELDS];
@@ -815,7 +827,7 @@ static mt_status parse_delimited(const char *path, const char *d, size_t n, bool
     }
     mt_free(r.buf);
     if (rc == MT_OK && l->n == 0)
-        rc = mt_seterr(MT_ERR_FORMAT, "%s:%d: no glossary entries", path, line_of(d, n));
+        rc = mt_seterr(MT_ERR_FORMAT, "%s:%d: no glossary entries", path, line_at(&r, n));
     return rc;
 }
 
