@@ -215,9 +215,9 @@ static int import_main(int argc, char **argv) {
         rc = store_glossary_add(s, e, l->n, &added);
         mt_free(e);
         if (rc != MT_OK) break;
-        printf("glossary import: %s: %d entries (%s, %s -> %s), %d new, %d already there",
-               app_opts_arg(o, i), (int)l->n, app_gloss_format_name(used[i]), sl, tl, (int)added,
-               (int)(l->n - added));
+        printf("glossary import: %s: %d entr%s (%s, %s -> %s), %d new, %d already there",
+               app_opts_arg(o, i), (int)l->n, l->n == 1 ? "y" : "ies",
+               app_gloss_format_name(used[i]), sl, tl, (int)added, (int)(l->n - added));
         if (l->skipped)
             printf(", %lld skipped (other languages or deprecated)", (long long)l->skipped);
         printf("%s%s%s\n", project[0] ? " in project '" : "", project, project[0] ? "'" : "");
@@ -345,8 +345,8 @@ static int export_main(int argc, char **argv) {
         fprintf(stderr, "mtpe glossary export: %s\n", mt_errmsg());
         goto done;
     }
-    fprintf(stderr, "glossary export: %d entries%s%s\n", (int)c.l.n, out ? " to " : "",
-            out ? out : "");
+    fprintf(stderr, "glossary export: %d entr%s%s%s\n", (int)c.l.n, c.l.n == 1 ? "y" : "ies",
+            out ? " to " : "", out ? out : "");
     ret = 0;
 done:
     for (int32_t i = 0; i < c.l.n; i++) {
@@ -419,7 +419,7 @@ static int clear_main(int argc, char **argv) {
         fprintf(stderr, "mtpe glossary clear: %s\n", mt_errmsg());
         goto done;
     }
-    printf("glossary clear: %lld entries deleted (%s%s%s)\n", (long long)n,
+    printf("glossary clear: %lld entr%s deleted (%s%s%s)\n", (long long)n, n == 1 ? "y" : "ies",
            project[0] ? "project '" : "the global entries", project, project[0] ? "'" : "");
     ret = 0;
 done:

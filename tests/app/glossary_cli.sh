@@ -36,7 +36,7 @@ EOF
 "$MTPE" glossary import --db "$DB" "$T/g.tsv" "$T/g.csv" "$T/g.tbx" >"$T/out" 2>"$T/err"
 check '[ $? -eq 0 ]' "import exit code"
 check 'grep -q "g.tsv: 3 entries (tsv, en -> de), 3 new" "$T/out"' "TSV: 3 new"
-check 'grep -q "g.csv: 1 entries (csv, en -> de), 1 new" "$T/out"' "CSV: 1 new"
+check 'grep -q "g.csv: 1 entry (csv, en -> de), 1 new" "$T/out"' "CSV: 1 new"
 check 'grep -q "g.tbx: 2 entries (tbx, en -> de), 2 new" "$T/out"' "TBX: 2 pairs new"
 "$MTPE" glossary import --db "$DB" "$T/g.tsv" "$T/g.csv" "$T/g.tbx" >"$T/out" 2>&1
 check '[ $? -eq 0 ] && [ $(grep -c ", 0 new" "$T/out") -eq 3 ]' "re-import adds 0 from each"
@@ -107,7 +107,7 @@ check '[ $? -eq 1 ] && grep -q "no store" "$T/err"' "list of a missing store: ex
 
 # ---- clear: docs only, then the global entries
 "$MTPE" glossary clear --db "$DB" --project docs >"$T/out" 2>&1
-check 'grep -q "1 entries deleted" "$T/out"' "clear docs"
+check 'grep -q "1 entry deleted" "$T/out"' "clear docs"
 check '[ $("$MTPE" glossary list --db "$DB" | wc -l) -eq 6 ]' "global entries stay"
 "$MTPE" glossary clear --db "$DB" >"$T/out" 2>&1
 check 'grep -q "6 entries deleted" "$T/out" && [ -z "$("$MTPE" glossary list --db "$DB")" ]' \
