@@ -48,7 +48,9 @@
 **   " (0x22)           a field starting with it is quoted: up to the next
 **                      lone '"', with "" standing for one '"'; commas and
 **                      line breaks inside are text.  After the closing
-**                      quote only ',' or the end of the record may follow
+**                      quote only ',' or the end of the record may follow;
+**                      a '"' inside a field that does not start with one
+**                      is text (5" screen)
 **   CR LF | LF         end of record (outside quotes)
 **   empty record       skipped (blank line)
 **
@@ -298,13 +300,18 @@ bool app_glossary_term_present(const char *text, const char *term, bool case_sen
 
 /* ============================================================= matcher */
 
+/* Terms of one side (source or target) indexed by their first token. */
+typedef struct gindex {
+    gtoks *terms;         /* tokens of each entry's term (n == 0: not indexed) */
+    int32_t *head, *next; /* hash chains by the first token's hash, entry order */
+    uint32_t mask;
+} gindex;
+
 struct app_glossary {
     app_gloss_entry *e;
-    gtoks *terms; /* tokens of each entry's source */
     int32_t n;
     mt_arena *text;
-    int32_t *head, *next; /* hash chains by the first token's hash */
-    uint32_t mask;
+    gindex ix[2]; /* 0: source terms, 1: target terms */
 };
 
 static char *arena_dup(mt_arena *a, const char *s) {
@@ -314,40 +321,71 @@ static char *arena_dup(mt_arena *a, const char *s) {
     return p;
 }
 
+static void gindex_free(gindex *x, int32_t n) {
+    for (int32_t i = 0; x->terms && i < n; i++)
+        gtoks_free(&x->terms[i]);
+    mt_free(x->terms);
+    mt_free(x->head);
+    mt_free(x->next);
+}
+
 void app_glossary_free(app_glossary *g) {
     if (g == NULL) return;
-    for (int32_t i = 0; g->terms && i < g->n; i++)
-        gtoks_free(&g->terms[i]);
-    mt_free(g->terms);
+    gindex_free(&g->ix[0], g->n);
+    gindex_free(&g->ix[1], g->n);
     mt_free(g->e);
-    mt_free(g->head);
-    mt_free(g->next);
     mt_arena_free(g->text);
     mt_free(g);
+}
+
+/* Indexes side (0 source, 1 target) of g's n entries. */
+static mt_status gindex_build(app_glossary *g, int side) {
+    gindex *x = &g->ix[side];
+    int32_t n = g->n > 0 ? g->n : 1;
+    uint32_t size = 16;
+    while (size < 2u * (uint32_t)n && size < (1u << 30))
+        size *= 2;
+    x->mask = size - 1;
+    x->terms = mt_try_calloc((size_t)n, sizeof *x->terms);
+    x->next = mt_try_calloc((size_t)n, sizeof *x->next);
+    x->head = mt_try_malloc(size * sizeof *x->head);
+    int32_t *tail = mt_try_malloc(size * sizeof *tail); /* last entry of each chain */
+    if (!x->terms || !x->next || !x->head || !tail) {
+        mt_free(tail);
+        return oom();
+    }
+    for (uint32_t i = 0; i < size; i++)
+        x->head[i] = -1;
+    for (int32_t i = 0; i < g->n; i++) {
+        const char *t = side ? g->e[i].target : g->e[i].source;
+        if (tokenize(t, strlen(t), &x->terms[i]) != MT_OK) {
+            mt_free(tail);
+            return oom();
+        }
+        x->next[i] = -1;
+        if (x->terms[i].n == 0) continue; /* only white space: never matches */
+        uint32_t b = (uint32_t)x->terms[i].v[0].hash & x->mask;
+        if (x->head[b] < 0)
+            x->head[b] = i;
+        else
+            x->next[tail[b]] = i;
+        tail[b] = i;
+    }
+    mt_free(tail);
+    return MT_OK;
 }
 
 mt_status app_glossary_new(const app_gloss_entry *e, int32_t n, app_glossary **out) {
     *out = NULL;
     app_glossary *g = mt_try_calloc(1, sizeof *g);
     if (g == NULL) return oom();
-    int32_t *tail = NULL; /* last entry of each chain */
     mt_status rc = mt_arena_init(1 << 16, &g->text);
     if (rc != MT_OK) {
         mt_free(g);
         return rc;
     }
-    uint32_t size = 16;
-    while (size < 2u * (uint32_t)(n > 0 ? n : 1) && size < (1u << 30))
-        size *= 2;
-    g->mask = size - 1;
     g->e = mt_try_calloc((size_t)(n > 0 ? n : 1), sizeof *g->e);
-    g->terms = mt_try_calloc((size_t)(n > 0 ? n : 1), sizeof *g->terms);
-    g->next = mt_try_calloc((size_t)(n > 0 ? n : 1), sizeof *g->next);
-    g->head = mt_try_malloc(size * sizeof *g->head);
-    tail = mt_try_malloc(size * sizeof *tail);
-    if (!g->e || !g->terms || !g->next || !g->head || !tail) goto nomem;
-    for (uint32_t i = 0; i < size; i++)
-        g->head[i] = -1;
+    if (g->e == NULL) goto nomem;
     for (int32_t i = 0; i < n; i++) {
         if (!e[i].source || !e[i].source[0] || !e[i].target || !e[i].target[0]) continue;
         app_gloss_entry *d = &g->e[g->n];
@@ -356,26 +394,12 @@ mt_status app_glossary_new(const app_gloss_entry *e, int32_t n, app_glossary **o
         d->note = arena_dup(g->text, e[i].note);
         d->case_sensitive = e[i].case_sensitive;
         if (!d->source || !d->target || !d->note) goto nomem;
-        if (tokenize(d->source, strlen(d->source), &g->terms[g->n]) != MT_OK) goto nomem;
-        if (g->terms[g->n].n == 0) { /* only white space: never matches */
-            gtoks_free(&g->terms[g->n]);
-            continue;
-        }
-        uint32_t b = (uint32_t)g->terms[g->n].v[0].hash & g->mask;
-        /* chains keep entry order: append at the tail */
-        g->next[g->n] = -1;
-        if (g->head[b] < 0)
-            g->head[b] = g->n;
-        else
-            g->next[tail[b]] = g->n;
-        tail[b] = g->n;
         g->n++;
     }
-    mt_free(tail);
+    if (gindex_build(g, 0) != MT_OK || gindex_build(g, 1) != MT_OK) goto nomem;
     *out = g;
     return MT_OK;
 nomem:
-    mt_free(tail);
     app_glossary_free(g);
     return oom();
 }
@@ -406,11 +430,13 @@ static int match_by_start(const void *a, const void *b) {
     return (x->entry > y->entry) - (x->entry < y->entry);
 }
 
-mt_status app_glossary_match(const app_glossary *g, const char *text, app_gloss_match **out,
-                             int32_t *n_out) {
+/* The occurrences of side's terms in text (app_glossary_match). */
+static mt_status match_side(const app_glossary *g, int side, const char *text,
+                            app_gloss_match **out, int32_t *n_out) {
     *out = NULL;
     *n_out = 0;
     if (g == NULL || g->n == 0 || text == NULL || text[0] == '\0') return MT_OK;
+    const gindex *x = &g->ix[side];
     gtoks t;
     mt_status rc = tokenize(text, strlen(text), &t);
     if (rc != MT_OK) return rc;
@@ -420,10 +446,11 @@ mt_status app_glossary_match(const app_glossary *g, const char *text, app_gloss_
     app_gloss_match *m = NULL;
     for (int32_t i = 0; i < t.n; i++) {
         uint64_t h = t.v[i].hash;
-        for (int32_t k = g->head[(uint32_t)h & g->mask]; k >= 0; k = g->next[k]) {
-            const gtoks *p = &g->terms[k];
+        for (int32_t k = x->head[(uint32_t)h & x->mask]; k >= 0; k = x->next[k]) {
+            const gtoks *p = &x->terms[k];
             if (p->v[0].hash != h) continue; /* another key in the bucket */
-            if (!match_at(&t, text, i, p, g->e[k].source, g->e[k].case_sensitive, false)) continue;
+            const char *term = side ? g->e[k].target : g->e[k].source;
+            if (!match_at(&t, text, i, p, term, g->e[k].case_sensitive, false)) continue;
             if (nc == cap) {
                 cap = cap ? 2 * cap : 16;
                 cand *v = mt_try_realloc(c, (size_t)cap * sizeof *v);
@@ -443,24 +470,25 @@ mt_status app_glossary_match(const app_glossary *g, const char *text, app_gloss_
         owner[i] = -1;
     int32_t nm = 0;
     for (int32_t j = 0; j < nc; j++) {
-        const cand *x = &c[j];
-        int32_t o = owner[x->tok];
+        const cand *cd = &c[j];
+        int32_t o = owner[cd->tok];
         if (o >= 0) { /* taken: only an alternative at the same span */
-            if (c[o].tok != x->tok || c[o].ntok != x->ntok) continue;
-            bool dup = false;
+            if (c[o].tok != cd->tok || c[o].ntok != cd->ntok) continue;
+            bool dup = false; /* the same other side at the same span */
             for (int32_t q = 0; q < nm && !dup; q++)
-                dup = m[q].start == x->start && m[q].len == x->len &&
-                      strcmp(g->e[m[q].entry].target, g->e[x->entry].target) == 0;
-            if (!dup) m[nm++] = (app_gloss_match){x->start, x->len, x->entry};
+                dup = m[q].start == cd->start && m[q].len == cd->len &&
+                      strcmp(side ? g->e[m[q].entry].source : g->e[m[q].entry].target,
+                             side ? g->e[cd->entry].source : g->e[cd->entry].target) == 0;
+            if (!dup) m[nm++] = (app_gloss_match){cd->start, cd->len, cd->entry};
             continue;
         }
         bool free_span = true;
-        for (int32_t q = x->tok; q < x->tok + x->ntok && free_span; q++)
+        for (int32_t q = cd->tok; q < cd->tok + cd->ntok && free_span; q++)
             free_span = owner[q] < 0;
         if (!free_span) continue;
-        for (int32_t q = x->tok; q < x->tok + x->ntok; q++)
+        for (int32_t q = cd->tok; q < cd->tok + cd->ntok; q++)
             owner[q] = j;
-        m[nm++] = (app_gloss_match){x->start, x->len, x->entry};
+        m[nm++] = (app_gloss_match){cd->start, cd->len, cd->entry};
     }
     qsort(m, (size_t)nm, sizeof *m, match_by_start);
     *out = m;
@@ -478,6 +506,16 @@ nomem:
     mt_free(c);
     gtoks_free(&t);
     return oom();
+}
+
+mt_status app_glossary_match(const app_glossary *g, const char *text, app_gloss_match **out,
+                             int32_t *n) {
+    return match_side(g, 0, text, out, n);
+}
+
+mt_status app_glossary_match_targets(const app_glossary *g, const char *text, app_gloss_match **out,
+                                     int32_t *n) {
+    return match_side(g, 1, text, out, n);
 }
 
 /* ----------------------------------------------------------- from store */
@@ -678,14 +716,8 @@ static mt_status next_record(rec_reader *r, field *f, int *nf, int *line, bool *
             r->i = j;
         } else {
             size_t j = r->i;
-            while (j < r->n && r->d[j] != sep && r->d[j] != '\n') {
-                if (!r->tsv && r->d[j] == '"')
-                    return mt_seterr(MT_ERR_FORMAT,
-                                     "%s:%d: '\"' inside an unquoted field %d (quote the field "
-                                     "and write \"\")",
-                                     r->path, line_at(r, j), *nf + 1);
+            while (j < r->n && r->d[j] != sep && r->d[j] != '\n')
                 j++;
-            }
             cur.n = j - r->i;
             if (cur.n && cur.p[cur.n - 1] == '\r') cur.n--;
             r->i = j;

@@ -141,6 +141,14 @@ typedef struct app_gloss_match {
 mt_status app_glossary_match(const app_glossary *g, const char *text, app_gloss_match **out,
                              int32_t *n);
 
+/* The same for the target terms: their occurrences in text (a
+** translation), whole words, folded unless the entry is case-sensitive,
+** longest first, without the inflection tolerance of
+** app_glossary_target_present.  For the spell checker: words inside these
+** spans are never flagged. */
+mt_status app_glossary_match_targets(const app_glossary *g, const char *text,
+                                     app_gloss_match **out, int32_t *n);
+
 /* Whether text holds the term (a target term; rules above). */
 bool app_glossary_target_present(const char *text, const char *term, bool case_sensitive);
 

@@ -141,6 +141,12 @@ static void test_csv(void) {
           "columns named by language");
     app_gloss_list_free(&l);
 
+    /* a quote inside an unquoted field is text */
+    const char *inch = "5\" screen,5-Zoll-Bildschirm\n";
+    CHECK_STATUS(parse("i.csv", inch, &l));
+    CHECK(l.n == 1 && !strcmp(l.v[0].source, "5\" screen"), "5\" screen read as is");
+    app_gloss_list_free(&l);
+
     /* broken CSV files: line numbers counted by hand */
     struct {
         const char *name, *text, *want;
@@ -462,6 +468,28 @@ static void test_speed(void) {
     mt_free(terms);
 }
 
+static void test_match_targets(void) {
+    const app_gloss_entry e[] = {
+        {"file", "Datei", "", false},
+        {"save", "speichern", "", false},
+        {"store", "speichern", "", false},
+        {"GNOME", "GNOME", "", true},
+    };
+    app_glossary *g = make(e, 4);
+    /* "Die Datei speichern, nicht dateien, gnome.": Datei 4-8, speichern
+    ** 10-18 (targets of save and store), dateien no (whole words), gnome no
+    ** (case-sensitive entry) */
+    app_gloss_match *m = NULL;
+    int32_t n = -1;
+    CHECK_STATUS(
+        app_glossary_match_targets(g, "Die Datei speichern, nicht dateien, gnome.", &m, &n));
+    CHECK(n == 3 && m[0].start == 4 && m[0].len == 5 && m[0].entry == 0 && m[1].start == 10 &&
+              m[1].len == 9 && m[1].entry == 1 && m[2].start == 10 && m[2].entry == 2,
+          "target matches: %d", (int)n);
+    mt_free(m);
+    app_glossary_free(g);
+}
+
 static void test_target_present(void) {
     CHECK(app_glossary_target_present("Die Dateien sind weg", "Datei", false), "inflection");
     CHECK(app_glossary_target_present("der Dateiname", "Datei", false), "compound start");
@@ -562,6 +590,7 @@ int main(int argc, char **argv) {
     test_match();
     test_many();
     test_speed();
+    test_match_targets();
     test_target_present();
     test_qa();
     test_terms_line();
