@@ -909,8 +909,14 @@ typedef struct tbx_buf {
 static void buf_add(tbx_buf *b, const char *t) {
     if (t == NULL || t[0] == '\0' || b->failed) return;
     size_t k = strlen(t);
-    /* the same note twice is kept once */
-    if (b->s && strstr(b->s, t)) return;
+    /* the same note twice is kept once (whole notes compared) */
+    size_t tl = strlen(t);
+    for (const char *p = b->s; p && *p;) {
+        const char *e = strstr(p, "; ");
+        size_t pl = e ? (size_t)(e - p) : strlen(p);
+        if (pl == tl && memcmp(p, t, tl) == 0) return;
+        p = e ? e + 2 : p + pl;
+    }
     if (b->n + k + 3 > b->cap) {
         size_t cap = (b->n + k + 3) * 2;
         char *s = mt_try_realloc(b->s, cap);

@@ -46,7 +46,7 @@ static const char tbx[] =
     "  <termEntry id=\"t2\">\n"
     "   <langSet xml:lang=\"en\">\n"
     "    <ntig><termGrp><term>save</term></termGrp></ntig>\n"
-    "    <tig><term>store</term><note>verb</note></tig>\n"
+    "    <tig><term>store</term><note>verb</note><note>adverb</note><note>verb</note></tig>\n"
     "   </langSet>\n"
     "   <langSet xml:lang=\"de\">\n"
     "    <tig><term>speichern</term></tig>\n"
@@ -73,7 +73,8 @@ static void test_tbx(void) {
               "t1: %s/%s/%s", l.v[0].source, l.v[0].target, l.v[0].note);
         CHECK(entry_is(&l.v[1], "save", "speichern", "", false), "t2 save: %s/%s/%s", l.v[1].source,
               l.v[1].target, l.v[1].note);
-        CHECK(entry_is(&l.v[2], "store", "speichern", "verb", false), "t2 store: %s/%s/%s",
+        /* a note twice is kept once; "verb" is no duplicate of "adverb" */
+        CHECK(entry_is(&l.v[2], "store", "speichern", "verb; adverb", false), "t2 store: %s/%s/%s",
               l.v[2].source, l.v[2].target, l.v[2].note);
     }
     /* sichern skipped for save and for store, and t3 */
