@@ -115,9 +115,10 @@ const app_cmd app_glossary_lookup_cmd = {
     .name = "glossary lookup",
     .usage = "[--db DB] [--project NAME] [--src-lang L] [--trg-lang L] TEXT",
     .about = "The glossary's source terms in TEXT, as the editor highlights them (whole\n"
-             "words, case ignored unless the entry is case-sensitive, the longest term\n"
-             "wins where terms overlap), one line per occurrence and target, in text\n"
-             "order: SOURCE_TERM<TAB>TARGET<TAB>OFFSET<TAB>NOTE (OFFSET in bytes).\n",
+             "words, a plural -s/-es of the last word too, case ignored unless the entry is\n"
+             "case-sensitive, the longest term wins where terms overlap), one line per\n"
+             "occurrence and target, in text order: SOURCE_TERM<TAB>TARGET<TAB>OFFSET<TAB>\n"
+             "NOTE (OFFSET in bytes).\n",
     .opts = lookup_opts,
     .n_opts = N_OPTS(lookup_opts),
     .args = "TEXT",

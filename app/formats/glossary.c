@@ -251,25 +251,35 @@ static mt_status tokenize(const char *s, size_t n, gtoks *t) {
     return MT_OK;
 }
 
-/* Does the term (tokens p of text ps) occur in text ts at token i?  prefix:
-** the term's last word may be a prefix of the text's word. */
+/* How the term's last word may differ from the text's (both words). */
+enum { LAST_EXACT = 0, LAST_PREFIX, LAST_PLURAL };
+
+/* Is text word a the term word b, followed by nothing (LAST_EXACT), by
+** anything (LAST_PREFIX) or by "s" / "es" (LAST_PLURAL)? */
+static bool last_word_ok(const char *at, size_t an, const char *bt, size_t bn, int mode) {
+    if (an < bn || memcmp(at, bt, bn) != 0) return false;
+    if (an == bn || mode == LAST_PREFIX) return true;
+    if (mode != LAST_PLURAL) return false;
+    const char *rest = at + bn;
+    size_t rn = an - bn;
+    return (rn == 1 && (rest[0] == 's' || rest[0] == 'S')) ||
+           (rn == 2 && (!memcmp(rest, "es", 2) || !memcmp(rest, "ES", 2)));
+}
+
+/* Does the term (tokens p of text ps) occur in text ts at token i?  mode:
+** how its last word may go on in the text (LAST_*). */
 static bool match_at(const gtoks *t, const char *ts, int32_t i, const gtoks *p, const char *ps,
-                     bool cs, bool prefix) {
+                     bool cs, int mode) {
     if (i + p->n > t->n) return false;
     for (int32_t k = 0; k < p->n; k++) {
         const gtok *a = &t->v[i + k], *b = &p->v[k];
         if (k > 0 && a->space_before != b->space_before) return false;
-        bool last_pre = prefix && k == p->n - 1 && a->word && b->word;
-        if (cs) {
-            if (last_pre ? a->len < b->len : a->len != b->len) return false;
-            if (memcmp(ts + a->start, ps + b->start, (size_t)b->len) != 0) return false;
-        } else {
-            if (last_pre ? a->fold_len < b->fold_len
-                         : (a->fold_len != b->fold_len || a->hash != b->hash))
-                return false;
-            if (memcmp(t->fold + a->fold_off, p->fold + b->fold_off, (size_t)b->fold_len) != 0)
-                return false;
-        }
+        int m = k == p->n - 1 && a->word && b->word ? mode : LAST_EXACT;
+        if (m == LAST_EXACT && (cs ? a->len != b->len : a->hash != b->hash)) return false;
+        bool ok = cs ? last_word_ok(ts + a->start, (size_t)a->len, ps + b->start, (size_t)b->len, m)
+                     : last_word_ok(t->fold + a->fold_off, (size_t)a->fold_len,
+                                    p->fold + b->fold_off, (size_t)b->fold_len, m);
+        if (!ok) return false;
     }
     return true;
 }
@@ -284,7 +294,7 @@ static bool present(const char *text, const char *term, bool cs, bool prefix) {
     }
     bool found = false;
     for (int32_t i = 0; i + p.n <= t.n && !found; i++)
-        found = match_at(&t, text, i, &p, term, cs, prefix);
+        found = match_at(&t, text, i, &p, term, cs, prefix ? LAST_PREFIX : LAST_EXACT);
     gtoks_free(&t);
     gtoks_free(&p);
     return found;
@@ -444,21 +454,35 @@ static mt_status match_side(const app_glossary *g, int side, const char *text,
     int32_t nc = 0, cap = 0;
     int32_t *owner = NULL;
     app_gloss_match *m = NULL;
+    int mode = side == 0 ? LAST_PLURAL : LAST_EXACT;
     for (int32_t i = 0; i < t.n; i++) {
-        uint64_t h = t.v[i].hash;
-        for (int32_t k = x->head[(uint32_t)h & x->mask]; k >= 0; k = x->next[k]) {
-            const gtoks *p = &x->terms[k];
-            if (p->v[0].hash != h) continue; /* another key in the bucket */
-            const char *term = side ? g->e[k].target : g->e[k].source;
-            if (!match_at(&t, text, i, p, term, g->e[k].case_sensitive, false)) continue;
-            if (nc == cap) {
-                cap = cap ? 2 * cap : 16;
-                cand *v = mt_try_realloc(c, (size_t)cap * sizeof *v);
-                if (v == NULL) goto nomem;
-                c = v;
+        /* keys: the token, and for source terms of one word the token
+        ** without a plural "s" / "es" (calendars: calendar) */
+        const gtok *tk = &t.v[i];
+        const char *f = t.fold + tk->fold_off;
+        uint64_t keys[3] = {tk->hash, 0, 0};
+        int nk = 1;
+        if (mode == LAST_PLURAL && tk->word && tk->fold_len > 2 && f[tk->fold_len - 1] == 's') {
+            keys[nk++] = fnv(f, (size_t)tk->fold_len - 1);
+            if (f[tk->fold_len - 2] == 'e') keys[nk++] = fnv(f, (size_t)tk->fold_len - 2);
+        }
+        for (int q = 0; q < nk; q++) {
+            uint64_t h = keys[q];
+            for (int32_t k = x->head[(uint32_t)h & x->mask]; k >= 0; k = x->next[k]) {
+                const gtoks *p = &x->terms[k];
+                if (p->v[0].hash != h) continue;  /* another key in the bucket */
+                if (q > 0 && p->n != 1) continue; /* plural: of the last word only */
+                const char *term = side ? g->e[k].target : g->e[k].source;
+                if (!match_at(&t, text, i, p, term, g->e[k].case_sensitive, mode)) continue;
+                if (nc == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    cand *v = mt_try_realloc(c, (size_t)cap * sizeof *v);
+                    if (v == NULL) goto nomem;
+                    c = v;
+                }
+                const gtok *last = &t.v[i + p->n - 1];
+                c[nc++] = (cand){i, p->n, t.v[i].start, last->start + last->len - t.v[i].start, k};
             }
-            const gtok *last = &t.v[i + p->n - 1];
-            c[nc++] = (cand){i, p->n, t.v[i].start, last->start + last->len - t.v[i].start, k};
         }
     }
     if (nc == 0) goto done;

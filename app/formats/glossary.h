@@ -32,6 +32,8 @@
 ** with white space between the same neighbours as in the term (any amount
 ** and kind).  So matches start and end at word boundaries: "file" is not
 ** found in "profile" or "file_name", but in "file-based" and "(file)".
+** A source term's last word may take a plural "s" or "es" in the text
+** ("calendars", "boxes", "file managers" for calendar, box, file manager).
 **
 ** app_glossary_match finds every occurrence of every source term, then
 ** keeps the longest (in bytes; ties: the earlier one, then the entry added

@@ -358,7 +358,23 @@ static void test_match(void) {
     /* but not across punctuation the term lacks */
     check_matches(g, "file, manager", (const want[]){{0, 4, 0}, {0, 4, 6}, {6, 7, 2}}, 3,
                   "comma breaks the term");
+
+    /* plurals of the last word: "file managers" 0..12, "files" 18..22 */
+    check_matches(g, "file managers and files", (const want[]){{0, 13, 1}, {18, 5, 0}, {18, 5, 6}},
+                  3, "plural s");
+    /* not a plural: "filed", "filess"; GNOMES: case-sensitive entries take "S" */
+    check_matches(g, "filed filess GNOMES gnomes", (const want[]){{13, 6, 4}}, 1,
+                  "other endings; case-sensitive plural");
     app_glossary_free(g);
+    const app_gloss_entry pl[] = {{"box", "Kasten", "", false},
+                                  {"calendar", "Kalender", "", false}};
+    g = make(pl, 2);
+    /* "No boxes, no calendars.": boxes 3..7, calendars 13..21 */
+    check_matches(g, "No boxes, no calendars.", (const want[]){{3, 5, 0}, {13, 9, 1}}, 2,
+                  "plural es and s");
+    check_matches(g, "boxing calendarss", NULL, 0, "no other suffix");
+    app_glossary_free(g);
+    g = NULL;
 
     /* overlaps: the longest wins even when it starts later */
     const app_gloss_entry o[] = {
