@@ -618,6 +618,7 @@ int64_t app_edit_ctl_start(const app_edit_ctl *c) { return c->start; }
 const char *const *app_edit_ctl_mt_sources(const app_edit_ctl *c) { return c->mt_src; }
 const bool *app_edit_ctl_translated(const app_edit_ctl *c) { return c->translated; }
 int64_t app_edit_ctl_count(const app_edit_ctl *c) { return c->n; }
+const app_glossary *app_edit_ctl_glossary(const app_edit_ctl *c) { return c->gloss; }
 int64_t app_edit_ctl_doc_id(const app_edit_ctl *c) { return c->doc_id; }
 int64_t app_edit_ctl_seg_id(const app_edit_ctl *c, int64_t seg) {
     return seg >= 0 && seg < c->n ? c->u[seg].seg_id : 0;

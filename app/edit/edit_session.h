@@ -275,6 +275,9 @@ int64_t app_edit_ctl_start(const app_edit_ctl *c);
 const char *const *app_edit_ctl_mt_sources(const app_edit_ctl *c);
 const bool *app_edit_ctl_translated(const app_edit_ctl *c);
 int64_t app_edit_ctl_count(const app_edit_ctl *c);
+/* The glossary the editor uses (params.glossary_project; NULL: none), for
+** the decoder's term constraints (app/formats/glossary.h). */
+const struct app_glossary *app_edit_ctl_glossary(const app_edit_ctl *c);
 /* Store ids: the document version and segment seg's row (they change when
 ** a save registers a new version). */
 int64_t app_edit_ctl_doc_id(const app_edit_ctl *c);
