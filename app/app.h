@@ -26,6 +26,7 @@ int app_edit_main(int argc, char **argv);      /* app/cmd_edit.c      */
 int app_tune_main(int argc, char **argv);      /* app/cmd_tune.c      */
 int app_tm_main(int argc, char **argv);        /* app/cmd_tm.c        */
 int app_bench_tm_main(int argc, char **argv);  /* app/bench/bench_tm.c */
+int app_glossary_main(int argc, char **argv); /* app/cmd_glossary.c  */
 
 /* Each command's options, positional arguments and help (app/options.h);
 ** the same file as its main.  app_bench_kernels_cmd: `mtpe bench gemm`,
@@ -36,5 +37,7 @@ extern const app_cmd app_align_cmd, app_bench_edit_cmd, app_bench_train_cmd,
     app_corpus_export_cmd, app_demo_cmd, app_edit_cmd, app_eval_cmd, app_rescore_cmd, app_score_cmd,
     app_shortlist_cmd, app_train_cmd, app_translate_cmd, app_tune_cmd, app_tm_import_cmd,
     app_tm_export_cmd, app_tm_stats_cmd, app_tm_lookup_cmd, app_bench_tm_cmd;
+extern const app_cmd app_glossary_import_cmd, app_glossary_list_cmd, app_glossary_export_cmd,
+    app_glossary_lookup_cmd, app_glossary_clear_cmd;
 
 #endif

@@ -4,7 +4,7 @@
 **   mtpe edit FILE [-m MODEL... -v VOCABS...] [--db PATH] [-b BEAM]
 **             [--completion-beam N] [-n X] [--cpu-threads N] [--lookahead N]
 **             [--target FILE] [--src-lang L] [--trg-lang L] [--script FILE]
-**             [--save-mt] [--qa confirm|save|off]
+**             [--save-mt] [--qa confirm|save|off] [--project NAME]
 **
 ** FILE is the one positional argument (not right after a list option such
 ** as -m, which takes every value that follows; "--" ends the options).  Its
@@ -27,6 +27,10 @@
 ** confirmation of a translation with QA issues and makes :w refuse a PO
 ** file msgfmt --check would reject (:w! writes it anyway); "save" only the
 ** latter; "off" neither.  :qa lists the problems in every mode.
+** Glossary (`mtpe glossary`): the terms of --project (default '': the global
+** entries) and the global ones, for the document's languages, are underlined
+** in the source pane and listed under it; QA warns when a term's target is
+** missing from the translation.
 **
 ** The pieces (edit_session.h): the document and the store behind the ui
 ** hooks (app_edit_ctl), translation workers (app_edit_session) over the
@@ -106,6 +110,9 @@ static const app_opt edit_opts[] = {
     {"qa", 0, APP_OPT_STRING, "confirm", NULL,
      "quality checks: confirm (on confirming and saving), save (:w only) or off",
      "confirm|save|off"},
+    {"project", 0, APP_OPT_STRING, "", NULL,
+     "glossary project (mtpe glossary): its terms and the global ones are highlighted in "
+     "the source and checked by QA ('': the global ones only)"},
 };
 static const int n_edit_opts = (int)(sizeof edit_opts / sizeof edit_opts[0]);
 
@@ -665,6 +672,7 @@ int app_edit_main(int argc, char **argv) {
         .save = app_doc_default_save_params(),
         .save_mt = app_opts_flag(o, "save-mt"),
         .open_message = have_model ? NULL : why,
+        .glossary_project = app_opts_str(o, "project"),
     };
     cp.save.stamp_header = true; /* a translator's save: PO-Revision-Date etc. */
     rc = app_edit_ctl_open(st, doc, &cp, &ctl);

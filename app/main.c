@@ -27,6 +27,7 @@ static const app_subcmd commands[] = {
     {"corpus", app_corpus_main, "parallel text from PO/MO/XLIFF/TMX; export confirmed edits"},
     {"tune", app_tune_main, "continue training a model on the confirmed segments of the store"},
     {"tm", app_tm_main, "translation memory: import, export, stats, fuzzy lookup"},
+    {"glossary", app_glossary_main, "glossary: import TBX/CSV/TSV, list, export, lookup, clear"},
     {"eval", app_eval_main, "BLEU and chrF of a translation against references (sacreBLEU)"},
     {"demo", app_demo_main, "train a small network with the engine and load a Marian model"},
 };

@@ -639,6 +639,10 @@ void store_set_clock(store *s, int64_t (*now)(void *user), void *user) {
 }
 
 sqlite3 *store_db(store *s) { return s->db; }
+const char *store_path(const store *s) { return s->path; }
+int64_t store_now_ms(store *s) { return now_ms(s); }
+bool store_in_callback(const store *s) { return s->in_callback; }
+void store_set_in_callback(store *s, bool on) { s->in_callback = on; }
 
 mt_status store_check(store *s) {
     CHECK_STORE(s);

@@ -5,6 +5,8 @@
 #ifndef MT_STORE_IMPL_H
 #define MT_STORE_IMPL_H
 #include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -49,5 +51,14 @@ mt_status store_sqlite_error(sqlite3 *db, int rc, const char *path, const char *
 
 /* The connection behind a store (tests: fault injection). */
 sqlite3 *store_db(store *s);
+
+/* For the other modules of db/ (store_glossary.c): the path the store was
+** opened with (for messages), its clock (store_set_clock), and the flag
+** that a listing function is calling user code (set it around such calls,
+** and assert it is off on entry, as store.c's functions do). */
+const char *store_path(const store *s);
+int64_t store_now_ms(store *s);
+bool store_in_callback(const store *s);
+void store_set_in_callback(store *s, bool on);
 
 #endif /* MT_STORE_IMPL_H */

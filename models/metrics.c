@@ -760,6 +760,8 @@ static uint32_t simple_lower(uint32_t c) {
     return (uint32_t)((int32_t)c + r->delta);
 }
 
+uint32_t mt_unicode_lower(uint32_t c) { return simple_lower(c); }
+
 static bool uc_ignorable_cp(uint32_t c) {
     return in_ranges(uc_ignorable, sizeof uc_ignorable / sizeof uc_ignorable[0], c);
 }

@@ -150,6 +150,10 @@ int mt_ter_format(double score, int width, const char *signature, char *buf, siz
 mt_status mt_ter_edits(const char *hyp, const char *ref, bool case_sensitive, int64_t *edits,
                        int64_t *ref_words);
 
+/* The one-code-point lowercase of code point c as TER's case:lc has it (Unicode 14
+** simple mapping; c itself when it has none).  Also the glossary's case folding. */
+uint32_t mt_unicode_lower(uint32_t c);
+
 #ifdef __cplusplus
 }
 #endif

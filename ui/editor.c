@@ -540,6 +540,8 @@ void ed_free(ui_editor *ed) {
     for (int64_t i = 0; ed->segs && i < ed->n_segs; i++) {
         mt_free(ed->segs[i].source);
         mt_free(ed->segs[i].label);
+        mt_free(ed->segs[i].terms);
+        mt_free(ed->segs[i].terms_line);
         mt_free(ed->segs[i].target);
         mt_free(ed->segs[i].suggestion);
         ed_mt_free(ed->segs[i].mt);
@@ -564,6 +566,22 @@ static mt_status dup_opt(const char *s, char **out) {
     if (s == NULL) return MT_OK;
     *out = mt_try_strdup(s);
     return *out ? MT_OK : mt_seterr(MT_ERR_NOMEM, "editor: cannot copy '%.40s'", s);
+}
+
+/* The glossary spans of d that lie inside its source, in order, without
+** overlaps (the others are dropped). */
+static mt_status copy_terms(const ui_segment *d, ed_seg *s) {
+    if (d->terms == NULL || d->n_terms <= 0) return MT_OK;
+    s->terms = mt_try_calloc((size_t)d->n_terms, sizeof *s->terms);
+    if (s->terms == NULL) return MT_ERR_NOMEM;
+    int64_t n = (int64_t)strlen(d->source), end = 0;
+    for (int32_t k = 0; k < d->n_terms; k++) {
+        ui_span t = d->terms[k];
+        if (t.start < end || t.len <= 0 || (int64_t)t.start + t.len > n) continue;
+        s->terms[s->n_terms++] = t;
+        end = (int64_t)t.start + t.len;
+    }
+    return MT_OK;
 }
 
 mt_status ed_init(const ui_hooks *hooks, const ui_document *doc, ui_editor **out) {
@@ -600,7 +618,9 @@ mt_status ed_init(const ui_hooks *hooks, const ui_document *doc, ui_editor **out
         s->source = mt_try_strdup(d->source);
         s->target = mt_try_strdup(d->target ? d->target : "");
         if (d->label) s->label = mt_try_strdup(d->label);
-        if (s->source == NULL || s->target == NULL || (d->label && s->label == NULL)) {
+        if (d->terms_line) s->terms_line = mt_try_strdup(d->terms_line);
+        if (s->source == NULL || s->target == NULL || (d->label && s->label == NULL) ||
+            (d->terms_line && s->terms_line == NULL) || copy_terms(d, s) != MT_OK) {
             rc = mt_seterr(MT_ERR_NOMEM, "ui: cannot copy segment %lld", (long long)i + 1);
             goto fail;
         }

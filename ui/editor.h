@@ -320,7 +320,12 @@ typedef struct ed_mt {
 
 typedef struct ed_seg {
     char *source;
-    char *label;  /* NULL when none */
+    char *label; /* NULL when none */
+    /* glossary terms in source (ui_segment.terms) and the line listing
+    ** them (ui_segment.terms_line); NULL: none */
+    ui_span *terms;
+    int32_t n_terms;
+    char *terms_line;
     char *target; /* "" when none */
     ui_seg_status status;
     ed_mt *mt; /* NULL until posted */

@@ -352,12 +352,19 @@ static void draw_list(const ui_screen *s, const ui_editor *ed, rect r) {
     }
 }
 
-static void draw_wrapped(const ui_screen *s, const char *t, rect r) {
+/* Word-wrapped text in role; the bytes inside marks (n_marks spans in
+** order) are drawn underlined in the glossary colour. */
+static void draw_wrapped_marked(const ui_screen *s, const char *t, const ui_span *marks,
+                                int32_t n_marks, int role, rect r) {
     wrap w;
     wcell c;
     size_t n = strlen(t);
+    int32_t mk = 0;
     wrap_init(&w, s, t, n, r.w);
     while (wrap_next(&w, &c)) {
+        while (mk < n_marks && (size_t)marks[mk].start + (size_t)marks[mk].len <= c.off)
+            mk++;
+        bool marked = mk < n_marks && (size_t)marks[mk].start <= c.off;
         if (c.row >= r.h) { /* more than fits: mark the cut */
             wchar_t g[2] = {s->utf8 ? 0x2026 : '>', 0};
             use_role(s, UI_ROLE_HEADING, 0);
@@ -365,7 +372,10 @@ static void draw_wrapped(const ui_screen *s, const char *t, rect r) {
             use_role(s, UI_ROLE_NORMAL, 0);
             break;
         }
-        use_role(s, UI_ROLE_NORMAL, c.special ? A_DIM : 0);
+        if (marked)
+            use_role(s, UI_ROLE_MARK_EDITED, A_UNDERLINE | (c.special ? A_DIM : 0));
+        else
+            use_role(s, role, c.special ? A_DIM : 0);
         put_glyph(r.y + c.row, r.x + c.col, c.g);
     }
     use_role(s, UI_ROLE_NORMAL, 0);
@@ -638,6 +648,13 @@ static void draw_help(const ui_screen *s, ui_editor *ed, rect r) {
     }
 }
 
+/* Rows of the source pane: the text, and the glossary line under it. */
+static int source_rows(const ui_screen *s, const ed_seg *sg, int tw) {
+    int n = wrapped_rows(s, sg->source, strlen(sg->source), tw);
+    if (sg->terms_line) n += wrapped_rows(s, sg->terms_line, strlen(sg->terms_line), tw);
+    return n;
+}
+
 /* Rows the stacked panes of the narrow layout would use at text width tw. */
 static int main_need(const ui_screen *s, const ui_editor *ed, int tw) {
     const ed_seg *sg = &ed->segs[ed->cur];
@@ -645,7 +662,7 @@ static int main_need(const ui_screen *s, const ui_editor *ed, int tw) {
     int lower = 1;
     if (ed->lower_pane == 0 && m) lower = m->n_nbest < 1 ? 1 : m->n_nbest > 9 ? 9 : m->n_nbest;
     if (ed->lower_pane == 1 && m && m->attn) lower = m->n_trg + 1;
-    return 3 + wrapped_rows(s, sg->source, strlen(sg->source), tw) + field_rows(s, ed, tw) + lower;
+    return 3 + source_rows(s, sg, tw) + field_rows(s, ed, tw) + lower;
 }
 
 /* Sizes of the three (or four) stacked sections of the main area. */
@@ -656,7 +673,7 @@ static void draw_main(const ui_screen *s, ui_editor *ed, rect m, bool both_panes
     int headings = both_panes ? 4 : 3;
     int avail = m.h - headings;
     if (avail < 2 || tw < 4) return;
-    int src_need = wrapped_rows(s, sg->source, strlen(sg->source), tw);
+    int src_need = source_rows(s, sg, tw);
     int fld_need = field_rows(s, ed, tw);
     int lower_min = avail >= 8 ? 3 : 0;
     int cap = (avail - lower_min) / 2;
@@ -675,7 +692,20 @@ static void draw_main(const ui_screen *s, ui_editor *ed, rect m, bool both_panes
     snprintf(title, sizeof title, "Source  %lld/%lld%s%s", (long long)ed->cur + 1,
              (long long)ed->n_segs, sg->label ? "  " : "", sg->label ? sg->label : "");
     heading(s, y++, m.x, m.w, title);
-    draw_wrapped(s, sg->source, (rect){y, tx, src_h, tw});
+    {
+        /* the glossary line gets the rows left under the text, at least one */
+        int text_rows = wrapped_rows(s, sg->source, strlen(sg->source), tw);
+        int gl_h = 0;
+        if (sg->terms_line && src_h >= 2) {
+            gl_h = src_h - text_rows;
+            if (gl_h < 1) gl_h = 1;
+        }
+        draw_wrapped_marked(s, sg->source, sg->terms, sg->n_terms, UI_ROLE_NORMAL,
+                            (rect){y, tx, src_h - gl_h, tw});
+        if (gl_h > 0)
+            draw_wrapped_marked(s, sg->terms_line, NULL, 0, UI_ROLE_GREY,
+                                (rect){y + src_h - gl_h, tx, gl_h, tw});
+    }
     y += src_h;
     /* an exact TM match in the field's place of the MT says so */
     bool tm_hyp =

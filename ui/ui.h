@@ -18,7 +18,10 @@
 **                 '*' confirmed
 **   source        the current source segment, wrapped; its heading shows
 **                 the segment's label (ui_segment.label: "plural form 2/2
-**                 (n = 0, 2, 3, …)" for the forms of a PO plural entry)
+**                 (n = 0, 2, 3, …)" for the forms of a PO plural entry);
+**                 glossary terms (ui_segment.terms, computed by app/)
+**                 underlined in cyan, and under the text the term pairs
+**                 (ui_segment.terms_line: "Terms: file → Datei · …")
 **   translation   the edit field: what the translator typed, then the
 **                 completion greyed after it (words coloured by the engine's
 **                 confidence: low red, medium yellow, high grey)
@@ -131,12 +134,23 @@ typedef enum ui_seg_status {
     UI_SEG_CONFIRMED, /* target was confirmed                           */
 } ui_seg_status;
 
+/* Bytes [start, start + len) of a text. */
+typedef struct ui_span {
+    int32_t start, len;
+} ui_span;
+
 typedef struct ui_segment {
     const char *source;   /* UTF-8; must not be NULL                          */
     const char *target;   /* UTF-8 current target; NULL or "" when none       */
     ui_seg_status status; /* CONFIRMED with no target only for an empty source */
     const char *label;    /* shown after the source heading, e.g. which plural
                              form of an entry this is; NULL: none           */
+    const ui_span *terms; /* n_terms glossary terms in source, highlighted:
+                             in order, inside source (others are ignored); NULL:
+                             none.  app/ finds them (app/formats/glossary.h) */
+    int32_t n_terms;
+    const char *terms_line; /* drawn under the source text, e.g. "Terms: file
+                               → Datei (note) · …"; NULL: none              */
 } ui_segment;
 
 typedef struct ui_document {

@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "corpus_io.h"
+#include "edit_gloss.h"
 #include "metrics.h"
 #include "qa.h"
 
@@ -50,6 +51,10 @@ typedef struct unit {
     int form;           /* translation form                              */
     const char *source; /* shown (points into the document)              */
     char *label;        /* "plural form 1/2 (n = 1)", or NULL            */
+    /* glossary terms in source and their line (edit_gloss.h); NULL: none */
+    ui_span *terms;
+    int32_t n_terms;
+    char *terms_line;
     char *mt_source;    /* what is translated (a copy of source)         */
     char *target;       /* current target, "" when none                  */
     ui_seg_status status;
@@ -95,6 +100,8 @@ struct app_edit_ctl {
     int64_t model_id;
     app_edit_tuner *tuner; /* :tune; NULL: not available */
     disk_stamp disk; /* the saved-to file as opened or last saved */
+    /* p.glossary_project's terms; NULL: none */
+    app_glossary *gloss;
 };
 
 static mt_status oom(void) { return mt_seterr(MT_ERR_NOMEM, "edit: out of memory"); }
@@ -546,9 +553,19 @@ mt_status app_edit_ctl_open(store *st, app_doc *doc, const app_edit_ctl_params *
         rc = oom();
         goto fail;
     }
+    if (p->glossary_project) {
+        rc = app_glossary_load(st, p->glossary_project, c->src_lang, c->trg_lang, &c->gloss);
+        for (int64_t i = 0; i < c->n && rc == MT_OK; i++)
+            rc = app_edit_gloss_terms(c->gloss, c->u[i].source, &c->u[i].terms, &c->u[i].n_terms,
+                                      &c->u[i].terms_line);
+        if (rc != MT_OK) goto fail;
+    }
     for (int64_t i = 0; i < c->n; i++) {
         c->useg[i].source = c->u[i].source;
         c->useg[i].label = c->u[i].label;
+        c->useg[i].terms = c->u[i].terms;
+        c->useg[i].n_terms = c->u[i].n_terms;
+        c->useg[i].terms_line = c->u[i].terms_line;
         c->useg[i].target = c->u[i].target;
         c->useg[i].status = c->u[i].status;
         c->mt_src[i] = c->u[i].mt_source;
@@ -575,6 +592,8 @@ void app_edit_ctl_free(app_edit_ctl *c) {
         unit *u = &c->u[i];
         mt_free(u->mt_source);
         mt_free(u->label);
+        mt_free(u->terms);
+        mt_free(u->terms_line);
         mt_free(u->target);
         mt_free(u->last_text);
         mt_free(u->qa_ack);
@@ -590,6 +609,7 @@ void app_edit_ctl_free(app_edit_ctl *c) {
     mt_free(c->src_lang);
     mt_free(c->trg_lang);
     mt_free(c->model_path);
+    app_glossary_free(c->gloss);
     mt_free(c);
 }
 
@@ -598,6 +618,7 @@ int64_t app_edit_ctl_start(const app_edit_ctl *c) { return c->start; }
 const char *const *app_edit_ctl_mt_sources(const app_edit_ctl *c) { return c->mt_src; }
 const bool *app_edit_ctl_translated(const app_edit_ctl *c) { return c->translated; }
 int64_t app_edit_ctl_count(const app_edit_ctl *c) { return c->n; }
+const app_glossary *app_edit_ctl_glossary(const app_edit_ctl *c) { return c->gloss; }
 int64_t app_edit_ctl_doc_id(const app_edit_ctl *c) { return c->doc_id; }
 int64_t app_edit_ctl_seg_id(const app_edit_ctl *c, int64_t seg) {
     return seg >= 0 && seg < c->n ? c->u[seg].seg_id : 0;
@@ -814,7 +835,7 @@ static int unit_qa(const app_edit_ctl *c, int64_t ui, const char *text, app_qa_i
     const unit *u = &c->u[ui];
     const app_doc_segment *ds = app_doc_segment_at(c->doc, u->dseg);
     app_qa_input in = {ds->source, ds->source_plural, ds->flags,
-                       app_doc_get_format(c->doc) == APP_DOC_FORMAT_PO};
+                       app_doc_get_format(c->doc) == APP_DOC_FORMAT_PO, c->gloss};
     return app_qa_check(&in, u->form, text, is);
 }
 

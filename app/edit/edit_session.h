@@ -255,6 +255,10 @@ typedef struct app_edit_ctl_params {
     bool qa_save;             /* :w refuses what msgfmt --check would reject (:w! writes) */
     const char *open_message; /* logged (mt_log, a warning: the status line)
                                  when the editor opens; NULL: none        */
+    /* the store's glossary entries of this project ("": the global ones)
+    ** and the global ones are highlighted in the source and checked by QA;
+    ** NULL: no glossary */
+    const char *glossary_project;
 } app_edit_ctl_params;
 
 /* doc and st are not owned and must outlive the ctl. */
@@ -271,6 +275,9 @@ int64_t app_edit_ctl_start(const app_edit_ctl *c);
 const char *const *app_edit_ctl_mt_sources(const app_edit_ctl *c);
 const bool *app_edit_ctl_translated(const app_edit_ctl *c);
 int64_t app_edit_ctl_count(const app_edit_ctl *c);
+/* The glossary the editor uses (params.glossary_project; NULL: none), for
+** the decoder's term constraints (app/formats/glossary.h). */
+const struct app_glossary *app_edit_ctl_glossary(const app_edit_ctl *c);
 /* Store ids: the document version and segment seg's row (they change when
 ** a save registers a new version). */
 int64_t app_edit_ctl_doc_id(const app_edit_ctl *c);

@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "anatomy.h"
+#include "glossary.h"
 
 #define MAX_ARGS 64
 
@@ -466,6 +467,31 @@ static int count_accel(const char *s, bool at_start) {
     return n;
 }
 
+/* glossary terms of src whose target (none of the targets given for the
+** same span) is in text; each source term once */
+static void check_terms(issues *is, const app_glossary *g, const char *src, const char *text) {
+    app_gloss_match *m = NULL;
+    int32_t n = 0;
+    if (app_glossary_match(g, src, &m, &n) != MT_OK) return; /* out of memory: no check */
+    for (int32_t i = 0; i < n;) {
+        int32_t j = i;
+        bool found = false;
+        for (; j < n && m[j].start == m[i].start && m[j].len == m[i].len; j++) {
+            const app_gloss_entry *e = app_glossary_entry(g, m[j].entry);
+            found = found || app_glossary_target_present(text, e->target, e->case_sensitive);
+        }
+        const app_gloss_entry *e = app_glossary_entry(g, m[i].entry);
+        bool seen = false; /* the same term earlier in the source */
+        for (int32_t k = 0; k < i && !seen; k++)
+            seen = strcmp(app_glossary_entry(g, m[k].entry)->source, e->source) == 0;
+        if (!found && !seen)
+            add(is, APP_QA_WARNING, "glossary: '%.60s' -> '%.60s'%s is not in the translation",
+                e->source, e->target, j - i > 1 ? " (or another of its targets)" : "");
+        i = j;
+    }
+    mt_free(m);
+}
+
 int app_qa_check(const app_qa_input *in, int form, const char *text, app_qa_issue *out) {
     issues is = {out, 0};
     if (text == NULL || text[0] == '\0') return 0;
@@ -504,5 +530,6 @@ int app_qa_check(const app_qa_input *in, int form, const char *text, app_qa_issu
     if (ca == 1 && cb != 1)
         add(&is, APP_QA_WARNING, "the source has an accelerator ('%c'), the translation %d",
             strchr(src, '_') ? '_' : '&', cb);
+    if (in->glossary) check_terms(&is, in->glossary, src, text);
     return is.n;
 }

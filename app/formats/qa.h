@@ -20,7 +20,10 @@
 ** translation lacks or adds (tags, {name}, options, URLs, ...), leading
 ** or trailing blanks that differ, numbers of the source missing from the
 ** translation, a word written twice in a row, an accelerator ('_' or
-** '&') lost or doubled.
+** '&') lost or doubled; a glossary source term of the source (app/formats/
+** glossary.h, when in->glossary is set) whose target term is not in the
+** translation ("glossary: 'file' -> 'Datei' is not in the translation";
+** of several targets of one term, any one will do).
 */
 #ifndef APP_QA_H
 #define APP_QA_H
@@ -43,6 +46,8 @@ typedef struct app_qa_input {
     const char *source_plural; /* msgid_plural or NULL                     */
     const char *flags;         /* PO flags ("c-format, no-wrap") or NULL   */
     bool po;                   /* the PO checks (line breaks, formats)     */
+    /* glossary terms to check (app/formats/glossary.h); NULL: none */
+    const struct app_glossary *glossary;
 } app_qa_input;
 
 #define APP_QA_MAX 8

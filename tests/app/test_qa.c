@@ -69,7 +69,7 @@ static int msgfmt_accepts(const char *flags, const char *id, const char *id_pl,
 
 static bool qa_errors(const char *flags, const char *id, const char *id_pl, const char *const *strs,
                       int n, char *why, size_t why_n) {
-    app_qa_input in = {id, id_pl, flags, true};
+    app_qa_input in = {id, id_pl, flags, true, NULL};
     bool err = false;
     why[0] = '\0';
     for (int i = 0; i < n; i++) {
@@ -223,7 +223,7 @@ static void test_random(void) {
 }
 
 static void expect_warning(const char *src, const char *text, const char *needle) {
-    app_qa_input in = {src, NULL, NULL, false};
+    app_qa_input in = {src, NULL, NULL, false, NULL};
     app_qa_issue is[APP_QA_MAX];
     int n = app_qa_check(&in, 0, text, is);
     bool found = false;
@@ -233,7 +233,7 @@ static void expect_warning(const char *src, const char *text, const char *needle
 }
 
 static void expect_clean(const char *src, const char *text) {
-    app_qa_input in = {src, NULL, NULL, false};
+    app_qa_input in = {src, NULL, NULL, false, NULL};
     app_qa_issue is[APP_QA_MAX];
     int n = app_qa_check(&in, 0, text, is);
     CHECK(n == 0, "'%s' -> '%s': %d issues, first: %s", src, text, n, n ? is[0].msg : "");
