@@ -146,11 +146,11 @@ static const char *rest_of(const ui_editor *ed) {
 }
 
 static const ui_segment doc_segs[] = {
-    {"Hello world.", NULL, UI_SEG_NEW, NULL},
-    {"Good morning.", "Guten Morgen.", UI_SEG_MT, NULL},
-    {"Thank you.", "Danke.", UI_SEG_CONFIRMED, NULL},
-    {"See you.", "Bis bald", UI_SEG_EDITED, NULL},
-    {"Goodbye, my friend.", "", UI_SEG_NEW, NULL},
+    {.source = "Hello world.", .target = NULL, .status = UI_SEG_NEW, .label = NULL},
+    {.source = "Good morning.", .target = "Guten Morgen.", .status = UI_SEG_MT, .label = NULL},
+    {.source = "Thank you.", .target = "Danke.", .status = UI_SEG_CONFIRMED, .label = NULL},
+    {.source = "See you.", .target = "Bis bald", .status = UI_SEG_EDITED, .label = NULL},
+    {.source = "Goodbye, my friend.", .target = "", .status = UI_SEG_NEW, .label = NULL},
 };
 static const ui_document doc = {"doc.po", "en", "de", "tiny-en-de", doc_segs, 5};
 
@@ -1325,9 +1325,15 @@ static void test_screen_label(void) {
         return;
     }
     const ui_segment segs[] = {
-        {"Open", NULL, UI_SEG_NEW, NULL},
-        {"%d file", NULL, UI_SEG_NEW, "plural form 1/2 (n = 1)"},
-        {"%d files", NULL, UI_SEG_NEW, "plural form 2/2 (n = 0, 2, 3, \xe2\x80\xa6)"},
+        {.source = "Open", .target = NULL, .status = UI_SEG_NEW, .label = NULL},
+        {.source = "%d file",
+         .target = NULL,
+         .status = UI_SEG_NEW,
+         .label = "plural form 1/2 (n = 1)"},
+        {.source = "%d files",
+         .target = NULL,
+         .status = UI_SEG_NEW,
+         .label = "plural form 2/2 (n = 0, 2, 3, \xe2\x80\xa6)"},
     };
     const ui_document d = {"doc.po", "en", "de", NULL, segs, 3};
     rec r;

@@ -94,8 +94,8 @@ static ui_hooks hooks_of(fake *f) {
 }
 
 static const ui_segment segs[] = {
-    {"The file is there", NULL, UI_SEG_NEW, NULL},
-    {"Thanks", "Danke", UI_SEG_CONFIRMED, NULL},
+    {.source = "The file is there", .target = NULL, .status = UI_SEG_NEW, .label = NULL},
+    {.source = "Thanks", .target = "Danke", .status = UI_SEG_CONFIRMED, .label = NULL},
 };
 static const ui_document doc = {"doc.po", "en", "de", NULL, segs, 2};
 

@@ -240,8 +240,9 @@ static int run_demo(const char *logpath) {
     if (log_file == NULL) return 1;
     ui_segment us[N_SEGS];
     for (int i = 0; i < N_SEGS; i++)
-        us[i] = (ui_segment){segs[i].src, segs[i].status == UI_SEG_CONFIRMED ? segs[i].trg : NULL,
-                             segs[i].status, NULL};
+        us[i] = (ui_segment){.source = segs[i].src,
+                             .target = segs[i].status == UI_SEG_CONFIRMED ? segs[i].trg : NULL,
+                             .status = segs[i].status};
     ui_document doc = {"demo.po", "en", "de", "demo-model", us, N_SEGS};
     ui_hooks h = {.segment_changed = h_changed,
                   .request_completion = h_request,
@@ -269,7 +270,7 @@ int main(int argc, char **argv) {
     CHECK(ui_post_quit() == MT_ERR_INVALID, "quit without a ui");
     ui_document empty = {0};
     CHECK(ui_run(NULL, &empty, 0) == MT_ERR_INVALID, "empty document rejected");
-    ui_segment bad[] = {{NULL, NULL, UI_SEG_NEW, NULL}};
+    ui_segment bad[] = {{.source = NULL, .target = NULL, .status = UI_SEG_NEW, .label = NULL}};
     ui_document d = {.segs = bad, .n_segs = 1};
     CHECK(ui_run(NULL, &d, 0) == MT_ERR_INVALID && strstr(mt_errmsg(), "no source"),
           "segment without source: %s", mt_errmsg());
