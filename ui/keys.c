@@ -47,6 +47,8 @@ static int32_t from_curses(const ui_keydec *d, int32_t code) {
     if (code >= KEY_F(1) && code <= KEY_F(12)) return UI_KEY_F0 + (code - KEY_F0);
     if (d->kc_cleft && code == d->kc_cleft) return UI_KEY_CLEFT;
     if (d->kc_cright && code == d->kc_cright) return UI_KEY_CRIGHT;
+    if (d->kc_mleft && code == d->kc_mleft) return UI_KEY_LEFT | UI_KEY_META;
+    if (d->kc_mright && code == d->kc_mright) return UI_KEY_RIGHT | UI_KEY_META;
     return UI_KEY_NONE;
 }
 
@@ -175,6 +177,10 @@ static const ui_binding bindings[] = {
     {E, F(2), UI_ACT_CMDLINE, 0, "F2", NULL},
     {E | C, F(1), UI_ACT_HELP, 0, "F1", "this help"},
     {E, F(3), UI_ACT_TOGGLE_PANE, 0, "F3", "show alternatives / attention heat map"},
+    {E, F(4), UI_ACT_FULL_LIST, 0, "F4",
+     "all alternatives and TM matches in full, on a scrollable screen"},
+    {E, M(UI_KEY_LEFT), UI_ACT_HEAT_LEFT, 0, "M-Left", "scroll the attention heat map left"},
+    {E, M(UI_KEY_RIGHT), UI_ACT_HEAT_RIGHT, 0, "M-Right", "scroll the attention heat map right"},
     {E, UI_CTRL('l'), UI_ACT_REDRAW, 0, "C-l", "redraw the screen"},
     {E, UI_KEY_ESC, UI_ACT_CANCEL, 0, "Esc", "dismiss the message"},
     {E, UI_CTRL('g'), UI_ACT_CANCEL, 0, "C-g", NULL},
@@ -191,7 +197,7 @@ static const ui_binding bindings[] = {
     {C, UI_CTRL('g'), UI_ACT_CANCEL, 0, "C-g", NULL},
     {C, UI_CTRL('c'), UI_ACT_CANCEL, 0, "C-c", NULL},
 
-    /* the help screen (any other key closes it) */
+    /* the help screen and the F4 list (any other key closes them) */
     {H, UI_KEY_UP, UI_ACT_SCROLL_UP, 1, "Up", "scroll up"},
     {H, UI_CTRL('p'), UI_ACT_SCROLL_UP, 1, "C-p", NULL},
     {H, UI_KEY_PGUP, UI_ACT_SCROLL_UP, 10, "PgUp", "scroll up a page"},
@@ -309,7 +315,7 @@ static const struct {
     {EC, "Editing (the translation field and the command line)"},
     {E, "The translation field"},
     {C, "The command line"},
-    {H, "This help screen (any other key closes it)"},
+    {H, "This help screen and the F4 list (any other key closes them)"},
 };
 
 /* A group is listed in the section whose modes equal its own. */

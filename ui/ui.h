@@ -203,6 +203,15 @@ typedef struct ui_hooks {
     mt_status (*tune)(void *user, const char *arg, char *msg, size_t n);
     /* :stats: msg (n bytes) gets the document's statistics.  May be NULL. */
     mt_status (*stats)(void *user, char *msg, size_t n);
+    /* :replace (and the :undo of one) set seg's target to text, keeping its
+    ** status: UI_SEG_EDITED (a draft stays a draft) or UI_SEG_CONFIRMED (a
+    ** confirmed translation stays confirmed).  app/ stores it at once, as an
+    ** edit event and, for a confirmed segment, a new confirmation, and puts
+    ** it in the document.  An error leaves the segment as it was and stops
+    ** the :replace.  undo: this puts back the text a :replace changed.  May
+    ** be NULL (then only the ui's copy changes). */
+    mt_status (*replace)(void *user, int64_t seg, const char *text, ui_seg_status status,
+                         bool undo);
 } ui_hooks;
 
 /* Runs the editor on the terminal (stdin/stdout) until the user quits, with
@@ -237,8 +246,8 @@ typedef struct ui_mt_result {
     const float *word_conf; /* n_words confidences in [0,1] for the
                                words of hyp; may be NULL               */
     int32_t n_words;
-    double tokens_per_sec; /* decoding speed, shown in the status line;
-                              <= 0: unknown                           */
+    double tokens_per_sec;           /* decoding speed, shown in the status line;
+                                        <= 0: unknown                           */
     const char *const *nbest_labels; /* n_nbest labels drawn before the
                                         alternatives ("TM 95%"), an entry or
                                         the whole list NULL: none          */

@@ -243,8 +243,8 @@ static int run_demo(const char *logpath) {
         us[i] = (ui_segment){segs[i].src, segs[i].status == UI_SEG_CONFIRMED ? segs[i].trg : NULL,
                              segs[i].status, NULL};
     ui_document doc = {"demo.po", "en", "de", "demo-model", us, N_SEGS};
-    ui_hooks h = {NULL,     h_changed, h_request, h_commit, h_save, h_model,
-                  h_export, NULL,      NULL,      NULL,     NULL,   NULL};
+    ui_hooks h = {NULL, h_changed, h_request, h_commit, h_save, h_model, h_export,
+                  NULL, NULL,      NULL,      NULL,     NULL,   NULL};
     pthread_t th;
     pthread_create(&th, NULL, engine_main, NULL);
     mt_status rc = ui_run(&h, &doc, 0);
