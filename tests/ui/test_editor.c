@@ -108,7 +108,7 @@ static mt_status h_export(void *u, const char *fmt, const char *path) {
 static ui_hooks make_hooks(rec *r) {
     memset(r, 0, sizeof *r);
     return (ui_hooks){r,        h_changed, h_request, h_commit, h_save, h_model,
-                      h_export, NULL,      h_edited,  NULL,     NULL,   NULL};
+                      h_export, NULL,      h_edited,  NULL,     NULL,   NULL, NULL};
 }
 
 /* ============================================================== helpers */
