@@ -342,6 +342,12 @@ static int build_help(help_line *out, int max) {
     ui_commands(&nc);
     for (int i = 0; i < nc; i++)
         ADD(2, i, NULL);
+    ADD(0, 0, "");
+    ADD(0, 0, ":replace asks at each occurrence (shown reversed in its segment)");
+    ADD(0, 0, " y                 replace it");
+    ADD(0, 0, " n                 leave it, go to the next one");
+    ADD(0, 0, " a                 replace it and all the remaining ones");
+    ADD(0, 0, " q Esc C-g         stop (what was replaced stays; :undo reverts it)");
 #undef ADD
     return n;
 }

@@ -22,10 +22,21 @@
 **   translation   the edit field: what the translator typed, then the
 **                 completion greyed after it (words coloured by the engine's
 **                 confidence: low red, medium yellow, high grey)
-**   lower pane    n-best alternatives (M-1..M-9) or the attention heat map
-**                 between source and target tokens of the 1-best (F3 toggles;
-**                 wide terminals show both); 256-colour ramp when the terminal
-**                 has 256 colours, else shaded characters ░▒▓█
+**   lower pane    n-best alternatives (M-1..M-9; TM matches first, labelled
+**                 "TM 95%"), each wrapped in full onto continuation rows
+**                 indented under its text, as many as fit (then a line says
+**                 F4 shows all), or the attention heat map between source
+**                 and target tokens of the 1-best (F3 toggles; wide
+**                 terminals show both); heat map columns are as wide as the
+**                 longest source token label (up to 16), so labels are
+**                 whole, and scroll sideways (M-Left/M-Right, ‹ › mark
+**                 what is out of view); 256-colour ramp when the terminal
+**                 has 256 colours, else shaded characters ░▒▓█.  For a form
+**                 of a PO plural entry (label "plural form k/n"; the n forms
+**                 are consecutive segments) the source pane shows
+**                 "singular: msgid" and "plural: msgid_plural" and an
+**                 "Other forms of this entry" block the other forms'
+**                 current translations
 **   status line   segment n/N, words done/total, model, decoding speed,
 **                 background progress, the latest engine message
 **   bottom line   key hints, or the ':' command line while it is open
@@ -62,6 +73,11 @@
 **                   (elsewhere it types ':');  M-: and F2 open it anywhere
 **   F1              help: every key and command
 **   F3              toggle n-best list / attention heat map
+**   F4              every alternative in full on a scrollable screen
+**                   (Up/Down PgUp/PgDn scroll by entries, any other key
+**                   closes it)
+**   M-Left M-Right  scroll the heat map's columns (the terminal's Alt-arrow
+**                   sequences ESC [1;3D / ESC [1;3C, or Esc then the arrow)
 **   C-l             redraw;  Esc C-g dismiss the message
 **   C-c             says how to quit (the terminal is in raw mode: C-c, C-z
 **                   and C-s are keys, not signals)
@@ -88,8 +104,29 @@
 **   :wq  :x         save, then quit if the save succeeded
 **   :q!             quit without saving
 **   :goto N  :N     go to segment N (1-based)
-**   :find TEXT      next segment whose source or target contains TEXT
-**                   (ASCII case-insensitive; wraps; without TEXT: again)
+**   :find [-s|-t] [-r] [-w] TEXT
+**                   next segment whose source or target contains TEXT
+**                   (case-insensitive, Unicode simple folding; wraps;
+**                   -s sources only, -t targets only, -r POSIX ERE, -w
+**                   whole words; -- ends the options; without TEXT: again)
+**   :replace [-r] [-i] [-w] OLD NEW
+**                   replace OLD by NEW in the targets (drafts and confirmed
+**                   ones; sources are read-only, MT nobody took is left
+**                   alone), segment by segment from the current one,
+**                   wrapping: each occurrence is shown reversed in its
+**                   segment and answered y (replace), n (skip), a (this and
+**                   all remaining), q Esc C-g (stop); a summary "replaced 7
+**                   of 9 occurrences in 5 segments" follows.  -r: POSIX ERE
+**                   (NEW's \0..\9: the occurrence, its groups; \\ a
+**                   backslash), -i any case, -w whole words.  OLD and NEW are
+**                   split as a shell does: "..." or '...' quote spaces,
+**                   \" \' \\ \space escape, \n \t are newline and tab, other
+**                   \x stay as they are.  A draft in the field is stored
+**                   first.  Each changed segment goes to hooks->replace when
+**                   the operation leaves it, keeping its status.
+**   :undo           revert the last :replace in every segment it changed
+**                   (hooks->replace with undo; a segment edited since is
+**                   kept); C-z right after the :replace does the same
 **   :model PATH     switch to another model (hooks->load_model)
 **   :export tmx PATH    export confirmed segments (hooks->export_doc);
 **   :export tsv PATH    also tsv
