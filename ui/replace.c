@@ -365,18 +365,23 @@ static bool eligible(const ed_seg *s) {
 }
 
 /* Sets seg's target (status kept) through hooks.replace, then the ui's copy
-** and, when seg is current, the field. */
+** and, when seg is current, the field.  Everything that can fail is done
+** before the hook, so the store and the ui never disagree. */
 static mt_status set_seg_text(ui_editor *ed, int64_t seg, const char *text, bool undo) {
     ed_seg *s = &ed->segs[seg];
+    bool cur = seg == ed->cur;
     char *t = mt_try_strdup(text), *fi = NULL;
-    if (t == NULL || (seg == ed->cur && (fi = mt_try_strdup(text)) == NULL)) {
-        mt_free(t);
+    if (t == NULL || (cur && (fi = mt_try_strdup(text)) == NULL) ||
+        (cur && ed_line_set(&ed->field, text, strlen(text), false) != MT_OK)) {
+        mt_free(t), mt_free(fi);
         return mt_seterr(MT_ERR_NOMEM, "out of memory");
     }
     if (ed->hooks.replace) {
         mt_clearerr();
         mt_status rc = ed->hooks.replace(ed->hooks.user, seg, text, s->status, undo);
         if (rc != MT_OK) {
+            /* the field held s->target before: its buffer is large enough */
+            if (cur) ed_line_set(&ed->field, s->target, strlen(s->target), false);
             mt_free(t), mt_free(fi);
             if (mt_errmsg()[0] == '\0') mt_seterr(rc, "%s", mt_status_str(rc));
             return rc;
@@ -384,10 +389,7 @@ static mt_status set_seg_text(ui_editor *ed, int64_t seg, const char *text, bool
     }
     mt_free(s->target);
     s->target = t;
-    if (seg == ed->cur) {
-        if (ed_line_set(&ed->field, text, strlen(text), false) != MT_OK) {
-            ed_line_set(&ed->field, "", 0, false);
-        }
+    if (cur) {
         ed_line_clear_undo(&ed->field);
         mt_free(ed->field_initial);
         ed->field_initial = fi;

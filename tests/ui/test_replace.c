@@ -39,6 +39,7 @@ typedef struct rec {
     ui_seg_status repl_status[32];
     bool repl_undo[32];
     mt_status repl_rc;
+    char by_seg[8][128]; /* the text each segment last got through the hook */
 } rec;
 
 static void h_changed(void *u, int64_t from, const char *draft, int64_t to) {
@@ -54,6 +55,7 @@ static void h_changed(void *u, int64_t from, const char *draft, int64_t to) {
 static mt_status h_replace(void *u, int64_t seg, const char *text, ui_seg_status st, bool undo) {
     rec *r = u;
     if (r->repl_rc != MT_OK) return mt_seterr(r->repl_rc, "disk full");
+    if (seg >= 0 && seg < 8) snprintf(r->by_seg[seg], sizeof r->by_seg[seg], "%s", text);
     int i = r->n_repl++;
     if (i >= 32) return MT_OK;
     r->repl_seg[i] = seg;
@@ -389,6 +391,72 @@ static void test_replace_flow(void) {
     ed_free(ed);
 }
 
+/* Every allocation of a :replace / :undo scenario failing in turn: no
+** crash, no leak, and the ui's text of each segment is what the hook (the
+** store) got last, so the two never disagree. */
+static void replace_scenario(ui_editor *ed) {
+    run_cmd(ed, "replace -w Datei Akte");
+    key(ed, 'y');
+    key(ed, 'n');
+    key(ed, 'a');
+    key(ed, UI_CTRL('z'));
+    run_cmd(ed, "replace -r \"(D)atei \" \"\\1ATEI \"");
+    key(ed, 'a');
+    run_cmd(ed, "undo");
+    run_cmd(ed, "find -t speichern");
+}
+
+static void test_alloc_failures(void) {
+    rec r;
+    ui_hooks h = make_hooks(&r);
+    mt_alloc_stats s0 = mt_alloc_get_stats();
+    int n_runs = 0;
+    bool finished = false;
+    for (int64_t n = 0; n < 5000 && !finished; n++) {
+        memset(r.by_seg, 0, sizeof r.by_seg);
+        ui_editor *ed = NULL;
+        mt_alloc_fail_at(n, true);
+        mt_status rc = ed_init(&h, &rdoc, &ed);
+        if (rc == MT_OK) {
+            ed_open(ed, 0, T);
+            replace_scenario(ed);
+        }
+        finished = rc == MT_OK && mt_alloc_count() <= n;
+        mt_alloc_fail_at(-1, false);
+        n_runs++;
+        for (int i = 0; ed && i < 6; i++)
+            if (r.by_seg[i][0])
+                CHECK(strcmp(ed->segs[i].target, r.by_seg[i]) == 0,
+                      "failure %lld: segment %d ui '%s' store '%s'", (long long)n, i + 1,
+                      ed->segs[i].target, r.by_seg[i]);
+        ed_free(ed);
+        CHECK(mt_alloc_get_stats().live_blocks == s0.live_blocks, "no leak, failure %lld",
+              (long long)n);
+    }
+    fprintf(stderr, "test_replace: scenario run with each of its %d allocations failing\n",
+            n_runs - 1);
+    CHECK(finished && n_runs > 30, "ran with each of %d allocations failing", n_runs - 1);
+    /* without failures: the regex replaced all, then :undo put them back */
+    memset(r.by_seg, 0, sizeof r.by_seg);
+    ui_editor *ed = NULL;
+    CHECK_STATUS(ed_init(&h, &rdoc, &ed));
+    if (ed) {
+        ed_open(ed, 0, T);
+        run_cmd(ed, "replace -r \"(D)atei \" \"\\1ATEI \"");
+        key(ed, 'a');
+        CHECK(strcmp(ed->segs[0].target, "DATEI öffnen") == 0 &&
+                  strcmp(ed->segs[5].target, "DATEI speichern") == 0 &&
+                  strcmp(ed->segs[1].target, "Die Datei, die Datei") == 0,
+              "regex back-reference in the editor: '%s' '%s' '%s'", ed->segs[0].target,
+              ed->segs[5].target, ed->segs[1].target);
+        run_cmd(ed, "undo");
+        CHECK(strcmp(ed->segs[0].target, "Datei öffnen") == 0 &&
+                  strcmp(ed->segs[5].target, "Datei speichern") == 0,
+              "undone: '%s'", ed->segs[0].target);
+    }
+    ed_free(ed);
+}
+
 /* ================================================================= screen */
 
 static int find_row(ui_screen *s, const char *needle, int from) {
@@ -575,6 +643,7 @@ int main(void) {
     test_matcher();
     test_parse();
     test_replace_flow();
+    test_alloc_failures();
     test_screen();
     TEST_MAIN_END();
 }
