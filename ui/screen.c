@@ -477,15 +477,18 @@ static int draw_alt(const ui_screen *s, const ed_mt *m, int i, int y, int x, int
     else
         snprintf(key, sizeof key, "%3d ", i + 1);
     const char *tag = m->labels ? m->labels[i] : NULL;
-    int pw = (int)strlen(key) + (tag ? ui_str_width(tag, strlen(tag)) + 1 : 0);
     if (!tag && m->scores) snprintf(score, sizeof score, " %.2f", m->scores[i]);
-    int sw = (int)strlen(score), tw = w - pw - sw;
-    if (tw < 8) pw = 4, tw = w - pw - sw; /* a label wider than the pane: text below it */
+    int kw = (int)strlen(key), sw = (int)strlen(score);
+    /* the label gets what leaves the text 8 columns at least (then it is cut) */
+    int tagw = tag ? ui_str_width(tag, strlen(tag)) : 0;
+    if (tag && tagw > w - kw - sw - 9) tagw = w - kw - sw - 9 > 0 ? w - kw - sw - 9 : 0;
+    int pw = kw + (tagw ? tagw + 1 : 0), tw = w - pw - sw;
     if (tw < 4) tw = w - pw, sw = 0;
+    if (tw < 1) tw = 1;
     if (max_rows > 0) {
         int xx = x + put_str(s, y, x, w, key, UI_ROLE_HEADING, 0);
-        if (tag) {
-            xx += put_str(s, y, xx, x + w - xx, tag, UI_ROLE_MARK_DONE, 0);
+        if (tagw) {
+            xx += put_str(s, y, xx, tagw, tag, UI_ROLE_MARK_DONE, 0);
             put_str(s, y, xx, x + w - xx, " ", UI_ROLE_NORMAL, 0);
         }
         if (sw) put_str(s, y, x + w - sw, sw, score, UI_ROLE_GREY, 0);
