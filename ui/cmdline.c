@@ -6,7 +6,14 @@
 ** Grammar (words separated by spaces; the ':' itself is not part of it):
 **   w | w! | q | wq | x | q! | qa | help  no argument
 **   goto N | N                           N a decimal segment number >= 1
-**   find [TEXT]                          TEXT: the rest of the line
+**   find [-s|-t] [-r] [-w] [--] [TEXT]   TEXT: the rest of the line (options
+**                                        first; -- ends them)
+**   replace [-r] [-i] [-w] [--] OLD NEW  words as a shell splits them: "..."
+**                                        or '...' quote spaces; backslash
+**                                        escapes \" \' \\ \space, \n newline,
+**                                        \t tab; any other \x stays \x (so -r
+**                                        sees \. and NEW's \1 back-references)
+**   undo
 **   model [PATH|NAME]                    PATH: the rest of the line, ~ expanded;
 **                                        none: list the models
 **   tune [cancel]
@@ -34,7 +41,10 @@ static const ui_command_def commands[] = {
     {"x", "x", "save and quit, as :wq", ARG_NONE},
     {"q!", "q!", "quit without saving", ARG_NONE},
     {"goto", "goto N", "go to segment N (also :N)", ARG_TEXT},
-    {"find", "find TEXT", "next segment containing TEXT (no TEXT: search again)", ARG_TEXT},
+    {"find", "find [-s|-t] [-r] [-w] TEXT",
+     "next segment containing TEXT, any case (-s sources, -t translations only; -r regex; "
+     "-w whole words; no TEXT: search again)",
+     ARG_TEXT},
     {"model", "model [PATH|NAME]",
      "translate with the model at PATH or named NAME (tuned-1 ...); none: list them", ARG_PATH},
     {"export", "export tmx|tsv PATH", "export the confirmed segments", ARG_EXPORT},
@@ -46,6 +56,13 @@ static const ui_command_def commands[] = {
     {"stats", "stats", "segments and words by status, time spent, words/hour, HTER", ARG_NONE},
     {"spell", "spell [on|off|add WORD]",
      "spell checking on or off (none: toggle); add WORD to the personal dictionary", ARG_TEXT},
+    {"replace", "replace [-r -i -w] OLD NEW",
+     "replace OLD by NEW in the translations, asking at each: y yes, n no, a all remaining, "
+     "q stop (-r regex, NEW's \\1 its groups; -i any case; -w whole words; quote spaces: "
+     "\"Datei öffnen\")",
+     ARG_TEXT},
+    {"undo", "undo", "revert the last :replace in every segment (C-z right after it too)",
+     ARG_NONE},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 static const char *const export_formats[] = {"tmx", "tsv"};
@@ -98,6 +115,106 @@ static mt_status copy_arg(const char *s, bool path, const char *cmd, char out[UI
     return MT_OK;
 }
 
+/* Options of :find and :replace at the start of *p ("-r", "-rw", "--"),
+** ORed into *flags; allowed: the letters that may appear.  The last word
+** read is left in *p when it is not an option. */
+static mt_status parse_options(const char **p, const char *cmd, const char *allowed, int *flags) {
+    for (;;) {
+        const char *w = skip_spaces(*p);
+        if (w[0] != '-' || w[1] == '\0' || w[1] == ' ' || w[1] == '\t') return MT_OK;
+        if (w[1] == '-' && (w[2] == '\0' || w[2] == ' ' || w[2] == '\t')) {
+            *p = skip_spaces(w + 2);
+            return MT_OK;
+        }
+        const char *q = w + 1;
+        for (; *q && *q != ' ' && *q != '\t'; q++) {
+            int f = *q == 's'   ? UI_FIND_SOURCE
+                    : *q == 't' ? UI_FIND_TARGET
+                    : *q == 'r' ? UI_FIND_REGEX
+                    : *q == 'i' ? UI_FIND_ICASE
+                    : *q == 'w' ? UI_FIND_WORD
+                                : 0;
+            if (*q == 's' && strcmp(cmd, "replace") == 0)
+                return mt_seterr(MT_ERR_INVALID,
+                                 ":replace changes translations only: sources are read-only");
+            if (f == 0 || strchr(allowed, *q) == NULL)
+                return mt_seterr(MT_ERR_INVALID,
+                                 ":%s: unknown option -%c (%s; -- before a text "
+                                 "that starts with -)",
+                                 cmd, *q, strcmp(cmd, "find") == 0 ? "-s -t -r -w" : "-r -i -w");
+            *flags |= f;
+        }
+        *p = q;
+    }
+}
+
+static mt_status parse_find(const char *rest, ui_cmd *out) {
+    mt_status rc = parse_options(&rest, "find", "strwi", &out->flags);
+    if (rc != MT_OK) return rc;
+    if ((out->flags & UI_FIND_SOURCE) && (out->flags & UI_FIND_TARGET))
+        out->flags &= ~(UI_FIND_SOURCE | UI_FIND_TARGET); /* both: the default */
+    return copy_arg(skip_spaces(rest), false, "find", out->arg);
+}
+
+/* One shell-like word of *p into out (cap bytes); *quoted: any quotes. */
+static mt_status next_word(const char **p, char *out, size_t cap, bool *got) {
+    const char *s = skip_spaces(*p);
+    size_t n = 0;
+    char q = 0;
+    *got = *s != '\0';
+    for (; *s && (q || (*s != ' ' && *s != '\t')); s++) {
+        char c = *s;
+        if (q == 0 && (c == '"' || c == '\'')) {
+            q = c;
+            continue;
+        }
+        if (c == q) {
+            q = 0;
+            continue;
+        }
+        char two[2];
+        size_t k = 1;
+        two[0] = c;
+        if (c == '\\' && s[1]) {
+            char e = *++s;
+            if (e == 'n')
+                two[0] = '\n';
+            else if (e == 't')
+                two[0] = '\t';
+            else if (e == '"' || e == '\'' || e == '\\' || e == ' ')
+                two[0] = e;
+            else
+                two[1] = e, k = 2;
+        }
+        if (n + k >= cap)
+            return mt_seterr(MT_ERR_INVALID, ":replace: text longer than %d bytes", (int)cap - 1);
+        memcpy(out + n, two, k);
+        n += k;
+    }
+    if (q) return mt_seterr(MT_ERR_INVALID, ":replace: missing closing %c", q);
+    out[n] = '\0';
+    *p = s;
+    return MT_OK;
+}
+
+static mt_status parse_replace(const char *rest, ui_cmd *out) {
+    mt_status rc = parse_options(&rest, "replace", "rtiw", &out->flags);
+    if (rc != MT_OK) return rc;
+    out->flags &= ~UI_FIND_TARGET; /* -t: the translations, which it is anyway */
+    bool got_old, got_new, extra;
+    char tail[8];
+    if ((rc = next_word(&rest, out->arg, sizeof out->arg, &got_old)) != MT_OK) return rc;
+    if ((rc = next_word(&rest, out->arg2, sizeof out->arg2, &got_new)) != MT_OK) return rc;
+    if (!got_old || !got_new)
+        return mt_seterr(MT_ERR_INVALID, ":replace needs OLD and NEW (quote spaces: :replace "
+                                         "\"a b\" \"c d\"; NEW may be \"\")");
+    if (next_word(&rest, tail, sizeof tail, &extra) != MT_OK || extra)
+        return mt_seterr(MT_ERR_INVALID,
+                         ":replace takes two texts, OLD and NEW: quote a text with spaces");
+    if (out->arg[0] == '\0') return mt_seterr(MT_ERR_INVALID, ":replace: OLD is empty");
+    return MT_OK;
+}
+
 mt_status ui_cmd_parse(const char *line, ui_cmd *out) {
     memset(out, 0, sizeof *out);
     const char *p = skip_spaces(line);
@@ -128,7 +245,8 @@ mt_status ui_cmd_parse(const char *line, ui_cmd *out) {
     static const ui_cmd_kind kinds[] = {
         UI_CMD_WRITE,       UI_CMD_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_WRITE_QUIT, UI_CMD_QUIT_FORCE,
         UI_CMD_GOTO,        UI_CMD_FIND, UI_CMD_MODEL,      UI_CMD_EXPORT,     UI_CMD_HELP,
-        UI_CMD_WRITE_FORCE, UI_CMD_QA,   UI_CMD_TUNE,       UI_CMD_STATS,      UI_CMD_SPELL};
+        UI_CMD_WRITE_FORCE, UI_CMD_QA,   UI_CMD_TUNE,       UI_CMD_STATS,      UI_CMD_SPELL,
+        UI_CMD_REPLACE,     UI_CMD_UNDO};
     _Static_assert(sizeof kinds / sizeof kinds[0] == sizeof commands / sizeof commands[0],
                    "one kind per command");
     out->kind = kinds[ci];
@@ -143,7 +261,8 @@ mt_status ui_cmd_parse(const char *line, ui_cmd *out) {
         out->n = v;
         return MT_OK;
     }
-    case UI_CMD_FIND: return copy_arg(rest, false, c->name, out->arg);
+    case UI_CMD_FIND: return parse_find(rest, out);
+    case UI_CMD_REPLACE: return parse_replace(rest, out);
     case UI_CMD_MODEL: return copy_arg(rest, true, c->name, out->arg);
     case UI_CMD_TUNE: {
         size_t n = strlen(rest);

@@ -558,6 +558,7 @@ void ed_free(ui_editor *ed) {
     ui_hist_free(&ed->hist);
     mt_free(ed->last_find);
     mt_free(ed->spell_text);
+    ed_repl_free(ed->repl);
     mt_free(ed);
 }
 
@@ -795,6 +796,7 @@ static void field_changed(ui_editor *ed, int64_t now_ms) {
 /* Opens segment seg in the field. */
 static void open_field(ui_editor *ed, int64_t seg, int64_t now_ms) {
     ed_seg *s = &ed->segs[seg];
+    if (seg != ed->cur) ed->heat_scroll = 0; /* another segment, another map */
     ed->cur = seg;
     ed->entered_ms = now_ms;
     comp_clear(&ed->comp);
@@ -892,6 +894,14 @@ void ed_close(ui_editor *ed, int64_t now_ms) {
 static void go_to(ui_editor *ed, int64_t seg, int64_t now_ms) {
     if (seg == ed->cur) return;
     leave_segment(ed, seg, false, now_ms);
+}
+
+void ed_goto(ui_editor *ed, int64_t seg, int64_t now_ms) {
+    if (seg >= 0 && seg < ed->n_segs) go_to(ed, seg, now_ms);
+}
+
+void ed_store_field(ui_editor *ed, int64_t now_ms) {
+    if (ed->cur >= 0 && field_edited(ed)) leave_segment(ed, ed->cur, false, now_ms);
 }
 
 static void quit(ui_editor *ed, int64_t now_ms) {
@@ -1043,48 +1053,6 @@ static void confirm(ui_editor *ed, int64_t now_ms) {
 }
 
 /* --------------------------------------------------------- command line */
-
-static bool ascii_casestr(const char *hay, const char *needle) {
-    size_t n = strlen(needle);
-    if (n == 0) return true;
-    for (const char *p = hay; *p; p++) {
-        size_t i = 0;
-        while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == n) return true;
-    }
-    return false;
-}
-
-static void find(ui_editor *ed, const char *text, int64_t now_ms) {
-    if (text[0]) {
-        char *t = mt_try_strdup(text);
-        if (t == NULL) {
-            ed_message(ed, MT_LOG_ERROR, now_ms, "out of memory");
-            return;
-        }
-        mt_free(ed->last_find);
-        ed->last_find = t;
-    }
-    if (ed->last_find == NULL) {
-        ed_message(ed, MT_LOG_INFO, now_ms, "nothing to find: use :find TEXT");
-        return;
-    }
-    for (int64_t k = 1; k <= ed->n_segs; k++) {
-        int64_t i = (ed->cur + k) % ed->n_segs;
-        const ed_seg *s = &ed->segs[i];
-        const char *trg = (i == ed->cur) ? ed->field.text : s->target;
-        if (ascii_casestr(s->source, ed->last_find) || ascii_casestr(trg, ed->last_find)) {
-            bool wrapped = i <= ed->cur;
-            go_to(ed, i, now_ms);
-            ed_message(ed, MT_LOG_INFO, now_ms, "'%s' found in segment %lld%s", ed->last_find,
-                       (long long)i + 1, wrapped ? " (search wrapped)" : "");
-            return;
-        }
-    }
-    bell(ed);
-    ed_message(ed, MT_LOG_INFO, now_ms, "not found: '%s'", ed->last_find);
-}
 
 static bool hook_ok(ui_editor *ed, mt_status rc, const char *what, int64_t now_ms) {
     if (rc == MT_OK) return true;
@@ -1320,7 +1288,9 @@ static void exec_cmd(ui_editor *ed, const ui_cmd *c, int64_t now_ms) {
             go_to(ed, c->n - 1, now_ms);
         }
         break;
-    case UI_CMD_FIND: find(ed, c->arg, now_ms); break;
+    case UI_CMD_FIND: ed_find(ed, c->arg, c->flags, now_ms); break;
+    case UI_CMD_REPLACE: ed_replace_start(ed, c, now_ms); break;
+    case UI_CMD_UNDO: ed_replace_undo(ed, now_ms); break;
     case UI_CMD_MODEL:
         if (c->arg[0] == '\0') {
             char msg[ED_MSG_MAX];
@@ -1391,6 +1361,7 @@ static void execute(ui_editor *ed, int64_t now_ms) {
         return;
     }
     ed->msg[0] = '\0';
+    ed_replace_disarm(ed); /* C-z undoes a :replace only right after it */
     exec_cmd(ed, &c, now_ms);
 }
 
@@ -1444,6 +1415,12 @@ static void edit_action(ui_editor *ed, ui_action act, int arg, int32_t key, int6
     mt_status rc = MT_OK;
     bool at_end = f->cur == f->len, handled;
 
+    if (act == UI_ACT_UNDO && ed_replace_undo_ready(ed)) { /* C-z right after :replace */
+        ed_replace_undo(ed, now_ms);
+        return;
+    }
+    if (act != UI_ACT_CANCEL && act != UI_ACT_REDRAW && act != UI_ACT_NONE) ed_replace_disarm(ed);
+
     if (ed->locked) { /* a confirmed segment: Enter reopens it, ':' is the command line */
         if (act == UI_ACT_CONFIRM) {
             ed->locked = false;
@@ -1476,6 +1453,9 @@ static void edit_action(ui_editor *ed, ui_action act, int arg, int32_t key, int6
     case UI_ACT_CMDLINE:
     case UI_ACT_HELP:
     case UI_ACT_TOGGLE_PANE:
+    case UI_ACT_FULL_LIST:
+    case UI_ACT_HEAT_LEFT:
+    case UI_ACT_HEAT_RIGHT:
     case UI_ACT_REDRAW:
     case UI_ACT_CANCEL:
     case UI_ACT_QUIT_HINT:
@@ -1537,6 +1517,21 @@ static void edit_action(ui_editor *ed, ui_action act, int arg, int32_t key, int6
         break;
     case UI_ACT_TOGGLE_PANE: ed->lower_pane ^= 1; break;
     case UI_ACT_SPELL: spell_open(ed, now_ms); break;
+    case UI_ACT_FULL_LIST:
+        ed->mode = ED_MODE_LIST;
+        ed->list_scroll = 0;
+        break;
+    case UI_ACT_HEAT_LEFT:
+    case UI_ACT_HEAT_RIGHT: {
+        /* by columns; screen.c clamps to what the pane can show */
+        int n = s->mt ? s->mt->n_src : 0;
+        int to = ed->heat_scroll + (act == UI_ACT_HEAT_LEFT ? -3 : 3);
+        if (to > n - 1) to = n - 1;
+        if (to < 0) to = 0;
+        if (to == ed->heat_scroll) bell(ed);
+        ed->heat_scroll = to;
+        break;
+    }
     case UI_ACT_REDRAW: ed->redraw = true; break;
     case UI_ACT_CANCEL: ed->msg[0] = '\0'; break;
     case UI_ACT_QUIT_HINT:
@@ -1607,6 +1602,17 @@ void ed_action(ui_editor *ed, ui_action act, int arg, int32_t key, int64_t now_m
         }
         break;
     case ED_MODE_SPELL: spell_action(ed, act, arg, key, now_ms); break;
+    case ED_MODE_REPLACE: ed_replace_key(ed, key, now_ms); break;
+    case ED_MODE_LIST:
+        if (act == UI_ACT_SCROLL_UP) {
+            ed->list_scroll -= arg > 0 ? arg : 1;
+            if (ed->list_scroll < 0) ed->list_scroll = 0;
+        } else if (act == UI_ACT_SCROLL_DOWN) {
+            ed->list_scroll += arg > 0 ? arg : 1; /* screen.c clamps it */
+        } else {
+            ed->mode = ED_MODE_EDIT;
+        }
+        break;
     case ED_MODE_ASK_QUIT:
         ed->mode = ED_MODE_EDIT;
         if (key == 'y' || key == 'Y') {

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <regex.h>
 
 #include "mt_base.h"
 #include "ui.h"
@@ -135,6 +136,7 @@ typedef struct ui_keydec {
     int64_t esc_ms;
     int kc_cleft, kc_cright; /* curses codes of Ctrl-Left/Right (terminal-
                                 dependent, set by screen.c), 0 if unknown */
+    int kc_mleft, kc_mright; /* the same for Alt-Left/Right (M-Left, M-Right) */
 } ui_keydec;
 
 void ui_keydec_init(ui_keydec *d);
@@ -194,6 +196,9 @@ typedef enum ui_action {
     UI_ACT_SPELL,      /* F7 M-s: suggestions for the misspelled word */
     UI_ACT_SPELL_PICK, /* the suggestion list: arg 1..9 */
     UI_ACT_SPELL_ADD,  /* the suggestion list: add the word to the dictionary */
+    UI_ACT_FULL_LIST,  /* F4: every alternative in a scrollable full-screen view */
+    UI_ACT_HEAT_LEFT,  /* M-Left / M-Right: scroll the heat map's columns */
+    UI_ACT_HEAT_RIGHT,
     UI_ACT_COUNT
 } ui_action;
 
@@ -252,15 +257,20 @@ typedef enum ui_cmd_kind {
     UI_CMD_TUNE,        /* :tune [cancel] */
     UI_CMD_STATS,       /* :stats */
     UI_CMD_SPELL,       /* :spell [on|off|add WORD] (arg) */
+    UI_CMD_REPLACE,     /* :replace [-r] [-i] [-w] OLD NEW (replace.c) */
+    UI_CMD_UNDO,        /* :undo: revert the last :replace */
 } ui_cmd_kind;
 
 #define UI_CMD_ARG_MAX 4096
 typedef struct ui_cmd {
     ui_cmd_kind kind;
-    int64_t n;                /* GOTO: 1-based segment number */
-    char format[8];           /* EXPORT: "tmx" or "tsv"         */
-    char arg[UI_CMD_ARG_MAX]; /* FIND text, MODEL/EXPORT path (~ expanded; MODEL: ""
-                                 lists the models), TUNE "" or "cancel" */
+    int64_t n;                 /* GOTO: 1-based segment number */
+    char format[8];            /* EXPORT: "tmx" or "tsv"         */
+    char arg[UI_CMD_ARG_MAX];  /* FIND text, MODEL/EXPORT path (~ expanded; MODEL: ""
+                                  lists the models), TUNE "" or "cancel",
+                                  REPLACE: OLD */
+    int flags;                 /* FIND, REPLACE: UI_FIND_* options        */
+    char arg2[UI_CMD_ARG_MAX]; /* REPLACE: NEW (may be "")               */
 } ui_cmd;
 
 /* Parses a command line (without the ':').  MT_ERR_INVALID with a message
@@ -314,7 +324,7 @@ typedef struct ed_mt {
     float *conf; /* per word of hyp, or NULL */
     int32_t n_conf;
     double speed;
-    char **labels; /* n_nbest, entries may be NULL; NULL when none */
+    char **labels;   /* n_nbest, entries may be NULL; NULL when none */
     char *hyp_label; /* ui_mt_result.hyp_label; NULL when hyp is the MT */
 } ed_mt;
 
@@ -352,8 +362,12 @@ typedef enum ed_mode {
     ED_MODE_CMDLINE,
     ED_MODE_HELP,
     ED_MODE_ASK_QUIT,
-    ED_MODE_SPELL /* the spelling suggestions of a word are listed (F7) */
+    ED_MODE_SPELL,   /* the spelling suggestions of a word are listed (F7) */
+    ED_MODE_REPLACE, /* :replace asks y/n/a/q about one occurrence (replace.c) */
+    ED_MODE_LIST,    /* F4: the full list of alternatives (keys of the help screen) */
 } ed_mode;
+
+typedef struct ed_repl ed_repl; /* :replace state and undo log (replace.c) */
 
 #define ED_COMPLETION_DEBOUNCE_MS 30
 #define ED_PERSIST_MS 1000 /* typed text reaches hooks.edited at most this late */
@@ -375,7 +389,7 @@ typedef struct ui_editor {
     int64_t comp_due_ms;
     bool edit_pending;   /* typed text not yet reported (hooks.edited) ...  */
     int64_t edit_due_ms; /* ... due then: at most ED_PERSIST_MS after its first key */
-    bool quoted; /* C-v: the next key is inserted literally */
+    bool quoted;         /* C-v: the next key is inserted literally */
     /* The field shows a confirmed segment, read-only until Enter reopens it
     ** for editing: keys that would change its text only say so (issue 29:
     ** typing never silently changes a confirmed translation), and ':'
@@ -387,7 +401,11 @@ typedef struct ui_editor {
     ui_history hist;
     char *last_find;
     int help_scroll;
-    int lower_pane; /* 0 n-best, 1 heat map */
+    int lower_pane;  /* 0 n-best, 1 heat map */
+    int heat_scroll; /* first source column the heat map shows (M-Left/M-Right) */
+    int list_scroll; /* first row of the F4 view (ED_MODE_LIST) */
+    ed_repl *repl;   /* NULL until the first :replace */
+    int find_flags;  /* UI_FIND_* of last_find */
 
     char msg[ED_MSG_MAX]; /* status-line message */
     mt_log_level msg_level;
@@ -473,6 +491,78 @@ int32_t ed_count_words(const char *s);
 ** through hooks.spell when the field's text changed since the last call;
 ** none (*n = 0) while checking is off or unavailable. */
 const ui_spell_span *ed_spell_spans(ui_editor *ed, int *n);
+
+/* Goes to segment seg (leaving the current one as navigation does). */
+void ed_goto(ui_editor *ed, int64_t seg, int64_t now_ms);
+/* The current field, when edited and not committed, becomes its segment's
+** draft (as when the translator leaves it: segment_changed(cur, draft,
+** cur)) and the field reopens on it.  Nothing happens for an unedited field. */
+void ed_store_field(ui_editor *ed, int64_t now_ms);
+
+/* ======================================================= search and replace */
+
+/* Options of :find and :replace (ui_cmd.flags). */
+enum {
+    UI_FIND_SOURCE = 1, /* :find -s: sources only                           */
+    UI_FIND_TARGET = 2, /* :find -t: targets only (neither: both)           */
+    UI_FIND_REGEX = 4,  /* -r: POSIX extended regular expression            */
+    UI_FIND_ICASE = 8,  /* -i: case-insensitive (Unicode simple case folding) */
+    UI_FIND_WORD = 16,  /* -w: whole words (no word character either side)  */
+};
+
+/* A compiled search pattern.  Occurrences never start or end inside a
+** UTF-8 character and are never empty (a regex's empty match is skipped). */
+#define UI_MATCH_GROUPS 10
+typedef struct ui_matcher {
+    int flags;
+    char *pat; /* the literal pattern (not UI_FIND_REGEX) */
+    size_t pat_len;
+    regex_t re;
+    bool have_re;
+} ui_matcher;
+
+typedef struct ui_match {
+    size_t start, end;                                       /* byte offsets of the occurrence */
+    size_t g_start[UI_MATCH_GROUPS], g_end[UI_MATCH_GROUPS]; /* regex groups; -1 unset */
+} ui_match;
+
+/* MT_ERR_INVALID with the regcomp message for a bad regex or an empty
+** pattern; MT_ERR_NOMEM. */
+mt_status ui_matcher_init(ui_matcher *m, const char *pattern, int flags);
+void ui_matcher_free(ui_matcher *m);
+/* The first occurrence in s[0..n) (NUL-terminated) starting at or after
+** byte from; false when none. */
+bool ui_matcher_next(const ui_matcher *m, const char *s, size_t n, size_t from, ui_match *out);
+/* The text that replaces occurrence mt of s: repl as it is, or with -r its
+** \0..\9 (the occurrence, group N) and \\ (a backslash) expanded.  New
+** string in *out; MT_ERR_NOMEM. */
+mt_status ui_replacement(const ui_matcher *m, const char *s, const ui_match *mt, const char *repl,
+                         char **out);
+/* Replaces every occurrence in s: a new string in *out (a copy when none),
+** the count in *count.  The result is valid UTF-8 when s and repl are. */
+mt_status ui_replace_all(const ui_matcher *m, const char *s, const char *repl, char **out,
+                         int *count);
+/* Whether s[0..n) is valid UTF-8. */
+bool ui_utf8_valid(const char *s, size_t n);
+
+/* :find with the UI_FIND_* flags (scope, regex, whole words; always
+** case-insensitive); text "" repeats the last search. */
+void ed_find(ui_editor *ed, const char *text, int flags, int64_t now_ms);
+/* :replace: starts the operation (ED_MODE_REPLACE while it asks). */
+void ed_replace_start(ui_editor *ed, const ui_cmd *c, int64_t now_ms);
+/* A key while ED_MODE_REPLACE asks: y, n, a, q (Esc C-g C-c stop too). */
+void ed_replace_key(ui_editor *ed, int32_t key, int64_t now_ms);
+/* :undo, or C-z right after a :replace: reverts the last :replace. */
+void ed_replace_undo(ui_editor *ed, int64_t now_ms);
+/* Whether C-z now means "undo the :replace" (nothing else happened since). */
+bool ed_replace_undo_ready(const ui_editor *ed);
+void ed_replace_disarm(ui_editor *ed);
+/* The occurrence ED_MODE_REPLACE asks about: byte range of the field. */
+bool ed_replace_highlight(const ui_editor *ed, size_t *start, size_t *end);
+/* What the field shows while ED_MODE_REPLACE asks (the segment's text with
+** the answers so far), the occurrence at [*start, *end); NULL otherwise. */
+const char *ed_replace_view(const ui_editor *ed, size_t *start, size_t *end);
+void ed_repl_free(ed_repl *r);
 
 /* ============================================================ post queue */
 

@@ -47,6 +47,8 @@ static int32_t from_curses(const ui_keydec *d, int32_t code) {
     if (code >= KEY_F(1) && code <= KEY_F(12)) return UI_KEY_F0 + (code - KEY_F0);
     if (d->kc_cleft && code == d->kc_cleft) return UI_KEY_CLEFT;
     if (d->kc_cright && code == d->kc_cright) return UI_KEY_CRIGHT;
+    if (d->kc_mleft && code == d->kc_mleft) return UI_KEY_LEFT | UI_KEY_META;
+    if (d->kc_mright && code == d->kc_mright) return UI_KEY_RIGHT | UI_KEY_META;
     return UI_KEY_NONE;
 }
 
@@ -179,6 +181,10 @@ static const ui_binding bindings[] = {
     {E, F(7), UI_ACT_SPELL, 0, "F7",
      "spelling suggestions for the misspelled (underlined) word at or before the cursor"},
     {E, M('s'), UI_ACT_SPELL, 0, "M-s", NULL},
+    {E, F(4), UI_ACT_FULL_LIST, 0, "F4",
+     "all alternatives and TM matches in full, on a scrollable screen"},
+    {E, M(UI_KEY_LEFT), UI_ACT_HEAT_LEFT, 0, "M-Left", "scroll the attention heat map left"},
+    {E, M(UI_KEY_RIGHT), UI_ACT_HEAT_RIGHT, 0, "M-Right", "scroll the attention heat map right"},
     {E, UI_CTRL('l'), UI_ACT_REDRAW, 0, "C-l", "redraw the screen"},
     {E, UI_KEY_ESC, UI_ACT_CANCEL, 0, "Esc", "dismiss the message"},
     {E, UI_CTRL('g'), UI_ACT_CANCEL, 0, "C-g", NULL},
@@ -210,7 +216,7 @@ static const ui_binding bindings[] = {
     {S, UI_KEY_ESC, UI_ACT_CANCEL, 0, "Esc", "close the suggestions"},
     {S, UI_CTRL('g'), UI_ACT_CANCEL, 0, "C-g", NULL},
 
-    /* the help screen (any other key closes it) */
+    /* the help screen and the F4 list (any other key closes them) */
     {H, UI_KEY_UP, UI_ACT_SCROLL_UP, 1, "Up", "scroll up"},
     {H, UI_CTRL('p'), UI_ACT_SCROLL_UP, 1, "C-p", NULL},
     {H, UI_KEY_PGUP, UI_ACT_SCROLL_UP, 10, "PgUp", "scroll up a page"},
@@ -329,7 +335,7 @@ static const struct {
     {E, "The translation field"},
     {C, "The command line"},
     {S, "Spelling suggestions (F7 or M-s; any other key closes them and acts)"},
-    {H, "This help screen (any other key closes it)"},
+    {H, "This help screen and the F4 list (any other key closes them)"},
 };
 
 /* A group is listed in the section whose modes equal its own. */
@@ -356,6 +362,12 @@ static int build_help(help_line *out, int max) {
     ui_commands(&nc);
     for (int i = 0; i < nc; i++)
         ADD(2, i, NULL);
+    ADD(0, 0, "");
+    ADD(0, 0, ":replace asks at each occurrence (shown reversed in its segment)");
+    ADD(0, 0, " y                 replace it");
+    ADD(0, 0, " n                 leave it, go to the next one");
+    ADD(0, 0, " a                 replace it and all the remaining ones");
+    ADD(0, 0, " q Esc C-g         stop (what was replaced stays; :undo reverts it)");
 #undef ADD
     return n;
 }

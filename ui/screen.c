@@ -384,7 +384,9 @@ static void draw_wrapped_marked(const ui_screen *s, const char *t, const ui_span
 /* The field text followed by the displayed completion (malloc'd; on OOM
 ** the completion is left out and *fl == *n). */
 static char *field_with_rest(const ui_editor *ed, size_t *n) {
-    char *t = ed_field_text_with_completion(ed);
+    size_t hs, he;
+    const char *view = ed_replace_view(ed, &hs, &he); /* :replace asking: its text */
+    char *t = view ? mt_try_strdup(view) : ed_field_text_with_completion(ed);
     if (t == NULL) {
         *n = ed->field.len;
         return NULL;
@@ -402,15 +404,17 @@ static int field_rows(const ui_screen *s, const ui_editor *ed, int width) {
 }
 
 static void draw_field(const ui_screen *s, const ui_editor *ed, rect r, int *cy, int *cx) {
-    size_t n, fl = ed->field.len;
+    size_t n, fl = ed->field.len, cur = ed->field.cur, hs = 0, he = 0;
     char *owned = field_with_rest(ed, &n);
     const char *t = owned ? owned : ed->field.text;
+    bool hl = owned && ed_replace_view(ed, &hs, &he) != NULL;
+    if (hl) fl = n, cur = hs; /* the occurrence :replace asks about, reversed */
     wrap w;
     wcell c;
     int crow = -1, ccol = 0;
     wrap_init(&w, s, t, n, r.w);
     while (wrap_next(&w, &c))
-        if (c.off == ed->field.cur) crow = c.row, ccol = c.col;
+        if (c.off == cur) crow = c.row, ccol = c.col;
     if (crow < 0) wrap_end(&w, &crow, &ccol);
     int top = crow >= r.h ? crow - r.h + 1 : 0;
     /* misspelled words: underlined, red where there are colours */
@@ -429,6 +433,7 @@ static void draw_field(const ui_screen *s, const ui_editor *ed, rect r, int *cy,
             if (s->colors) role = UI_ROLE_CONF_LOW;
         }
         if (c.off >= fl) role = ui_conf_role(ed_completion_conf(ed, c.off - fl));
+        if (hl && c.off >= hs && c.off < he) role = UI_ROLE_MSG_WARN, extra |= A_REVERSE;
         use_role(s, role, extra);
         put_glyph(r.y + c.row - top, r.x + c.col, c.g);
     }
@@ -441,32 +446,84 @@ static void draw_field(const ui_screen *s, const ui_editor *ed, rect r, int *cy,
     mt_free(owned);
 }
 
-/* One line of MT text coloured by word confidence. */
-static int put_conf_text(const ui_screen *s, int y, int x, int maxw, const char *t,
-                         const float *conf, int32_t n_conf) {
+/* Draws t wrapped into w columns from row y (at most max_rows rows, the
+** first row starting at column x0 of the area, continuation rows at x);
+** MT words coloured by conf when given.  Returns the rows t needs (even
+** those not drawn); *cut: not all of it was drawn (an ellipsis marks it). */
+static int draw_entry_text(const ui_screen *s, int y, int x, int w, int max_rows, const char *t,
+                           const float *conf, int32_t n_conf, bool *cut) {
+    wrap wr;
+    wcell c;
     size_t n = strlen(t);
-    int col = 0, word = -1;
+    int word = -1, rows = 0;
     bool in = false;
-    for (size_t i = 0; i < n;) {
+    *cut = false;
+    wrap_init(&wr, s, t, n, w);
+    while (wrap_next(&wr, &c)) {
         uint32_t cp;
-        i += ui_utf8_decode(t + i, n - i, &cp);
+        ui_utf8_decode(t + c.off, n - c.off, &cp);
         bool sp = is_space_ascii(cp);
         if (!sp && !in) word++;
         in = !sp;
-        wchar_t g[2];
-        bool special;
-        int w = glyph(s, cp, g, &special);
-        if (col + w > maxw) break;
+        rows = c.row + 1;
+        if (c.row >= max_rows) {
+            *cut = true;
+            continue;
+        }
         float cf = (!sp && conf && word < n_conf) ? conf[word] : -1.0f;
         int role = cf >= 0.0f && cf < 0.7f ? ui_conf_role(cf) : UI_ROLE_NORMAL;
-        use_role(s, role, special ? A_DIM : 0);
-        put_glyph(y, x + col, g);
-        col += w;
+        use_role(s, role, c.special ? A_DIM : 0);
+        put_glyph(y + c.row, x + c.col, c.g);
+    }
+    if (*cut && max_rows > 0) {
+        wchar_t g[2] = {s->utf8 ? 0x2026 : '>', 0};
+        use_role(s, UI_ROLE_HEADING, 0);
+        put_glyph(y + max_rows - 1, x + w - 1, g);
     }
     use_role(s, UI_ROLE_NORMAL, 0);
-    return col;
+    return rows > 0 ? rows : 1;
 }
 
+/* One alternative: "M-1 " (or "  12 " past 9), its label ("TM 95% ") or
+** its score at the right, and its text wrapped under itself (continuation
+** rows indented by the prefix).  Draws at most max_rows rows (none: only
+** measures); returns the rows it needs. */
+static int draw_alt(const ui_screen *s, const ed_mt *m, int i, int y, int x, int w, int max_rows,
+                    bool *cut) {
+    char key[16], score[32] = "";
+    if (i < 9)
+        snprintf(key, sizeof key, "M-%d ", i + 1);
+    else
+        snprintf(key, sizeof key, "%3d ", i + 1);
+    const char *tag = m->labels ? m->labels[i] : NULL;
+    if (!tag && m->scores) snprintf(score, sizeof score, " %.2f", m->scores[i]);
+    int kw = (int)strlen(key), sw = (int)strlen(score);
+    /* the label gets what leaves the text 8 columns at least (then it is cut) */
+    int tagw = tag ? ui_str_width(tag, strlen(tag)) : 0;
+    if (tag && tagw > w - kw - sw - 9) tagw = w - kw - sw - 9 > 0 ? w - kw - sw - 9 : 0;
+    int pw = kw + (tagw ? tagw + 1 : 0), tw = w - pw - sw;
+    if (tw < 4) tw = w - pw, sw = 0;
+    if (tw < 1) tw = 1;
+    if (max_rows > 0) {
+        int xx = x + put_str(s, y, x, w, key, UI_ROLE_HEADING, 0);
+        if (tagw) {
+            xx += put_str(s, y, xx, tagw, tag, UI_ROLE_MARK_DONE, 0);
+            put_str(s, y, xx, x + w - xx, " ", UI_ROLE_NORMAL, 0);
+        }
+        if (sw) put_str(s, y, x + w - sw, sw, score, UI_ROLE_GREY, 0);
+    }
+    bool is_hyp = strcmp(m->nbest[i], m->hyp) == 0;
+    const float *conf = is_hyp ? m->conf : NULL;
+    if (max_rows <= 0) {
+        *cut = false;
+        return wrapped_rows(s, m->nbest[i], strlen(m->nbest[i]), tw);
+    }
+    return draw_entry_text(s, y, x + pw, tw, max_rows, m->nbest[i], conf, is_hyp ? m->n_conf : 0,
+                           cut);
+}
+
+/* The alternatives pane: every entry wrapped in full, as many as fit (at
+** most M-1..M-9); when some do not fit, the last row says F4 shows them. */
 static void draw_nbest(const ui_screen *s, const ui_editor *ed, rect r) {
     const ed_mt *m = ed->segs[ed->cur].mt;
     if (m == NULL || m->n_nbest == 0) {
@@ -474,30 +531,54 @@ static void draw_nbest(const ui_screen *s, const ui_editor *ed, rect r) {
                 UI_ROLE_GREY, 0);
         return;
     }
-    for (int i = 0; i < m->n_nbest && i < 9 && i < r.h; i++) {
-        int y = r.y + i;
-        char label[8], score[32] = "";
-        snprintf(label, sizeof label, "M-%d ", i + 1);
-        int x = r.x + put_str(s, y, r.x, r.w, label, UI_ROLE_HEADING, 0);
-        const char *tag = m->labels ? m->labels[i] : NULL;
-        if (tag) { /* a translation memory match: "TM 95% " before it, no score */
-            x += put_str(s, y, x, r.x + r.w - x, tag, UI_ROLE_MARK_DONE, 0);
-            x += put_str(s, y, x, r.x + r.w - x, " ", UI_ROLE_NORMAL, 0);
-        } else if (m->scores) {
-            snprintf(score, sizeof score, " %.2f", m->scores[i]);
-        }
-        int sw = (int)strlen(score), room = r.x + r.w - x - sw;
-        if (room < 4) room = r.x + r.w - x, sw = 0;
-        bool is_hyp = strcmp(m->nbest[i], m->hyp) == 0;
-        if (is_hyp && m->conf)
-            put_conf_text(s, y, x, room, m->nbest[i], m->conf, m->n_conf);
-        else
-            put_str(s, y, x, room, m->nbest[i], UI_ROLE_NORMAL, 0);
-        if (sw) put_str(s, y, r.x + r.w - sw, sw, score, UI_ROLE_GREY, 0);
+    int n = m->n_nbest < 9 ? m->n_nbest : 9, need = 0;
+    bool cut;
+    for (int i = 0; i < n; i++)
+        need += draw_alt(s, m, i, 0, r.x, r.w, 0, &cut);
+    bool more = need > r.h || m->n_nbest > 9;
+    int avail = more && r.h > 1 ? r.h - 1 : r.h, y = r.y, shown = 0;
+    for (int i = 0; i < n && y < r.y + avail; i++) {
+        y += draw_alt(s, m, i, y, r.x, r.w, r.y + avail - y, &cut);
+        if (!cut) shown++;
+    }
+    if (more && r.h > 1) {
+        char hint[96];
+        snprintf(hint, sizeof hint, "(%d of %d shown in full: F4 shows all)", shown,
+                 (int)m->n_nbest);
+        put_str(s, r.y + r.h - 1, r.x, r.w, hint, UI_ROLE_GREY, 0);
     }
 }
 
-static void draw_heat(const ui_screen *s, const ui_editor *ed, rect r) {
+/* F4: every alternative in full, from entry ed->list_scroll on (clamped
+** here; the view scrolls by entries), a blank row between entries. */
+static void draw_full_list(const ui_screen *s, ui_editor *ed, rect r) {
+    const ed_mt *m = ed->segs[ed->cur].mt;
+    int n = m ? m->n_nbest : 0;
+    if (ed->list_scroll > n - 1) ed->list_scroll = n > 0 ? n - 1 : 0;
+    char title[160];
+    snprintf(title, sizeof title,
+             "All alternatives of segment %lld: %d, from %d  (Up/Down PgUp/PgDn scroll)",
+             (long long)ed->cur + 1, n, n ? ed->list_scroll + 1 : 0);
+    heading(s, r.y, r.x, r.w, title);
+    rect b = {r.y + 1, r.x + 1, r.h - 1, r.w - 2};
+    if (n == 0) {
+        put_str(s, b.y, b.x, b.w, m ? "(no alternatives)" : "(waiting for the machine translation)",
+                UI_ROLE_GREY, 0);
+        return;
+    }
+    bool cut;
+    int y = b.y;
+    for (int i = ed->list_scroll; i < n && y < b.y + b.h; i++)
+        y += draw_alt(s, m, i, y, b.x, b.w, b.y + b.h - y, &cut) + 1;
+}
+
+/* The heat map.  Columns are as wide as the longest source token label
+** (at most HEAT_COL_MAX columns, at least 2; wider when all fit), so every
+** label is readable; when they do not all fit, the map scrolls by columns
+** from ed->heat_scroll (M-Left/M-Right; clamped here), ‹ and › marking
+** the columns out of view. */
+#define HEAT_COL_MAX 16
+static void draw_heat(const ui_screen *s, ui_editor *ed, rect r) {
     const ed_mt *m = ed->segs[ed->cur].mt;
     if (r.h < 2 || r.w < 10) return;
     if (m == NULL || m->attn == NULL) {
@@ -511,14 +592,30 @@ static void draw_heat(const ui_screen *s, const ui_editor *ed, rect r) {
     }
     lw = lw > 14 ? 15 : lw + 1;
     if (lw > r.w / 3) lw = r.w / 3;
-    int cw = (r.w - lw) / (m->n_src > 0 ? m->n_src : 1);
-    if (cw > 8) cw = 8;
+    int longest = 1;
+    for (int32_t j = 0; j < m->n_src; j++) {
+        int w = ui_str_width(m->src_tok[j], strlen(m->src_tok[j]));
+        if (w > longest) longest = w;
+    }
+    int room = r.w - lw - 1; /* the last column: the › mark */
+    int cw = longest + 1 > HEAT_COL_MAX ? HEAT_COL_MAX : longest + 1;
+    int spread = room / (m->n_src > 0 ? m->n_src : 1); /* when all fit: up to 8 wide */
+    if (spread > 8) spread = 8;
+    if (spread > cw) cw = spread;
+    if (cw > room) cw = room;
     if (cw < 2) cw = 2;
-    int ncols = (r.w - lw) / cw;
+    int ncols = room / cw;
+    if (ncols < 1) ncols = 1;
     if (ncols > m->n_src) ncols = m->n_src;
+    int first = ed->heat_scroll, maxfirst = m->n_src - ncols;
+    if (first > maxfirst) first = maxfirst;
+    if (first < 0) first = 0;
+    ed->heat_scroll = first;
     for (int j = 0; j < ncols; j++)
-        put_str(s, r.y, r.x + lw + j * cw, cw - 1, m->src_tok[j], UI_ROLE_HEADING, 0);
-    if (ncols < m->n_src)
+        put_str(s, r.y, r.x + lw + j * cw, cw - 1, m->src_tok[first + j], UI_ROLE_HEADING, 0);
+    if (first > 0)
+        put_str(s, r.y, r.x + lw - 1, 1, s->utf8 ? "\xe2\x80\xb9" : "<", UI_ROLE_HEADING, 0);
+    if (first + ncols < m->n_src)
         put_str(s, r.y, r.x + r.w - 1, 1, s->utf8 ? "\xe2\x80\xba" : ">", UI_ROLE_HEADING, 0);
     static const wchar_t shades_u[5] = {' ', 0x2591, 0x2592, 0x2593, 0x2588};
     static const wchar_t shades_a[5] = {' ', '.', ':', '+', '#'};
@@ -534,7 +631,7 @@ static void draw_heat(const ui_screen *s, const ui_editor *ed, rect r) {
         }
         put_str(s, y, r.x, lw - 1, m->trg_tok[t], UI_ROLE_NORMAL, 0);
         for (int j = 0; j < ncols; j++) {
-            float v = m->attn[(size_t)t * (size_t)m->n_src + (size_t)j];
+            float v = m->attn[(size_t)t * (size_t)m->n_src + (size_t)(first + j)];
             v = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
             int x = r.x + lw + j * cw;
             if (s->colors == 256) {
@@ -626,6 +723,15 @@ static void draw_bottom(const ui_screen *s, const ui_editor *ed, int y, int cols
         put_str(s, y, 0, cols, line, UI_ROLE_HEADING, 0);
         break;
     }
+    case ED_MODE_LIST:
+        put_str(s, y, 0, cols, "Up/Down PgUp/PgDn scroll, any other key closes the list",
+                UI_ROLE_GREY, 0);
+        break;
+    case ED_MODE_REPLACE:
+        put_str(s, y, 0, cols,
+                "Replace this occurrence?  y: yes  n: no  a: this and all remaining  q Esc: stop",
+                UI_ROLE_MSG_WARN, 0);
+        break;
     case ED_MODE_EDIT:
         put_str(s, y, 0, cols,
                 "F1 help  Tab word  End all  Enter confirm  M-1..9 alternative  PgUp/PgDn "
@@ -648,11 +754,91 @@ static void draw_help(const ui_screen *s, ui_editor *ed, rect r) {
     }
 }
 
-/* Rows of the source pane: the text, and the glossary line under it. */
-static int source_rows(const ui_screen *s, const ed_seg *sg, int tw) {
-    int n = wrapped_rows(s, sg->source, strlen(sg->source), tw);
-    if (sg->terms_line) n += wrapped_rows(s, sg->terms_line, strlen(sg->terms_line), tw);
-    return n;
+/* Rows the alternatives M-1..M-9 need, wrapped at width w. */
+static int nbest_rows(const ui_screen *s, const ed_mt *m, int w) {
+    int rows = 0;
+    bool cut;
+    for (int i = 0; m && i < m->n_nbest && i < 9; i++)
+        rows += draw_alt(s, m, i, 0, 0, w, 0, &cut);
+    return rows < 1 ? 1 : rows;
+}
+
+/* The forms of the PO plural entry that segment seg is a form of: its
+** label says "plural form K/N" (app/edit labels them so) and the N forms
+** are consecutive segments from *first.  false: not a plural form. */
+static bool plural_entry(const ui_editor *ed, int64_t seg, int64_t *first, int *n) {
+    int k, nn;
+    const char *l = ed->segs[seg].label;
+    if (l == NULL || sscanf(l, "plural form %d/%d", &k, &nn) != 2 || k < 1 || nn < 2 || k > nn)
+        return false;
+    int64_t f = seg - (k - 1);
+    if (f < 0 || f + nn > ed->n_segs) return false;
+    for (int j = 0; j < nn; j++) {
+        int kj, nj;
+        const char *lj = ed->segs[f + j].label;
+        if (lj == NULL || sscanf(lj, "plural form %d/%d", &kj, &nj) != 2 || kj != j + 1 || nj != nn)
+            return false;
+    }
+    *first = f, *n = nn;
+    return true;
+}
+
+/* The source pane's text: the source, or for a plural form both sources
+** of the entry, "singular: msgid" and "plural: msgid_plural" (malloc'd;
+** NULL: the plain source, also on OOM). */
+static void plural_sources(const ui_editor *ed, char **one, char **other) {
+    int64_t f;
+    int n;
+    *one = *other = NULL;
+    if (!plural_entry(ed, ed->cur, &f, &n)) return;
+    const char *a = ed->segs[f].source, *b = ed->segs[f + 1].source;
+    size_t la = strlen(a) + 16, lb = strlen(b) + 16;
+    *one = mt_try_malloc(la);
+    *other = mt_try_malloc(lb);
+    if (*one == NULL || *other == NULL) {
+        mt_free(*one), mt_free(*other);
+        *one = *other = NULL;
+        return;
+    }
+    snprintf(*one, la, "singular: %s", a);
+    snprintf(*other, lb, "plural:   %s", b);
+}
+
+static int source_rows(const ui_screen *s, const ui_editor *ed, int tw) {
+    char *one, *other;
+    plural_sources(ed, &one, &other);
+    const ed_seg *sg = &ed->segs[ed->cur];
+    int rows =
+        one ? wrapped_rows(s, one, strlen(one), tw) + wrapped_rows(s, other, strlen(other), tw)
+            : wrapped_rows(s, sg->source, strlen(sg->source), tw);
+    mt_free(one), mt_free(other);
+    if (sg->terms_line) rows += wrapped_rows(s, sg->terms_line, strlen(sg->terms_line), tw);
+    return rows;
+}
+
+/* Rows of the "other forms" block of a plural form (heading included). */
+static int others_rows(const ui_editor *ed) {
+    int64_t f;
+    int n;
+    return plural_entry(ed, ed->cur, &f, &n) ? n : 0;
+}
+
+/* The current translations of the entry's other forms, one row each. */
+static void draw_others(const ui_screen *s, const ui_editor *ed, int y, int x, int w, int rows) {
+    int64_t f;
+    int n;
+    if (!plural_entry(ed, ed->cur, &f, &n)) return;
+    for (int j = 0; j < n && rows > 0; j++) {
+        if (f + j == ed->cur) continue;
+        const ed_seg *o = &ed->segs[f + j];
+        int xx = x + put_str(s, y, x, w, o->label, UI_ROLE_HEADING, 0);
+        xx += put_str(s, y, xx, x + w - xx, ": ", UI_ROLE_HEADING, 0);
+        if (o->target[0])
+            put_str(s, y, xx, x + w - xx, o->target, UI_ROLE_NORMAL, 0);
+        else
+            put_str(s, y, xx, x + w - xx, "(no translation yet)", UI_ROLE_GREY, 0);
+        y++, rows--;
+    }
 }
 
 /* Rows the stacked panes of the narrow layout would use at text width tw. */
@@ -660,9 +846,9 @@ static int main_need(const ui_screen *s, const ui_editor *ed, int tw) {
     const ed_seg *sg = &ed->segs[ed->cur];
     const ed_mt *m = sg->mt;
     int lower = 1;
-    if (ed->lower_pane == 0 && m) lower = m->n_nbest < 1 ? 1 : m->n_nbest > 9 ? 9 : m->n_nbest;
+    if (ed->lower_pane == 0 && m) lower = nbest_rows(s, m, tw);
     if (ed->lower_pane == 1 && m && m->attn) lower = m->n_trg + 1;
-    return 3 + source_rows(s, sg, tw) + field_rows(s, ed, tw) + lower;
+    return 3 + source_rows(s, ed, tw) + field_rows(s, ed, tw) + lower + others_rows(ed);
 }
 
 /* Sizes of the three (or four) stacked sections of the main area. */
@@ -673,7 +859,9 @@ static void draw_main(const ui_screen *s, ui_editor *ed, rect m, bool both_panes
     int headings = both_panes ? 4 : 3;
     int avail = m.h - headings;
     if (avail < 2 || tw < 4) return;
-    int src_need = source_rows(s, sg, tw);
+    char *one, *other; /* a plural form: both sources of the entry */
+    plural_sources(ed, &one, &other);
+    int src_need = source_rows(s, ed, tw);
     int fld_need = field_rows(s, ed, tw);
     int lower_min = avail >= 8 ? 3 : 0;
     int cap = (avail - lower_min) / 2;
@@ -694,18 +882,40 @@ static void draw_main(const ui_screen *s, ui_editor *ed, rect m, bool both_panes
     heading(s, y++, m.x, m.w, title);
     {
         /* the glossary line gets the rows left under the text, at least one */
-        int text_rows = wrapped_rows(s, sg->source, strlen(sg->source), tw);
+        int text_rows =
+            one ? wrapped_rows(s, one, strlen(one), tw) + wrapped_rows(s, other, strlen(other), tw)
+                : wrapped_rows(s, sg->source, strlen(sg->source), tw);
         int gl_h = 0;
         if (sg->terms_line && src_h >= 2) {
             gl_h = src_h - text_rows;
             if (gl_h < 1) gl_h = 1;
         }
-        draw_wrapped_marked(s, sg->source, sg->terms, sg->n_terms, UI_ROLE_NORMAL,
-                            (rect){y, tx, src_h - gl_h, tw});
+        int txt_h = src_h - gl_h;
+        if (one) {
+            /* both sources of the plural entry; the terms are marked in the
+            ** one that is this form's source, after its 10-byte heading */
+            bool first = strcmp(sg->source, other + 10) != 0;
+            ui_span *sh = sg->n_terms ? mt_try_malloc(sizeof(ui_span) * (size_t)sg->n_terms) : NULL;
+            for (int32_t i = 0; sh && i < sg->n_terms; i++)
+                sh[i] = (ui_span){sg->terms[i].start + 10, sg->terms[i].len};
+            int32_t nsh = sh ? sg->n_terms : 0;
+            int h1 = wrapped_rows(s, one, strlen(one), tw);
+            if (h1 > txt_h - 1) h1 = txt_h > 1 ? txt_h - 1 : 1;
+            draw_wrapped_marked(s, one, first ? sh : NULL, first ? nsh : 0, UI_ROLE_NORMAL,
+                                (rect){y, tx, h1, tw});
+            if (txt_h > h1)
+                draw_wrapped_marked(s, other, first ? NULL : sh, first ? 0 : nsh, UI_ROLE_NORMAL,
+                                    (rect){y + h1, tx, txt_h - h1, tw});
+            mt_free(sh);
+        } else {
+            draw_wrapped_marked(s, sg->source, sg->terms, sg->n_terms, UI_ROLE_NORMAL,
+                                (rect){y, tx, txt_h, tw});
+        }
         if (gl_h > 0)
             draw_wrapped_marked(s, sg->terms_line, NULL, 0, UI_ROLE_GREY,
-                                (rect){y + src_h - gl_h, tx, gl_h, tw});
+                                (rect){y + txt_h, tx, gl_h, tw});
     }
+    mt_free(one), mt_free(other);
     y += src_h;
     /* an exact TM match in the field's place of the MT says so */
     bool tm_hyp =
@@ -716,9 +926,15 @@ static void draw_main(const ui_screen *s, ui_editor *ed, rect m, bool both_panes
     draw_field(s, ed, (rect){y, tx, fld_h, tw}, cy, cx);
     y += fld_h;
     if (lower_h <= 0) return;
+    int oth = others_rows(ed); /* a plural form: the other forms' translations */
+    if (oth > 0 && lower_h - oth >= 2) {
+        heading(s, y++, m.x, m.w, "Other forms of this entry");
+        draw_others(s, ed, y, tx, tw, oth - 1);
+        y += oth - 1;
+        lower_h -= oth;
+    }
     if (both_panes) {
-        int nb = sg->mt && sg->mt->n_nbest ? sg->mt->n_nbest : 1;
-        if (nb > 9) nb = 9;
+        int nb = nbest_rows(s, sg->mt, tw);
         if (nb > lower_h / 2) nb = lower_h / 2 > 0 ? lower_h / 2 : 1;
         heading(s, y++, m.x, m.w, "Alternatives");
         draw_nbest(s, ed, (rect){y, tx, nb, tw});
@@ -760,6 +976,8 @@ void ui_screen_draw(ui_screen *s, ui_editor *ed) {
     rect body = {1, 0, rows - 3, cols};
     if (ed->mode == ED_MODE_HELP) {
         draw_help(s, ed, body);
+    } else if (ed->mode == ED_MODE_LIST) {
+        draw_full_list(s, ed, body);
     } else {
         bool wide = cols >= 120 && body.h >= 16;
         rect list, main;
@@ -787,7 +1005,8 @@ void ui_screen_draw(ui_screen *s, ui_editor *ed) {
     int by = -1, bx = -1;
     draw_bottom(s, ed, rows - 1, cols, &by, &bx);
     if (ed->mode == ED_MODE_CMDLINE) cy = by, cx = bx;
-    if (ed->mode == ED_MODE_HELP || ed->mode == ED_MODE_ASK_QUIT) cy = -1;
+    if (ed->mode == ED_MODE_HELP || ed->mode == ED_MODE_ASK_QUIT || ed->mode == ED_MODE_LIST)
+        cy = -1;
     if (cy >= 0 && cx >= 0) {
         curs_set(1);
         move(cy, cx);
@@ -805,6 +1024,18 @@ void ui_screen_draw(ui_screen *s, ui_editor *ed) {
 }
 
 /* ========================================================= set-up, exit */
+
+/* The curses code of an arrow key with a modifier: what terminfo's cap
+** defines, else seq defined as code (ncurses' define_key). */
+static int alt_arrow(const char *seq, const char *cap, int code) {
+    int k = key_defined(seq);
+    if (k <= 0) {
+        const char *c = tigetstr(cap);
+        if (c && c != (char *)-1) k = key_defined(c);
+    }
+    if (k > 0) return k;
+    return define_key(seq, code) == OK ? code : 0;
+}
 
 mt_status ui_screen_init(const char *term_type, void *out_file, void *in_file, ui_keydec *dec,
                          ui_screen **out) {
@@ -844,6 +1075,10 @@ mt_status ui_screen_init(const char *term_type, void *out_file, void *in_file, u
             if (cap && cap != (char *)-1) k = key_defined(cap);
         }
         dec->kc_cright = k > 0 ? k : 0;
+        /* Alt-Left/Right (xterm, tmux: ESC [1;3D / ESC [1;3C) scroll the
+        ** heat map: terminfo's kLFT3/kRIT3, else defined here */
+        dec->kc_mleft = alt_arrow("\033[1;3D", "kLFT3", 0x1f00);
+        dec->kc_mright = alt_arrow("\033[1;3C", "kRIT3", 0x1f01);
     }
     *out = s;
     return MT_OK;

@@ -25,10 +25,21 @@
 **   translation   the edit field: what the translator typed, then the
 **                 completion greyed after it (words coloured by the engine's
 **                 confidence: low red, medium yellow, high grey)
-**   lower pane    n-best alternatives (M-1..M-9) or the attention heat map
-**                 between source and target tokens of the 1-best (F3 toggles;
-**                 wide terminals show both); 256-colour ramp when the terminal
-**                 has 256 colours, else shaded characters ░▒▓█
+**   lower pane    n-best alternatives (M-1..M-9; TM matches first, labelled
+**                 "TM 95%"), each wrapped in full onto continuation rows
+**                 indented under its text, as many as fit (then a line says
+**                 F4 shows all), or the attention heat map between source
+**                 and target tokens of the 1-best (F3 toggles; wide
+**                 terminals show both); heat map columns are as wide as the
+**                 longest source token label (up to 16), so labels are
+**                 whole, and scroll sideways (M-Left/M-Right, ‹ › mark
+**                 what is out of view); 256-colour ramp when the terminal
+**                 has 256 colours, else shaded characters ░▒▓█.  For a form
+**                 of a PO plural entry (label "plural form k/n"; the n forms
+**                 are consecutive segments) the source pane shows
+**                 "singular: msgid" and "plural: msgid_plural" and an
+**                 "Other forms of this entry" block the other forms'
+**                 current translations
 **   status line   segment n/N, words done/total, model, decoding speed,
 **                 background progress, the latest engine message
 **   bottom line   key hints, or the ':' command line while it is open
@@ -71,6 +82,11 @@
 **                   suggestion (one undo step, an edit like typing), a or
 **                   + adds the word to the personal dictionary, Esc or
 **                   C-g closes the list, any other key closes it and acts
+**   F4              every alternative in full on a scrollable screen
+**                   (Up/Down PgUp/PgDn scroll by entries, any other key
+**                   closes it)
+**   M-Left M-Right  scroll the heat map's columns (the terminal's Alt-arrow
+**                   sequences ESC [1;3D / ESC [1;3C, or Esc then the arrow)
 **   C-l             redraw;  Esc C-g dismiss the message
 **   C-c             says how to quit (the terminal is in raw mode: C-c, C-z
 **                   and C-s are keys, not signals)
@@ -103,8 +119,29 @@
 **   :wq  :x         save, then quit if the save succeeded
 **   :q!             quit without saving
 **   :goto N  :N     go to segment N (1-based)
-**   :find TEXT      next segment whose source or target contains TEXT
-**                   (ASCII case-insensitive; wraps; without TEXT: again)
+**   :find [-s|-t] [-r] [-w] TEXT
+**                   next segment whose source or target contains TEXT
+**                   (case-insensitive, Unicode simple folding; wraps;
+**                   -s sources only, -t targets only, -r POSIX ERE, -w
+**                   whole words; -- ends the options; without TEXT: again)
+**   :replace [-r] [-i] [-w] OLD NEW
+**                   replace OLD by NEW in the targets (drafts and confirmed
+**                   ones; sources are read-only, MT nobody took is left
+**                   alone), segment by segment from the current one,
+**                   wrapping: each occurrence is shown reversed in its
+**                   segment and answered y (replace), n (skip), a (this and
+**                   all remaining), q Esc C-g (stop); a summary "replaced 7
+**                   of 9 occurrences in 5 segments" follows.  -r: POSIX ERE
+**                   (NEW's \0..\9: the occurrence, its groups; \\ a
+**                   backslash), -i any case, -w whole words.  OLD and NEW are
+**                   split as a shell does: "..." or '...' quote spaces,
+**                   \" \' \\ \space escape, \n \t are newline and tab, other
+**                   \x stay as they are.  A draft in the field is stored
+**                   first.  Each changed segment goes to hooks->replace when
+**                   the operation leaves it, keeping its status.
+**   :undo           revert the last :replace in every segment it changed
+**                   (hooks->replace with undo; a segment edited since is
+**                   kept); C-z right after the :replace does the same
 **   :model PATH     switch to another model (hooks->load_model)
 **   :export tmx PATH    export confirmed segments (hooks->export_doc);
 **   :export tsv PATH    also tsv
@@ -248,6 +285,15 @@ typedef struct ui_hooks {
     int (*spell_suggest)(void *user, const char *word, char *buf, size_t n);
     /* Adds word to the personal dictionary (kept in the store). */
     mt_status (*spell_add)(void *user, const char *word);
+    /* :replace (and the :undo of one) set seg's target to text, keeping its
+    ** status: UI_SEG_EDITED (a draft stays a draft) or UI_SEG_CONFIRMED (a
+    ** confirmed translation stays confirmed).  app/ stores it at once, as an
+    ** edit event and, for a confirmed segment, a new confirmation, and puts
+    ** it in the document.  An error leaves the segment as it was and stops
+    ** the :replace.  undo: this puts back the text a :replace changed.  May
+    ** be NULL (then only the ui's copy changes). */
+    mt_status (*replace)(void *user, int64_t seg, const char *text, ui_seg_status status,
+                         bool undo);
 } ui_hooks;
 
 /* Runs the editor on the terminal (stdin/stdout) until the user quits, with
@@ -282,8 +328,8 @@ typedef struct ui_mt_result {
     const float *word_conf; /* n_words confidences in [0,1] for the
                                words of hyp; may be NULL               */
     int32_t n_words;
-    double tokens_per_sec; /* decoding speed, shown in the status line;
-                              <= 0: unknown                           */
+    double tokens_per_sec;           /* decoding speed, shown in the status line;
+                                        <= 0: unknown                           */
     const char *const *nbest_labels; /* n_nbest labels drawn before the
                                         alternatives ("TM 95%"), an entry or
                                         the whole list NULL: none          */

@@ -912,6 +912,34 @@ static mt_status h_commit(void *user, int64_t seg, const char *text, const ui_ed
     return MT_OK;
 }
 
+/* :replace and its :undo (ui_hooks.replace): the new text is stored at
+** once as an edit event ("typed", for the undo "undo"; the keystroke count
+** unchanged: the translator pressed y, not the keys); a confirmed segment is confirmed
+** again with it (the translator approved the change by answering y), a
+** draft stays a draft.  No QA question: the translator sees each change. */
+static mt_status h_replace(void *user, int64_t seg, const char *text, ui_seg_status status,
+                           bool undo) {
+    app_edit_ctl *c = user;
+    app_edit_ctl_flush(c);
+    if (seg < 0 || seg >= c->n) return mt_seterr(MT_ERR_INVALID, "no segment %lld", (long long)seg);
+    if (status != UI_SEG_EDITED && status != UI_SEG_CONFIRMED)
+        return mt_seterr(MT_ERR_INVALID, "segment %lld: replace keeps drafts and confirmed ones",
+                         (long long)seg + 1);
+    unit *u = &c->u[seg];
+    int64_t now = app_now_ms();
+    mt_status rc =
+        record_edit_as(c, seg, text, undo ? STORE_EDIT_UNDO : STORE_EDIT_TYPED, u->keys_est);
+    int64_t conf_id = 0;
+    if (rc == MT_OK && status == UI_SEG_CONFIRMED)
+        rc = store_confirm(c->st, u->seg_id, text, spent_now(u, now), u->keys_est, &conf_id);
+    if (rc != MT_OK) return rc;
+    rc = set_target(c, seg, text, status);
+    if (rc != MT_OK) return mt_seterr(rc, "stored, but the document refused it: %s", mt_errmsg());
+    if (c->sess) app_edit_session_set_translated(c->sess, seg, true);
+    if (conf_id && c->obs) c->obs(c->obs_user, "confirmed", seg, conf_id, text);
+    return MT_OK;
+}
+
 /* The saved file is the document's new version in the store: the
 ** segments it changed since the last save, not a copy (store_add_version). */
 static mt_status register_version(app_edit_ctl *c) {
@@ -1169,6 +1197,7 @@ ui_hooks app_edit_ctl_hooks(app_edit_ctl *c) {
         .tune = h_tune,
         .models = h_models,
         .stats = h_stats,
+        .replace = h_replace,
     };
     return h;
 }
