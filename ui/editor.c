@@ -1083,7 +1083,7 @@ static void spell_forget(ui_editor *ed) {
     ed->n_spell = 0;
 }
 
-const ui_spell_span *ed_spell_spans(ui_editor *ed, int *n) {
+const ui_span *ed_spell_spans(ui_editor *ed, int *n) {
     *n = 0;
     if (ed->hooks.spell == NULL || ed->spell_off || ed->spell_unavail || ed->cur < 0)
         return ed->spell;
@@ -1104,10 +1104,11 @@ const ui_spell_span *ed_spell_spans(ui_editor *ed, int *n) {
     int m = 0; /* keep the spans that are in order and inside the text */
     int32_t end = 0;
     for (int i = 0; i < k; i++) {
-        ui_spell_span sp = ed->spell[i];
-        if (sp.at < end || sp.len <= 0 || (size_t)sp.at + (size_t)sp.len > ed->field.len) continue;
+        ui_span sp = ed->spell[i];
+        if (sp.start < end || sp.len <= 0 || (size_t)sp.start + (size_t)sp.len > ed->field.len)
+            continue;
         ed->spell[m++] = sp;
-        end = sp.at + sp.len;
+        end = sp.start + sp.len;
     }
     ed->n_spell = m;
     ed->spell_text = mt_try_strdup(ed->field.text); /* NULL: checked again next time */
@@ -1135,7 +1136,7 @@ static void spell_open(ui_editor *ed, int64_t now_ms) {
         return;
     }
     int n;
-    const ui_spell_span *sp = ed_spell_spans(ed, &n);
+    const ui_span *sp = ed_spell_spans(ed, &n);
     if (!spell_usable(ed, now_ms)) return;
     if (n == 0) {
         ed_message(ed, MT_LOG_INFO, now_ms, "no misspelled word in the translation");
@@ -1143,8 +1144,8 @@ static void spell_open(ui_editor *ed, int64_t now_ms) {
     }
     int pick = 0;
     for (int i = 0; i < n; i++)
-        if ((size_t)sp[i].at <= ed->field.cur) pick = i;
-    ed->sug_at = (size_t)sp[pick].at;
+        if ((size_t)sp[i].start <= ed->field.cur) pick = i;
+    ed->sug_at = (size_t)sp[pick].start;
     ed->sug_len = (size_t)sp[pick].len;
     char word[256];
     if (ed->sug_len >= sizeof word) {

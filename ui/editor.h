@@ -428,7 +428,7 @@ typedef struct ui_editor {
     char spell_why[ED_MSG_MAX];
     char *spell_text;
     int64_t spell_seg;
-    ui_spell_span spell[ED_SPELL_MAX];
+    ui_span spell[ED_SPELL_MAX];
     int n_spell;
     /* ED_MODE_SPELL: the word [sug_at, sug_at + sug_len) of the field and
     ** its suggestions (pointers into sug_buf). */
@@ -490,7 +490,7 @@ int32_t ed_count_words(const char *s);
 /* The misspelled words of the field (*n of them, sorted), checked again
 ** through hooks.spell when the field's text changed since the last call;
 ** none (*n = 0) while checking is off or unavailable. */
-const ui_spell_span *ed_spell_spans(ui_editor *ed, int *n);
+const ui_span *ed_spell_spans(ui_editor *ed, int *n);
 
 /* Goes to segment seg (leaving the current one as navigation does). */
 void ed_goto(ui_editor *ed, int64_t seg, int64_t now_ms);

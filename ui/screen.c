@@ -419,16 +419,16 @@ static void draw_field(const ui_screen *s, const ui_editor *ed, rect r, int *cy,
     int top = crow >= r.h ? crow - r.h + 1 : 0;
     /* misspelled words: underlined, red where there are colours */
     int n_bad = ed->n_spell, bi = 0; /* ui_screen_draw brought them up to date */
-    const ui_spell_span *bad = ed->spell;
+    const ui_span *bad = ed->spell;
     wrap_init(&w, s, t, n, r.w);
     while (wrap_next(&w, &c)) {
         if (c.row < top) continue;
         if (c.row >= top + r.h) break;
         int role = UI_ROLE_NORMAL;
         attr_t extra = c.special ? A_DIM : 0;
-        while (bi < n_bad && (size_t)(bad[bi].at + bad[bi].len) <= c.off)
+        while (bi < n_bad && (size_t)(bad[bi].start + bad[bi].len) <= c.off)
             bi++;
-        if (c.off < fl && bi < n_bad && (size_t)bad[bi].at <= c.off) {
+        if (c.off < fl && bi < n_bad && (size_t)bad[bi].start <= c.off) {
             extra |= A_UNDERLINE;
             if (s->colors) role = UI_ROLE_CONF_LOW;
         }

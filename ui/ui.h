@@ -171,7 +171,8 @@ typedef enum ui_seg_status {
     UI_SEG_CONFIRMED, /* target was confirmed                           */
 } ui_seg_status;
 
-/* Bytes [start, start + len) of a text. */
+/* Bytes [start, start + len) of a text: a glossary term of a source
+** (ui_segment.terms), a misspelled word of the field (ui_hooks.spell). */
 typedef struct ui_span {
     int32_t start, len;
 } ui_span;
@@ -232,12 +233,6 @@ typedef enum ui_edit_kind {
     UI_EDIT_NBEST,       /* M-1..M-9: an n-best alternative                   */
 } ui_edit_kind;
 
-/* A misspelled word of the edit field: bytes [at, at + len) of its text
-** (ui_hooks.spell). */
-typedef struct ui_spell_span {
-    int32_t at, len;
-} ui_spell_span;
-
 typedef struct ui_hooks {
     void *user;
     /* The translator left segment `from` (-1 when the editor opens) for
@@ -279,7 +274,7 @@ typedef struct ui_hooks {
     ** returns how many there are, or -1 when spell checking is not
     ** available (mt_seterr says why).  Called on the ui thread whenever the
     ** field's text changed: it must be fast.  May be NULL (no checking). */
-    int (*spell)(void *user, int64_t seg, const char *text, ui_spell_span *out, int max);
+    int (*spell)(void *user, int64_t seg, const char *text, ui_span *out, int max);
     /* Up to 9 suggestions for word, best first, into buf (n bytes), each
     ** ended by '\n'; returns how many (0: none, -1: not available). */
     int (*spell_suggest)(void *user, const char *word, char *buf, size_t n);

@@ -1,6 +1,6 @@
 /*
 ** edit_spell.c: the spell checker of spell.h behind the editor's hooks
-** (edit_spell.h).  ui/ gets the misspelled words as ui_spell_span byte
+** (edit_spell.h).  ui/ gets the misspelled words as ui_span byte
 ** ranges of the field and the suggestions as '\n'-ended lines.
 */
 #include "edit_spell.h"
@@ -33,7 +33,7 @@ void app_edit_spell_close(void) {
     checker = NULL;
 }
 
-static int spell(void *user, int64_t seg, const char *text, ui_spell_span *out, int max) {
+static int spell(void *user, int64_t seg, const char *text, ui_span *out, int max) {
     (void)user, (void)seg;
     if (checker == NULL) {
         mt_seterr(MT_ERR_NOTFOUND, "%s", why);
@@ -44,7 +44,7 @@ static int spell(void *user, int64_t seg, const char *text, ui_spell_span *out, 
     int n = app_spell_check(checker, text, sp, max);
     if (n < 0) return 0; /* out of memory: nothing marked this time */
     for (int i = 0; i < n && i < max; i++)
-        out[i] = (ui_spell_span){(int32_t)sp[i].at, (int32_t)sp[i].len};
+        out[i] = (ui_span){(int32_t)sp[i].at, (int32_t)sp[i].len};
     return n;
 }
 

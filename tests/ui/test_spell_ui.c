@@ -34,7 +34,7 @@ static bool was_added(const fake *f, const char *w, size_t n) {
     return false;
 }
 
-static int f_spell(void *u, int64_t seg, const char *text, ui_spell_span *out, int max) {
+static int f_spell(void *u, int64_t seg, const char *text, ui_span *out, int max) {
     fake *f = u;
     (void)seg;
     f->n_calls++;
@@ -48,7 +48,7 @@ static int f_spell(void *u, int64_t seg, const char *text, ui_spell_span *out, i
         for (int b = 0; b < 4 && f->bad[b]; b++) {
             size_t l = strlen(f->bad[b]);
             if (strncmp(p, f->bad[b], l) == 0 && !was_added(f, p, l)) {
-                if (n < max) out[n] = (ui_spell_span){(int32_t)(p - text), (int32_t)l};
+                if (n < max) out[n] = (ui_span){(int32_t)(p - text), (int32_t)l};
                 n++;
             }
         }
@@ -119,11 +119,11 @@ static void run_cmd(ui_editor *ed, const char *cmd) {
 
 static int spans(ui_editor *ed, char *buf, size_t n) {
     int k;
-    const ui_spell_span *sp = ed_spell_spans(ed, &k);
+    const ui_span *sp = ed_spell_spans(ed, &k);
     size_t o = 0;
     buf[0] = '\0';
     for (int i = 0; i < k; i++)
-        o += (size_t)snprintf(buf + o, n - o, "%s%d+%d", i ? " " : "", sp[i].at, sp[i].len);
+        o += (size_t)snprintf(buf + o, n - o, "%s%d+%d", i ? " " : "", sp[i].start, sp[i].len);
     return k;
 }
 
