@@ -6,11 +6,11 @@
 # adds "Frobnitz" to the personal dictionary (table spell_word, language
 # de_DE); :spell add WORD adds another; a second F7 finds nothing left.
 # A document in a language without a dictionary: F7 says so, no error.
-#   bash spell_cli.sh <path-to-mtpe> <source-dir>   (exit 77: no de_DE dictionary)
+#   bash spell_cli.sh <path-to-mtpe> <source-dir>
 mtpe=$(realpath "${1:?usage: spell_cli.sh MTPE SRCDIR}")
 src=$(realpath "${2:?usage: spell_cli.sh MTPE SRCDIR}")
 [ -r /usr/share/hunspell/de_DE.dic ] || [ -n "${MTPE_DICPATH:-}" ] ||
-    { echo "no de_DE hunspell dictionary (hunspell-de-de): skipped"; exit 77; }
+    { echo "no de_DE hunspell dictionary: scripts/install-deps.sh installs hunspell-de-de" >&2; exit 1; }
 command -v sqlite3 >/dev/null || { echo "sqlite3 not found: skipped"; exit 77; }
 . "$src/tests/cli_common.bash"
 

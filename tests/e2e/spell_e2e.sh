@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # spell_e2e.sh: spell checking in `mtpe edit`, driven in tmux.
 #   bash spell_e2e.sh <path-to-mtpe> <source-dir>
-# (exit 77: no tmux, or no de_DE hunspell dictionary)
+# (exit 77: no tmux)
 # A German PO file opens with the transformer-tiny fixture model.  Typed
 # "Die Datie ist zu groß": "Datie" is underlined (SGR 4 in capture-pane -e),
 # "groß" is not; F7 lists "1 Datei" in the bottom line, 1 replaces the word
@@ -19,7 +19,7 @@ dic=
 for d in ${MTPE_DICPATH:+${MTPE_DICPATH//:/ }} ${DICPATH:+${DICPATH//:/ }} /usr/share/hunspell /usr/share/myspell/dicts; do
     [ -r "$d/de_DE.dic" ] && [ -r "$d/de_DE.aff" ] && { dic=$d; break; }
 done
-[ -n "$dic" ] || { echo "no de_DE hunspell dictionary (hunspell-de-de): skipped"; exit 77; }
+[ -n "$dic" ] || { echo "no de_DE hunspell dictionary: scripts/install-deps.sh installs hunspell-de-de" >&2; exit 1; }
 export LC_ALL=C.UTF-8
 MTPE=$(cd "$(dirname "$MTPE")" && pwd)/$(basename "$MTPE")
 SRC=$(cd "$SRC" && pwd)
