@@ -193,7 +193,6 @@ static mt_status write_triplets(FILE *f, void *user) {
 static int export_main(int argc, char **argv) {
     app_opts *o = NULL;
     store *s = NULL;
-    char *db = NULL;
     int ret = 1;
     if (!app_opts_parse_cmd(&app_corpus_export_cmd, argc, argv, &o, &ret)) return ret;
     ret = 1;
@@ -220,15 +219,7 @@ static int export_main(int argc, char **argv) {
         ret = app_cmd_usage_error(&app_corpus_export_cmd, "--since: %s", mt_errmsg());
         goto done;
     }
-    if (app_opts_given(o, "db")) {
-        db = mt_try_strdup(app_opts_str(o, "db"));
-        rc = db ? MT_OK : mt_seterr(MT_ERR_NOMEM, "out of memory");
-    } else {
-        rc = app_default_db_path(false, &db);
-    }
-    if (rc == MT_OK && access(db, F_OK) != 0)
-        rc = mt_seterr(MT_ERR_NOTFOUND, "no store at %s (the editor creates it; or give --db)", db);
-    if (rc == MT_OK) rc = store_open(db, &s);
+    rc = app_open_store(o, false, "the editor creates it; or give --db", &s);
     if (rc == MT_OK && triplets) {
         char *real = p.document ? realpath(p.document, NULL) : NULL; /* the editor's form */
         triplet_ctx t = {.s = s, .document = real ? real : p.document, .since_ms = p.since_ms};
@@ -260,7 +251,6 @@ static int export_main(int argc, char **argv) {
     ret = 0;
 done:
     store_close(s);
-    mt_free(db);
     app_opts_free(o);
     return ret;
 }

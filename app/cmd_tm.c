@@ -115,20 +115,7 @@ const app_cmd app_tm_lookup_cmd = {
 
 /* Opens the store of --db or the default one; create: make it when missing. */
 static mt_status open_store(const app_opts *o, bool create, store **s) {
-    char *db = NULL;
-    mt_status rc;
-    if (app_opts_given(o, "db")) {
-        db = mt_try_strdup(app_opts_str(o, "db"));
-        rc = db ? MT_OK : mt_seterr(MT_ERR_NOMEM, "out of memory");
-    } else {
-        rc = app_default_db_path(create, &db);
-    }
-    if (rc == MT_OK && !create && access(db, F_OK) != 0)
-        rc = mt_seterr(MT_ERR_NOTFOUND, "no store at %s (the editor or `mtpe tm import` makes it)",
-                       db);
-    if (rc == MT_OK) rc = store_open(db, s);
-    mt_free(db);
-    return rc;
+    return app_open_store(o, create, "the editor or `mtpe tm import` makes it", s);
 }
 
 /* ---------------------------------------------------------------- import */

@@ -265,11 +265,7 @@ int app_tune_main(int argc, char **argv) {
     if (!app_opts_parse_cmd(&app_tune_cmd, argc, argv, &o, &ret)) return ret;
     char *db = NULL;
     mt_status rc = MT_OK;
-    if (app_opts_given(o, "db"))
-        db = mt_try_strdup(app_opts_str(o, "db"));
-    else
-        rc = app_default_db_path(!app_opts_flag(o, "runs"), &db);
-    if (rc == MT_OK && db == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+    rc = app_store_path(o, !app_opts_flag(o, "runs"), &db);
     if (rc != MT_OK) {
         fprintf(stderr, "mtpe tune: %s\n", mt_errmsg());
         app_opts_free(o);

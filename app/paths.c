@@ -12,6 +12,9 @@
 
 #include "paths.h"
 
+#include "options.h"
+#include "store.h"
+
 static bool is_dir(const char *p) {
     struct stat st;
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
@@ -107,4 +110,20 @@ mt_status app_default_assets_dir(char **out) {
     }
     return mt_seterr(MT_ERR_NOTFOUND, "no assets directory (looked in: %s; set MTPE_ASSETS)",
                      n ? looked : "nowhere");
+}
+
+mt_status app_store_path(const app_opts *o, bool create_dir, char **out) {
+    if (!app_opts_given(o, "db")) return app_default_db_path(create_dir, out);
+    *out = mt_try_strdup(app_opts_str(o, "db"));
+    return *out ? MT_OK : mt_seterr(MT_ERR_NOMEM, "out of memory");
+}
+
+mt_status app_open_store(const app_opts *o, bool create, const char *hint, store **s) {
+    char *db = NULL;
+    mt_status rc = app_store_path(o, create, &db);
+    if (rc == MT_OK && !create && access(db, F_OK) != 0)
+        rc = mt_seterr(MT_ERR_NOTFOUND, "no store at %s (%s)", db, hint);
+    if (rc == MT_OK) rc = store_open(db, s);
+    mt_free(db);
+    return rc;
 }

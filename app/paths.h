@@ -25,6 +25,18 @@
 ** made: the message names it), MT_ERR_NOMEM. */
 mt_status app_default_db_path(bool create_dir, char **out);
 
+typedef struct app_opts app_opts;
+typedef struct store store;
+
+/* The store path of a command: its --db when given (copied), else
+** app_default_db_path(create_dir).  *out: caller mt_free()s. */
+mt_status app_store_path(const app_opts *o, bool create_dir, char **out);
+
+/* Opens the store of --db or the default one.  create false: a store that
+** does not exist yet is MT_ERR_NOTFOUND "no store at PATH (HINT)"
+** instead of being made. */
+mt_status app_open_store(const app_opts *o, bool create, const char *hint, store **s);
+
 /* The assets directory (absolute, symlinks resolved) in *out (caller
 ** mt_free()s).  MT_ERR_NOTFOUND when none of the places above is a
 ** directory (the message lists them), MT_ERR_NOMEM. */
