@@ -13,6 +13,7 @@
 typedef struct entry {
     char *src, *tgt;
     size_t src_len;
+    int idx; /* line order: ties of the sort keep it */
 } entry;
 
 struct app_terms {
@@ -61,7 +62,8 @@ int app_terms_count(const app_terms *t) { return t->n; }
 
 static int by_len_desc(const void *a, const void *b) {
     const entry *x = a, *y = b;
-    return (x->src_len < y->src_len) - (x->src_len > y->src_len);
+    if (x->src_len != y->src_len) return x->src_len < y->src_len ? 1 : -1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
 mt_status app_terms_load(const char *path, app_terms **out) {
@@ -112,6 +114,7 @@ mt_status app_terms_load(const char *path, app_terms **out) {
         e->src = mt_try_strdup(line);
         e->tgt = mt_try_strdup(tgt);
         e->src_len = sl;
+        e->idx = t->n;
         if (e->src == NULL || e->tgt == NULL) {
             mt_free(e->src);
             mt_free(e->tgt);

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# bench-terms.sh: term constraints on a test set: the term use rate and
+# BLEU of the MT without and with `--glossary` (the glossary's terms as
+# lexical constraints, models/translator.h "Terms").
+#
+#   scripts/bench-terms.sh [-g GLOSSARY.tsv] [-m MAX] [-n LINES] [SRC REF]
+#
+# Defaults: /work/shared/data/en-de/test.{en,de}, the default model
+# (assets/models/en-de/decoder.yml: beam 4, normalize 1), a glossary made by
+# scripts/make-term-glossary.sh (kept in $TMPDIR/terms.tsv between runs),
+# --glossary-max MAX (default: translate's), all lines (-n: the first N).
+#
+# Term use rate: over the (sentence, term) pairs where a glossary source
+# term occurs in the source (the matcher of `translate --glossary`: word
+# boundaries, ASCII case ignored) and its target term occurs in the
+# reference (as a substring, case kept), the share whose MT output contains
+# the target term (same test).  Printed for both runs, with BLEU and chrF
+# (`mtpe eval`, sacreBLEU's defaults), the share of sentences that had a
+# constraint, and the wall time of both runs (run them on an idle machine:
+# the ratio is noisy otherwise).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+gl=""
+max=""
+n=0
+while getopts "g:m:n:" opt; do
+    case $opt in
+    g) gl=$OPTARG ;;
+    m) max=$OPTARG ;;
+    n) n=$OPTARG ;;
+    *) echo "usage: $0 [-g GLOSSARY.tsv] [-m MAX] [-n LINES] [SRC REF]" >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+src=${1:-/work/shared/data/en-de/test.en}
+ref=${2:-/work/shared/data/en-de/test.de}
+mtpe=${MTPE:-}
+if [ -z "$mtpe" ]; then
+    for c in "$here/build/mtpe" "$here/build/app/mtpe"; do [ -x "$c" ] && mtpe=$c && break; done
+fi
+[ -x "${mtpe:-}" ] || { echo "$0: no mtpe binary (build first or set MTPE)" >&2; exit 1; }
+if [ -z "$gl" ]; then
+    gl=${TMPDIR:-/tmp}/terms.tsv
+    [ -s "$gl" ] || MTPE=$mtpe "$here/scripts/make-term-glossary.sh" -o "$gl"
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ "$n" -gt 0 ]; then
+    head -n "$n" "$src" > "$tmp/src"
+    head -n "$n" "$ref" > "$tmp/ref"
+else
+    cp "$src" "$tmp/src"
+    cp "$ref" "$tmp/ref"
+fi
+maxopt=()
+[ -n "$max" ] && maxopt=(--glossary-max "$max")
+
+now() { date +%s.%N; }
+t0=$(now)
+"$mtpe" translate -i "$tmp/src" -o "$tmp/base" --quiet
+t1=$(now)
+"$mtpe" translate -i "$tmp/src" -o "$tmp/terms" --quiet --glossary "$gl" "${maxopt[@]}"
+t2=$(now)
+bleu() { "$mtpe" eval -r "$tmp/ref" -i "$1" | sed -n 's/^\(BLEU\|chrF2\)[^=]*= *\([0-9.]*\).*/\1 \2/p' | tr '\n' ' '; }
+b0=$(bleu "$tmp/base")
+b1=$(bleu "$tmp/terms")
+
+python3 - "$gl" "$tmp/src" "$tmp/ref" "$tmp/base" "$tmp/terms" "${max:-2}" <<'PY'
+import re, sys
+gl, src, ref, base, terms, mx = sys.argv[1:7]
+mx = int(mx)
+entries, seen = [], set()
+for line in open(gl, encoding="utf-8"):
+    line = line.rstrip("\r\n")
+    if not line or line.startswith("#") or "\t" not in line:
+        continue
+    s, t = line.split("\t")[:2]
+    if s.lower() in seen or not s or not t:
+        continue
+    seen.add(s.lower())
+    entries.append((s, t))
+entries.sort(key=lambda e: -len(e[0].encode()))
+def wb(c):
+    return ord(c) >= 0x80 or c.isascii() and c.isalnum()
+def occurs(text, term):
+    # ASCII case-insensitive, word boundaries (app/term_list.c)
+    lt, lw = text.encode(), term.encode()
+    low = lambda b: bytes(x + 32 if 65 <= x <= 90 else x for x in b)
+    lt, lw = low(lt), low(lw)
+    i = lt.find(lw)
+    while i >= 0:
+        before = i == 0 or not (lt[i-1] >= 0x80 or chr(lt[i-1]).isalnum()) or not (lw[0] >= 0x80 or chr(lw[0]).isalnum())
+        j = i + len(lw)
+        after = j >= len(lt) or not (lt[j] >= 0x80 or chr(lt[j]).isalnum()) or not (lw[-1] >= 0x80 or chr(lw[-1]).isalnum())
+        if before and after:
+            return True
+        i = lt.find(lw, i + 1)
+    return False
+S = open(src, encoding="utf-8").read().split("\n")[:-1]
+R = open(ref, encoding="utf-8").read().split("\n")[:-1]
+B = open(base, encoding="utf-8").read().split("\n")[:-1]
+T = open(terms, encoding="utf-8").read().split("\n")[:-1]
+assert len(S) == len(R) == len(B) == len(T), (len(S), len(R), len(B), len(T))
+n_con = pairs = hb = ht = 0
+for s, r, b, t in zip(S, R, B, T):
+    m = [e for e in entries if occurs(s, e[0])]
+    if m:
+        n_con += 1
+    for e in m[:mx]:  # the terms translate enforced
+        if e[1] in r:
+            pairs += 1
+            hb += e[1] in b
+            ht += e[1] in t
+print("sentences %d, with a constraint %d (%.1f%%), eligible (sentence, term) pairs %d"
+      % (len(S), n_con, 100.0 * n_con / max(1, len(S)), pairs))
+if pairs:
+    print("term use rate: without %.1f%% (%d/%d), with %.1f%% (%d/%d)"
+          % (100.0 * hb / pairs, hb, pairs, 100.0 * ht / pairs, ht, pairs))
+PY
+awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "time: without %.1f s, with %.1f s (ratio %.2f)\n", b - a, c - b, (c - b) / (b - a) }'
+echo "without: $b0"
+echo "with:    $b1"
