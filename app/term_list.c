@@ -33,19 +33,24 @@ static bool same_ci(const char *a, const char *b, size_t n) {
     return true;
 }
 
-bool app_terms_occurs(const char *text, const char *term) {
-    size_t n = strlen(term), tl = strlen(text);
-    if (n == 0) return false;
-    for (size_t i = 0; i + n <= tl; i++) {
+/* The first occurrence of term in text at or after byte from (rules of
+** term_list.h), or -1. */
+static long find_from(const char *text, size_t tl, const char *term, size_t n, size_t from) {
+    if (n == 0) return -1;
+    for (size_t i = from; i + n <= tl; i++) {
         if (lower((unsigned char)text[i]) != lower((unsigned char)term[0])) continue;
         if (i > 0 && word_byte((unsigned char)text[i - 1]) && word_byte((unsigned char)term[0]))
             continue;
         if (i + n < tl && word_byte((unsigned char)text[i + n]) &&
             word_byte((unsigned char)term[n - 1]))
             continue;
-        if (same_ci(text + i, term, n)) return true;
+        if (same_ci(text + i, term, n)) return (long)i;
     }
-    return false;
+    return -1;
+}
+
+bool app_terms_occurs(const char *text, const char *term) {
+    return find_from(text, strlen(text), term, strlen(term), 0) >= 0;
 }
 
 void app_terms_free(app_terms *t) {
@@ -136,8 +141,24 @@ mt_status app_terms_load(const char *path, app_terms **out) {
 }
 
 int app_terms_match(const app_terms *t, const char *text, const char **out, int max) {
+    enum { MAXSPAN = 64 };
+    size_t tl = strlen(text), a[MAXSPAN], b[MAXSPAN]; /* chosen source spans [a, b) */
     int n = 0;
-    for (int i = 0; i < t->n && n < max; i++)
-        if (app_terms_occurs(text, t->e[i].src)) out[n++] = t->e[i].tgt;
+    if (max > MAXSPAN) max = MAXSPAN;
+    for (int i = 0; i < t->n && n < max; i++) {
+        const entry *e = &t->e[i];
+        for (long at = find_from(text, tl, e->src, e->src_len, 0); at >= 0;
+             at = find_from(text, tl, e->src, e->src_len, (size_t)at + 1)) {
+            size_t x = (size_t)at, y = x + e->src_len;
+            bool overlap = false;
+            for (int k = 0; k < n && !overlap; k++)
+                overlap = x < b[k] && a[k] < y;
+            if (overlap) continue;
+            a[n] = x;
+            b[n] = y;
+            out[n++] = e->tgt;
+            break;
+        }
+    }
     return n;
 }

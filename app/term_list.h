@@ -26,7 +26,9 @@
 ** bytes appear there with ASCII letters compared case-insensitively, and
 ** neither the byte before nor the byte after is a letter, digit or a
 ** non-ASCII byte (word boundaries).  Longer source terms are tried
-** first, so with a limit the longer terms win.
+** first (file order among equals), and an occurrence that overlaps one
+** already chosen does not count ("already" inside "already exists"), so
+** with a limit the longer terms win.
 */
 #ifndef APP_TERM_LIST_H
 #define APP_TERM_LIST_H

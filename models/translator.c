@@ -152,6 +152,33 @@ static mt_status encode_terms(const mt_translator *t, const mt_tr_input *in, mt_
         }
         mt_free(ids);
     }
+    /* a term inside another one is met with it: dropped (else the search
+    ** would look for a second occurrence, the tracker of a hypothesis
+    ** following one constraint at a time) */
+    int32_t at[MT_BEAM_MAX_CONSTRAINTS];
+    for (int32_t k = 0, a = 0; k < out->n_terms; a += out->term_len[k++])
+        at[k] = a;
+    bool drop[MT_BEAM_MAX_CONSTRAINTS] = {false};
+    for (int32_t i = 0; i < out->n_terms; i++)
+        for (int32_t j = 0; j < out->n_terms && !drop[i]; j++) {
+            int32_t li = out->term_len[i], lj = out->term_len[j];
+            if (j == i || drop[j] || lj <= li) continue;
+            for (int32_t a = 0; a + li <= lj && !drop[i]; a++)
+                drop[i] = !memcmp(out->term_ids + at[j] + a, out->term_ids + at[i],
+                                  sizeof(int32_t) * (size_t)li);
+        }
+    int32_t kept = 0, w = 0;
+    for (int32_t k = 0; k < out->n_terms; k++) {
+        if (drop[k]) {
+            mt_log(MT_LOG_DEBUG, "term %d dropped: inside a longer term", (int)k);
+            continue;
+        }
+        memmove(out->term_ids + w, out->term_ids + at[k],
+                sizeof(int32_t) * (size_t)out->term_len[k]);
+        w += out->term_len[k];
+        out->term_len[kept++] = out->term_len[k];
+    }
+    out->n_terms = kept;
     if (out->n_terms == 0) {
         mt_free(out->term_ids);
         out->term_ids = NULL;

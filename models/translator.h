@@ -51,7 +51,8 @@
 ** (mt_log): terms that encode to nothing, contain UNK, have more than
 ** MT_TR_MAX_TERM_TOKENS tokens, repeat an earlier term, or pass the
 ** search's limits (MT_BEAM_MAX_CONSTRAINTS terms,
-** MT_BEAM_MAX_CONSTRAINT_TOKENS tokens per sentence).  Term tokens are
+** MT_BEAM_MAX_CONSTRAINT_TOKENS tokens per sentence); and, silently, a
+** term whose ids lie inside a longer term's (met with it).  Term tokens are
 ** added to the shortlist.  Right-to-left models get the reversed ids.
 **
 ** Cancellation: the callback is polled before every decoding step; a search

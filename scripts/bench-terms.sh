@@ -80,22 +80,32 @@ for line in open(gl, encoding="utf-8"):
     seen.add(s.lower())
     entries.append((s, t))
 entries.sort(key=lambda e: -len(e[0].encode()))
-def wb(c):
-    return ord(c) >= 0x80 or c.isascii() and c.isalnum()
-def occurs(text, term):
-    # ASCII case-insensitive, word boundaries (app/term_list.c)
-    lt, lw = text.encode(), term.encode()
-    low = lambda b: bytes(x + 32 if 65 <= x <= 90 else x for x in b)
-    lt, lw = low(lt), low(lw)
+def low(b):
+    return bytes(x + 32 if 65 <= x <= 90 else x for x in b)
+def wordb(x):
+    return x >= 0x80 or chr(x).isalnum()
+def spans(text, term):
+    # occurrences: ASCII case-insensitive, word boundaries (app/term_list.c)
+    lt, lw = low(text.encode()), low(term.encode())
     i = lt.find(lw)
     while i >= 0:
-        before = i == 0 or not (lt[i-1] >= 0x80 or chr(lt[i-1]).isalnum()) or not (lw[0] >= 0x80 or chr(lw[0]).isalnum())
         j = i + len(lw)
-        after = j >= len(lt) or not (lt[j] >= 0x80 or chr(lt[j]).isalnum()) or not (lw[-1] >= 0x80 or chr(lw[-1]).isalnum())
-        if before and after:
-            return True
+        if (i == 0 or not wordb(lt[i-1]) or not wordb(lw[0])) and \
+           (j >= len(lt) or not wordb(lt[j]) or not wordb(lw[-1])):
+            yield i, j
         i = lt.find(lw, i + 1)
-    return False
+def match(text, mx):
+    # the terms translate enforces: longest source first, no overlaps
+    got, used = [], []
+    for s, t in entries:
+        if len(got) == mx:
+            break
+        for x, y in spans(text, s):
+            if all(y <= a or b <= x for a, b in used):
+                used.append((x, y))
+                got.append((s, t))
+                break
+    return got
 S = open(src, encoding="utf-8").read().split("\n")[:-1]
 R = open(ref, encoding="utf-8").read().split("\n")[:-1]
 B = open(base, encoding="utf-8").read().split("\n")[:-1]
@@ -103,10 +113,10 @@ T = open(terms, encoding="utf-8").read().split("\n")[:-1]
 assert len(S) == len(R) == len(B) == len(T), (len(S), len(R), len(B), len(T))
 n_con = pairs = hb = ht = 0
 for s, r, b, t in zip(S, R, B, T):
-    m = [e for e in entries if occurs(s, e[0])]
+    m = match(s, mx)
     if m:
         n_con += 1
-    for e in m[:mx]:  # the terms translate enforced
+    for e in m:
         if e[1] in r:
             pairs += 1
             hb += e[1] in b

@@ -37,6 +37,14 @@ echo "The red car is in the house." > in2.txt
     fail "--glossary-max 1"
 grep -q "Personenkraftwagen rot" max1.txt || fail "--glossary-max 1 dropped the longer term: $(cat max1.txt)"
 grep -q "Gebäude" max1.txt && fail "--glossary-max 1 enforced two terms: $(cat max1.txt)"
+# overlapping source terms: "car" inside "red car" does not count, so the
+# second place of --glossary-max 2 goes to "house"
+printf 'house\tGebäude\ncar\tAutomobil\nred car\tPersonenkraftwagen rot\n' > g3.tsv
+"$mtpe" translate -i in2.txt -o max2.txt --quiet --glossary g3.tsv --glossary-max 2 2>/dev/null ||
+    fail "overlapping terms"
+grep -q "Personenkraftwagen rot" max2.txt && grep -q "Gebäude" max2.txt ||
+    fail "overlap: want the car and house terms: $(cat max2.txt)"
+grep -q "Automobil" max2.txt && fail "overlap: car inside red car enforced: $(cat max2.txt)"
 # bad glossaries: one line naming file and line, nothing written
 printf 'house\tGebäude\nno tab here\n' > bad.tsv
 if "$mtpe" translate -i in.txt -o out.txt --quiet --glossary bad.tsv 2>err; then
