@@ -11,7 +11,9 @@
 ** Oracles: exhaustive enumeration of every output the search can produce
 ** (scored with the same formula), a plain greedy loop, and a plain
 ** re-implementation of Marian's loop (full sort of all candidates, token
-** arrays copied per hypothesis) for random configurations.
+** arrays copied per hypothesis) for random configurations.  Lexical
+** constraints (test_constraints): the enumeration filtered to the outputs
+** that hold the constraints is the oracle of the designed cases.
 */
 #include <math.h>
 #include <stdlib.h>
