@@ -138,7 +138,11 @@ static mt_status encode_terms(const mt_translator *t, const mt_tr_input *in, mt_
             why = "more than 64 term tokens in the sentence";
         for (int64_t j = 0; why == NULL && j < n; j++)
             if (ids[j] == unk) why = "an unknown target token";
-        if (why == NULL && am->right_left) mt_batch_reverse_seq(ids, (int32_t)n);
+        for (int64_t a = 0, b = n - 1; why == NULL && am->right_left && a < b; a++, b--) {
+            int32_t x = ids[a]; /* all of it: mt_batch_reverse_seq keeps the last (EOS) */
+            ids[a] = ids[b];
+            ids[b] = x;
+        }
         for (int32_t k = 0, at = 0; why == NULL && k < out->n_terms; at += out->term_len[k++])
             if (out->term_len[k] == n &&
                 !memcmp(out->term_ids + at, ids, sizeof(int32_t) * (size_t)n))
