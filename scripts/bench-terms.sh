@@ -11,8 +11,10 @@
 # --glossary-max MAX (default: translate's), all lines (-n: the first N).
 #
 # Term use rate: over the (sentence, term) pairs where a glossary source
-# term occurs in the source (the matcher of `translate --glossary`: word
-# boundaries, ASCII case ignored) and its target term occurs in the
+# term is matched in the source as `translate --glossary` matches it (word
+# boundaries, ASCII case ignored, longest first, no overlaps, at most
+# --glossary-max per line: the terms it enforces) and its target term
+# occurs in the
 # reference (as a substring, case kept), the share whose MT output contains
 # the target term (same test).  Printed for both runs, with BLEU and chrF
 # (`mtpe eval`, sacreBLEU's defaults), the share of sentences that had a
