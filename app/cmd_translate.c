@@ -76,6 +76,13 @@
 ** --prefix-file F: line i of F is a target prefix for input line i, forced
 ** and then completed (prefix-constrained decoding).
 **
+** --glossary FILE.tsv (source<TAB>target[<TAB>...], app/term_list.h): for
+** each input line, the target terms of the entries whose source term
+** occurs in it (first source; word boundaries, ASCII case ignored; the
+** longest source terms first, at most --glossary-max of them) are
+** constraints of the search: the translation must contain them
+** (models/translator.h "Terms"; engine/mt_search.h "Constraints").
+**
 ** Models: -m (ensembles: several, --weights), or from a config (-c, e.g. the
 ** model.npz.decoder.yml that training writes; with relative-paths: true,
 ** paths in it are relative to the config file), else the default model in
@@ -106,6 +113,7 @@
 #include "doc.h"
 #include "options.h"
 #include "shortlist.h"
+#include "term_list.h"
 #include "translator.h"
 
 static const app_opt tr_opts[] = {
@@ -141,6 +149,9 @@ static const app_opt tr_opts[] = {
     {"shortlist", 0, APP_OPT_STRINGS, NULL, NULL,
      "lexical shortlist: FILE [first=100] [best=100] [threshold=0]"},
     {"prefix-file", 0, APP_OPT_STRING, "", NULL, "target prefixes, one per input line"},
+    {"glossary", 0, APP_OPT_STRING, "", NULL,
+     "TSV source<TAB>target: terms in a line are enforced in its translation"},
+    {"glossary-max", 0, APP_OPT_INT, "2", NULL, "most glossary terms enforced per line", "1..16"},
     {"format", 0, APP_OPT_STRINGS, NULL, NULL, "translate a document: po|xliff|text [FILE]"},
     {"in-place", 0, APP_OPT_FLAG, NULL, NULL, "with --format: write the document over FILE"},
     {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages (errors only)"},
@@ -193,6 +204,8 @@ struct tr_ctx {
     mt_ensemble am;
     mt_shortlist *sl;
     mt_translator *tr;
+    app_terms *terms; /* --glossary, or NULL */
+    int max_terms;    /* --glossary-max       */
     int threads;
     /* pipeline (mu guards everything below) */
     pthread_mutex_t mu;
@@ -219,7 +232,6 @@ struct tr_ctx {
     const app_anatomy **doc_anat;
     int *doc_piece;
 };
-
 
 static void set_error(tr_ctx *c, mt_status rc, const char *msg) {
     pthread_mutex_lock(&c->mu);
@@ -672,6 +684,11 @@ static mt_status reader_main(tr_ctx *c, line_src *ls) {
                 mt_tr_input in = {.prefix = prefix};
                 for (int s = 0; s < c->am.n_src; s++)
                     in.src[s] = texts[s];
+                const char *terms[MT_BEAM_MAX_CONSTRAINTS];
+                if (c->terms) {
+                    in.terms = terms;
+                    in.n_terms = app_terms_match(c->terms, texts[0], terms, c->max_terms);
+                }
                 lrc = mt_tr_encode(c->tr, &in, &sl->s);
             }
             if (lrc == MT_ERR_NOMEM) {
@@ -946,6 +963,16 @@ static mt_status load_everything(tr_ctx *c) {
                caches == MT_CACHE_F16_INT8_KEYS ? " values, int8 keys" : "",
                app_opts_str(o, "gemm-type"));
     if (p.max_length < 0) p.max_length = 0;
+    const char *gl = app_opts_str(o, "glossary");
+    if (gl[0]) {
+        rc = app_terms_load(gl, &c->terms);
+        if (rc != MT_OK) return rc;
+        c->max_terms = (int)app_opts_int(o, "glossary-max");
+        if (c->max_terms > MT_BEAM_MAX_CONSTRAINTS) c->max_terms = MT_BEAM_MAX_CONSTRAINTS;
+        if (!app_opts_flag(o, "quiet"))
+            mt_log(MT_LOG_INFO, "glossary %s: %d terms (enforced, at most %d per line)", gl,
+                   app_terms_count(c->terms), c->max_terms);
+    }
     return mt_translator_init(&c->am, c->sl, &p, &c->tr);
 }
 
@@ -1227,6 +1254,7 @@ int app_translate_main(int argc, char **argv) {
                app_now() - t_start, (long long)c.n_sentences, (long long)c.n_searches);
 done:
     mt_translator_free(c.tr);
+    app_terms_free(c.terms);
     mt_shortlist_free(c.sl);
     mt_ensemble_free(&c.am);
     pthread_mutex_destroy(&c.mu);

@@ -37,14 +37,23 @@ typedef struct cand {
     float score;
     int32_t row; /* row of the step list                      */
     int32_t col; /* column of the score row (token, or index into the shortlist) */
-    float lp;    /* its log-prob (top-k lists; whole rows: unused) */
+    float lp;    /* its log-prob (top-k lists); whole rows: unused, except
+                    that constrained selection keeps the bank there */
 } cand;
 
 typedef struct fin { /* a finished hypothesis: history entry (t, j) */
     int32_t t, j;
     float norm;
     bool eos;
+    bool met; /* every constraint met (true without constraints) */
 } fin;
+
+/* Constraint state of a hypothesis: met constraints (bit i: constraint
+** i), the one in progress (-1: none) and its tokens produced so far. */
+typedef struct cstate {
+    uint32_t met;
+    int32_t cur, prog;
+} cstate;
 
 typedef struct slot {
     int32_t sent;  /* sentence, -1 = free                                    */
@@ -104,6 +113,10 @@ typedef struct plan {
     int32_t n_supp_cols;
     int32_t *admit; /* [window]                             */
     void **states;  /* [m]                                  */
+    /* constraints (con: some sentence has them) */
+    bool con;
+    cstate *r_con[2]; /* [2][rows] each row's constraint state  */
+    cand *dc;         /* [k * (2 + MT_BEAM_MAX_CONSTRAINTS)]    */
 } plan;
 
 mt_beam_params mt_beam_default_params(void) {
@@ -201,6 +214,9 @@ static void layout(plan *pl, carver *c, int32_t n_supp, size_t tok_total, size_t
     pl->am_col = pl->amax ? carve(c, rows, sizeof(int32_t)) : NULL;
     pl->admit = carve(c, (size_t)pl->window, sizeof(int32_t));
     pl->states = carve(c, m, sizeof(void *));
+    for (int i = 0; i < 2; i++)
+        pl->r_con[i] = pl->con ? carve(c, rows, sizeof(cstate)) : NULL;
+    pl->dc = pl->con ? carve(c, mul_sat(k, 2 + MT_BEAM_MAX_CONSTRAINTS), sizeof(cand)) : NULL;
 }
 
 static size_t add_sat(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
@@ -315,6 +331,32 @@ static mt_status validate(const mt_beam_params *p, const mt_scorer *scorers, int
                                  (int)i, (int)s, (int)id);
         }
     }
+    for (int32_t s = 0; in->constraints && s < in->n_sentences; s++) {
+        int32_t nc = in->n_constraints ? in->n_constraints[s] : 0, total = 0;
+        if (nc < 0 || nc > MT_BEAM_MAX_CONSTRAINTS || (nc > 0 && in->constraints[s] == NULL))
+            return mt_seterr(MT_ERR_INVALID, "beam search: sentence %d has %d constraints (0..%d)",
+                             (int)s, (int)nc, MT_BEAM_MAX_CONSTRAINTS);
+        for (int32_t i = 0; i < nc; i++) {
+            const mt_beam_constraint *c = &in->constraints[s][i];
+            if (c->n_tokens < 1 || c->tokens == NULL)
+                return mt_seterr(MT_ERR_INVALID,
+                                 "beam search: constraint %d of sentence %d is empty", (int)i,
+                                 (int)s);
+            total += c->n_tokens;
+            if (total > MT_BEAM_MAX_CONSTRAINT_TOKENS)
+                return mt_seterr(MT_ERR_INVALID,
+                                 "beam search: sentence %d has more than %d constraint tokens",
+                                 (int)s, MT_BEAM_MAX_CONSTRAINT_TOKENS);
+            for (int32_t j = 0; j < c->n_tokens; j++) {
+                int32_t id = c->tokens[j];
+                if (id < 0 || id >= v || id == p->eos_id || col_of(in, id) < 0)
+                    return mt_seterr(MT_ERR_INVALID,
+                                     "beam search: constraint %d of sentence %d: token %d "
+                                     "(id %d) is EOS, outside [0, %d) or not in the shortlist",
+                                     (int)i, (int)s, (int)j, (int)id, (int)v);
+            }
+        }
+    }
     *v_out = v;
     return MT_OK;
 }
@@ -345,8 +387,10 @@ static mt_status prepare(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
     pl->align = p->alignment;
     pl->word_scores = p->word_scores;
     pl->ensemble = n_scorers > 1;
+    for (int32_t s = 0; in->constraints && in->n_constraints && s < pl->n; s++)
+        if (in->n_constraints[s] > 0) pl->con = true;
     pl->argmax_only = p->beam_size == 1 && n_scorers == 1 && !p->greedy_scores && !p->n_best &&
-                      !p->word_scores && !p->early_stop;
+                      !p->word_scores && !p->early_stop && !pl->con;
     pl->topk = n_scorers == 1 && !pl->argmax_only && scorers[0].ops->step_topk != NULL;
     pl->amax = pl->argmax_only && scorers[0].ops->step_argmax != NULL;
     pl->kk = p->beam_size + (p->n_suppress > 0 ? p->n_suppress : 0) + 1;
@@ -477,7 +521,7 @@ static int select_top(const plan *pl, const float *sc, const float *base, float 
         const float b0 = base ? base[r] : 0.0f;
         for (int32_t c = 0; c < cols; c++) {
             const float s = b0 + wt * row[c];
-            if (!(s > -INFINITY)) continue; /* suppressed, invalid or NaN */
+            if (!(s > -INFINITY)) continue;                 /* suppressed, invalid or NaN */
             if (cnt == n && !(s > heap[0].score)) continue; /* the common case, early */
             offer(heap, &cnt, n, (cand){s, r, c, 0.0f});
         }
@@ -494,8 +538,8 @@ static bool suppressed(const plan *pl, int32_t c) {
 /* select_top over the rows' top-k lists (step_topk): the n best of a
 ** sentence's rows x columns lie in the union of its rows' n best, and each
 ** list holds at least n unsuppressed columns, so the result is the same. */
-static int select_lists(const plan *pl, const float *base, float wt, int32_t r0, int32_t r1,
-                        int n, cand *heap) {
+static int select_lists(const plan *pl, const float *base, float wt, int32_t r0, int32_t r1, int n,
+                        cand *heap) {
     int cnt = 0;
     for (int32_t r = r0; r < r1; r++) {
         const int32_t *ix = pl->tk_col + (size_t)r * pl->kk;
@@ -504,6 +548,170 @@ static int select_lists(const plan *pl, const float *base, float wt, int32_t r0,
             if (suppressed(pl, ix[j])) continue;
             const cand x = {base[r] + wt * lv[j], r, ix[j], lv[j]};
             if (x.score > -INFINITY) offer(heap, &cnt, n, x);
+        }
+    }
+    return sort_best_first(heap, cnt);
+}
+
+/* ------------------------------------------------------- constraints */
+
+static int32_t n_con(const mt_beam_input *in, int32_t s) {
+    return in->constraints && in->n_constraints ? in->n_constraints[s] : 0;
+}
+
+static uint32_t all_met(int32_t nc) { return nc >= 32 ? ~0u : (1u << nc) - 1u; }
+
+/* The state after tok (see "Constraints" in mt_search.h). */
+static cstate con_next(const mt_beam_constraint *cs, int32_t nc, cstate st, int32_t tok) {
+    if (st.cur >= 0) {
+        const mt_beam_constraint *c = &cs[st.cur];
+        if (c->tokens[st.prog] == tok) {
+            if (++st.prog == c->n_tokens) {
+                st.met |= 1u << st.cur;
+                st.cur = -1;
+                st.prog = 0;
+            }
+            return st;
+        }
+        st.cur = -1; /* abandoned: its progress is lost */
+        st.prog = 0;
+    }
+    for (int32_t i = 0; i < nc; i++) {
+        if ((st.met >> i) & 1u || cs[i].tokens[0] != tok) continue;
+        if (cs[i].n_tokens == 1) {
+            st.met |= 1u << i;
+        } else {
+            st.cur = i;
+            st.prog = 1;
+        }
+        break;
+    }
+    return st;
+}
+
+/* The bank of a state: constraint tokens met, with the progress. */
+static int32_t con_bank(const mt_beam_constraint *cs, int32_t nc, cstate st) {
+    int32_t n = st.prog;
+    for (int32_t i = 0; i < nc; i++)
+        if ((st.met >> i) & 1u) n += cs[i].n_tokens;
+    return n;
+}
+
+/* Marks the constraints that occur in toks[0..n) as met (a forced prefix). */
+static cstate con_in_prefix(const mt_beam_constraint *cs, int32_t nc, cstate st,
+                            const int32_t *toks, int32_t n) {
+    for (int32_t i = 0; i < nc; i++) {
+        if ((st.met >> i) & 1u) continue;
+        for (int32_t a = 0; a + cs[i].n_tokens <= n; a++)
+            if (!memcmp(toks + a, cs[i].tokens, sizeof(int32_t) * (size_t)cs[i].n_tokens)) {
+                st.met |= 1u << i;
+                if (st.cur == i) st.cur = -1, st.prog = 0;
+                break;
+            }
+    }
+    return st;
+}
+
+static int cmp_row_col(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->row != y->row) return x->row < y->row ? -1 : 1;
+    return (x->col > y->col) - (x->col < y->col);
+}
+
+/* Bank (kept in lp) descending, then better first. */
+static int cmp_bank(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->lp != y->lp) return x->lp > y->lp ? -1 : 1;
+    return better(x, y) ? -1 : better(y, x) ? 1 : 0;
+}
+
+/* Insertion sort (no allocation, unlike some qsort; n is small: beam x
+** (constraints + 2)). */
+static void sort_cands(cand *a, int n, int (*cmp)(const void *, const void *)) {
+    for (int i = 1; i < n; i++) {
+        cand x = a[i];
+        int j = i - 1;
+        while (j >= 0 && cmp(&x, &a[j]) < 0) {
+            a[j + 1] = a[j];
+            j--;
+        }
+        a[j + 1] = x;
+    }
+}
+
+/* Dynamic beam allocation for sentence s over rows [r0, r1) (whole rows,
+** suppressed columns already -inf): the n places filled bank by bank from
+** the top n, each row's best and each row's constraint continuations.
+** Returns the count, sorted best first, in heap. */
+static int select_dba(const plan *pl, const mt_beam_input *in, int32_t s, float *sc,
+                      const float *base, float wt, int32_t r0, int32_t r1, int n, int cur,
+                      int32_t eos_col, cand *heap) {
+    const mt_beam_constraint *cs = in->constraints[s];
+    const int32_t nc = in->n_constraints[s], cols = pl->cols;
+    const uint32_t all = all_met(nc);
+    int32_t ctot = 0;
+    for (int32_t i = 0; i < nc; i++)
+        ctot += cs[i].n_tokens;
+    /* EOS only once every constraint is met */
+    for (int32_t r = r0; r < r1 && eos_col >= 0; r++)
+        if ((pl->r_con[cur][r].met & all) != all) sc[(size_t)r * cols + eos_col] = -INFINITY;
+    cand *dc = pl->dc;
+    int nd = select_top(pl, sc, base, wt, r0, r1, n, dc);
+    for (int32_t r = r0; r < r1; r++) {
+        const float *row = sc + (size_t)r * cols;
+        const float b0 = base ? base[r] : 0.0f;
+        int32_t best = -1;
+        for (int32_t c = 0; c < cols; c++)
+            if (row[c] > -INFINITY && (best < 0 || row[c] > row[best])) best = c;
+        if (best >= 0) dc[nd++] = (cand){b0 + wt * row[best], r, best, 0.0f};
+        const cstate st = pl->r_con[cur][r];
+        for (int32_t i = 0; i < nc; i++) {
+            if ((st.met >> i) & 1u) continue;
+            int32_t tok = cs[i].tokens[i == st.cur ? st.prog : 0];
+            int32_t c = col_of(in, tok);
+            float x = b0 + wt * row[c];
+            if (x > -INFINITY) dc[nd++] = (cand){x, r, c, 0.0f};
+        }
+    }
+    /* each (row, column) once, with its bank */
+    sort_cands(dc, nd, cmp_row_col);
+    int u = 0;
+    for (int i = 0; i < nd; i++)
+        if (u == 0 || dc[u - 1].row != dc[i].row || dc[u - 1].col != dc[i].col) dc[u++] = dc[i];
+    nd = u;
+    int32_t cnt_b[MT_BEAM_MAX_CONSTRAINT_TOKENS + 1], take[MT_BEAM_MAX_CONSTRAINT_TOKENS + 1];
+    for (int32_t b = 0; b <= ctot; b++)
+        cnt_b[b] = 0;
+    for (int i = 0; i < nd; i++) {
+        const int32_t tok = in->shortlist ? in->shortlist[dc[i].col] : dc[i].col;
+        int32_t bank = dc[i].col == eos_col
+                           ? ctot
+                           : con_bank(cs, nc, con_next(cs, nc, pl->r_con[cur][dc[i].row], tok));
+        dc[i].lp = (float)bank;
+        cnt_b[bank]++;
+    }
+    /* places: n / (C + 1) each, the remainder to the top banks, then what
+    ** a bank cannot fill to the highest banks with candidates left */
+    const int32_t nb = ctot + 1, each = n / nb, rem = n % nb;
+    int left = n;
+    for (int32_t b = 0; b <= ctot; b++) {
+        int32_t want = each + (b >= nb - rem ? 1 : 0);
+        take[b] = want < cnt_b[b] ? want : cnt_b[b];
+        left -= take[b];
+    }
+    for (int32_t b = ctot; b >= 0 && left > 0; b--) {
+        int32_t extra = cnt_b[b] - take[b];
+        if (extra > left) extra = left;
+        take[b] += extra;
+        left -= extra;
+    }
+    sort_cands(dc, nd, cmp_bank);
+    int cnt = 0;
+    for (int i = 0; i < nd; i++) {
+        int32_t bank = (int32_t)dc[i].lp;
+        if (take[bank] > 0) {
+            take[bank]--;
+            heap[cnt++] = dc[i];
         }
     }
     return sort_best_first(heap, cnt);
@@ -526,7 +734,7 @@ static void emit(const plan *pl, const mt_beam_input *in, int32_t sl) {
     for (int i = 1; i < so->n_fin; i++) {
         fin x = f[i];
         int j = i - 1;
-        while (j >= 0 && x.norm > f[j].norm) {
+        while (j >= 0 && ((x.met && !f[j].met) || (x.met == f[j].met && x.norm > f[j].norm))) {
             f[j + 1] = f[j];
             j--;
         }
@@ -548,6 +756,7 @@ static void emit(const plan *pl, const mt_beam_input *in, int32_t sl) {
         h->path_score = pl->h_path[e];
         h->norm_score = f[i].norm;
         h->eos = f[i].eos;
+        h->constraints_met = f[i].met;
         h->length = len;
         h->n_tokens = f[i].eos ? len - 1 : len;
         h->prefix_len = pn < h->n_tokens ? pn : h->n_tokens;
@@ -570,7 +779,8 @@ static void emit(const plan *pl, const mt_beam_input *in, int32_t sl) {
 }
 
 /* The result of an empty source: EOS at step 0 with path score 0. */
-static void emit_empty(const plan *pl, const mt_beam_params *p, int32_t s) {
+static void emit_empty(const plan *pl, const mt_beam_params *p, const mt_beam_input *in,
+                       int32_t s) {
     mt_beam_result *res = &pl->results[s];
     mt_beam_hyp *h = &pl->hyps[(size_t)s * pl->r_per];
     res->n_hyps = 1;
@@ -593,6 +803,7 @@ static void emit_empty(const plan *pl, const mt_beam_params *p, int32_t s) {
         h->align = pl->aligns + pl->align_off[s];
     }
     h->src_len = 1;
+    h->constraints_met = n_con(in, s) == 0;
 }
 
 static void finish_scorers(const mt_scorer *scorers, int n, void **states) {
@@ -643,7 +854,7 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
             pl.hyps[(size_t)s * pl.r_per + i].model_scores =
                 pl.mscores + ((size_t)s * pl.r_per + i) * m;
         if (in->src_len[s] <= 1)
-            emit_empty(&pl, p, s);
+            emit_empty(&pl, p, in, s);
         else
             pl.queue[n_queue++] = s;
     }
@@ -679,6 +890,7 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
                 pl.r_hist[cur][r] = -1;
                 pl.r_path[cur][r] = 0.0f;
                 memset(pl.r_model[cur] + (size_t)r * m, 0, sizeof(float) * (size_t)m);
+                if (pl.con) pl.r_con[cur][r] = (cstate){0, -1, 0};
             }
             n_active += n_admit;
             if (!started) {
@@ -723,6 +935,8 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
         bool free_step = pl.topk || pl.amax;
         for (int32_t r = 0; free_step && in->prefix_len && r < n_rows; r++)
             free_step = pl.slots[pl.r_slot[cur][r]].t >= in->prefix_len[pl.r_sent[cur][r]];
+        for (int32_t r = 0; free_step && pl.con && r < n_rows; r++) /* constrained: whole rows */
+            free_step = n_con(in, pl.r_sent[cur][r]) == 0;
         const bool lists = free_step && pl.topk, amax = free_step && pl.amax;
         for (int i = 0; i < m; i++) {
             float *al = i == 0 && pl.align ? pl.align_buf : NULL;
@@ -730,8 +944,8 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
                 rc = scorers[0].ops->step_argmax(scorers[0].user, pl.states[0], &st, pl.skip,
                                                  pl.am_col, al);
             } else if (lists) {
-                rc = scorers[0].ops->step_topk(scorers[0].user, pl.states[0], &st, pl.kk,
-                                               pl.tk_col, pl.tk_lp, al);
+                rc = scorers[0].ops->step_topk(scorers[0].user, pl.states[0], &st, pl.kk, pl.tk_col,
+                                               pl.tk_lp, al);
             } else {
                 rc = scorers[i].ops->step(scorers[i].user, pl.states[i], &st,
                                           pl.logprobs + (size_t)i * pl.rows * cols, al);
@@ -770,6 +984,8 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
             const int32_t s = so->sent, t = so->t;
             const int32_t pn = in->prefix_len ? in->prefix_len[s] : 0;
             const bool forced = t < pn;
+            const int32_t nc = n_con(in, s);
+            const mt_beam_constraint *cs = nc > 0 ? in->constraints[s] : NULL;
             int cnt;
             if (forced) {
                 int32_t c = col_of(in, in->prefix[s][t]);
@@ -786,7 +1002,11 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
                 for (int32_t r = r0; r < r1; r++)
                     for (int32_t i = 0; i < pl.n_supp_cols; i++)
                         sc[(size_t)r * cols + pl.supp_cols[i]] = -INFINITY;
-                if (pl.argmax_only) {
+                if (nc > 0) {
+                    cnt =
+                        select_dba(&pl, in, s, sc, pl.ensemble ? NULL : pl.r_path[cur],
+                                   pl.ensemble ? 1.0f : w0, r0, r1, so->cap, cur, eos_col, pl.heap);
+                } else if (pl.argmax_only) {
                     /* beam 1: one row, first maximum; the values may be logits */
                     const float *row = sc + (size_t)r0 * cols;
                     int32_t best = -1;
@@ -813,21 +1033,28 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
                 pl.h_path[e] = cd->score;
                 float *hm = pl.h_model + e * m;
                 for (int i = 0; i < m; i++)
-                    hm[i] = pl.argmax_only ? NAN
-                            : lists
-                                ? pl.r_model[cur][r] + cd->lp
-                                : pl.r_model[cur][(size_t)r * m + i] +
-                                      pl.logprobs[(size_t)i * pl.rows * cols + (size_t)r * cols +
-                                                  col];
+                    hm[i] =
+                        pl.argmax_only ? NAN
+                        : lists
+                            ? pl.r_model[cur][r] + cd->lp
+                            : pl.r_model[cur][(size_t)r * m + i] +
+                                  pl.logprobs[(size_t)i * pl.rows * cols + (size_t)r * cols + col];
                 if (pl.align)
                     memcpy(pl.h_align + e * pl.w, pl.align_buf + (size_t)r * pl.w,
                            sizeof(float) * (size_t)in->src_len[s]);
+                cstate cst = {0, -1, 0};
+                if (nc > 0) {
+                    cst = pl.r_con[cur][r];
+                    if (col != eos_col) cst = con_next(cs, nc, cst, tok);
+                    if (forced && t + 1 == pn) cst = con_in_prefix(cs, nc, cst, in->prefix[s], pn);
+                }
                 if (col == eos_col || last) {
                     MT_ASSERT(so->n_fin < k); /* finished + live <= beam */
                     fin *f = pl.fins + (size_t)sl * k + so->n_fin++;
                     f->t = t;
                     f->j = j;
                     f->eos = col == eos_col;
+                    f->met = nc == 0 || (cst.met & all_met(nc)) == all_met(nc);
                     f->norm = norm_score(p, cd->score, t + 1);
                     if (cd->score > so->best_fin_path) so->best_fin_path = cd->score;
                 } else {
@@ -840,6 +1067,7 @@ mt_status mt_beam_search(mt_beam *b, const mt_beam_params *p, const mt_scorer *s
                     pl.r_hist[nx][q] = j;
                     pl.r_path[nx][q] = cd->score;
                     memcpy(pl.r_model[nx] + (size_t)q * m, hm, sizeof(float) * (size_t)m);
+                    if (pl.con) pl.r_con[nx][q] = cst;
                     if (cd->score > best_live) best_live = cd->score;
                     n_live++;
                 }

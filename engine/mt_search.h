@@ -72,6 +72,38 @@ extern "C" {
 **    queue of sentences in input order.  Needs `add` in every scorer;
 **    without it the sentences run in consecutive sub-batches of max_active
 **    (start ... finish, start ... finish).  Results are the same either way.
+**  - Constraints (lexically constrained decoding, Post & Vilar, NAACL 2018,
+**    "Fast Lexically Constrained Decoding with Dynamic Beam Allocation"):
+**    a sentence may carry constraints, token sequences that must appear
+**    contiguously in its output.  Each hypothesis tracks the constraints
+**    it has met and its progress inside at most one constraint: a token
+**    equal to the next token of the one in progress advances it (the last
+**    one meets it); any other token abandons it (progress back to 0) and
+**    may start an unmet one (the first, in input order, that begins with
+**    it; a one-token constraint is met at once).  Constraint tokens count
+**    even where the model produced them by itself.  The candidates of a
+**    step are the sentence's top N (as without constraints), plus for each
+**    row its single best token and the next token of every unmet
+**    constraint (the continuation of the one in progress, the first token
+**    of the others), each once.  They are grouped in banks by the number of
+**    constraint tokens met (completed constraints plus the progress); the
+**    N places are shared out evenly over the C + 1 banks (C: the
+**    sentence's constraint tokens), the remainder to the highest banks,
+**    and places a bank cannot fill go to the highest banks that have
+**    candidates left; within a bank the best scores win (ties: lower row,
+**    token).  EOS is only allowed to a hypothesis that met every
+**    constraint.  The length limit still ends the search: hypotheses it
+**    stops without their constraints rank after every hypothesis that met
+**    them, whatever the scores (mt_beam_hyp.constraints_met says which);
+**    so a constraint that does not fit in the limit gives the best
+**    unconstrained-looking hypothesis stopped by the limit, with
+**    constraints_met false.  A constraint met inside a forced prefix
+**    counts as met.  Constrained sentences are scored on whole rows
+**    (no top-k lists, no argmax-only: a search with any constraint reports
+**    scores also at beam 1); sentences without constraints decode as
+**    before.  With beam N < C + 1 some banks get no place: use a beam of
+**    at least C + 1.  Limits: MT_BEAM_MAX_CONSTRAINTS per sentence,
+**    MT_BEAM_MAX_CONSTRAINT_TOKENS tokens per sentence.
 **
 ** Memory: every buffer lives in the mt_beam object, sized when a search
 ** starts and kept for the next; nothing is allocated per step.  An mt_beam
@@ -183,6 +215,16 @@ typedef struct mt_beam_params {
 } mt_beam_params;
 mt_beam_params mt_beam_default_params(void);
 
+/* One lexical constraint: a target token sequence the output must contain
+** contiguously (anywhere, constraints in any order). */
+typedef struct mt_beam_constraint {
+    const int32_t *tokens; /* n_tokens ids: not EOS, in the shortlist if any */
+    int32_t n_tokens;      /* >= 1                                            */
+} mt_beam_constraint;
+
+#define MT_BEAM_MAX_CONSTRAINTS 16       /* per sentence                    */
+#define MT_BEAM_MAX_CONSTRAINT_TOKENS 64 /* per sentence, all together      */
+
 /* What to translate: n_sentences sentences of the scorers' batch. */
 typedef struct mt_beam_input {
     int32_t n_sentences;
@@ -193,6 +235,10 @@ typedef struct mt_beam_input {
     const int32_t *shortlist;     /* NULL, or n_shortlist increasing target ids:
                                      only these are scored (keep EOS in it)    */
     int32_t n_shortlist;
+    /* Lexical constraints (see "Constraints" above): NULL, or [n] arrays of
+    ** n_constraints[s] constraints each (entries may be NULL when 0). */
+    const mt_beam_constraint *const *constraints;
+    const int32_t *n_constraints; /* [n] (NULL: no constraints)              */
 } mt_beam_input;
 
 /* One finished hypothesis.  Arrays belong to the mt_beam. */
@@ -211,6 +257,8 @@ typedef struct mt_beam_hyp {
     const float *align;        /* [length, src_len] attention rows (NULL unless
                                   alignment)                                  */
     int32_t src_len;
+    bool constraints_met; /* every constraint of the sentence is in tokens
+                             (true without constraints)                   */
 } mt_beam_hyp;
 
 typedef struct mt_beam_result {

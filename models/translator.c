@@ -103,7 +103,91 @@ void mt_tr_sentence_clear(mt_tr_sentence *s) {
     for (int k = 0; k < MT_MAX_STREAMS; k++)
         mt_free(s->ids[k]);
     mt_free(s->prefix);
+    mt_free(s->term_ids);
     memset(s, 0, sizeof *s);
+}
+
+_Static_assert(MT_TR_MAX_TERM_TOKENS == 16 && MT_BEAM_MAX_CONSTRAINTS == 16 &&
+                   MT_BEAM_MAX_CONSTRAINT_TOKENS == 64,
+               "the limits in the messages of encode_terms");
+
+/* Encodes the terms of in into out (see "Terms" in translator.h). */
+static mt_status encode_terms(const mt_translator *t, const mt_tr_input *in, mt_tr_sentence *out) {
+    const mt_ensemble *am = t->models;
+    const mt_vocab *tv = am->vocabs[am->n_streams - 1];
+    const int32_t unk = mt_vocab_unk_id(tv);
+    out->term_ids = mt_try_malloc(sizeof(int32_t) * MT_BEAM_MAX_CONSTRAINT_TOKENS);
+    if (out->term_ids == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    int32_t used = 0;
+    for (int i = 0; i < in->n_terms; i++) {
+        const char *term = in->terms[i] ? in->terms[i] : "";
+        int32_t *ids = NULL;
+        int64_t n = 0;
+        mt_status rc = mt_vocab_encode(tv, term, 0, &ids, &n);
+        if (rc == MT_ERR_NOMEM) return rc;
+        const char *why = NULL;
+        if (rc != MT_OK)
+            why = "not valid UTF-8";
+        else if (n == 0)
+            why = "no target tokens";
+        else if (n > MT_TR_MAX_TERM_TOKENS)
+            why = "more than 16 target tokens";
+        else if (out->n_terms == MT_BEAM_MAX_CONSTRAINTS)
+            why = "more than 16 terms in the sentence";
+        else if (used + n > MT_BEAM_MAX_CONSTRAINT_TOKENS)
+            why = "more than 64 term tokens in the sentence";
+        for (int64_t j = 0; why == NULL && j < n; j++)
+            if (ids[j] == unk) why = "an unknown target token";
+        for (int64_t a = 0, b = n - 1; why == NULL && am->right_left && a < b; a++, b--) {
+            int32_t x = ids[a]; /* all of it: mt_batch_reverse_seq keeps the last (EOS) */
+            ids[a] = ids[b];
+            ids[b] = x;
+        }
+        for (int32_t k = 0, at = 0; why == NULL && k < out->n_terms; at += out->term_len[k++])
+            if (out->term_len[k] == n &&
+                !memcmp(out->term_ids + at, ids, sizeof(int32_t) * (size_t)n))
+                why = "the same as an earlier term";
+        if (why) {
+            mt_log(MT_LOG_WARN, "term '%s' dropped: %s", term, why);
+        } else {
+            memcpy(out->term_ids + used, ids, sizeof(int32_t) * (size_t)n);
+            out->term_len[out->n_terms++] = (int32_t)n;
+            used += (int32_t)n;
+        }
+        mt_free(ids);
+    }
+    /* a term inside another one is met with it: dropped (else the search
+    ** would look for a second occurrence, the tracker of a hypothesis
+    ** following one constraint at a time) */
+    int32_t at[MT_BEAM_MAX_CONSTRAINTS];
+    for (int32_t k = 0, a = 0; k < out->n_terms; a += out->term_len[k++])
+        at[k] = a;
+    bool drop[MT_BEAM_MAX_CONSTRAINTS] = {false};
+    for (int32_t i = 0; i < out->n_terms; i++)
+        for (int32_t j = 0; j < out->n_terms && !drop[i]; j++) {
+            int32_t li = out->term_len[i], lj = out->term_len[j];
+            if (j == i || drop[j] || lj <= li) continue;
+            for (int32_t a = 0; a + li <= lj && !drop[i]; a++)
+                drop[i] = !memcmp(out->term_ids + at[j] + a, out->term_ids + at[i],
+                                  sizeof(int32_t) * (size_t)li);
+        }
+    int32_t kept = 0, w = 0;
+    for (int32_t k = 0; k < out->n_terms; k++) {
+        if (drop[k]) {
+            mt_log(MT_LOG_DEBUG, "term %d dropped: inside a longer term", (int)k);
+            continue;
+        }
+        memmove(out->term_ids + w, out->term_ids + at[k],
+                sizeof(int32_t) * (size_t)out->term_len[k]);
+        w += out->term_len[k];
+        out->term_len[kept++] = out->term_len[k];
+    }
+    out->n_terms = kept;
+    if (out->n_terms == 0) {
+        mt_free(out->term_ids);
+        out->term_ids = NULL;
+    }
+    return MT_OK;
 }
 
 mt_status mt_tr_encode(const mt_translator *t, const mt_tr_input *in, mt_tr_sentence *out) {
@@ -139,6 +223,7 @@ mt_status mt_tr_encode(const mt_translator *t, const mt_tr_input *in, mt_tr_sent
             out->prefix_len = (int32_t)n;
         }
     }
+    if (rc == MT_OK && in->n_terms > 0) rc = encode_terms(t, in, out);
     if (rc != MT_OK) mt_tr_sentence_clear(out);
     return rc;
 }
@@ -178,6 +263,7 @@ static mt_status take_hyp(const mt_translator *t, const mt_beam_hyp *b, const fl
     h->norm_score = b->norm_score;
     h->path_score = b->path_score;
     h->src_len = b->src_len;
+    h->terms_met = b->constraints_met;
     for (int i = 0; i < am->n_models; i++)
         h->model_scores[i] = mscores[i];
     h->tokens = dup_mem(b->tokens, sizeof(int32_t) * (size_t)b->n_tokens);
@@ -255,9 +341,12 @@ typedef struct search_bufs {
     int32_t *src_len;   /* [n] stream 0                                   */
     const int32_t **prefix;
     int32_t *prefix_len;
-    int32_t *sl;     /* shortlist ids (V + prefix tokens)              */
-    int32_t *sl_src; /* source ids of the batch                        */
-    float *lp;       /* [cols] for empty_scores                        */
+    int32_t *sl;                        /* shortlist ids (V + prefix tokens)              */
+    int32_t *sl_src;                    /* source ids of the batch                        */
+    float *lp;                          /* [cols] for empty_scores                        */
+    mt_beam_constraint *cons;           /* [n * MT_BEAM_MAX_CONSTRAINTS] */
+    const mt_beam_constraint **cons_of; /* [n]                           */
+    int32_t *n_cons;                    /* [n]                           */
 } search_bufs;
 
 static void bufs_free(search_bufs *b) {
@@ -269,6 +358,9 @@ static void bufs_free(search_bufs *b) {
     mt_free(b->sl);
     mt_free(b->sl_src);
     mt_free(b->lp);
+    mt_free(b->cons);
+    mt_free((void *)b->cons_of);
+    mt_free(b->n_cons);
 }
 
 mt_status mt_translate_encoded(mt_translate_worker *w, const mt_tr_sentence *s, int n,
@@ -286,10 +378,23 @@ mt_status mt_translate_encoded(mt_translate_worker *w, const mt_tr_sentence *s, 
     mt_status rc = MT_OK;
     size_t nn = (size_t)n;
     int64_t n_src_ids = 0;
-    int32_t total_prefix = 0;
+    int32_t total_prefix = 0, total_terms = 0;
+    bool any_terms = false;
     for (int i = 0; i < n; i++) {
         n_src_ids += s[i].skipped ? 0 : s[i].len[0];
         total_prefix += s[i].skipped ? 0 : s[i].prefix_len;
+        for (int32_t k = 0; !s[i].skipped && k < s[i].n_terms; k++)
+            total_terms += s[i].term_len[k];
+        any_terms = any_terms || (!s[i].skipped && s[i].n_terms > 0);
+    }
+    if (any_terms) {
+        bf.cons = mt_try_malloc(sizeof *bf.cons * nn * MT_BEAM_MAX_CONSTRAINTS);
+        bf.cons_of = mt_try_malloc(sizeof *bf.cons_of * nn);
+        bf.n_cons = mt_try_malloc(sizeof *bf.n_cons * nn);
+        if (!bf.cons || !bf.cons_of || !bf.n_cons) {
+            rc = mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+            goto done;
+        }
     }
     bf.act = mt_try_malloc(sizeof(int32_t) * nn);
     bf.seqs = mt_try_malloc(sizeof(mt_batch_seq) * nn * (size_t)n_src);
@@ -298,7 +403,8 @@ mt_status mt_translate_encoded(mt_translate_worker *w, const mt_tr_sentence *s, 
     bf.prefix_len = mt_try_malloc(sizeof(int32_t) * nn);
     bf.lp = mt_try_malloc(sizeof(float) * (size_t)V);
     if (t->sl) {
-        bf.sl = mt_try_malloc(sizeof(int32_t) * ((size_t)V + (size_t)total_prefix + 1));
+        bf.sl = mt_try_malloc(sizeof(int32_t) *
+                              ((size_t)V + (size_t)total_prefix + (size_t)total_terms + 1));
         bf.sl_src = mt_try_malloc(sizeof(int32_t) * (size_t)(n_src_ids > 0 ? n_src_ids : 1));
     }
     if (!bf.act || !bf.seqs || !bf.src_len || !bf.prefix || !bf.prefix_len || !bf.lp ||
@@ -321,6 +427,13 @@ mt_status mt_translate_encoded(mt_translate_worker *w, const mt_tr_sentence *s, 
         bf.prefix[na] = s[i].prefix;
         bf.prefix_len[na] = s[i].prefix_len;
         any_prefix = any_prefix || s[i].prefix_len > 0;
+        if (any_terms) {
+            mt_beam_constraint *c = bf.cons + (size_t)na * MT_BEAM_MAX_CONSTRAINTS;
+            for (int32_t k = 0, at = 0; k < s[i].n_terms; at += s[i].term_len[k++])
+                c[k] = (mt_beam_constraint){s[i].term_ids + at, s[i].term_len[k]};
+            bf.cons_of[na] = c;
+            bf.n_cons[na] = s[i].n_terms;
+        }
         na++;
     }
     if (na == 0) goto done;
@@ -339,6 +452,10 @@ mt_status mt_translate_encoded(mt_translate_worker *w, const mt_tr_sentence *s, 
         for (int32_t a = 0; a < na; a++)
             for (int32_t j = 0; j < bf.prefix_len[a]; j++)
                 bf.sl[extra++] = bf.prefix[a][j];
+        for (int32_t a = 0; any_terms && a < na; a++)
+            for (int32_t k = 0; k < bf.n_cons[a]; k++)
+                for (int32_t j = 0; j < bf.cons_of[a][k].n_tokens; j++)
+                    bf.sl[extra++] = bf.cons_of[a][k].tokens[j];
         if (extra > n_sl) {
             qsort(bf.sl, (size_t)extra, sizeof(int32_t), cmp_i32);
             int32_t u = 0;
@@ -379,6 +496,8 @@ mt_status mt_translate_encoded(mt_translate_worker *w, const mt_tr_sentence *s, 
         .prefix_len = any_prefix ? bf.prefix_len : NULL,
         .shortlist = t->sl ? bf.sl : NULL,
         .n_shortlist = n_sl,
+        .constraints = any_terms ? bf.cons_of : NULL,
+        .n_constraints = any_terms ? bf.n_cons : NULL,
     };
     const mt_beam_result *res = NULL;
     rc = mt_beam_search(w->beam, &bp, w->scorers, m, &bi, &res);

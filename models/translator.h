@@ -38,6 +38,23 @@
 ** EOS, forced, and completed by beam search; each hypothesis starts with it
 ** (prefix_len tokens).  Not for right-to-left models (MT_ERR_UNSUPPORTED).
 **
+** Terms (mt_tr_input.terms; `mtpe translate --glossary`): each term is a
+** lexical constraint of the beam search (engine mt_search.h,
+** "Constraints": dynamic beam allocation), so the translation contains its
+** token sequence.  A term is encoded with the target vocabulary as a text
+** of its own, exactly as written: SentencePiece then gives the pieces of
+** a word-initial occurrence (its dummy-prefix space is the space before a
+** word in running text), which is how a term inside a sentence is
+** normally tokenised.  Only that form is constrained: no capitalised
+** variant (a constraint cannot be one of two forms; a term at the start
+** of a sentence keeps the glossary's case).  Dropped with a warning
+** (mt_log): terms that encode to nothing, contain UNK, have more than
+** MT_TR_MAX_TERM_TOKENS tokens, repeat an earlier term, or pass the
+** search's limits (MT_BEAM_MAX_CONSTRAINTS terms,
+** MT_BEAM_MAX_CONSTRAINT_TOKENS tokens per sentence); and, silently, a
+** term whose ids lie inside a longer term's (met with it).  Term tokens are
+** added to the shortlist.  Right-to-left models get the reversed ids.
+**
 ** Cancellation: the callback is polled before every decoding step; a search
 ** it stops returns MT_ABORTED and no results.
 **
@@ -138,6 +155,9 @@ typedef struct mt_translate_params {
 } mt_translate_params;
 mt_translate_params mt_translate_default_params(void);
 
+/* The longest term kept as a constraint, in target tokens. */
+#define MT_TR_MAX_TERM_TOKENS 16
+
 typedef struct mt_translator {
     const mt_ensemble *models; /* not owned                                  */
     const mt_shortlist *sl;    /* --shortlist, not owned; NULL = none        */
@@ -160,6 +180,9 @@ mt_model_scorer_stats mt_translate_worker_stats(const mt_translate_worker *w);
 typedef struct mt_tr_input {
     const char *src[MT_MAX_STREAMS]; /* the text of each source stream (UTF-8)   */
     const char *prefix;              /* forced target prefix, or NULL             */
+    const char *const *terms;        /* n_terms target terms the translation must
+                                        contain (see "Terms" above), or NULL     */
+    int n_terms;
 } mt_tr_input;
 
 /* An encoded input: ids in the model's order (reversed for right-to-left
@@ -169,9 +192,13 @@ typedef struct mt_tr_sentence {
     int32_t len[MT_MAX_STREAMS];
     int32_t *prefix; /* target ids, no EOS (NULL: none)              */
     int32_t prefix_len;
-    bool skipped;    /* longer than max_length: not translated       */
-    bool cropped;    /* cut to max_length                            */
-    int32_t raw_len; /* stream 0 length before cropping               */
+    int32_t *term_ids;                         /* the kept terms' ids, one after the other,
+                                                  model order (NULL: none)                    */
+    int32_t term_len[MT_BEAM_MAX_CONSTRAINTS]; /* ids of each kept term */
+    int32_t n_terms;                           /* kept terms             */
+    bool skipped;                              /* longer than max_length: not translated       */
+    bool cropped;                              /* cut to max_length                            */
+    int32_t raw_len;                           /* stream 0 length before cropping               */
 } mt_tr_sentence;
 
 /* Encodes one input (see the header comment for max_length).  MT_ERR_INVALID
@@ -194,6 +221,7 @@ typedef struct mt_tr_hyp {
     float *word_scores; /* NULL unless asked for                          */
     float *align;       /* NULL unless asked for                          */
     int32_t src_len;
+    bool terms_met; /* every kept term is in tokens (true without terms)  */
     /* unweighted score of each model (Marian's F0= F1= ...) */
     float model_scores[MT_MAX_MODELS];
 } mt_tr_hyp;

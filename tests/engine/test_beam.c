@@ -11,7 +11,9 @@
 ** Oracles: exhaustive enumeration of every output the search can produce
 ** (scored with the same formula), a plain greedy loop, and a plain
 ** re-implementation of Marian's loop (full sort of all candidates, token
-** arrays copied per hypothesis) for random configurations.
+** arrays copied per hypothesis) for random configurations.  Lexical
+** constraints (test_constraints): the enumeration filtered to the outputs
+** that hold the constraints is the oracle of the designed cases.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -492,7 +494,7 @@ static mt_status run1(mt_beam *b, const mt_beam_params *p, toy *t, const int32_t
                       int32_t n, const int32_t *const *prefix, const int32_t *pn,
                       const mt_beam_result **res) {
     mt_scorer sc = {run1_ops, t};
-    mt_beam_input in = {n, src_len, prefix, pn, NULL, 0};
+    mt_beam_input in = {n, src_len, prefix, pn, NULL, 0, NULL, NULL};
     return mt_beam_search(b, p, &sc, 1, &in, res);
 }
 
@@ -956,7 +958,7 @@ static void test_unk_ensemble(mt_beam *b) {
     toy_init(&tb, &c2, src2, 4);
     toy_init(&tw, &cw, src2, 4);
     mt_scorer ens[2] = {{&toy_ops, &ta}, {&toy_ops, &tb}};
-    mt_beam_input in = {2, src2, NULL, NULL, NULL, 0};
+    mt_beam_input in = {2, src2, NULL, NULL, NULL, 0, NULL, NULL};
     p.weights = wts;
     CHECK_STATUS(mt_beam_search(b, &p, ens, 2, &in, &res));
     CHECK(ta.errors == 0 && tb.errors == 0, "ensemble contract violations");
@@ -1060,7 +1062,7 @@ static void test_batch(mt_beam *b) {
             toy_init(&t, &c, src_len, p.beam_size);
             mt_scorer sc = {with_add ? &toy_ops : &toy_ops_noadd, &t};
             t.same_pos = !with_add;
-            mt_beam_input in = {7, src_len, NULL, NULL, NULL, 0};
+            mt_beam_input in = {7, src_len, NULL, NULL, NULL, 0, NULL, NULL};
             CHECK_STATUS(mt_beam_search(b, &p, &sc, 1, &in, &res));
             CHECK(t.errors == 0, "top-up %d/%d: contract violations %d", win, with_add, t.errors);
             CHECK(t.starts == t.finishes, "top-up: %d starts, %d finishes", t.starts, t.finishes);
@@ -1193,7 +1195,7 @@ static void test_no_alloc(mt_beam *b) {
     toy_init(&ta, &c, src_len, 5);
     toy_init(&tb, &c2, src_len, 5);
     mt_scorer sc[2] = {{&toy_ops, &ta}, {&toy_ops, &tb}};
-    mt_beam_input in = {3, src_len, prefix, pn, NULL, 0};
+    mt_beam_input in = {3, src_len, prefix, pn, NULL, 0, NULL, NULL};
     const mt_beam_result *res;
     CHECK_STATUS(mt_beam_search(b, &p, sc, 2, &in, &res));
     static mt_beam_hyp first[3][5];
@@ -1270,7 +1272,7 @@ static void test_shortlist(mt_beam *b) {
     toy t;
     toy_init(&t, &c, src_len, 3);
     mt_scorer sc = {&toy_ops, &t};
-    mt_beam_input in = {2, src_len, prefix, pn, sl, 4};
+    mt_beam_input in = {2, src_len, prefix, pn, sl, 4, NULL, NULL};
     CHECK_STATUS(mt_beam_search(b, &p, &sc, 1, &in, &res));
     static mt_beam_hyp keep[2][3];
     static int32_t ktok[2][3][MAXL];
@@ -1343,7 +1345,7 @@ static void test_random_vs_reference(mt_beam *b) {
         const mt_scorer_ops *ops3[3] = {&toy_ops, &toy_ops_noadd, &toy_ops_topk};
         mt_scorer sc = {ops3[mt_rng_next(&r) % 3], &t};
         t.same_pos = sc.ops == &toy_ops_noadd;
-        mt_beam_input in = {n, src_len, prefix, pn, NULL, 0};
+        mt_beam_input in = {n, src_len, prefix, pn, NULL, 0, NULL, NULL};
         CHECK_STATUS(mt_beam_search(b, &p, &sc, 1, &in, &res));
         CHECK(t.errors == 0, "random %d: contract violations %d", it, t.errors);
         n_topk += t.topk_calls;
@@ -1476,6 +1478,229 @@ static void test_errors(void) {
     mt_beam_free(NULL);
 }
 
+/* ------------------------------------------------- lexical constraints */
+
+static mt_status run_con(mt_beam *b, const mt_beam_params *p, toy *t, const int32_t *src_len,
+                         int32_t n, const int32_t *const *prefix, const int32_t *pn,
+                         const mt_beam_constraint *const *cons, const int32_t *ncons,
+                         const mt_beam_result **res) {
+    mt_scorer sc = {run1_ops, t};
+    mt_beam_input in = {n, src_len, prefix, pn, NULL, 0, cons, ncons};
+    return mt_beam_search(b, p, &sc, 1, &in, res);
+}
+
+static bool has_seq(const int32_t *toks, int32_t n, const int32_t *seq, int32_t m) {
+    for (int32_t a = 0; a + m <= n; a++)
+        if (!memcmp(toks + a, seq, sizeof(int32_t) * (size_t)m)) return true;
+    return false;
+}
+
+/* The best enumerated output that ends in EOS and contains every sequence. */
+static const rhyp *oracle_con(const rhyp *e, int n, const mt_beam_constraint *cs, int nc) {
+    for (int i = 0; i < n; i++) {
+        if (!e[i].eos) continue;
+        bool ok = true;
+        for (int j = 0; j < nc && ok; j++)
+            ok = has_seq(e[i].tok, e[i].len - 1, cs[j].tokens, cs[j].n_tokens);
+        if (ok) return &e[i];
+    }
+    return NULL;
+}
+
+/* 15. Lexically constrained decoding (dynamic beam allocation). */
+static void test_constraints(mt_beam *b) {
+    static chain c;
+    /* EOS, UNK, a, b, c, d, e.  Unconstrained best: "a EOS" (.6 x .9);
+    ** d is almost never chosen; after d, e (.6) beats EOS (.3).  With the
+    ** constraint d the best output holding it is "a d e EOS"
+    ** (.6 x .02 x .6 x .9 = .00648; "a d EOS" .0036, "b d e EOS" .00324,
+    ** "d e EOS" .00108). */
+    static const float pr[8][MAXV] = {
+        {0.01f, 0.001f, 0.60f, 0.30f, 0.05f, 0.002f, 0.037f}, /* start */
+        {0.97f, 0.001f, 0.01f, 0.01f, 0.01f, 0.001f, 0.008f}, /* after EOS */
+        {0.40f, 0.001f, 0.20f, 0.20f, 0.10f, 0.001f, 0.098f}, /* after UNK */
+        {0.90f, 0.001f, 0.02f, 0.02f, 0.02f, 0.02f, 0.019f},  /* after a */
+        {0.90f, 0.001f, 0.02f, 0.02f, 0.02f, 0.02f, 0.019f},  /* after b */
+        {0.50f, 0.001f, 0.10f, 0.10f, 0.10f, 0.10f, 0.099f},  /* after c */
+        {0.30f, 0.001f, 0.03f, 0.03f, 0.03f, 0.009f, 0.60f},  /* after d */
+        {0.90f, 0.001f, 0.02f, 0.02f, 0.02f, 0.02f, 0.019f},  /* after e */
+    };
+    chain_from_probs(&c, 7, pr);
+    c.n_sent = 2;
+    memcpy(c.lp[1], c.lp[0], sizeof c.lp[0]);
+    int32_t src_len[2] = {3, 3};
+    mt_beam_params p = mt_beam_default_params();
+    p.max_length = 5; /* the enumeration (5 tokens + EOS) fits in MAXENUM */
+    p.beam_size = 5;
+    p.n_best = true;
+    toy t;
+    const mt_beam_result *res;
+    const int32_t tok_d[1] = {5}, tok_c[1] = {4}, tok_de[2] = {5, 6};
+    const int32_t best_d[3] = {2, 5, 6};
+
+    /* without constraints: "a" */
+    toy_init(&t, &c, src_len, 5);
+    CHECK_STATUS(run_con(b, &p, &t, src_len, 1, NULL, NULL, NULL, NULL, &res));
+    CHECK(res[0].hyps[0].n_tokens == 1 && res[0].hyps[0].tokens[0] == 2 &&
+              res[0].hyps[0].constraints_met,
+          "unconstrained best is not 'a'");
+    CHECK(!has_seq(res[0].hyps[0].tokens, res[0].hyps[0].n_tokens, tok_d, 1),
+          "d without a constraint");
+
+    /* one constraint the search would not produce: "a d e", as the oracle */
+    cfg g = cfg_from(&p, 5);
+    CHECK(enumerate(&c, 0, &g, enum_buf) < MAXENUM, "enumeration truncated");
+    int ne = enumerate(&c, 0, &g, enum_buf);
+    mt_beam_constraint cd[1] = {{tok_d, 1}};
+    const mt_beam_constraint *cons[2] = {cd, NULL};
+    int32_t ncons[2] = {1, 0};
+    const rhyp *o = oracle_con(enum_buf, ne, cd, 1);
+    CHECK(o && o->len == 4 && !memcmp(o->tok, best_d, sizeof best_d),
+          "designed constrained optimum is not 'a d e EOS'");
+    toy_init(&t, &c, src_len, 5);
+    CHECK_STATUS(run_con(b, &p, &t, src_len, 1, NULL, NULL, cons, ncons, &res));
+    CHECK(t.errors == 0, "scorer contract violations (allocation in a step?): %d", t.errors);
+    if (o) same_hyp(&res[0].hyps[0], o, "constraint d vs oracle", 0);
+    CHECK(res[0].hyps[0].constraints_met && res[0].hyps[0].eos, "constraint d not met");
+    for (int i = 0; i < res[0].n_hyps; i++) /* EOS only once the constraint is met */
+        CHECK(!res[0].hyps[i].eos ||
+                  has_seq(res[0].hyps[i].tokens, res[0].hyps[i].n_tokens, tok_d, 1),
+              "hyp %d ended without its constraint", i);
+
+    /* two constraints, one of two tokens: c and "d e" */
+    mt_beam_constraint c2[2] = {{tok_c, 1}, {tok_de, 2}};
+    const mt_beam_constraint *cons2[2] = {c2, NULL};
+    int32_t ncons2[2] = {2, 0};
+    p.beam_size = 8;
+    toy_init(&t, &c, src_len, 8);
+    CHECK_STATUS(run_con(b, &p, &t, src_len, 1, NULL, NULL, cons2, ncons2, &res));
+    const mt_beam_hyp *h = &res[0].hyps[0];
+    CHECK(h->eos && h->constraints_met && has_seq(h->tokens, h->n_tokens, tok_c, 1) &&
+              has_seq(h->tokens, h->n_tokens, tok_de, 2),
+          "two constraints: not both in the output (%d tokens)", (int)h->n_tokens);
+    o = oracle_con(enum_buf, ne, c2, 2);
+    CHECK(o != NULL && h->norm_score <= o->norm + 1e-6f, "constrained search beats the oracle");
+    if (o) same_hyp(h, o, "constraints c, d e vs oracle", 0);
+
+    /* met inside a forced prefix: "c c c d" holds "c c d" (a token-by-token
+    ** tracker restarting at the third c would miss it); the completion is
+    ** then free: e EOS */
+    const int32_t tok_ccd[3] = {4, 4, 5}, pre[4] = {4, 4, 4, 5};
+    mt_beam_constraint c3[1] = {{tok_ccd, 3}};
+    const mt_beam_constraint *cons3[2] = {c3, NULL};
+    const int32_t *prefix[2] = {pre, NULL};
+    int32_t pn[2] = {4, 0};
+    p.beam_size = 4;
+    p.max_length = 8;
+    toy_init(&t, &c, src_len, 4);
+    CHECK_STATUS(run_con(b, &p, &t, src_len, 1, prefix, pn, cons3, ncons, &res));
+    h = &res[0].hyps[0];
+    CHECK(h->eos && h->constraints_met && h->n_tokens == 5 && h->prefix_len == 4 &&
+              !memcmp(h->tokens, pre, sizeof pre) && h->tokens[4] == 6,
+          "constraint in the prefix: %d tokens", (int)h->n_tokens);
+
+    /* a constraint longer than the limit: the limit ends it, not met */
+    const int32_t tok_long[7] = {4, 4, 4, 4, 4, 4, 4};
+    mt_beam_constraint c4[1] = {{tok_long, 7}};
+    const mt_beam_constraint *cons4[2] = {c4, NULL};
+    p.max_length = 6;
+    toy_init(&t, &c, src_len, 4);
+    CHECK_STATUS(run_con(b, &p, &t, src_len, 1, NULL, NULL, cons4, ncons, &res));
+    h = &res[0].hyps[0];
+    CHECK(res[0].n_hyps >= 1 && !h->eos && !h->constraints_met && h->n_tokens == 6,
+          "impossible constraint: eos %d met %d tokens %d", (int)h->eos, (int)h->constraints_met,
+          (int)h->n_tokens);
+
+    /* a hypothesis that met its constraints ranks before one stopped
+    ** without them, whatever the scores: constraint e, limit 2: "e EOS"
+    ** (.037 x .9), then "a e" (.6 x .019, met, cut), before "a a" (.6 x
+    ** .02, cut, not met) */
+    const int32_t tok_e[1] = {6}, want_ae[2] = {2, 6}, want_aa[2] = {2, 2};
+    mt_beam_constraint ce[1] = {{tok_e, 1}};
+    const mt_beam_constraint *conse[2] = {ce, NULL};
+    p.max_length = 2;
+    toy_init(&t, &c, src_len, 4);
+    CHECK_STATUS(run_con(b, &p, &t, src_len, 1, NULL, NULL, conse, ncons, &res));
+    h = &res[0].hyps[1];
+    CHECK(res[0].n_hyps >= 3 && res[0].hyps[0].eos && res[0].hyps[0].n_tokens == 1 &&
+              res[0].hyps[0].tokens[0] == 6,
+          "at the limit: 'e EOS' is not first");
+    CHECK(res[0].n_hyps >= 3 && h->constraints_met && !h->eos && h->n_tokens == 2 &&
+              !memcmp(h->tokens, want_ae, 8),
+          "at the limit: 'a e' (met) is not second");
+    const mt_beam_hyp *h2 = &res[0].hyps[2];
+    CHECK(res[0].n_hyps >= 3 && !h2->constraints_met && h2->n_tokens == 2 &&
+              !memcmp(h2->tokens, want_aa, 8) && h2->norm_score > h->norm_score,
+          "at the limit: 'a a' (unmet, better score) is not third");
+    for (int i = 1; i < res[0].n_hyps; i++)
+        CHECK(res[0].hyps[i - 1].constraints_met >= res[0].hyps[i].constraints_met,
+              "met hypotheses not ranked first (%d)", i);
+
+    /* unconstrained sentences beside a constrained one decode exactly as
+    ** alone, through the rows' top-k lists or whole rows */
+    for (int ops = 0; ops < 2; ops++) {
+        run1_ops = ops ? &toy_ops_topk : &toy_ops;
+        p.max_length = 6;
+        p.beam_size = 4;
+        static mt_beam_hyp alone[4];
+        static int32_t atok[4][MAXL];
+        toy_init(&t, &c, src_len, 4);
+        CHECK_STATUS(run_con(b, &p, &t, src_len, 2, NULL, NULL, NULL, NULL, &res));
+        int na = res[1].n_hyps;
+        for (int i = 0; i < na; i++) {
+            alone[i] = res[1].hyps[i];
+            memcpy(atok[i], alone[i].tokens, sizeof(int32_t) * (size_t)alone[i].n_tokens);
+        }
+        toy_init(&t, &c, src_len, 4);
+        CHECK_STATUS(run_con(b, &p, &t, src_len, 2, NULL, NULL, cons, ncons, &res));
+        CHECK(res[1].n_hyps == na, "ops %d: %d hyps beside a constrained sentence, %d alone", ops,
+              (int)res[1].n_hyps, na);
+        for (int i = 0; i < na && i < res[1].n_hyps; i++) {
+            const mt_beam_hyp *x = &res[1].hyps[i];
+            CHECK(x->n_tokens == alone[i].n_tokens &&
+                      !memcmp(x->tokens, atok[i], sizeof(int32_t) * (size_t)x->n_tokens) &&
+                      x->path_score == alone[i].path_score && x->norm_score == alone[i].norm_score,
+                  "ops %d hyp %d differs beside a constrained sentence", ops, i);
+        }
+        CHECK(res[0].hyps[0].constraints_met, "ops %d: constraint not met in a batch", ops);
+        /* zero constraints everywhere is no constraint (greedy fast path too) */
+        int32_t zero[2] = {0, 0};
+        p.beam_size = 1;
+        p.n_best = false;
+        toy_init(&t, &c, src_len, 1);
+        CHECK_STATUS(run_con(b, &p, &t, src_len, 2, NULL, NULL, cons, zero, &res));
+        CHECK(isnan(res[0].hyps[0].path_score) && res[0].hyps[0].tokens[0] == 2,
+              "ops %d: zero constraints left the argmax path", ops);
+        p.n_best = true;
+    }
+    run1_ops = &toy_ops;
+
+    /* no allocation by a second constrained search of the same size */
+    p.beam_size = 8;
+    toy_init(&t, &c, src_len, 8);
+    CHECK_STATUS(run_con(b, &p, &t, src_len, 2, NULL, NULL, cons2, ncons2, &res));
+    toy_init(&t, &c, src_len, 8);
+    uint64_t before = mt_alloc_get_stats().n_allocs;
+    CHECK_STATUS(run_con(b, &p, &t, src_len, 2, NULL, NULL, cons2, ncons2, &res));
+    CHECK(mt_alloc_get_stats().n_allocs == before && t.errors == 0,
+          "a constrained search allocated");
+
+    /* invalid constraints */
+    const int32_t tok_eos[1] = {0};
+    mt_beam_constraint bad[1] = {{tok_eos, 1}};
+    const mt_beam_constraint *consb[2] = {bad, NULL};
+    toy_init(&t, &c, src_len, 8);
+    CHECK(run_con(b, &p, &t, src_len, 1, NULL, NULL, consb, ncons, &res) == MT_ERR_INVALID,
+          "EOS in a constraint");
+    bad[0] = (mt_beam_constraint){tok_d, 0};
+    CHECK(run_con(b, &p, &t, src_len, 1, NULL, NULL, consb, ncons, &res) == MT_ERR_INVALID,
+          "empty constraint");
+    int32_t many[2] = {MT_BEAM_MAX_CONSTRAINTS + 1, 0};
+    CHECK(run_con(b, &p, &t, src_len, 1, NULL, NULL, cons, many, &res) == MT_ERR_INVALID,
+          "too many constraints");
+    CHECK(t.starts == 0, "scorer started on invalid constraints");
+}
+
 int main(void) {
     mt_beam *b;
     CHECK_STATUS(mt_beam_init(&b));
@@ -1496,6 +1721,7 @@ int main(void) {
     run1_ops = &toy_ops_topk; /* the same ties through the rows' top-k lists */
     test_ties(b);
     run1_ops = &toy_ops;
+    test_constraints(b);
     mt_beam_free(b);
     test_errors();
     TEST_MAIN_END();

@@ -166,8 +166,8 @@ static void test_topup(const char *dir, const char *sv, const char *tv) {
         CHECK(adds > 0, "%s window %d: no sentence joined a running search", dir, windows[k]);
         CHECK(same_best >= 59, "%s window %d: %d of 60 best translations equal", dir, windows[k],
               same_best);
-        CHECK(same_hyps >= n_hyps - 4, "%s window %d: %d of %d n-best hypotheses", dir,
-              windows[k], same_hyps, n_hyps);
+        CHECK(same_hyps >= n_hyps - 4, "%s window %d: %d of %d n-best hypotheses", dir, windows[k],
+              same_hyps, n_hyps);
         CHECK(worst < 1e-3, "%s window %d: path scores differ by %g", dir, windows[k], worst);
     }
     /* the caches were frozen with rows at different positions (sentences
@@ -336,9 +336,9 @@ static void test_kv_cache_variants(void) {
     static const struct {
         mt_gemm_type g;
         mt_kv_cache kv;
-    } v[] = {{MT_GEMM_INT8, MT_KV_AUTO},     {MT_GEMM_INT8, MT_KV_FLOAT32},
+    } v[] = {{MT_GEMM_INT8, MT_KV_AUTO},       {MT_GEMM_INT8, MT_KV_FLOAT32},
              {MT_GEMM_FLOAT32, MT_KV_FLOAT16}, {MT_GEMM_INT8, MT_KV_BFLOAT16},
-             {MT_GEMM_INT8, MT_KV_FLOAT16},  {MT_GEMM_INT8, MT_KV_INT8}};
+             {MT_GEMM_INT8, MT_KV_FLOAT16},    {MT_GEMM_INT8, MT_KV_INT8}};
     enum { N = sizeof v / sizeof v[0] };
     char *best[N][60];
     memset(best, 0, sizeof best);
@@ -802,12 +802,68 @@ static void test_alloc_failures(void) {
     mt_ensemble_free(&am);
 }
 
+/* ------------------------------------------------------------- terms */
+
+/* Terms (translator.h "Terms"): encoding and dropping rules, and the
+** translation holding them, left-to-right and right-to-left. */
+static void test_terms(const char *dir) {
+    mt_translate_params p = mt_translate_default_params();
+    p.beam_size = 4;
+    p.normalize = 0.6f;
+    fixture fx;
+    if (!fixture_open(&fx, dir, "vocab.spm", "vocab.spm", &p, 1, NULL)) {
+        fixture_close(&fx);
+        return;
+    }
+    const mt_vocab *tv = fx.am.vocabs[1];
+    int32_t *want = NULL;
+    int64_t nw = 0;
+    CHECK_OK(mt_vocab_encode(tv, "Das Gebäude", 0, &want, &nw));
+    for (int64_t a = 0, b = nw - 1; fx.am.right_left && a < b; a++, b--) { /* model order */
+        int32_t x = want[a];
+        want[a] = want[b];
+        want[b] = x;
+    }
+    /* "" encodes to nothing; the second "Gebäude" repeats the first; the
+    ** first lies inside "Das Gebäude" (word-initial pieces both) */
+    const char *terms[] = {"Gebäude", "", "Gebäude", "Das Gebäude"};
+    mt_tr_input in = {.src = {fx.input.s[1]}, .terms = terms, .n_terms = 4};
+    mt_tr_sentence s;
+    if (CHECK_OK(mt_tr_encode(fx.tr, &in, &s))) {
+        CHECK(s.n_terms == 1 && s.term_len[0] == nw &&
+                  !memcmp(s.term_ids, want, sizeof(int32_t) * (size_t)nw),
+              "%s: %d terms kept, want only 'Das Gebäude'", dir, (int)s.n_terms);
+        mt_tr_sentence_clear(&s);
+    }
+    mt_free(want);
+    /* the translation holds the term; without it, it does not */
+    const char *one[] = {"Gebäude"};
+    for (int k = 0; k < 3; k++) {
+        mt_tr_result r0, r1;
+        mt_tr_input a = {.src = {fx.input.s[k]}};
+        mt_tr_input b = {.src = {fx.input.s[k]}, .terms = one, .n_terms = 1};
+        if (CHECK_OK(mt_translate(fx.w, &a, 1, &r0, NULL, NULL))) {
+            CHECK(!strstr(r0.hyps[0].text, "Gebäude") && r0.hyps[0].terms_met,
+                  "%s line %d: Gebäude without the term", dir, k);
+            mt_tr_result_clear(&r0);
+        }
+        if (CHECK_OK(mt_translate(fx.w, &b, 1, &r1, NULL, NULL))) {
+            CHECK(strstr(r1.hyps[0].text, "Gebäude") && r1.hyps[0].terms_met,
+                  "%s line %d: no Gebäude with the term: %s", dir, k, r1.hyps[0].text);
+            mt_tr_result_clear(&r1);
+        }
+    }
+    fixture_close(&fx);
+}
+
 int main(void) {
     test_one_best("transformer-tiny", "vocab.spm", "vocab.spm", 1, 0.0f, "beam1.out");
     test_one_best("transformer-tiny", "vocab.spm", "vocab.spm", 4, 0.6f, "beam4.out");
     test_one_best("transformer-aan", "vocab.en.spm", "vocab.de.spm", 4, 0.6f, "beam4.out");
     test_nbest();
     test_prefix();
+    test_terms("transformer-tiny");
+    test_terms("transformer-tiny-r2l");
     test_edges();
     test_topup("transformer-tiny", "vocab.spm", "vocab.spm");
     test_topup("transformer-aan", "vocab.en.spm", "vocab.de.spm");
