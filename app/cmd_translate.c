@@ -76,9 +76,11 @@
 ** --prefix-file F: line i of F is a target prefix for input line i, forced
 ** and then completed (prefix-constrained decoding).
 **
-** --glossary FILE.tsv (source<TAB>target[<TAB>...], app/term_list.h): for
+** --glossary FILE (TSV, CSV or TBX as `mtpe glossary import` reads them,
+** app/formats/glossary.h; TBX: the langSets of --src-lang/--trg-lang): for
 ** each input line, the target terms of the entries whose source term
-** occurs in it (first source; word boundaries, ASCII case ignored; the
+** occurs in it (first source; the glossary's matching rules: whole words,
+** case folded unless the entry is case-sensitive, a plural -s/-es; the
 ** longest source terms first, at most --glossary-max of them) are
 ** constraints of the search: the translation must contain them
 ** (models/translator.h "Terms"; engine/mt_search.h "Constraints").
@@ -111,9 +113,9 @@
 #include "common.h"
 #include "anatomy.h"
 #include "doc.h"
+#include "glossary.h"
 #include "options.h"
 #include "shortlist.h"
-#include "term_list.h"
 #include "translator.h"
 
 static const app_opt tr_opts[] = {
@@ -150,7 +152,9 @@ static const app_opt tr_opts[] = {
      "lexical shortlist: FILE [first=100] [best=100] [threshold=0]"},
     {"prefix-file", 0, APP_OPT_STRING, "", NULL, "target prefixes, one per input line"},
     {"glossary", 0, APP_OPT_STRING, "", NULL,
-     "TSV source<TAB>target: terms in a line are enforced in its translation"},
+     "glossary (TSV, CSV, TBX): its terms in a line are enforced in the translation"},
+    {"src-lang", 0, APP_OPT_STRING, "en", NULL, "source language of a TBX --glossary"},
+    {"trg-lang", 0, APP_OPT_STRING, "de", NULL, "target language of a TBX --glossary"},
     {"glossary-max", 0, APP_OPT_INT, "2", NULL, "most glossary terms enforced per line", "1..16"},
     {"format", 0, APP_OPT_STRINGS, NULL, NULL, "translate a document: po|xliff|text [FILE]"},
     {"in-place", 0, APP_OPT_FLAG, NULL, NULL, "with --format: write the document over FILE"},
@@ -204,8 +208,8 @@ struct tr_ctx {
     mt_ensemble am;
     mt_shortlist *sl;
     mt_translator *tr;
-    app_terms *terms; /* --glossary, or NULL */
-    int max_terms;    /* --glossary-max       */
+    app_glossary *terms; /* --glossary, or NULL */
+    int max_terms;       /* --glossary-max       */
     int threads;
     /* pipeline (mu guards everything below) */
     pthread_mutex_t mu;
@@ -687,9 +691,10 @@ static mt_status reader_main(tr_ctx *c, line_src *ls) {
                 const char *terms[MT_BEAM_MAX_CONSTRAINTS];
                 if (c->terms) {
                     in.terms = terms;
-                    in.n_terms = app_terms_match(c->terms, texts[0], terms, c->max_terms);
+                    in.n_terms = app_glossary_constraints(c->terms, texts[0], terms, c->max_terms);
+                    if (in.n_terms < 0) lrc = mt_seterr(MT_ERR_NOMEM, "out of memory");
                 }
-                lrc = mt_tr_encode(c->tr, &in, &sl->s);
+                if (lrc == MT_OK) lrc = mt_tr_encode(c->tr, &in, &sl->s);
             }
             if (lrc == MT_ERR_NOMEM) {
                 rc = lrc;
@@ -965,13 +970,17 @@ static mt_status load_everything(tr_ctx *c) {
     if (p.max_length < 0) p.max_length = 0;
     const char *gl = app_opts_str(o, "glossary");
     if (gl[0]) {
-        rc = app_terms_load(gl, &c->terms);
+        app_gloss_list l = {0};
+        rc = app_glossary_read(gl, APP_GLOSS_AUTO, app_opts_str(o, "src-lang"),
+                               app_opts_str(o, "trg-lang"), &l, NULL);
+        if (rc == MT_OK) rc = app_glossary_new(l.v, l.n, &c->terms);
+        app_gloss_list_free(&l);
         if (rc != MT_OK) return rc;
         c->max_terms = (int)app_opts_int(o, "glossary-max");
         if (c->max_terms > MT_BEAM_MAX_CONSTRAINTS) c->max_terms = MT_BEAM_MAX_CONSTRAINTS;
         if (!app_opts_flag(o, "quiet"))
             mt_log(MT_LOG_INFO, "glossary %s: %d terms (enforced, at most %d per line)", gl,
-                   app_terms_count(c->terms), c->max_terms);
+                   (int)app_glossary_count(c->terms), c->max_terms);
     }
     return mt_translator_init(&c->am, c->sl, &p, &c->tr);
 }
@@ -1254,7 +1263,7 @@ int app_translate_main(int argc, char **argv) {
                app_now() - t_start, (long long)c.n_sentences, (long long)c.n_searches);
 done:
     mt_translator_free(c.tr);
-    app_terms_free(c.terms);
+    app_glossary_free(c.terms);
     mt_shortlist_free(c.sl);
     mt_ensemble_free(&c.am);
     pthread_mutex_destroy(&c.mu);

@@ -542,6 +542,35 @@ mt_status app_glossary_match_targets(const app_glossary *g, const char *text, ap
     return match_side(g, 1, text, out, n);
 }
 
+int app_glossary_constraints(const app_glossary *g, const char *text, const char **out, int max) {
+    app_gloss_match *m = NULL;
+    int32_t n = 0;
+    if (g == NULL || max <= 0) return 0;
+    if (app_glossary_match(g, text, &m, &n) != MT_OK) return -1;
+    /* the first alternative of each span, its target not seen before */
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (i > 0 && m[i].start == m[i - 1].start && m[i].len == m[i - 1].len) continue;
+        const char *t = g->e[m[i].entry].target;
+        bool seen = false;
+        for (int32_t j = 0; j < k && !seen; j++)
+            seen = strcmp(g->e[m[j].entry].target, t) == 0;
+        if (!seen) m[k++] = m[i];
+    }
+    /* over the limit: drop the shortest spans (the latest of equal ones) */
+    while (k > max) {
+        int32_t drop = 0;
+        for (int32_t j = 1; j < k; j++)
+            if (m[j].len <= m[drop].len) drop = j;
+        memmove(&m[drop], &m[drop + 1], (size_t)(k - drop - 1) * sizeof *m);
+        k--;
+    }
+    for (int32_t j = 0; j < k; j++)
+        out[j] = g->e[m[j].entry].target;
+    mt_free(m);
+    return (int)k;
+}
+
 /* ----------------------------------------------------------- from store */
 
 typedef struct load_ctx {

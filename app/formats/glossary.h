@@ -151,6 +151,14 @@ mt_status app_glossary_match(const app_glossary *g, const char *text, app_gloss_
 mt_status app_glossary_match_targets(const app_glossary *g, const char *text,
                                      app_gloss_match **out, int32_t *n);
 
+/* The target terms to enforce in the MT of text (models/translator.h
+** "Terms", `mtpe translate --glossary`, the editor): one per matched span
+** of app_glossary_match (its first alternative), each distinct target
+** once; when there are more than max, the longest source spans win (ties:
+** the earlier).  Writes up to max pointers (owned by g) to out, in text
+** order, and returns how many; 0 when g is NULL.  MT_ERR_NOMEM: -1. */
+int app_glossary_constraints(const app_glossary *g, const char *text, const char **out, int max);
+
 /* Whether text holds the term (a target term; rules above). */
 bool app_glossary_target_present(const char *text, const char *term, bool case_sensitive);
 

@@ -16,7 +16,7 @@ cd "$tmp"
 # Targets the model does not produce for these sources by itself (checked
 # below without the glossary): Gebäude (it says Haus/Lagerhaus), and a
 # two-word target.
-printf 'house\tGebäude\tnote ignored\nred car\tPersonenkraftwagen rot\n' > g.tsv
+printf 'house\tGebäude\tnote ignored\nred car\tPersonenkraftwagen rot\t\n' > g.tsv
 printf 'The house is big.\nI like my red car.\nThe household is large.\nNothing here.\nTHE HOUSE IS BIG.\n' > in.txt
 "$mtpe" translate -i in.txt -o base.txt --quiet 2>err0 || fail "translate without glossary: $(cat err0)"
 "$mtpe" translate -i in.txt -o terms.txt --quiet --glossary g.tsv 2>err1 ||
@@ -50,7 +50,7 @@ printf 'house\tGebäude\nno tab here\n' > bad.tsv
 if "$mtpe" translate -i in.txt -o out.txt --quiet --glossary bad.tsv 2>err; then
     fail "a line without TAB was accepted"
 else
-    grep -q "bad.tsv:2: no TAB" err || fail "bad line message: $(cat err)"
+    grep -q "bad.tsv:2: 1 field" err || fail "bad line message: $(cat err)"
     [ "$(wc -l < err)" -eq 1 ] || fail "more than one error line: $(cat err)"
 fi
 printf 'house\t\n' > empty.tsv
