@@ -11,22 +11,22 @@
 int app_bench_main(int argc, char **argv);   /* app/cmd_bench.c   */
 int app_convert_main(int argc, char **argv); /* app/cmd_convert.c */
 int app_demo_main(int argc, char **argv);
-int app_eval_main(int argc, char **argv);    /* app/cmd_eval.c    */    /* app/cmd_demo.c    */
-int app_train_main(int argc, char **argv);   /* app/cmd_train.c   */
-int app_score_main(int argc, char **argv);   /* app/cmd_score.c   */
-int app_align_main(int argc, char **argv);   /* app/cmd_align.c   */
-int app_shortlist_main(int argc, char **argv); /* app/cmd_shortlist.c */
-int app_translate_main(int argc, char **argv); /* app/cmd_translate.c */
-int app_rescore_main(int argc, char **argv);   /* app/cmd_rescore.c   */
-int app_bench_translate_main(int argc, char **argv); /* app/bench/bench_translate.c */
-int app_bench_train_main(int argc, char **argv);     /* app/bench/bench_train.c     */
-int app_bench_tune_main(int argc, char **argv);      /* app/bench/bench_tune.c      */
-int app_corpus_main(int argc, char **argv);    /* app/cmd_corpus.c    */
-int app_edit_main(int argc, char **argv);      /* app/cmd_edit.c      */
-int app_tune_main(int argc, char **argv);      /* app/cmd_tune.c      */
-int app_tm_main(int argc, char **argv);        /* app/cmd_tm.c        */
-int app_bench_tm_main(int argc, char **argv);  /* app/bench/bench_tm.c */
-int app_glossary_main(int argc, char **argv); /* app/cmd_glossary.c  */
+int app_eval_main(int argc, char **argv); /* app/cmd_eval.c    */ /* app/cmd_demo.c    */
+int app_train_main(int argc, char **argv);                        /* app/cmd_train.c   */
+int app_score_main(int argc, char **argv);                        /* app/cmd_score.c   */
+int app_align_main(int argc, char **argv);                        /* app/cmd_align.c   */
+int app_shortlist_main(int argc, char **argv);                    /* app/cmd_shortlist.c */
+int app_translate_main(int argc, char **argv);                    /* app/cmd_translate.c */
+int app_rescore_main(int argc, char **argv);                      /* app/cmd_rescore.c   */
+int app_bench_translate_main(int argc, char **argv);              /* app/bench/bench_translate.c */
+int app_bench_train_main(int argc, char **argv);                  /* app/bench/bench_train.c     */
+int app_bench_tune_main(int argc, char **argv);                   /* app/bench/bench_tune.c      */
+int app_corpus_main(int argc, char **argv);                       /* app/cmd_corpus.c    */
+int app_edit_main(int argc, char **argv);                         /* app/cmd_edit.c      */
+int app_tune_main(int argc, char **argv);                         /* app/cmd_tune.c      */
+int app_tm_main(int argc, char **argv);                           /* app/cmd_tm.c        */
+int app_bench_tm_main(int argc, char **argv);                     /* app/bench/bench_tm.c */
+int app_glossary_main(int argc, char **argv);                     /* app/cmd_glossary.c  */
 
 /* Each command's options, positional arguments and help (app/options.h);
 ** the same file as its main.  app_bench_kernels_cmd: `mtpe bench gemm`,
@@ -38,6 +38,6 @@ extern const app_cmd app_align_cmd, app_bench_edit_cmd, app_bench_train_cmd,
     app_shortlist_cmd, app_train_cmd, app_translate_cmd, app_tune_cmd, app_tm_import_cmd,
     app_tm_export_cmd, app_tm_stats_cmd, app_tm_lookup_cmd, app_bench_tm_cmd;
 extern const app_cmd app_glossary_import_cmd, app_glossary_list_cmd, app_glossary_export_cmd,
-    app_glossary_lookup_cmd, app_glossary_clear_cmd;
+    app_glossary_lookup_cmd, app_glossary_terms_cmd, app_glossary_clear_cmd;
 
 #endif

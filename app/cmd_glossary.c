@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "common.h"
 #include "doc.h"
 #include "glossary.h"
 #include "options.h"
@@ -69,6 +70,12 @@ static const app_opt export_opts[] = {
      "tsv or tbx (auto: tbx when -o ends in .tbx, else tsv)", "auto|tsv|tbx"},
 };
 static const app_opt lookup_opts[] = {COMMON_OPTS};
+static const app_opt terms_opts[] = {
+    COMMON_OPTS,
+    {"glossary", 'g', APP_OPT_STRING, NULL, NULL,
+     "a glossary file (TSV, CSV, TBX) instead of the store's project"},
+    {"glossary-max", 0, APP_OPT_INT, "2", NULL, "most terms per line", "1..16"},
+};
 static const app_opt clear_opts[] = {
     {"db", 0, APP_OPT_STRING, NULL, NULL, DB_HELP},
     {"project", 'p', APP_OPT_STRING, "", NULL, PROJECT_HELP},
@@ -124,6 +131,16 @@ const app_cmd app_glossary_lookup_cmd = {
     .args = "TEXT",
     .min_args = 1,
     .max_args = 1,
+};
+const app_cmd app_glossary_terms_cmd = {
+    .name = "glossary terms",
+    .usage = "[--glossary FILE | --db DB --project NAME] [--glossary-max N] < LINES",
+    .about = "For each line of standard input, the target terms that `mtpe translate --glossary`\n"
+             "(and the editor) enforce in its translation, TAB-separated, in text order; an\n"
+             "empty line when none: one per matched source span, each target once, the\n"
+             "longest spans first when there are more than --glossary-max.\n",
+    .opts = terms_opts,
+    .n_opts = N_OPTS(terms_opts),
 };
 const app_cmd app_glossary_clear_cmd = {
     .name = "glossary clear",
@@ -392,6 +409,58 @@ done:
     return ret;
 }
 
+static int terms_main(int argc, char **argv) {
+    const app_cmd *cmd = &app_glossary_terms_cmd;
+    app_opts *o = NULL;
+    store *s = NULL;
+    app_glossary *g = NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    int ret = 1;
+    if (!app_opts_parse_cmd(cmd, argc, argv, &o, &ret)) return ret;
+    const char *tl = trg_lang(cmd, o, &ret);
+    if (tl == NULL) goto done;
+    ret = 1;
+    mt_status rc;
+    if (app_opts_given(o, "glossary")) {
+        app_gloss_list l = {0};
+        rc = app_glossary_read(app_opts_str(o, "glossary"), APP_GLOSS_AUTO,
+                               app_opts_str(o, "src-lang"), tl, &l, NULL);
+        if (rc == MT_OK) rc = app_glossary_new(l.v, l.n, &g);
+        app_gloss_list_free(&l);
+    } else {
+        rc = open_store(o, false, &s);
+        if (rc == MT_OK)
+            rc = app_glossary_load(s, app_opts_str(o, "project"), app_opts_str(o, "src-lang"), tl,
+                                   &g);
+    }
+    int max = (int)app_opts_int(o, "glossary-max");
+    for (int64_t ln = 1; rc == MT_OK && app_read_line(stdin, &line, &cap) >= 0; ln++) {
+        rc = app_check_utf8(line, strlen(line), "input", ln);
+        const char *t[16];
+        int n = rc == MT_OK ? app_glossary_constraints(g, line, t, max) : 0;
+        if (n < 0) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < n; i++) {
+            if (i) putchar('\t');
+            put_flat(t[i]);
+        }
+        if (rc == MT_OK) putchar('\n');
+    }
+    if (rc == MT_OK && (ferror(stdin) || fflush(stdout) != 0 || ferror(stdout)))
+        rc = mt_seterr(MT_ERR_IO, "read or write error");
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe glossary terms: %s\n", mt_errmsg());
+        goto done;
+    }
+    ret = 0;
+done:
+    free(line);
+    app_glossary_free(g);
+    store_close(s);
+    app_opts_free(o);
+    return ret;
+}
+
 static int clear_main(int argc, char **argv) {
     const app_cmd *cmd = &app_glossary_clear_cmd;
     app_opts *o = NULL;
@@ -422,6 +491,7 @@ int app_glossary_main(int argc, char **argv) {
         {"list", list_main, "the entries a project sees (its own and the global ones)"},
         {"export", export_main, "write a project's entries as TSV or TBX-Basic"},
         {"lookup", lookup_main, "the glossary terms in a text, with their targets"},
+        {"terms", terms_main, "the target terms enforced in the MT of each input line"},
         {"clear", clear_main, "delete a project's entries"},
     };
     return app_subcmd_main("glossary",

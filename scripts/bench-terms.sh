@@ -11,11 +11,9 @@
 # --glossary-max MAX (default: translate's), all lines (-n: the first N).
 #
 # Term use rate: over the (sentence, term) pairs where a glossary source
-# term is matched in the source as `translate --glossary` matches it (word
-# boundaries, ASCII case ignored, longest first, no overlaps, at most
-# --glossary-max per line: the terms it enforces) and its target term
-# occurs in the
-# reference (as a substring, case kept), the share whose MT output contains
+# term is matched in the source as `translate --glossary` matches it (the
+# terms it enforces: `mtpe glossary terms`) and its target term occurs in
+# the reference (as a substring, case kept), the share whose MT output contains
 # the target term (same test).  Printed for both runs, with BLEU and chrF
 # (`mtpe eval`, sacreBLEU's defaults), the share of sentences that had a
 # constraint, and the wall time of both runs (run them on an idle machine:
@@ -67,62 +65,28 @@ bleu() { "$mtpe" eval -r "$tmp/ref" -i "$1" | sed -n 's/^\(BLEU\|chrF2\)[^=]*= *
 b0=$(bleu "$tmp/base")
 b1=$(bleu "$tmp/terms")
 
-python3 - "$gl" "$tmp/src" "$tmp/ref" "$tmp/base" "$tmp/terms" "${max:-2}" <<'PY'
-import re, sys
-gl, src, ref, base, terms, mx = sys.argv[1:7]
-mx = int(mx)
-entries, seen = [], set()
-for line in open(gl, encoding="utf-8"):
-    line = line.rstrip("\r\n")
-    if not line or line.startswith("#") or "\t" not in line:
-        continue
-    s, t = line.split("\t")[:2]
-    if s.lower() in seen or not s or not t:
-        continue
-    seen.add(s.lower())
-    entries.append((s, t))
-entries.sort(key=lambda e: -len(e[0].encode()))
-def low(b):
-    return bytes(x + 32 if 65 <= x <= 90 else x for x in b)
-def wordb(x):
-    return x >= 0x80 or chr(x).isalnum()
-def spans(text, term):
-    # occurrences: ASCII case-insensitive, word boundaries (app/term_list.c)
-    lt, lw = low(text.encode()), low(term.encode())
-    i = lt.find(lw)
-    while i >= 0:
-        j = i + len(lw)
-        if (i == 0 or not wordb(lt[i-1]) or not wordb(lw[0])) and \
-           (j >= len(lt) or not wordb(lt[j]) or not wordb(lw[-1])):
-            yield i, j
-        i = lt.find(lw, i + 1)
-def match(text, mx):
-    # the terms translate enforces: longest source first, no overlaps
-    got, used = [], []
-    for s, t in entries:
-        if len(got) == mx:
-            break
-        for x, y in spans(text, s):
-            if all(y <= a or b <= x for a, b in used):
-                used.append((x, y))
-                got.append((s, t))
-                break
-    return got
+# the terms translate enforces in each line, as it matches them
+"$mtpe" glossary terms --glossary "$gl" "${maxopt[@]}" < "$tmp/src" > "$tmp/enforced"
+
+python3 - "$tmp/enforced" "$tmp/src" "$tmp/ref" "$tmp/base" "$tmp/terms" <<'PY'
+import sys
+enf, src, ref, base, terms = sys.argv[1:6]
+E = [l.split("\t") if l else [] for l in open(enf, encoding="utf-8").read().split("\n")[:-1]]
 S = open(src, encoding="utf-8").read().split("\n")[:-1]
 R = open(ref, encoding="utf-8").read().split("\n")[:-1]
 B = open(base, encoding="utf-8").read().split("\n")[:-1]
 T = open(terms, encoding="utf-8").read().split("\n")[:-1]
 assert len(S) == len(R) == len(B) == len(T), (len(S), len(R), len(B), len(T))
 n_con = pairs = hb = ht = 0
-for s, r, b, t in zip(S, R, B, T):
-    m = match(s, mx)
+assert len(E) == len(S), (len(E), len(S))
+for m, r, b, t in zip(E, R, B, T):
     if m:
         n_con += 1
     for e in m:
-        if e[1] in r:
+        if e in r:
             pairs += 1
-            hb += e[1] in b
-            ht += e[1] in t
+            hb += e in b
+            ht += e in t
 print("sentences %d, with a constraint %d (%.1f%%), eligible (sentence, term) pairs %d"
       % (len(S), n_con, 100.0 * n_con / max(1, len(S)), pairs))
 if pairs:

@@ -105,6 +105,22 @@ check '[ $? -eq 2 ]' "import without FILE: exit 2"
 "$MTPE" glossary list --db "$T/none.db" >/dev/null 2>"$T/err"
 check '[ $? -eq 1 ] && grep -q "no store" "$T/err"' "list of a missing store: exit 1"
 
+# ---- terms: what translate --glossary enforces per line (hand-checked:
+# "red car" beats "car" inside it; the plural "houses" matches "house";
+# case folded; one target per span and each target once; the longest spans
+# (in bytes: "HOUSE" over "Cars") win over --glossary-max; an empty line
+# when none)
+printf 'house\tGebäude\t\nred car\tPersonenkraftwagen rot\t\ncar\tAuto\t\nhome\tGebäude\t\n' >"$T/t.tsv"
+printf 'The red car is in the houses.\nNothing.\nCars and a HOUSE\nA home, a house\n' >"$T/t.in"
+"$MTPE" glossary terms --glossary "$T/t.tsv" <"$T/t.in" >"$T/t.out" 2>"$T/err"
+printf 'Personenkraftwagen rot\tGebäude\n\nAuto\tGebäude\nGebäude\n' >"$T/t.want"
+check 'cmp -s "$T/t.out" "$T/t.want"' "glossary terms: $(tr '\t\n' '|/' <"$T/t.out")"
+"$MTPE" glossary terms --glossary "$T/t.tsv" --glossary-max 1 <"$T/t.in" >"$T/t.out" 2>"$T/err"
+printf 'Personenkraftwagen rot\n\nGebäude\nGebäude\n' >"$T/t.want"
+check 'cmp -s "$T/t.out" "$T/t.want"' "glossary terms --glossary-max 1: $(tr '\t\n' '|/' <"$T/t.out")"
+printf 'bad \377 line\n' | "$MTPE" glossary terms --glossary "$T/t.tsv" >/dev/null 2>"$T/err"
+check '[ $? -eq 1 ] && grep -q "input:1: invalid UTF-8" "$T/err"' "glossary terms: invalid UTF-8"
+
 # ---- clear: docs only, then the global entries
 "$MTPE" glossary clear --db "$DB" --project docs >"$T/out" 2>&1
 check 'grep -q "1 entry deleted" "$T/out"' "clear docs"
