@@ -30,7 +30,10 @@
 ** Glossary (`mtpe glossary`): the terms of --project (default '': the global
 ** entries) and the global ones, for the document's languages, are underlined
 ** in the source pane and listed under it; QA warns when a term's target is
-** missing from the translation.
+** missing from the translation; and the MT must contain the targets of the
+** terms it finds (lexical constraints of the search, at most --glossary-max
+** per translated piece, the longest source terms first; 0: none), for full
+** translations and completions alike (a target already typed counts).
 **
 ** The pieces (edit_session.h): the document and the store behind the ui
 ** hooks (app_edit_ctl), translation workers (app_edit_session) over the
@@ -113,6 +116,8 @@ static const app_opt edit_opts[] = {
     {"project", 0, APP_OPT_STRING, "", NULL,
      "glossary project (mtpe glossary): its terms and the global ones are highlighted in "
      "the source and checked by QA ('': the global ones only)"},
+    {"glossary-max", 0, APP_OPT_INT, "2", NULL,
+     "most glossary terms enforced in the MT of a segment piece (0: none enforced)", "0..16"},
 };
 static const int n_edit_opts = (int)(sizeof edit_opts / sizeof edit_opts[0]);
 
@@ -362,7 +367,6 @@ static mt_status s_model(void *user, const char *name) {
 }
 
 static void s_log(mt_log_level level, const char *msg, void *user) { s_message(user, level, msg); }
-
 
 static void sleep_ms(int64_t ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -680,6 +684,10 @@ int app_edit_main(int argc, char **argv) {
         fprintf(stderr, "mtpe edit: %s\n", mt_errmsg());
         goto done;
     }
+    /* the project's glossary terms are enforced in the MT (the ctl owns
+    ** the glossary and outlives the session and its engines) */
+    spec.glossary = app_edit_ctl_glossary(ctl);
+    spec.glossary_max = (int32_t)app_opts_int(o, "glossary-max");
     app_blas_single_threaded(); /* one BLAS thread per worker */
     if (have_model) {
         rc = app_edit_engine_load(&spec, &eng);

@@ -30,12 +30,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "glossary.h"
 #include "translator.h"
 #include "vocab.h"
 
 typedef struct engine {
     mt_ensemble am;
     mt_translator *full, *comp;
+    const app_glossary *gloss; /* terms enforced (spec.glossary); NULL: none */
+    int gloss_max;
 } engine;
 
 typedef struct eworker {
@@ -196,6 +199,12 @@ static mt_status etranslate(void *wp, const char *source, const char *prefix,
     memset(&in, 0, sizeof in);
     in.src[0] = source;
     in.prefix = prefix;
+    const char *terms[MT_BEAM_MAX_CONSTRAINTS];
+    in.terms = terms;
+    in.n_terms = app_glossary_constraints(
+        e->gloss, source, terms,
+        e->gloss_max < MT_BEAM_MAX_CONSTRAINTS ? e->gloss_max : MT_BEAM_MAX_CONSTRAINTS);
+    if (in.n_terms < 0) return mt_seterr(MT_ERR_NOMEM, "edit: out of memory (glossary terms)");
     mt_tr_sentence s;
     mt_tr_result r;
     memset(&r, 0, sizeof r);
@@ -264,6 +273,8 @@ mt_status app_edit_engine_load(const app_edit_model_spec *spec, app_edit_engine 
         return mt_seterr(MT_ERR_INVALID, "edit: beam sizes must be at least 1");
     engine *e = mt_try_calloc(1, sizeof *e);
     if (e == NULL) return mt_seterr(MT_ERR_NOMEM, "edit: out of memory (engine)");
+    e->gloss = spec->glossary_max > 0 ? spec->glossary : NULL;
+    e->gloss_max = spec->glossary_max;
     mt_status rc =
         mt_ensemble_load(&e->am, spec->models, spec->n_models, NULL, spec->vocabs, spec->n_vocabs);
     if (rc != MT_OK) goto fail;

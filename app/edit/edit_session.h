@@ -121,6 +121,12 @@ typedef struct app_edit_model_spec {
     int32_t completion_beam; /* completions                            */
     float normalize;         /* length normalisation exponent          */
     float max_length_factor;
+    /* Glossary terms enforced in the MT (app_glossary_constraints of each
+    ** translated piece of a source: models/translator.h "Terms"), at most
+    ** glossary_max per piece; NULL or 0: none.  Not owned: it must outlive
+    ** every engine loaded with the spec. */
+    const struct app_glossary *glossary;
+    int32_t glossary_max;
 } app_edit_model_spec;
 
 /* Defaults: beam 6, completion beam 3, normalize 0.6, length factor 3. */
@@ -313,7 +319,7 @@ typedef struct app_edit_tuner_params {
     app_edit_session *sess; /* not owned; NULL: no hot switch */
     app_edit_sink sink;
     bool auto_switch;
-    int32_t adapt_every; /* > 0: a tune starts after that many confirmations */
+    int32_t adapt_every;    /* > 0: a tune starts after that many confirmations */
     const char *extra_args; /* more `mtpe tune` options, space-separated; NULL: none */
 } app_edit_tuner_params;
 mt_status app_edit_tuner_init(const app_edit_tuner_params *p, app_edit_tuner **out);

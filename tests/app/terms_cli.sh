@@ -60,4 +60,18 @@ grep -q "empty.tsv:1: empty target term" err || fail "empty target message: $(ca
 "$mtpe" translate -i in.txt -o out.txt --quiet --glossary missing.tsv 2>err &&
     fail "a missing glossary was accepted"
 grep -q "missing.tsv" err || fail "missing file message: $(cat err)"
+# the editor enforces the project glossary's terms in its MT (--glossary-max
+# 0: not); the MT is confirmed as it stands (Enter) and read from the store
+"$mtpe" glossary import --db ed.db g.tsv >/dev/null 2>&1 || fail "glossary import"
+printf '%s\n' 'msgid ""' 'msgstr ""' '"Content-Type: text/plain; charset=UTF-8\n"' \
+    '"Language: de\n"' '' 'msgid "The house is big."' 'msgstr ""' > doc.po
+printf 'wait-mt\nkeys Enter\nkeys M-:\ntype q!\nkeys Enter\n' > s.txt
+for max in 2 0; do
+    cp ed.db "ed$max.db"
+    "$mtpe" edit doc.po --db "ed$max.db" --qa off --glossary-max $max --script s.txt \
+        >"ed$max.out" 2>"ed$max.err" || fail "editor (--glossary-max $max): $(cat "ed$max.err")"
+    sqlite3 "ed$max.db" "SELECT text FROM confirmation" > "ed$max.txt"
+done
+grep -q "Gebäude" ed2.txt || fail "editor MT lacks the glossary term: $(cat ed2.txt)"
+[ -s ed0.txt ] && ! grep -q "Gebäude" ed0.txt || fail "--glossary-max 0 still enforced: $(cat ed0.txt)"
 cli_finish terms_cli
