@@ -32,8 +32,8 @@
 ** in the source pane and listed under it; QA warns when a term's target is
 ** missing from the translation; and the MT must contain the targets of the
 ** terms it finds (lexical constraints of the search, at most --glossary-max
-** per translated piece, the longest source terms first; 0: none), for full
-** translations and completions alike (a target already typed counts).
+** per translated piece, the longest source terms first; 0: none); not
+** completions, which follow what the translator typed.
 **
 ** The pieces (edit_session.h): the document and the store behind the ui
 ** hooks (app_edit_ctl), translation workers (app_edit_session) over the

@@ -36,3 +36,28 @@ wait_for() {
     echo "--- screen:"; screen
     return 1
 }
+
+# The first screen line holding NEEDLE, with its underlined characters in [ ]:
+# SGR codes 4 (underline on), 24 and 0 (off) are followed through the line.
+marked_line() {
+    tm capture-pane -p -e -t ed | NEEDLE=$1 perl -CSA -ne '
+        BEGIN { $needle = $ENV{NEEDLE}; utf8::decode($needle); }
+        my $ul = 0; my ($out, $plain) = ("", "");
+        chomp;
+        while (length) {
+            if (s/^\e\[([0-9;]*)m//) {
+                my @c = split /;/, $1; @c = (0) unless @c;
+                for (my $i = 0; $i < @c; $i++) {
+                    if ($c[$i] == 38 || $c[$i] == 48) { $i += $c[$i + 1] == 5 ? 2 : 4; next; }
+                    my $new = $c[$i] == 4 ? 1 : ($c[$i] == 0 || $c[$i] == 24) ? 0 : $ul;
+                    $out .= $new ? "[" : "]" if $new != $ul;
+                    $ul = $new;
+                }
+            } elsif (s/^\e[^a-zA-Z]*[a-zA-Z]//) {
+            } else { s/^(.)//s; $out .= $1; $plain .= $1; }
+        }
+        $out .= "]" if $ul;
+        next unless index($plain, $needle) >= 0;
+        $out =~ s/\s+$//;
+        print $out; exit;'
+}

@@ -430,6 +430,13 @@ void ed_mt_free(ed_mt *m) {
         mt_free(m->labels[i]);
     mt_free(m->labels);
     mt_free(m->hyp_label);
+    for (int32_t i = 0; m->sources && i < m->n_nbest; i++) {
+        mt_free(m->sources[i]);
+        mt_free(m->src_marks[i]);
+    }
+    mt_free(m->sources);
+    mt_free(m->src_marks);
+    mt_free(m->n_src_marks);
     mt_free(m->scores);
     for (int32_t i = 0; m->src_tok && i < m->n_src; i++)
         mt_free(m->src_tok[i]);
@@ -469,6 +476,38 @@ static mt_status copy_floats(const float *src, size_t n, const char *what, float
 
 #define ED_MAX_LIST 4096 /* bound on n-best entries and tokens we copy */
 
+/* The TM entries' sources and their marks (ui_mt_result.nbest_sources);
+** marks out of the source's bytes or out of order are dropped. */
+static mt_status copy_sources(const ui_mt_result *r, ed_mt *m) {
+    if (r->nbest_sources == NULL || r->n_nbest == 0) return MT_OK;
+    size_t n = (size_t)r->n_nbest;
+    m->sources = mt_try_calloc(n, sizeof *m->sources);
+    m->src_marks = mt_try_calloc(n, sizeof *m->src_marks);
+    m->n_src_marks = mt_try_calloc(n, sizeof *m->n_src_marks);
+    if (!m->sources || !m->src_marks || !m->n_src_marks) goto oom;
+    for (size_t i = 0; i < n; i++) {
+        const char *src = r->nbest_sources[i];
+        if (src == NULL) continue;
+        if ((m->sources[i] = mt_try_strdup(src)) == NULL) goto oom;
+        int32_t k = r->nbest_n_marks && r->nbest_source_marks && r->nbest_source_marks[i]
+                        ? r->nbest_n_marks[i]
+                        : 0;
+        if (k <= 0 || k > ED_MAX_LIST) continue;
+        if ((m->src_marks[i] = mt_try_malloc(sizeof(ui_span) * (size_t)k)) == NULL) goto oom;
+        int32_t len = (int32_t)strlen(src), end = 0, kept = 0;
+        for (int32_t j = 0; j < k; j++) {
+            ui_span sp = r->nbest_source_marks[i][j];
+            if (sp.start < end || sp.len <= 0 || sp.len > len - sp.start) continue;
+            m->src_marks[i][kept++] = sp;
+            end = sp.start + sp.len;
+        }
+        m->n_src_marks[i] = kept;
+    }
+    return MT_OK;
+oom:
+    return mt_seterr(MT_ERR_NOMEM, "ui_post_mt: cannot copy the TM sources");
+}
+
 mt_status ed_mt_copy(const ui_mt_result *r, ed_mt **out) {
     *out = NULL;
     if (r == NULL || r->hyp == NULL) return mt_seterr(MT_ERR_INVALID, "ui_post_mt: hyp is NULL");
@@ -507,6 +546,8 @@ mt_status ed_mt_copy(const ui_mt_result *r, ed_mt **out) {
         rc = MT_ERR_NOMEM;
         goto fail;
     }
+    rc = copy_sources(r, m);
+    if (rc != MT_OK) goto fail;
     m->n_src = r->n_src;
     rc = copy_strings(r->src_tokens, r->n_src, "src_tokens", &m->src_tok);
     if (rc != MT_OK) goto fail;

@@ -326,6 +326,11 @@ typedef struct ed_mt {
     double speed;
     char **labels;   /* n_nbest, entries may be NULL; NULL when none */
     char *hyp_label; /* ui_mt_result.hyp_label; NULL when hyp is the MT */
+    /* ui_mt_result.nbest_sources and their marks: n_nbest each, entries
+    ** NULL / 0 when none; the arrays NULL when no entry has a source */
+    char **sources;
+    ui_span **src_marks;
+    int32_t *n_src_marks;
 } ed_mt;
 
 typedef struct ed_seg {

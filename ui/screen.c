@@ -486,7 +486,8 @@ static int draw_entry_text(const ui_screen *s, int y, int x, int w, int max_rows
 
 /* One alternative: "M-1 " (or "  12 " past 9), its label ("TM 95% ") or
 ** its score at the right, and its text wrapped under itself (continuation
-** rows indented by the prefix).  Draws at most max_rows rows (none: only
+** rows indented by the prefix); a TM entry's source follows on rows of its
+** own, grey, labelled "src", its differences to the segment's source marked.  Draws at most max_rows rows (none: only
 ** measures); returns the rows it needs. */
 static int draw_alt(const ui_screen *s, const ed_mt *m, int i, int y, int x, int w, int max_rows,
                     bool *cut) {
@@ -514,12 +515,25 @@ static int draw_alt(const ui_screen *s, const ed_mt *m, int i, int y, int x, int
     }
     bool is_hyp = strcmp(m->nbest[i], m->hyp) == 0;
     const float *conf = is_hyp ? m->conf : NULL;
+    const char *src = m->sources ? m->sources[i] : NULL; /* a TM entry's source */
+    int src_rows = src ? wrapped_rows(s, src, strlen(src), tw) : 0;
     if (max_rows <= 0) {
         *cut = false;
-        return wrapped_rows(s, m->nbest[i], strlen(m->nbest[i]), tw);
+        return wrapped_rows(s, m->nbest[i], strlen(m->nbest[i]), tw) + src_rows;
     }
-    return draw_entry_text(s, y, x + pw, tw, max_rows, m->nbest[i], conf, is_hyp ? m->n_conf : 0,
-                           cut);
+    int rows = draw_entry_text(s, y, x + pw, tw, max_rows, m->nbest[i], conf,
+                               is_hyp ? m->n_conf : 0, cut);
+    if (src) { /* under it, grey: the source, its differences to this one marked */
+        int left = max_rows - rows;
+        if (left > 0) {
+            if (tagw >= 3) put_str(s, y + rows, x + kw, tagw, "src", UI_ROLE_GREY, 0);
+            draw_wrapped_marked(s, src, m->src_marks[i], m->n_src_marks[i], UI_ROLE_GREY,
+                                (rect){y + rows, x + pw, left < src_rows ? left : src_rows, tw});
+        }
+        if (left < src_rows) *cut = true;
+        rows += src_rows;
+    }
+    return rows;
 }
 
 /* The alternatives pane: every entry wrapped in full, as many as fit (at

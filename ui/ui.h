@@ -330,6 +330,13 @@ typedef struct ui_mt_result {
                                         the whole list NULL: none          */
     const char *hyp_label;           /* hyp is not the MT but what this says
                                         ("TM 100%": an exact TM match); NULL: MT */
+    /* For TM entries: the source the entry translates, drawn in grey under
+    ** it with the bytes that differ from the segment's source marked
+    ** (nbest_n_marks[i] spans nbest_source_marks[i], in order); the whole
+    ** list, an entry (NULL) or its marks may be missing. */
+    const char *const *nbest_sources;
+    const ui_span *const *nbest_source_marks;
+    const int32_t *nbest_n_marks;
 } ui_mt_result;
 
 /* These copy what they are given into a queue and wake the ui thread; they

@@ -199,11 +199,13 @@ static mt_status etranslate(void *wp, const char *source, const char *prefix,
     memset(&in, 0, sizeof in);
     in.src[0] = source;
     in.prefix = prefix;
+    /* glossary terms: the full MT only; a completion follows what the
+    ** translator typed (a term forced into it could only be appended after
+    ** a finished sentence; QA reports a missing term) */
     const char *terms[MT_BEAM_MAX_CONSTRAINTS];
+    int max_terms = e->gloss_max < MT_BEAM_MAX_CONSTRAINTS ? e->gloss_max : MT_BEAM_MAX_CONSTRAINTS;
     in.terms = terms;
-    in.n_terms = app_glossary_constraints(
-        e->gloss, source, terms,
-        e->gloss_max < MT_BEAM_MAX_CONSTRAINTS ? e->gloss_max : MT_BEAM_MAX_CONSTRAINTS);
+    in.n_terms = is_comp ? 0 : app_glossary_constraints(e->gloss, source, terms, max_terms);
     if (in.n_terms < 0) return mt_seterr(MT_ERR_NOMEM, "edit: out of memory (glossary terms)");
     mt_tr_sentence s;
     mt_tr_result r;

@@ -121,8 +121,9 @@ typedef struct app_edit_model_spec {
     int32_t completion_beam; /* completions                            */
     float normalize;         /* length normalisation exponent          */
     float max_length_factor;
-    /* Glossary terms enforced in the MT (app_glossary_constraints of each
-    ** translated piece of a source: models/translator.h "Terms"), at most
+    /* Glossary terms enforced in the full MT, not in completions
+    ** (app_glossary_constraints of each translated piece of a source:
+    ** models/translator.h "Terms"), at most
     ** glossary_max per piece; NULL or 0: none.  Not owned: it must outlive
     ** every engine loaded with the spec. */
     const struct app_glossary *glossary;

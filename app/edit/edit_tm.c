@@ -6,7 +6,8 @@
 ** best first, in-context exact ones first: the document's neighbouring
 ** sources are passed as context) are put above the MT alternatives, each
 ** labelled "TM NN%" (or "TM ICE"), so that M-1.. picks them as it picks an
-** alternative.  The segment itself (any stored version of the same file at
+** alternative; each with its source, whose tokens that differ from the
+** segment's source (store_tm_diff) are marked.  The segment itself (any stored version of the same file at
 ** the same index) is left out.  The lookups run on the workers' threads,
 ** through a store connection of their own, one at a time (a mutex); the
 ** editor's connection stays on the ui thread.  The MT last posted for each
@@ -34,10 +35,30 @@ struct app_edit_tm {
 typedef struct tm_rows {
     const app_edit_tm *t;
     int64_t seg;
+    const char *query; /* the segment's source */
     int n;
     char *text[APP_EDIT_TM_MAX];
     char label[APP_EDIT_TM_MAX][16];
+    char *source[APP_EDIT_TM_MAX]; /* the match's source (NULL: out of memory) */
+    ui_span *marks[APP_EDIT_TM_MAX]; /* its tokens that differ from query */
+    int32_t n_marks[APP_EDIT_TM_MAX];
 } tm_rows;
+
+/* The differing tokens of source, as ui spans (none on failure). */
+static void diff_marks(const char *query, const char *source, ui_span **out, int32_t *n) {
+    store_tm_span *q = NULL, *sp = NULL;
+    int32_t nq = 0, ns = 0;
+    *out = NULL;
+    *n = 0;
+    if (store_tm_diff(query, source, &q, &nq, &sp, &ns) == MT_OK && ns > 0 &&
+        (*out = mt_try_malloc(sizeof(ui_span) * (size_t)ns)) != NULL) {
+        for (int32_t i = 0; i < ns; i++)
+            (*out)[i] = (ui_span){sp[i].start, sp[i].len};
+        *n = ns;
+    }
+    mt_free(q);
+    mt_free(sp);
+}
 
 static int take_match(void *user, const store_tm_match *m) {
     tm_rows *r = user;
@@ -46,6 +67,8 @@ static int take_match(void *user, const store_tm_match *m) {
     if (r->n >= APP_EDIT_TM_MAX) return 1;
     r->text[r->n] = mt_try_strdup(m->target);
     if (r->text[r->n] == NULL) return 1;
+    r->source[r->n] = mt_try_strdup(m->source);
+    if (r->source[r->n]) diff_marks(r->query, m->source, &r->marks[r->n], &r->n_marks[r->n]);
     if (m->score >= STORE_TM_ICE)
         snprintf(r->label[r->n], sizeof r->label[0], "TM ICE");
     else
@@ -56,7 +79,7 @@ static int take_match(void *user, const store_tm_match *m) {
 
 /* Looks up seg's matches and posts r with them to the inner sink (t->mu held). */
 static mt_status post_with_matches(app_edit_tm *t, int64_t seg, const ui_mt_result *r) {
-    tm_rows rows = {.t = t, .seg = seg};
+    tm_rows rows = {.t = t, .seg = seg, .query = t->doc->segs[seg].source};
     store_tm_query q = {
         .source = t->doc->segs[seg].source,
         .prev = seg > 0 ? t->doc->segs[seg - 1].source : "",
@@ -72,14 +95,21 @@ static mt_status post_with_matches(app_edit_tm *t, int64_t seg, const ui_mt_resu
     int32_t n = rows.n + r->n_nbest;
     const char **texts = mt_try_calloc((size_t)n, sizeof *texts);
     const char **labels = mt_try_calloc((size_t)n, sizeof *labels);
+    const char **sources = mt_try_calloc((size_t)n, sizeof *sources);
+    const ui_span **marks = mt_try_calloc((size_t)n, sizeof *marks);
+    int32_t *n_marks = mt_try_calloc((size_t)n, sizeof *n_marks);
     float *scores = r->nbest_scores ? mt_try_calloc((size_t)n, sizeof *scores) : NULL;
     mt_status ret;
-    if (texts == NULL || labels == NULL || (r->nbest_scores && scores == NULL)) {
+    if (texts == NULL || labels == NULL || sources == NULL || marks == NULL || n_marks == NULL ||
+        (r->nbest_scores && scores == NULL)) {
         ret = t->inner.mt(t->inner.user, seg, r); /* without the TM */
     } else {
         for (int i = 0; i < rows.n; i++) {
             texts[i] = rows.text[i];
             labels[i] = rows.label[i];
+            sources[i] = rows.source[i];
+            marks[i] = rows.marks[i];
+            n_marks[i] = rows.n_marks[i];
         }
         for (int32_t i = 0; i < r->n_nbest; i++) {
             texts[rows.n + i] = r->nbest[i];
@@ -88,6 +118,9 @@ static mt_status post_with_matches(app_edit_tm *t, int64_t seg, const ui_mt_resu
         ui_mt_result r2 = *r;
         r2.nbest = texts;
         r2.nbest_labels = labels;
+        r2.nbest_sources = sources;
+        r2.nbest_source_marks = marks;
+        r2.nbest_n_marks = n_marks;
         r2.nbest_scores = scores;
         r2.n_nbest = n;
         /* an exact match (100% or in-context) takes the MT's place in the
@@ -104,9 +137,15 @@ static mt_status post_with_matches(app_edit_tm *t, int64_t seg, const ui_mt_resu
     }
     mt_free(texts);
     mt_free(labels);
+    mt_free(sources);
+    mt_free(marks);
+    mt_free(n_marks);
     mt_free(scores);
-    for (int i = 0; i < rows.n; i++)
+    for (int i = 0; i < rows.n; i++) {
         mt_free(rows.text[i]);
+        mt_free(rows.source[i]);
+        mt_free(rows.marks[i]);
+    }
     return ret;
 }
 

@@ -21,6 +21,8 @@ typedef struct got {
     char hyp[64], hyp_label[16];
     char text[8][64];
     char label[8][16];
+    char src[8][64];   /* nbest_sources[i], "-" when none */
+    char marks[8][64]; /* its marks as "start+len ..." */
     bool has_labels;
 } got;
 
@@ -35,6 +37,14 @@ static mt_status inner_mt(void *user, int64_t seg, const ui_mt_result *r) {
         snprintf(g->text[i], sizeof g->text[i], "%s", r->nbest[i]);
         snprintf(g->label[i], sizeof g->label[i], "%s",
                  r->nbest_labels && r->nbest_labels[i] ? r->nbest_labels[i] : "");
+        const char *src = r->nbest_sources ? r->nbest_sources[i] : NULL;
+        snprintf(g->src[i], sizeof g->src[i], "%s", src ? src : "-");
+        size_t o = 0;
+        g->marks[i][0] = '\0';
+        for (int32_t k = 0; src && r->nbest_n_marks && k < r->nbest_n_marks[i] && o < 48; k++)
+            o += (size_t)snprintf(g->marks[i] + o, sizeof g->marks[i] - o, "%s%d+%d",
+                                  k ? " " : "", r->nbest_source_marks[i][k].start,
+                                  r->nbest_source_marks[i][k].len);
     }
     return MT_OK;
 }
@@ -97,6 +107,10 @@ int main(int argc, char **argv) {
         CHECK(!strcmp(g.text[0], "Die Datei öffnen") && !strcmp(g.label[0], "TM ICE"),
               "the in-context exact match first: '%s' '%s'", g.text[0], g.label[0]);
         CHECK(!strcmp(g.text[1], "MT eins") && g.label[1][0] == '\0', "then the MT");
+        CHECK(!strcmp(g.src[0], "Open the file") && g.marks[0][0] == '\0' &&
+                  !strcmp(g.src[1], "-"),
+              "the match's source, nothing marked; none for the MT: '%s' [%s] '%s'", g.src[0],
+              g.marks[0], g.src[1]);
         CHECK(!strcmp(g.hyp, "Die Datei öffnen") && !strcmp(g.hyp_label, "TM ICE"),
               "an exact match takes the MT's place in the field, marked: '%s' [%s]", g.hyp,
               g.hyp_label);
@@ -145,6 +159,9 @@ int main(int argc, char **argv) {
                   "refresh: the new match above the same MT: %d '%s'", g.n, g.label[0]);
             CHECK(!strcmp(g.hyp, "MT eins") && g.hyp_label[0] == '\0',
                   "a fuzzy match leaves the MT in the field: '%s'", g.hyp);
+            /* its source with the token this one lacks marked: "!" at 15 */
+            CHECK(!strcmp(g.src[0], "Nothing like it!") && !strcmp(g.marks[0], "15+1"),
+                  "the difference is marked: '%s' [%s]", g.src[0], g.marks[0]);
             g = (got){0};
             app_edit_tm_refresh(tm2, 5); /* no such segment */
             CHECK(g.calls == 0, "refresh of an unknown segment: nothing");

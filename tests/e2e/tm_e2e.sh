@@ -35,7 +35,9 @@ tm -f /dev/null new-session -d -s ed -x 100 -y 30 \
 wait_for "the editor shows segment 3" shows "Source  3/29" || exit 1
 wait_for "the TM match above the alternatives" shows "M-1 TM 80% Kein Aufgabenkalender aktiviert." ||
     exit 1
-check 'screen | grep -A1 -F "M-1 TM 80%" | grep -q "M-2 "' "the MT alternatives follow it"
+check 'screen | grep -A1 -F "M-1 TM 80%" | grep -q "src    No task calendar enabled."' \
+    "the match's source under it"
+check 'screen | grep -A2 -F "M-1 TM 80%" | grep -q "M-2 "' "the MT alternatives follow it"
 keys M-1
 wait_for "M-1 takes the TM match" field_is "Kein Aufgabenkalender aktiviert."
 keys Enter
@@ -80,6 +82,9 @@ keys Enter
 wait_for "segment 2 after the confirmation" shows "Source  2/3"
 # [The folder could not be opened .] / [The file could not be opened .]: 1 hard of 7 -> 85
 wait_for "the confirmed segment 1 offered on segment 2" shows "M-1 TM 85% $mt"
+# under it its source, the word that differs from this segment's underlined
+line=$(marked_line "src    The file could not be opened.")
+check '[ "${line#*src    }" = "The [file] could not be opened." ]' "the TM source, its difference marked: '$line'"
 keys : q ! Enter
 sleep 0.5
 check '[ ! -s err2.txt ]' "nothing on stderr (second document)"
