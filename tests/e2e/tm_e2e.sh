@@ -71,7 +71,7 @@ PO
 tm -f /dev/null new-session -d -s ed -x 100 -y 30 \
     "'$MTPE' edit near.po -m '$FIX/model.npz' -v '$FIX/vocab.spm' '$FIX/vocab.spm' \
      --db near.db 2>err2.txt; echo \"editor exited rc=\$?\"; sleep 60"
-wait_for "the editor shows segment 1" shows "Source  1/3" || exit 1
+wait_s=30 wait_for "the editor shows segment 1" shows "Source  1/3" || exit 1
 wait_for "the MT and its alternatives" shows " M-2 " || exit 1
 check '! shows "TM "' "no TM match yet"
 keys M-1
