@@ -15,6 +15,10 @@
 ** in one transaction.  A file whose content (hash of its bytes) was imported
 ** before is left alone, and the command says so.
 **
+** Export writes every distinct (source, target) pair of the TM; the forms
+** of a PO plural entry pair with the source each translates: form 0 with
+** the msgid, the others with the msgid_plural (as import reads them).
+**
 ** Lookup prints one line per match, best first: SCORE<TAB>SOURCE<TAB>TARGET,
 ** line breaks and tabs inside a text shown as spaces.  SCORE is 0..100, or
 ** 101 for an in-context exact match (the same source, and the same previous

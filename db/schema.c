@@ -74,6 +74,13 @@
 **   glossary_source  index on (project, lower(source)) for lookups
 **   spell_word     the personal dictionary: words the user added, by
 **                  language ('de_DE', 'en_US', ...), with the time added
+**   segment_tm_eff_source  replaces segment_tm_source: index on the source
+**                  a confirmed segment translates (STORE_TM_SOURCE_SQL of
+**                  store_impl.h: msgid_plural for the plural forms 1.. of
+**                  a PO entry, else source), for exact matches
+**   segment.tm_terms  of plural forms 1.. recomputed from msgid_plural
+**                  (version 3 indexed every form under the msgid, so the
+**                  TM paired the msgid with the plural translations)
 */
 #include <stdio.h>
 
@@ -256,14 +263,17 @@ static const char schema_v4[] =
     "    word TEXT NOT NULL CHECK (word <> ''),\n"
     "    added_ms INTEGER NOT NULL,\n"
     "    PRIMARY KEY (lang, word)\n"
-    ") STRICT, WITHOUT ROWID;\n";
+    ") STRICT, WITHOUT ROWID;\n"
+    "DROP INDEX segment_tm_source;\n"
+    "CREATE INDEX segment_tm_eff_source ON segment(" STORE_TM_SOURCE ") WHERE status = 3;\n";
 
-/* Version 3: the index terms of every segment; the update trigger adds
-** the confirmed ones to the index. */
-static mt_status fill_tm_terms(sqlite3 *db) {
+/* Sets segment.tm_terms to the index terms of the text of each row of sel
+** (id, text); the update trigger of version 3 keeps tm_fts and tm_term in
+** step for the confirmed ones. */
+static mt_status set_tm_terms(sqlite3 *db, const char *sel_sql) {
     sqlite3_stmt *sel = NULL, *upd = NULL;
     mt_status ret = MT_OK;
-    int rc = sqlite3_prepare_v2(db, "SELECT id, source FROM segment ORDER BY id", -1, &sel, NULL);
+    int rc = sqlite3_prepare_v2(db, sel_sql, -1, &sel, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "UPDATE segment SET tm_terms = ?2 WHERE id = ?1", -1, &upd,
                                 NULL);
@@ -288,11 +298,24 @@ static mt_status fill_tm_terms(sqlite3 *db) {
     return ret;
 }
 
+/* Version 3: the index terms of every segment; the update trigger adds
+** the confirmed ones to the index. */
+static mt_status fill_tm_terms(sqlite3 *db) {
+    return set_tm_terms(db, "SELECT id, source FROM segment ORDER BY id");
+}
+
+/* Version 4: plural forms 1.. were indexed under the msgid; they translate
+** the msgid_plural (STORE_TM_SOURCE_SQL), whose terms they now get. */
+static mt_status fill_plural_tm_terms(sqlite3 *db) {
+    return set_tm_terms(db, "SELECT id, " STORE_TM_SOURCE " FROM segment"
+                            " WHERE plural_form > 0 AND plural_source IS NOT NULL ORDER BY id");
+}
+
 const store_migration store_migrations[] = {
     {1, "initial schema", schema_v1, NULL},
     {2, "document versions by changed segments", schema_v2, NULL},
     {3, "translation memory index", schema_v3, fill_tm_terms},
-    {4, "glossary and personal dictionary", schema_v4, NULL},
+    {4, "glossary, personal dictionary, plural sources in the TM", schema_v4, fill_plural_tm_terms},
 };
 const int store_n_migrations = (int)(sizeof store_migrations / sizeof store_migrations[0]);
 _Static_assert(sizeof store_migrations / sizeof store_migrations[0] == STORE_SCHEMA_VERSION,

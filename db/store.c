@@ -38,8 +38,9 @@
     "SELECT id, document_id, idx, source, context, plural_source, plural_form,"                    \
     " original_target, target, status, source_words, time_spent_ms, updated_ms FROM segment"
 #define EXPORT_COLUMNS                                                                             \
-    "SELECT d.id, s.id, c.id, s.idx, d.path, d.src_lang, d.tgt_lang, s.context, s.source,"         \
-    " c.text, c.time_ms FROM segment s JOIN document d ON d.id = s.document_id"                    \
+    "SELECT d.id, s.id, c.id, s.idx, d.path, d.src_lang, d.tgt_lang, s.context,"                   \
+    " " STORE_TM_SOURCE_S                                                                          \
+    ", c.text, c.time_ms FROM segment s JOIN document d ON d.id = s.document_id"                   \
     " JOIN confirmation c ON c.id ="                                                               \
     " (SELECT max(c2.id) FROM confirmation c2 WHERE c2.segment_id = s.id)"
 #define RUN_COLUMNS                                                                                \
@@ -75,9 +76,10 @@
                      " VALUES (?1, ?2, ?3, ?4)")                                                   \
     X(VER_LIST, "SELECT id, document_id, content_hash, saved_ms, n_changed FROM doc_version"       \
                 " WHERE document_id = ?1 ORDER BY id")                                             \
-    X(SEGVER_LIST, "SELECT s.idx, s.id, sv.target, sv.status, s.source FROM segment_version sv"    \
-                   " JOIN segment s ON s.id = sv.segment_id WHERE sv.version_id = ?1"              \
-                   " ORDER BY s.idx")                                                              \
+    X(SEGVER_LIST,                                                                                 \
+      "SELECT s.idx, s.id, sv.target, sv.status, " STORE_TM_SOURCE_S " FROM segment_version sv"    \
+      " JOIN segment s ON s.id = sv.segment_id WHERE sv.version_id = ?1"                           \
+      " ORDER BY s.idx")                                                                           \
     X(DOC_INSERT, "INSERT INTO document (path, format, src_lang, tgt_lang, content_hash,"          \
                   " created_ms, opened_ms, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)")       \
     X(DOC_OPENED, "UPDATE document SET opened_ms = ?2 WHERE id = ?1")                              \
@@ -108,20 +110,21 @@
                    " mt_output_id, mt_rank) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")              \
     X(CONF_INSERT, "INSERT INTO confirmation (segment_id, edit_id, text, time_ms, spent_ms)"       \
                    " VALUES (?1, ?2, ?3, ?4, ?5)")                                                 \
-    X(EDITS_SINCE, "SELECT e.id, e.segment_id, s.document_id, s.idx, e.kind, s.source, e.text,"    \
+    X(EDITS_SINCE, "SELECT e.id, e.segment_id, s.document_id, s.idx, e.kind,"                      \
+                   " " STORE_TM_SOURCE_S ", e.text,"                                               \
                    " e.time_ms, e.spent_ms, e.keystrokes, e.mt_output_id, e.mt_rank"               \
                    " FROM edit e JOIN segment s ON s.id = e.segment_id"                            \
                    " WHERE e.time_ms >= ?1 ORDER BY e.time_ms, e.id")                              \
     X(EXPORT_DOC, EXPORT_COLUMNS " WHERE s.document_id = ?1 ORDER BY s.idx")                       \
     X(EXPORT_ALL, EXPORT_COLUMNS " ORDER BY d.id, s.idx")                                          \
-    X(CONFIRMED, "SELECT * FROM (SELECT s.id, d.id, d.path, s.source, s.target,"                   \
+    X(CONFIRMED, "SELECT * FROM (SELECT s.id, d.id, d.path, " STORE_TM_SOURCE_S ", s.target,"      \
                  " coalesce((SELECT max(c.time_ms) FROM confirmation c"                            \
                  " WHERE c.segment_id = s.id), s.updated_ms) AS t,"                                \
                  " (SELECT h.text FROM mt_output o JOIN mt_hypothesis h ON h.output_id = o.id"     \
                  " AND h.rank = 0 WHERE o.segment_id = s.id ORDER BY o.id DESC LIMIT 1)"           \
                  " FROM segment s JOIN document d ON d.id = s.document_id"                         \
                  " WHERE s.status = 3 AND s.target IS NOT NULL AND s.target <> ''"                 \
-                 " AND s.source <> '' AND (?1 = 0 OR s.document_id = ?1))"                         \
+                 " AND " STORE_TM_SOURCE_S " <> '' AND (?1 = 0 OR s.document_id = ?1))"            \
                  " WHERE t >= ?2 ORDER BY 1")                                                      \
     X(MODEL_FIND, "SELECT id FROM model WHERE path = ?1")                                          \
     X(MODEL_INSERT, "INSERT INTO model (path, name, kind, created_ms) VALUES (?1, ?2, ?3, ?4)")    \
@@ -132,18 +135,21 @@
                " metrics = ?5 WHERE id = ?1 AND status = 0")                                       \
     X(RUN_GET, RUN_COLUMNS " WHERE id = ?1")                                                       \
     X(RUN_LIST, RUN_COLUMNS " ORDER BY id DESC")                                                   \
-    X(TM_EXACT, "SELECT id FROM segment WHERE source = ?1 AND status = 3")                         \
+    X(TM_EXACT, "SELECT id FROM segment WHERE " STORE_TM_SOURCE " = ?1 AND status = 3")            \
     X(TM_DF, "SELECT df FROM tm_term WHERE term = ?1")                                             \
     X(TM_POSTINGS, "SELECT rowid FROM tm_fts WHERE tm_fts MATCH ?1")                               \
-    X(TM_SEG, "SELECT s.source, s.target, s.document_id, s.idx, d.origin, d.path, s.updated_ms"    \
+    X(TM_SEG, "SELECT " STORE_TM_SOURCE_S                                                          \
+              ", s.target, s.document_id, s.idx, d.origin, d.path, s.updated_ms"                   \
               " FROM segment s JOIN document d ON d.id = s.document_id"                            \
               " WHERE s.id = ?1 AND s.status = 3")                                                 \
-    X(TM_SRC, "SELECT source FROM segment WHERE id = ?1 AND status = 3")                           \
-    X(TM_NEIGHBOUR, "SELECT source FROM segment WHERE document_id = ?1 AND idx = ?2")              \
-    X(TM_LIST, "SELECT s.source, s.target, d.src_lang, d.tgt_lang, d.format, s.updated_ms,"        \
+    X(TM_SRC, "SELECT " STORE_TM_SOURCE " FROM segment WHERE id = ?1 AND status = 3")              \
+    X(TM_NEIGHBOUR, "SELECT " STORE_TM_SOURCE " FROM segment"                                      \
+                    " WHERE document_id = ?1 AND idx = ?2")                                        \
+    X(TM_LIST, "SELECT " STORE_TM_SOURCE_S                                                         \
+               " AS src, s.target, d.src_lang, d.tgt_lang, d.format, s.updated_ms,"                \
                " min(s.id) AS first FROM segment s JOIN document d ON d.id = s.document_id"        \
                " WHERE s.status = 3 AND s.target IS NOT NULL"                                      \
-               " GROUP BY s.source, s.target, d.src_lang, d.tgt_lang ORDER BY first")              \
+               " GROUP BY src, s.target, d.src_lang, d.tgt_lang ORDER BY first")                   \
     X(TM_STATS,                                                                                    \
       "SELECT d.origin, EXISTS (SELECT 1 FROM confirmation c WHERE c.segment_id = s.id),"          \
       " count(*), total(s.source_words) FROM segment s"                                            \
@@ -758,7 +764,9 @@ static mt_status add_document(store *s, const store_doc_info *info, const store_
         const store_segment_in *g = &segs[i];
         store_seg_status status =
             origin == STORE_ORIGIN_TM_IMPORT ? STORE_SEG_CONFIRMED : g->status;
-        char *terms = store_tm_terms_json(g->source);
+        /* indexed under the source it translates (plural forms 1..: msgid_plural) */
+        char *terms =
+            store_tm_terms_json(STORE_TM_SOURCE_OF(g->source, g->plural_source, g->plural_form));
         if (terms == NULL) {
             ret = mt_seterr(MT_ERR_NOMEM, "store %s: %s: out of memory", s->path, op);
             goto fail;

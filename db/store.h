@@ -171,7 +171,7 @@ typedef struct store_version_segment {
     int64_t seg_id;
     const char *target; /* NULL when none */
     store_seg_status status;
-    const char *source; /* the segment's */
+    const char *source; /* the source it translates (store_tm.h: plural forms) */
 } store_version_segment;
 typedef int (*store_version_segment_fn)(void *user, const store_version_segment *g);
 /* The segments a save changed, by index. */
@@ -292,7 +292,7 @@ typedef struct store_edit {
     int64_t id, seg_id, doc_id;
     int32_t seg_index;
     store_edit_kind kind;
-    const char *source; /* the segment's source text */
+    const char *source; /* the source it translates (store_tm.h: plural forms) */
     const char *text;
     int64_t time_ms, spent_ms;
     int32_t keystrokes;
@@ -311,9 +311,9 @@ typedef struct store_export_row {
     int64_t doc_id, seg_id, confirmation_id;
     int32_t seg_index;
     const char *doc_path, *src_lang, *tgt_lang;
-    const char *context; /* NULL when none */
-    const char *source, *target;
-    int64_t time_ms; /* when it was confirmed */
+    const char *context;         /* NULL when none */
+    const char *source, *target; /* source: the one it translates (store_tm.h) */
+    int64_t time_ms;             /* when it was confirmed */
 } store_export_row;
 typedef int (*store_export_fn)(void *user, const store_export_row *row);
 mt_status store_export_confirmed(store *s, int64_t doc_id, store_export_fn fn, void *user);
@@ -326,7 +326,7 @@ mt_status store_export_confirmed(store *s, int64_t doc_id, store_export_fn fn, v
 ** the segment's latest MT output (NULL when none was shown). */
 typedef struct store_confirmed {
     int64_t seg_id, doc_id;
-    const char *doc_path, *source, *target, *mt;
+    const char *doc_path, *source, *target, *mt; /* source: as in store_tm.h */
     int64_t time_ms;
 } store_confirmed;
 typedef int (*store_confirmed_fn)(void *user, const store_confirmed *c);

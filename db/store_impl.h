@@ -28,6 +28,27 @@ typedef struct store_migration {
 ** at compile time in schema.c). */
 #define STORE_SCHEMA_VERSION 4
 
+/* The source a segment translates, as an SQL expression over the columns
+** of segment (prefix "s." or ""): a PO plural entry is stored as one
+** segment per form, each with the msgid as source, msgid_plural as
+** plural_source and k as plural_form; form 0 translates the msgid, forms
+** 1.. the msgid_plural.  The translation memory, the corpus exports and
+** fine-tuning read this, never source alone.  The exact-match index of
+** schema version 4 (segment_tm_eff_source) is on this same expression:
+** keep the two in step (SQLite matches an indexed expression by its
+** text). */
+#define STORE_TM_SOURCE_SQL(p)                                                                     \
+    "(CASE WHEN " p "plural_form > 0 AND " p "plural_source IS NOT NULL THEN " p                   \
+    "plural_source ELSE " p "source END)"
+
+/* The two forms the statements use: over segment, over segment s. */
+#define STORE_TM_SOURCE STORE_TM_SOURCE_SQL("")
+#define STORE_TM_SOURCE_S STORE_TM_SOURCE_SQL("s.")
+
+/* The same in C, for a segment being inserted (store_segment_in fields). */
+#define STORE_TM_SOURCE_OF(src, plural_src, form)                                                  \
+    ((plural_src) != NULL && (form) > 0 ? (plural_src) : (src))
+
 /* The migrations of this build: versions 1..STORE_SCHEMA_VERSION in order. */
 extern const store_migration store_migrations[];
 extern const int store_n_migrations;

@@ -8,6 +8,15 @@
 ** A segment edited again after its confirmation leaves the TM until it is
 ** confirmed again.
 **
+** TM source: the text a segment translates.  A PO plural entry is stored
+** as one segment per form, each with the msgid as its source, the
+** msgid_plural as plural_source and its form number: form 0 translates the
+** msgid, forms 1.. the msgid_plural.  Lookups, matches, the index terms,
+** store_tm_list (`mtpe tm export`) and the fine-tuning and corpus rows of
+** store.h (store_list_confirmed, store_export_confirmed, ...) all use this
+** source, so "Delete %d file" finds only the singular's translation and
+** "Delete %d files" the plural forms'.
+**
 ** Fuzzy score (store_tm_score), as CAT tools compute it, on tokens:
 **
 **   tokens    placeholders (printf %s %1$d %-5.2f, Python %(name)s, {0}

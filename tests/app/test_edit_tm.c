@@ -42,8 +42,8 @@ static mt_status inner_mt(void *user, int64_t seg, const ui_mt_result *r) {
         size_t o = 0;
         g->marks[i][0] = '\0';
         for (int32_t k = 0; src && r->nbest_n_marks && k < r->nbest_n_marks[i] && o < 48; k++)
-            o += (size_t)snprintf(g->marks[i] + o, sizeof g->marks[i] - o, "%s%d+%d",
-                                  k ? " " : "", r->nbest_source_marks[i][k].start,
+            o += (size_t)snprintf(g->marks[i] + o, sizeof g->marks[i] - o, "%s%d+%d", k ? " " : "",
+                                  r->nbest_source_marks[i][k].start,
                                   r->nbest_source_marks[i][k].len);
     }
     return MT_OK;
@@ -107,8 +107,7 @@ int main(int argc, char **argv) {
         CHECK(!strcmp(g.text[0], "Die Datei öffnen") && !strcmp(g.label[0], "TM ICE"),
               "the in-context exact match first: '%s' '%s'", g.text[0], g.label[0]);
         CHECK(!strcmp(g.text[1], "MT eins") && g.label[1][0] == '\0', "then the MT");
-        CHECK(!strcmp(g.src[0], "Open the file") && g.marks[0][0] == '\0' &&
-                  !strcmp(g.src[1], "-"),
+        CHECK(!strcmp(g.src[0], "Open the file") && g.marks[0][0] == '\0' && !strcmp(g.src[1], "-"),
               "the match's source, nothing marked; none for the MT: '%s' [%s] '%s'", g.src[0],
               g.marks[0], g.src[1]);
         CHECK(!strcmp(g.hyp, "Die Datei öffnen") && !strcmp(g.hyp_label, "TM ICE"),
@@ -178,6 +177,51 @@ int main(int argc, char **argv) {
         ed_mt_free(m);
     }
     app_edit_tm_free(tm);
+
+    /* a PO plural entry: the editor shows form 0 with the msgid, form 1
+    ** with the msgid_plural as source; a confirmed copy of the entry in
+    ** another file gives each form its own translation, in context
+    ** (before, the msgid paired with both forms and form 1 found nothing) */
+    store *st3 = NULL;
+    CHECK_STATUS(store_open(db, &st3));
+    store_segment_in pl[] = {
+        {.source = "Delete %d file",
+         .plural_source = "Delete %d files",
+         .plural_form = 0,
+         .target = "%d Datei löschen",
+         .status = STORE_SEG_CONFIRMED},
+        {.source = "Delete %d file",
+         .plural_source = "Delete %d files",
+         .plural_form = 1,
+         .target = "%d Dateien löschen",
+         .status = STORE_SEG_CONFIRMED},
+    };
+    store_doc_info pi = {"/docs/old.po", STORE_FORMAT_PO, "en", "de", "h4"};
+    CHECK_STATUS(store_add_document(st3, &pi, pl, 2, &id));
+    store_close(st3);
+    static const ui_segment psegs[] = {{.source = "Delete %d file"}, {.source = "Delete %d files"}};
+    ui_document pdoc = {.segs = psegs, .n_segs = 2};
+    app_edit_tm *tm3 = NULL;
+    CHECK_STATUS(app_edit_tm_open(db, "/docs/new.po", &pdoc, inner, &tm3));
+    if (tm3) {
+        app_edit_sink s3 = app_edit_tm_sink(tm3);
+        const char *nbest[] = {"MT eins", "MT zwei"};
+        ui_mt_result r = {.hyp = "MT eins", .nbest = nbest, .n_nbest = 2};
+        /* form 0: the singular; the plural form's source scores 66 (1 hard
+        ** edit of 3 tokens), under 75 */
+        g = (got){0};
+        CHECK_STATUS(s3.mt(s3.user, 0, &r));
+        CHECK(g.n == 3 && !strcmp(g.text[0], "%d Datei löschen") && !strcmp(g.label[0], "TM ICE") &&
+                  !strcmp(g.hyp, "%d Datei löschen"),
+              "plural form 0: the singular only: %d '%s' [%s]", g.n, g.hyp, g.label[0]);
+        g = (got){0};
+        CHECK_STATUS(s3.mt(s3.user, 1, &r));
+        CHECK(g.n == 3 && !strcmp(g.text[0], "%d Dateien löschen") &&
+                  !strcmp(g.label[0], "TM ICE") && !strcmp(g.src[0], "Delete %d files") &&
+                  !strcmp(g.hyp, "%d Dateien löschen"),
+              "plural form 1: the plural form's translation: %d '%s' [%s]", g.n, g.hyp, g.label[0]);
+    }
+    app_edit_tm_free(tm3);
     char side[300];
     unlink(db);
     snprintf(side, sizeof side, "%s-wal", db);

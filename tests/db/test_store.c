@@ -1111,6 +1111,29 @@ static void seed_v3(sqlite3 *db) {
         sqlite3_free(sql);
         mt_free(terms);
     }
+    /* a PO plural entry as version 3 stored it: one segment per form, each
+    ** with the msgid as source and indexed under the msgid's terms (the TM
+    ** paired "Delete %d file" with the plural translation); an unconfirmed
+    ** entry too */
+    char *t_del = store_tm_terms_json("Delete %d file");
+    char *t_copy = store_tm_terms_json("Copy %d item");
+    char *sql = sqlite3_mprintf(
+        "INSERT INTO document (id, path, format, src_lang, tgt_lang, content_hash, created_ms,"
+        " opened_ms) VALUES (2, 'plural.po', 0, 'en', 'de', 'h2', 1000, 1000);"
+        "INSERT INTO segment (id, document_id, idx, source, plural_source, plural_form,"
+        " original_target, target, status, original_status, updated_ms, tm_terms) VALUES"
+        " (5, 2, 0, 'Delete %%d file', 'Delete %%d files', 0, '%%d Datei löschen',"
+        " '%%d Datei löschen', 3, 3, 1000, %Q),"
+        " (6, 2, 1, 'Delete %%d file', 'Delete %%d files', 1, '%%d Dateien löschen',"
+        " '%%d Dateien löschen', 3, 3, 1000, %Q),"
+        " (7, 2, 2, 'Copy %%d item', 'Copy %%d items', 0, NULL, NULL, 0, 0, 1000, %Q),"
+        " (8, 2, 3, 'Copy %%d item', 'Copy %%d items', 1, NULL, NULL, 0, 0, 1000, %Q);",
+        t_del, t_del, t_copy, t_copy);
+    CHECK(sql && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "seed v3 plural: %s",
+          sqlite3_errmsg(db));
+    sqlite3_free(sql);
+    mt_free(t_del);
+    mt_free(t_copy);
 }
 
 static void check_v3(store *s) {
@@ -1129,6 +1152,55 @@ static void check_v3(store *s) {
                        " VALUES ('file', 'Datei', 2)",
                        NULL, NULL, NULL) != SQLITE_OK,
           "the same term pair twice is refused");
+    /* v3 -> v4: plural forms 1.. are indexed under the msgid_plural; the
+    ** msgid finds the singular only, the msgid_plural the plural form */
+    tm_hits h = {0};
+    store_tm_query q = {.source = "Delete %d file", .min_score = 75, .max_results = 5};
+    CHECK_STATUS(store_tm_lookup(s, &q, tm_hit, &h));
+    CHECK(h.n == 1 && h.score[0] == 100 && !strcmp(h.target[0], "%d Datei löschen"),
+          "v3 -> v4: the msgid finds the singular only (%d: %s)", h.n, h.n ? h.target[0] : "");
+    h = (tm_hits){0};
+    q.source = "Delete %d files";
+    CHECK_STATUS(store_tm_lookup(s, &q, tm_hit, &h));
+    CHECK(h.n == 1 && h.score[0] == 100 && !strcmp(h.target[0], "%d Dateien löschen"),
+          "v3 -> v4: the msgid_plural finds the plural form (%d)", h.n);
+    /* confirmed sources holding each term: file: "Open the file", "Save
+    ** the file as", "Delete %d file"; files: form 1 only; delete: both */
+    CHECK(pragma_int(db, "SELECT df FROM tm_term WHERE term = 'file'") == 3 &&
+              pragma_int(db, "SELECT df FROM tm_term WHERE term = 'files'") == 1 &&
+              pragma_int(db, "SELECT df FROM tm_term WHERE term = 'delete'") == 2 &&
+              pragma_int(db, "SELECT count(*) FROM tm_term WHERE term = 'items'") == 0,
+          "v3 -> v4: term frequencies follow the plural sources");
+    CHECK(pragma_int(db, "SELECT count(*) FROM tm_fts WHERE tm_fts MATCH '\"files\"'") == 1 &&
+              pragma_int(db, "SELECT count(*) FROM tm_fts WHERE tm_fts MATCH '\"file\"'") == 3,
+          "v3 -> v4: the FTS index follows the plural sources");
+    CHECK(pragma_int(db, "SELECT count(*) FROM segment WHERE id = 8 AND tm_terms ="
+                         " '[\"copy\",\"items\"]'") == 1 &&
+              pragma_int(db, "SELECT count(*) FROM segment WHERE id = 7 AND tm_terms ="
+                             " '[\"copy\",\"item\"]'") == 1,
+          "v3 -> v4: an unconfirmed plural form gets its terms too");
+    CHECK(pragma_int(db, "SELECT count(*) FROM segment WHERE source = 'Delete %d file'") == 2,
+          "v3 -> v4: the segments keep the msgid as source");
+    /* the exact lookup uses the index on the effective source */
+    {
+        sqlite3_stmt *st = NULL;
+        bool idx = false;
+        CHECK(sqlite3_prepare_v2(db,
+                                 "EXPLAIN QUERY PLAN SELECT id FROM segment WHERE (CASE WHEN"
+                                 " plural_form > 0 AND plural_source IS NOT NULL THEN"
+                                 " plural_source ELSE source END) = 'x' AND status = 3",
+                                 -1, &st, NULL) == SQLITE_OK,
+              "explain: %s", sqlite3_errmsg(db));
+        while (st && sqlite3_step(st) == SQLITE_ROW) {
+            const char *d = (const char *)sqlite3_column_text(st, 3);
+            if (d && strstr(d, "segment_tm_eff_source")) idx = true;
+        }
+        sqlite3_finalize(st);
+        CHECK(idx, "v3 -> v4: exact lookups use segment_tm_eff_source");
+    }
+    /* removing the plural document leaves the TM of version 2's checks */
+    CHECK(sqlite3_exec(db, "DELETE FROM document WHERE id = 2", NULL, NULL, NULL) == SQLITE_OK,
+          "delete the plural document: %s", sqlite3_errmsg(db));
     check_v2(s);
 }
 

@@ -339,6 +339,214 @@ static void test_lookup(void) {
     store_close(s);
 }
 
+/* ---------------------------------------------------------- plural forms */
+
+/* Document frequency of one index term (0 when absent). */
+static int64_t term_df(store *s, const char *term) {
+    sqlite3_stmt *st = NULL;
+    int64_t df = 0;
+    if (sqlite3_prepare_v2(store_db(s), "SELECT df FROM tm_term WHERE term = ?1", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, term, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) df = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return df;
+}
+
+typedef struct pairs_seen {
+    int n;
+    char source[16][64], target[16][64];
+} pairs_seen;
+
+static int collect_list(void *user, const store_tm_row *r) {
+    pairs_seen *p = user;
+    if (p->n < 16) {
+        snprintf(p->source[p->n], 64, "%s", r->source);
+        snprintf(p->target[p->n], 64, "%s", r->target);
+    }
+    p->n++;
+    return 0;
+}
+
+static int collect_confirmed(void *user, const store_confirmed *c) {
+    pairs_seen *p = user;
+    if (p->n < 16) {
+        snprintf(p->source[p->n], 64, "%s", c->source);
+        snprintf(p->target[p->n], 64, "%s", c->target);
+    }
+    p->n++;
+    return 0;
+}
+
+static int collect_export_row(void *user, const store_export_row *r) {
+    pairs_seen *p = user;
+    if (p->n < 16) {
+        snprintf(p->source[p->n], 64, "%s", r->source);
+        snprintf(p->target[p->n], 64, "%s", r->target);
+    }
+    p->n++;
+    return 0;
+}
+
+/* The pair (source, target) is among the n first of p. */
+static bool has_pair(const pairs_seen *p, const char *source, const char *target) {
+    for (int i = 0; i < p->n && i < 16; i++)
+        if (!strcmp(p->source[i], source) && !strcmp(p->target[i], target)) return true;
+    return false;
+}
+
+static int check_msgid_seg(void *user, const store_segment *g) {
+    *(bool *)user = !strcmp(g->source, "Delete %d file") && g->plural_source &&
+                    !strcmp(g->plural_source, "Delete %d files") && g->plural_form == 2;
+    return 0;
+}
+
+/* The segment keeps the msgid as its source (the editor keys by it). */
+static void seg_msgid_check(store *s, int64_t seg_id) {
+    bool ok = false;
+    CHECK_STATUS(store_get_segment(s, seg_id, check_msgid_seg, &ok));
+    CHECK(ok, "the stored segment keeps msgid, msgid_plural and its form");
+}
+
+/* A PO plural entry is stored as one segment per form, each with the msgid
+** as source: the TM source of form 0 is the msgid, of forms 1.. the
+** msgid_plural (what they translate). */
+static void test_plural(void) {
+    store *s = NULL;
+    CHECK_STATUS(store_open(":memory:", &s));
+    if (!s) return;
+    int64_t clock = 1000;
+    store_set_clock(s, fixed_clock, &clock);
+    store_segment_in a[] = {
+        {.source = "Intro", .target = "Einleitung", .status = STORE_SEG_CONFIRMED},
+        {.source = "Delete %d file",
+         .plural_source = "Delete %d files",
+         .plural_form = 0,
+         .target = "%d Datei löschen",
+         .status = STORE_SEG_CONFIRMED},
+        {.source = "Delete %d file",
+         .plural_source = "Delete %d files",
+         .plural_form = 1,
+         .target = "%d Dateien löschen",
+         .status = STORE_SEG_CONFIRMED},
+        {.source = "End", .target = "Ende", .status = STORE_SEG_CONFIRMED},
+    };
+    int64_t da = 0;
+    CHECK_STATUS(store_add_document(s, &doc_a, a, 4, &da));
+    check_index_consistent(s, "plural entry added");
+    /* terms: "file" only in form 0's source, "files" only in form 1's */
+    CHECK(term_df(s, "file") == 1 && term_df(s, "files") == 1 && term_df(s, "delete") == 2,
+          "plural terms: file %lld, files %lld, delete %lld", (long long)term_df(s, "file"),
+          (long long)term_df(s, "files"), (long long)term_df(s, "delete"));
+
+    /* the msgid: only the singular as 100%; the plural form's source
+    ** "Delete %d files" is 1 hard edit of 3 tokens: floor(200/3) = 66 */
+    hits h = lookup(s, "Delete %d file", NULL, NULL, 75);
+    CHECK(h.n == 1 && h.score[0] == 100 && !strcmp(h.target[0], "%d Datei löschen") &&
+              !strcmp(h.source[0], "Delete %d file"),
+          "msgid: the singular only (%d: %s)", h.n, h.n ? h.target[0] : "");
+    h = lookup(s, "Delete %d file", NULL, NULL, 60);
+    CHECK(h.n == 2 && h.score[0] == 100 && !strcmp(h.target[0], "%d Datei löschen") &&
+              h.score[1] == 66 && !strcmp(h.source[1], "Delete %d files") &&
+              !strcmp(h.target[1], "%d Dateien löschen"),
+          "msgid at 60: the plural form as a 66 of its own source (%d)", h.n);
+    /* the msgid_plural: the plural form's translation as 100% */
+    h = lookup(s, "Delete %d files", NULL, NULL, 75);
+    CHECK(h.n == 1 && h.score[0] == 100 && !strcmp(h.target[0], "%d Dateien löschen") &&
+              !strcmp(h.source[0], "Delete %d files"),
+          "msgid_plural: the plural form (%d: %s)", h.n, h.n ? h.target[0] : "");
+    /* in context: the neighbours are the effective sources too (the
+    ** editor shows the msgid_plural as form 1's source) */
+    h = lookup(s, "Delete %d file", "Intro", "Delete %d files", 75);
+    CHECK(h.n == 1 && h.score[0] == STORE_TM_ICE, "form 0 in context: ICE (%d)",
+          h.n ? h.score[0] : -1);
+    h = lookup(s, "Delete %d files", "Delete %d file", "End", 75);
+    CHECK(h.n == 1 && h.score[0] == STORE_TM_ICE, "form 1 in context: ICE (%d)",
+          h.n ? h.score[0] : -1);
+    h = lookup(s, "End", "Delete %d files", "", 75);
+    CHECK(h.n == 1 && h.score[0] == STORE_TM_ICE, "after a plural entry: ICE");
+    h = lookup(s, "End", "Delete %d file", "", 75);
+    CHECK(h.n == 1 && h.score[0] == 100, "the msgid is not form 1's source: no ICE");
+
+    /* a three-form language: forms 1 and 2 both translate the plural */
+    store_doc_info pl = {"pl.po", STORE_FORMAT_PO, "en", "pl", "hash-pl"};
+    store_segment_in p[] = {
+        {.source = "Delete %d file",
+         .plural_source = "Delete %d files",
+         .plural_form = 0,
+         .target = "Usuń %d plik",
+         .status = STORE_SEG_CONFIRMED},
+        {.source = "Delete %d file",
+         .plural_source = "Delete %d files",
+         .plural_form = 1,
+         .target = "Usuń %d pliki",
+         .status = STORE_SEG_CONFIRMED},
+        {.source = "Delete %d file",
+         .plural_source = "Delete %d files",
+         .plural_form = 2,
+         .target = "Usuń %d plików",
+         .status = STORE_SEG_NEW},
+    };
+    int64_t dp = 0;
+    CHECK_STATUS(store_add_document(s, &pl, p, 3, &dp));
+    h = lookup(s, "Delete %d files", NULL, NULL, 75);
+    CHECK(h.n == 2 && h.score[0] == 100 && h.score[1] == 100 &&
+              !strcmp(h.target[0], "Usuń %d pliki") && !strcmp(h.target[1], "%d Dateien löschen"),
+          "msgid_plural: form 1 of both, newest first (%d)", h.n);
+    /* confirming form 2 in the editor adds it under the plural source */
+    int64_t seg2 = 0, cid = 0;
+    {
+        sqlite3_stmt *st = NULL;
+        sqlite3_prepare_v2(store_db(s),
+                           "SELECT id FROM segment WHERE document_id = ?1 AND plural_form = 2", -1,
+                           &st, NULL);
+        sqlite3_bind_int64(st, 1, dp);
+        if (sqlite3_step(st) == SQLITE_ROW) seg2 = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    CHECK_STATUS(store_confirm(s, seg2, "Usuń %d plików", 100, 10, &cid));
+    h = lookup(s, "Delete %d files", NULL, NULL, 75);
+    CHECK(h.n == 3 && !strcmp(h.target[0], "Usuń %d plików"), "form 2 confirmed: found (%d)", h.n);
+    h = lookup(s, "Delete %d file", NULL, NULL, 75);
+    CHECK(
+        h.n == 2 &&
+            (!strcmp(h.target[0], "Usuń %d plik") || !strcmp(h.target[1], "Usuń %d plik")) &&
+            (!strcmp(h.target[0], "%d Datei löschen") || !strcmp(h.target[1], "%d Datei löschen")),
+        "msgid: the two singulars only (%d)", h.n);
+    check_index_consistent(s, "plural form confirmed");
+    CHECK(term_df(s, "files") == 3 && term_df(s, "file") == 2, "terms after: files %lld, file %lld",
+          (long long)term_df(s, "files"), (long long)term_df(s, "file"));
+
+    /* tm export, fine-tuning data, corpus export: each form with its source */
+    pairs_seen ps = {0};
+    CHECK_STATUS(store_tm_list(s, collect_list, &ps));
+    CHECK(ps.n == 7, "tm list: 7 pairs (4 + 3 segments, all distinct), got %d", ps.n);
+    CHECK(has_pair(&ps, "Delete %d file", "%d Datei löschen") &&
+              has_pair(&ps, "Delete %d files", "%d Dateien löschen") &&
+              has_pair(&ps, "Delete %d file", "Usuń %d plik") &&
+              has_pair(&ps, "Delete %d files", "Usuń %d pliki") &&
+              has_pair(&ps, "Delete %d files", "Usuń %d plików") &&
+              !has_pair(&ps, "Delete %d file", "%d Dateien löschen") &&
+              !has_pair(&ps, "Delete %d file", "Usuń %d plików"),
+          "tm list pairs each form with its own source");
+    ps = (pairs_seen){0};
+    CHECK_STATUS(store_list_confirmed(s, 0, INT64_MIN, collect_confirmed, &ps));
+    CHECK(ps.n == 7 && has_pair(&ps, "Delete %d file", "%d Datei löschen") &&
+              has_pair(&ps, "Delete %d files", "%d Dateien löschen") &&
+              has_pair(&ps, "Delete %d files", "Usuń %d plików") &&
+              !has_pair(&ps, "Delete %d file", "%d Dateien löschen"),
+          "confirmed segments (fine-tuning) pair each form with its source (%d)", ps.n);
+    ps = (pairs_seen){0};
+    CHECK_STATUS(store_export_confirmed(s, dp, collect_export_row, &ps));
+    CHECK(ps.n == 1 && has_pair(&ps, "Delete %d files", "Usuń %d plików"),
+          "export of the confirmation: form 2 with the plural source (%d)", ps.n);
+    /* the store itself keeps the msgid as every form's source */
+    seg_msgid_check(s, seg2);
+    CHECK_STATUS(store_check(s));
+    store_close(s);
+}
+
 /* --------------------------------------------- index against brute force */
 
 typedef struct pair {
@@ -441,6 +649,7 @@ int main(int argc, char **argv) {
     test_diff();
     test_terms();
     test_lookup();
+    test_plural();
     test_against_brute_force();
     TEST_MAIN_END();
 }
