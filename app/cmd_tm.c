@@ -226,11 +226,7 @@ static mt_status read_import(import_file *f, const app_opts *o) {
     size_t len = 0;
     mt_status rc = app_doc_read_file(f->path, &raw, &len);
     if (rc != MT_OK) return rc;
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, as the editor hashes files */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)raw[i];
-        h *= 0x100000001b3ull;
-    }
+    uint64_t h = mt_fnv1a(MT_FNV1A_INIT, raw, len); /* as the editor hashes files */
     mt_free(raw);
     snprintf(f->hash, sizeof f->hash, "fnv1a64:%016llx:%llu", (unsigned long long)h,
              (unsigned long long)len);

@@ -14,6 +14,20 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------------ hash */
+
+/* FNV-1a, 64 bits: the hash of n bytes at p, continuing from h (start
+** with MT_FNV1A_INIT).  Hash tables and content digests of the project. */
+#define MT_FNV1A_INIT 0xcbf29ce484222325ull
+static inline uint64_t mt_fnv1a(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
 /* ---------------------------------------------------------------- status */
 
 typedef enum mt_status {

@@ -44,15 +44,6 @@ struct app_interner {
     uint64_t mask;
 };
 
-static uint64_t fnv1a(const char *s, size_t len) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 mt_status app_interner_init(app_interner **out) {
     app_interner *in = mt_try_calloc(1, sizeof *in);
     if (in == NULL) goto nomem;
@@ -101,7 +92,7 @@ static int32_t interner_lookup(const app_interner *in, const char *s, size_t len
 
 int32_t app_interner_find(const app_interner *in, const char *s, size_t len) {
     uint64_t slot;
-    return interner_lookup(in, s, len, fnv1a(s, len), &slot);
+    return interner_lookup(in, s, len, mt_fnv1a(MT_FNV1A_INIT, s, len), &slot);
 }
 
 static mt_status interner_grow_slots(app_interner *in) {
@@ -122,7 +113,7 @@ static mt_status interner_grow_slots(app_interner *in) {
 }
 
 mt_status app_interner_add(app_interner *in, const char *s, size_t len, int32_t *id) {
-    uint64_t h = fnv1a(s, len), slot;
+    uint64_t h = mt_fnv1a(MT_FNV1A_INIT, s, len), slot;
     int32_t found = interner_lookup(in, s, len, h, &slot);
     if (found >= 0) {
         *id = found;

@@ -55,8 +55,8 @@ typedef struct unit {
     ui_span *terms;
     int32_t n_terms;
     char *terms_line;
-    char *mt_source;    /* what is translated (a copy of source)         */
-    char *target;       /* current target, "" when none                  */
+    char *mt_source; /* what is translated (a copy of source)         */
+    char *target;    /* current target, "" when none                  */
     ui_seg_status status;
     int64_t seg_id; /* store row of the current document version     */
     int64_t mt_id;  /* latest MT output stored for it (0: none)      */
@@ -99,7 +99,7 @@ struct app_edit_ctl {
     char *model_path; /* cache of the last model id */
     int64_t model_id;
     app_edit_tuner *tuner; /* :tune; NULL: not available */
-    disk_stamp disk; /* the saved-to file as opened or last saved */
+    disk_stamp disk;       /* the saved-to file as opened or last saved */
     /* p.glossary_project's terms; NULL: none */
     app_glossary *gloss;
 };
@@ -126,15 +126,12 @@ static mt_status hash_file(const char *path, char **out) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (f == NULL) return mt_seterr(MT_ERR_IO, "cannot read %s to hash it", path);
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, 64 bits */
+    uint64_t h = MT_FNV1A_INIT;
     uint64_t len = 0;
     unsigned char buf[65536];
     size_t got;
     while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-        for (size_t i = 0; i < got; i++) {
-            h ^= buf[i];
-            h *= 0x100000001b3ull;
-        }
+        h = mt_fnv1a(h, buf, got);
         len += got;
     }
     bool err = ferror(f) != 0;

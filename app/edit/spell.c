@@ -46,15 +46,6 @@ typedef struct wset {
     size_t cap, n; /* cap: 0 or a power of two */
 } wset;
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static void wset_clear(wset *s) {
     for (size_t i = 0; i < s->cap; i++)
         mt_free(s->key[i]);
@@ -65,7 +56,7 @@ static void wset_clear(wset *s) {
 
 /* Slot of w[0..n): where it is, or the empty slot where it would go. */
 static size_t wset_slot(const wset *s, const char *w, size_t n) {
-    size_t i = (size_t)hash_bytes(w, n) & (s->cap - 1);
+    size_t i = (size_t)mt_fnv1a(MT_FNV1A_INIT, w, n) & (s->cap - 1);
     while (s->key[i] && !(strlen(s->key[i]) == n && memcmp(s->key[i], w, n) == 0))
         i = (i + 1) & (s->cap - 1);
     return i;

@@ -896,30 +896,10 @@ mt_status app_tmx_read(const char *path, const char *src_lang, const char *trg_l
     size_t len = 0;
     mt_status rc = app_doc_read_file(path, &raw, &len);
     if (rc != MT_OK) return rc;
-    if (len > INT_MAX) {
-        mt_free(raw);
-        return mt_seterr(MT_ERR_FORMAT, "%s: too large for libxml2", path);
-    }
-    xmlInitParser();
-    app_xml_errors er;
-    app_xml_errors_begin(&er);
     xmlDocPtr doc = NULL;
-    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
-    if (ctxt != NULL) {
-        doc = xmlCtxtReadMemory(ctxt, raw, (int)len, path, NULL,
-                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-        if (doc == NULL && er.msg[0] == '\0') {
-            xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
-            if (e) app_xml_errors_keep(&er, e);
-        }
-        xmlFreeParserCtxt(ctxt);
-    }
-    app_xml_errors_end(&er);
+    rc = app_xml_parse(path, raw, len, NULL, "malformed XML: ", &doc);
     mt_free(raw);
-    if (doc == NULL) {
-        if (er.msg[0] == '\0') return mt_seterr(MT_ERR_NOMEM, "out of memory reading %s", path);
-        return mt_seterr(MT_ERR_FORMAT, "%s:%d: malformed XML: %s", path, er.line, er.msg);
-    }
+    if (rc != MT_OK) return rc;
     app_doc_buf sb = {0}, tb = {0};
     xmlNodePtr root = xmlDocGetRootElement(doc);
     if (!is_elem(root, "tmx")) {

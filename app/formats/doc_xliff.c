@@ -844,31 +844,12 @@ static mt_status copy_lang(app_doc *d, xmlNodePtr file, const char *attr, char *
 
 mt_status app_doc_xliff_open(app_doc *d) {
     mt_status rc;
-    app_xml_errors er;
-    xmlParserCtxtPtr ctxt = NULL;
     xl_doc *x = mt_try_calloc(1, sizeof *x);
     if (x == NULL) return nomem(d);
     d->ops = &xl_ops;
     d->impl = x;
-    xmlInitParser();
-    if (d->raw_len > INT32_MAX)
-        return mt_seterr(MT_ERR_FORMAT, "%s: too large for libxml2", d->path);
-    app_xml_errors_begin(&er);
-    ctxt = xmlNewParserCtxt();
-    if (ctxt != NULL) {
-        x->doc = xmlCtxtReadMemory(ctxt, d->raw, (int)d->raw_len, d->path, NULL,
-                                   XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-        if (x->doc == NULL && er.msg[0] == '\0') {
-            xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
-            if (e) app_xml_errors_keep(&er, e);
-        }
-        xmlFreeParserCtxt(ctxt);
-    }
-    app_xml_errors_end(&er);
-    if (x->doc == NULL) {
-        if (er.msg[0] == '\0') return nomem(d);
-        return mt_seterr(MT_ERR_FORMAT, "%s:%d: %s", d->path, er.line, er.msg);
-    }
+    rc = app_xml_parse(d->path, d->raw, d->raw_len, NULL, "", &x->doc);
+    if (rc != MT_OK) return rc == MT_ERR_NOMEM ? nomem(d) : rc;
     xmlNodePtr root = xmlDocGetRootElement(x->doc);
     if (!is_xl(root, "xliff"))
         return mt_seterr(MT_ERR_FORMAT, "%s:%ld: root element is <%s>, not <xliff>", d->path,

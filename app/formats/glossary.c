@@ -193,15 +193,6 @@ static void gtoks_free(gtoks *t) {
     memset(t, 0, sizeof *t);
 }
 
-static uint64_t fnv(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 /* Tokens of s[0..n) (rules in glossary.h). */
 static mt_status tokenize(const char *s, size_t n, gtoks *t) {
     memset(t, 0, sizeof *t);
@@ -246,7 +237,7 @@ static mt_status tokenize(const char *s, size_t n, gtoks *t) {
             }
         g->len = (int32_t)(i - (size_t)g->start);
         g->fold_len = (int32_t)(t->fold_n - (size_t)g->fold_off);
-        g->hash = fnv(t->fold + g->fold_off, (size_t)g->fold_len);
+        g->hash = mt_fnv1a(MT_FNV1A_INIT, t->fold + g->fold_off, (size_t)g->fold_len);
     }
     return MT_OK;
 }
@@ -463,8 +454,9 @@ static mt_status match_side(const app_glossary *g, int side, const char *text,
         uint64_t keys[3] = {tk->hash, 0, 0};
         int nk = 1;
         if (mode == LAST_PLURAL && tk->word && tk->fold_len > 2 && f[tk->fold_len - 1] == 's') {
-            keys[nk++] = fnv(f, (size_t)tk->fold_len - 1);
-            if (f[tk->fold_len - 2] == 'e') keys[nk++] = fnv(f, (size_t)tk->fold_len - 2);
+            keys[nk++] = mt_fnv1a(MT_FNV1A_INIT, f, (size_t)tk->fold_len - 1);
+            if (f[tk->fold_len - 2] == 'e')
+                keys[nk++] = mt_fnv1a(MT_FNV1A_INIT, f, (size_t)tk->fold_len - 2);
         }
         for (int q = 0; q < nk; q++) {
             uint64_t h = keys[q];
@@ -1120,26 +1112,9 @@ static mt_status tbx_entry(const char *path, xmlNodePtr te, const char *src_lang
 
 static mt_status parse_tbx(const char *path, const char *d, size_t n, const char *src_lang,
                            const char *tgt_lang, app_gloss_list *l) {
-    if (n > 0x7fffffff) return mt_seterr(MT_ERR_FORMAT, "%s: too large", path);
-    xmlInitParser();
-    app_xml_errors er;
-    app_xml_errors_begin(&er);
     xmlDocPtr doc = NULL;
-    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
-    if (ctxt != NULL) {
-        doc = xmlCtxtReadMemory(ctxt, d, (int)n, path, "UTF-8",
-                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-        if (doc == NULL && er.msg[0] == '\0') {
-            xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
-            if (e) app_xml_errors_keep(&er, e);
-        }
-        xmlFreeParserCtxt(ctxt);
-    }
-    app_xml_errors_end(&er);
-    if (doc == NULL) {
-        if (er.msg[0] == '\0') return oom();
-        return mt_seterr(MT_ERR_FORMAT, "%s:%d: malformed XML: %s", path, er.line, er.msg);
-    }
+    mt_status xrc = app_xml_parse(path, d, n, "UTF-8", "malformed XML: ", &doc);
+    if (xrc != MT_OK) return xrc;
     mt_status rc = MT_OK;
     xmlNodePtr root = xmlDocGetRootElement(doc);
     if (!is_el(root, "martif", "tbx", NULL)) {

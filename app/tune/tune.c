@@ -77,11 +77,7 @@ static void pairs_free(pairs *p) {
 }
 
 static uint64_t text_digest(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ull;
-    }
+    uint64_t h = mt_fnv1a(MT_FNV1A_INIT, s, strlen(s));
     /* a final mix: nearby texts must not sort together */
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
