@@ -414,4 +414,29 @@ mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_g
                                     const mt_model_encoding *enc, const mt_batch *b,
                                     mt_node **logits, mt_node **align);
 
+/* The same functions for Marian's RNN encoder-decoder, type s2s (rnn.c);
+** mt_rnn_check: MT_ERR_UNSUPPORTED / MT_ERR_INVALID for the s2s keys it
+** cannot build (mt_model_config_check calls it for type s2s). */
+mt_status mt_rnn_check(const mt_model_config *c);
+mt_status mt_rnn_touch_params(const mt_model_config *c, mt_params *p, mt_device *dev, bool check);
+mt_status mt_rnn_encode(const mt_model_config *c, mt_params *p, mt_graph *g, const mt_batch *b,
+                        mt_model_encoding *out);
+mt_status mt_rnn_start(const mt_model_config *c, mt_params *p, mt_graph *g,
+                       const mt_model_encoding *enc, mt_dec_state *out);
+mt_status mt_rnn_step(const mt_model_config *c, mt_params *p, mt_graph *g,
+                      const mt_model_encoding *enc, const mt_dec_state *in, const int32_t *prev,
+                      mt_dec_state *next, mt_dec_step *out);
+mt_status mt_rnn_decode_all(const mt_model_config *c, mt_params *p, mt_graph *g,
+                            const mt_model_encoding *enc, const mt_batch *b, mt_node **logits,
+                            mt_node **align);
+mt_status mt_rnn_append(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                        const mt_dec_state *add, unsigned parts, mt_dec_state *out);
+mt_status mt_rnn_trim(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, int32_t n,
+                      mt_dec_state *out);
+mt_status mt_rnn_fit_contexts(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                              const int32_t *len, mt_dec_state *out);
+bool mt_rnn_can_fold(const mt_model_config *c, const mt_params *p);
+mt_status mt_rnn_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, bool freeze,
+                      mt_dec_state *out);
+
 #endif /* MT_MODEL_H */

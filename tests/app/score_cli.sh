@@ -73,7 +73,7 @@ run() { # WHAT OUT args...: runs mtpe score, output to OUT
     fi
 }
 
-for m in transformer-tiny transformer-tiny-r2l transformer-aan; do
+for m in transformer-tiny transformer-tiny-r2l transformer-aan s2s-tiny; do
     d=$data/$m
     v="$d/vocab.spm $d/vocab.spm"
     [ "$m" = transformer-aan ] && v="$d/vocab.en.spm $d/vocab.de.spm"

@@ -75,7 +75,7 @@ compare() {
 }
 
 # ---------------------------------------------------- Marian's outputs
-for m in transformer-tiny transformer-tiny-r2l transformer-aan multi-transformer; do
+for m in transformer-tiny transformer-tiny-r2l transformer-aan multi-transformer s2s-tiny; do
     for cmd in "$data/$m"/*.cmd; do
         name=$(basename "$cmd" .cmd)
         line=$(cat "$cmd")
