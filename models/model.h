@@ -418,6 +418,15 @@ mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_g
 ** mt_rnn_check: MT_ERR_UNSUPPORTED / MT_ERR_INVALID for the s2s keys it
 ** cannot build (mt_model_config_check calls it for type s2s). */
 mt_status mt_rnn_check(const mt_model_config *c);
+/* One step of Marian's GRU cell (its gruOps kernel) from the products:
+** xw [N, 3R] the input's (already layer-normalised; NULL for a transition
+** cell, which has no input), s [N, R], u [R, 3R] ([U | Ux]), b [1, 3R]
+** ([b | bx]), gamma2 [1, 3R] the layer norm of s u (NULL: none), final as
+** Marian's second decoder cell (candidate tanh(xw_h + (su_h + b_h) r)),
+** mask [N, 1] (0: the row keeps s; NULL: none).  Composed of graph ops, so
+** it has their gradients.  NULL when an input is NULL. */
+mt_node *mt_rnn_gru_step(mt_graph *g, mt_node *xw, mt_node *s, mt_node *u, mt_node *b,
+                         mt_node *gamma2, bool final, mt_node *mask);
 mt_status mt_rnn_touch_params(const mt_model_config *c, mt_params *p, mt_device *dev, bool check);
 mt_status mt_rnn_encode(const mt_model_config *c, mt_params *p, mt_graph *g, const mt_batch *b,
                         mt_model_encoding *out);

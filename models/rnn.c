@@ -141,8 +141,7 @@ static mt_node *rows2(rn *t, mt_node *x, int64_t n, int64_t d) {
 typedef struct gru {
     mt_node *w;       /* [in, 3R] or NULL (transition cell) */
     mt_node *u;       /* [R, 3R]                            */
-    mt_node *b_rz;    /* [1, 2R]                            */
-    mt_node *b_h;     /* [1, R]                             */
+    mt_node *b;       /* [1, 3R]                            */
     mt_node *g1, *g2; /* layer-norm scales or NULL          */
     bool final;
 } gru;
@@ -169,14 +168,13 @@ static gru gru_params(rn *t, const char *prefix, int64_t in, bool final) {
         c.g2 = parf(t, mt_shape2(1, 3 * r), mt_init_ones(), "%s_gamma2", prefix);
     }
     if (t->rc != MT_OK) return c;
-    mt_node *uu[2] = {u, ux};
+    mt_node *uu[2] = {u, ux}, *bb[2] = {b, bx};
     c.u = mt_concat(g, uu, 2, 1);
     if (in > 0) {
         mt_node *ww[2] = {w, wx};
         c.w = mt_concat(g, ww, 2, 1);
     }
-    c.b_rz = b;
-    c.b_h = bx;
+    c.b = mt_concat(g, bb, 2, 1);
     c.final = final;
     return c;
 }
@@ -189,29 +187,35 @@ static mt_node *gru_input(rn *t, const gru *c, mt_node *x) {
     return xw;
 }
 
-/* One step: xw [N, 3R] or NULL, s [N, R], m [N, 1] or NULL. */
-static mt_node *gru_state(rn *t, const gru *c, mt_node *xw, mt_node *s, mt_node *m) {
-    mt_graph *g = t->g;
-    int64_t r = t->r;
-    mt_node *su = mt_matmul(g, s, c->u, false, false);
-    if (c->g2) su = mt_layer_norm(g, su, c->g2, NULL, LN_EPS);
+mt_node *mt_rnn_gru_step(mt_graph *g, mt_node *xw, mt_node *s, mt_node *u, mt_node *b,
+                         mt_node *gamma2, bool final, mt_node *mask) {
+    if (s == NULL || u == NULL || b == NULL) return NULL;
+    int64_t r = dim_of(s, -1);
+    mt_node *su = mt_matmul(g, s, u, false, false);
+    if (gamma2) su = mt_layer_norm(g, su, gamma2, NULL, LN_EPS);
     mt_node *su_rz = mt_slice(g, su, 1, 0, 2 * r), *su_h = mt_slice(g, su, 1, 2 * r, r);
+    mt_node *b_rz = mt_slice(g, b, 1, 0, 2 * r), *b_h = mt_slice(g, b, 1, 2 * r, r);
     mt_node *pre = xw ? mt_add(g, mt_slice(g, xw, 1, 0, 2 * r), su_rz) : su_rz;
-    mt_node *rz = mt_sigmoid(g, mt_add(g, pre, c->b_rz));
+    mt_node *rz = mt_sigmoid(g, mt_add(g, pre, b_rz));
     mt_node *gr = mt_slice(g, rz, 1, 0, r), *gz = mt_slice(g, rz, 1, r, r);
     mt_node *hp;
-    if (c->final) {
-        hp = mt_mul(g, mt_add(g, su_h, c->b_h), gr);
+    if (final) {
+        hp = mt_mul(g, mt_add(g, su_h, b_h), gr);
         if (xw) hp = mt_add(g, mt_slice(g, xw, 1, 2 * r, r), hp);
     } else {
         hp = mt_mul(g, su_h, gr);
         if (xw) hp = mt_add(g, mt_slice(g, xw, 1, 2 * r, r), hp);
-        hp = mt_add(g, hp, c->b_h);
+        hp = mt_add(g, hp, b_h);
     }
     mt_node *h = mt_tanh(g, hp);
     mt_node *o = mt_add(g, h, mt_mul(g, gz, mt_sub(g, s, h))); /* (1 - z) h + z s */
-    if (m) o = mt_add(g, s, mt_mul(g, m, mt_sub(g, o, s)));
+    if (mask) o = mt_add(g, s, mt_mul(g, mask, mt_sub(g, o, s)));
     return o;
+}
+
+/* One step of cell c: xw [N, 3R] or NULL, s [N, R], m [N, 1] or NULL. */
+static mt_node *gru_state(rn *t, const gru *c, mt_node *xw, mt_node *s, mt_node *m) {
+    return mt_rnn_gru_step(t->g, xw, s, c->u, c->b, c->g2, c->final, m);
 }
 
 /* ------------------------------------------------------------- encoder */
