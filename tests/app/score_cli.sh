@@ -115,6 +115,11 @@ d=$data/transformer-tiny
 run "ensemble" "$tmp/ens" -m "$d/model.npz" "$d/model.npz" --weights 0.5 0.5 \
     -v "$d/vocab.spm" "$d/vocab.spm" -t "$d/input.en" "$d/ref.de" --quiet &&
     same_text "$tmp/ens" "$d/score.out" 1e-3 "ensemble of two copies"
+d=$data/s2s-tiny
+run "s2s ensemble" "$tmp/ens2" -m "$d/model.npz" "$d/model.npz" --weights 0.5 0.5 \
+    -v "$d/vocab.spm" "$d/vocab.spm" -t "$d/input.en" "$d/ref.de" --quiet --mini-batch 16 &&
+    same_text "$tmp/ens2" "$d/score.out" 1e-3 "s2s-tiny ensemble of two copies, padded batches"
+d=$data/transformer-tiny
 
 # alignments of Marian's own beam-4 translations (align.out, align-soft.out:
 # printed by the decoder, the same attention as teacher forcing).  Scoring
