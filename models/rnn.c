@@ -282,11 +282,11 @@ mt_status mt_rnn_encode(const mt_model_config *c, mt_params *p, mt_graph *g, con
     rn t;
     rn_init(&t, c, p, g);
     int64_t b = bt->size, len = bt->src_len[0];
+    if (mt_graph_training(g) && c->dropout_src > 0.0f)
+        return mt_seterr(MT_ERR_UNSUPPORTED, "s2s: dropout-src is not supported yet");
     mt_node *mask = mt_input(g, mt_shape2(b, len), bt->src_mask[0]);
     mt_node *ids = mt_input_i32(g, mt_shape2(b, len), bt->src_ids[0]);
     mt_node *x = mt_gather_rows(g, emb_table(&t, "encoder", c->dim_vocabs[0]), ids);
-    if (mt_graph_training(g) && c->dropout_src > 0.0f)
-        return mt_seterr(MT_ERR_UNSUPPORTED, "s2s: dropout-src is not supported yet");
     mt_node *fw = enc_direction(&t, x, mask, b, len, false);
     mt_node *bw = enc_direction(&t, x, mask, b, len, true);
     if (t.rc != MT_OK) return rn_finish(&t);
@@ -441,6 +441,8 @@ mt_status mt_rnn_decode_all(const mt_model_config *c, mt_params *p, mt_graph *g,
     if (align) *align = NULL;
     if (bt->trg_len < 1 || bt->trg_ids == NULL)
         return mt_seterr(MT_ERR_INVALID, "s2s: the batch has no target");
+    if (mt_graph_training(g) && c->dropout_trg > 0.0f)
+        return mt_seterr(MT_ERR_UNSUPPORTED, "s2s: dropout-trg is not supported yet");
     rn t;
     rn_init(&t, c, p, g);
     int64_t b = bt->size, len = bt->trg_len, e = t.e, slen = enc->c[0].len;
