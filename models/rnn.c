@@ -6,7 +6,8 @@
 **
 ** Layout: batch-major, [B, S, D] (Marian computes [S, B, D]); a decoding
 ** step has N rows [N, D] (B * K, or beam 1 with mt_dec_state.row_sent).
-** R = dim-rnn, E = dim-emb, C = 2R (the bidirectional context).
+** R = dim-rnn, E = dim-emb, C = 2R (the bidirectional context; R after
+** unidirectional encoder layers).
 **
 ** GRU cell "P" with input x and state s (Marian's GRU + gruOps):
 **   xW = x [P_W | P_Wx]        [.., 3R]   layer-normalised with P_gamma1
@@ -26,7 +27,9 @@
 ** many backward (encoder_bi_r...), each layer reading the previous layer's
 ** outputs of its own direction; context = [forward | backward], [B, S, C].
 ** Padding keeps the state (the mask), so the backward pass starts from
-** zeros at each sentence's last token.
+** zeros at each sentence's last token.  enc-type alternating and
+** bi-unidirectional, and skip connections: see encoder() (only the
+** bidirectional type without skip is checked against Marian's outputs).
 **
 ** Decoder: start state = tanh(LN(mean_s(ctx) decoder_ff_state_W,
 ** decoder_ff_state_gamma) + decoder_ff_state_b) (the mean over real
@@ -46,8 +49,9 @@
 ** at position 0 is the zero vector.  The alignment is the attention a.
 **
 ** Not supported (MT_ERR_UNSUPPORTED from mt_rnn_check): cells other than
-** gru, enc-type other than bidirectional, skip connections, several
-** source streams, Nematus-style layer normalisation.
+** gru, several source streams, Nematus-style layer normalisation; in
+** training dropout-src / dropout-trg (dropout-rnn is not a key of
+** mt_model_config: it is not read).
 */
 #include <math.h>
 #include <stdarg.h>
@@ -230,46 +234,89 @@ static mt_node *emb_table(rn *t, const char *prefix, int64_t vocab) {
     return par(t, name, mt_shape2(vocab, t->e), mt_init_uniform(-a, a));
 }
 
-/* One direction of the encoder: enc-depth layers of stacked cells over
-** x [B, S, in], mask [B, S]; returns [B, S, R]. */
-static mt_node *enc_direction(rn *t, mt_node *x, mt_node *mask, int64_t b, int64_t len,
-                              bool backward) {
+/* One encoder layer: enc-cell-depth cells over x [B, S, in] in one
+** direction, mask [B, S] or NULL (Marian runs its unidirectional layers
+** without one); cell j's prefix is pre, with "_cell<j>" when j > 1 or
+** always_cell.  Returns [B, S, R]. */
+static mt_node *enc_layer(rn *t, mt_node *x, mt_node *mask, int64_t b, int64_t len, const char *pre,
+                          bool always_cell, bool backward) {
     mt_graph *g = t->g;
-    const mt_model_config *c = t->c;
     int64_t r = t->r, in = dim_of(x, -1);
-    int depth = c->enc_cell_depth;
+    int depth = t->c->enc_cell_depth;
     gru cells[16];
+    for (int j = 1; j <= depth; j++) {
+        char prefix[128];
+        if (always_cell || j > 1)
+            snprintf(prefix, sizeof prefix, "%s_cell%d", pre, j);
+        else
+            snprintf(prefix, sizeof prefix, "%s", pre);
+        cells[j - 1] = gru_params(t, prefix, j == 1 ? in : 0, false);
+    }
+    if (t->rc != MT_OK) return NULL;
     mt_node *outs_stack[256];
     mt_node **outs = len <= 256 ? outs_stack : mt_try_malloc(sizeof(mt_node *) * (size_t)len);
     if (outs == NULL) {
         fail(t, MT_ERR_NOMEM, "out of memory", "encoder");
         return NULL;
     }
-    for (int l = 1; l <= c->enc_depth && t->rc == MT_OK; l++) {
-        for (int j = 1; j <= depth; j++) {
-            char prefix[96];
-            int k = snprintf(prefix, sizeof prefix, "encoder_bi%s", backward ? "_r" : "");
-            if (l > 1) k += snprintf(prefix + k, sizeof prefix - (size_t)k, "_l%d", l);
-            if (l > 1 || j > 1) snprintf(prefix + k, sizeof prefix - (size_t)k, "_cell%d", j);
-            cells[j - 1] = gru_params(t, prefix, j == 1 ? in : 0, false);
-        }
-        if (t->rc != MT_OK) break;
-        mt_node *xw = gru_input(t, &cells[0], x); /* [B, S, 3R] */
-        mt_node *s = mt_constant(g, mt_shape2(b, r), 0.0f);
-        for (int64_t i = 0; i < len; i++) {
-            int64_t p = backward ? len - 1 - i : i;
-            mt_node *xp = rows2(t, mt_slice(g, xw, 1, p, 1), b, 3 * r);
-            mt_node *mp = mt_slice(g, mask, 1, p, 1); /* [B, 1] */
-            s = gru_state(t, &cells[0], xp, s, mp);
-            for (int j = 1; j < depth; j++)
-                s = gru_state(t, &cells[j], NULL, s, mp);
-            outs[p] = mt_reshape(g, s, mt_shape3(b, 1, r));
-        }
-        x = len == 1 ? outs[0] : mt_concat(g, outs, (int)len, 1);
-        in = r;
+    mt_node *xw = gru_input(t, &cells[0], x); /* [B, S, 3R] */
+    mt_node *s = mt_constant(g, mt_shape2(b, r), 0.0f);
+    for (int64_t i = 0; i < len; i++) {
+        int64_t p = backward ? len - 1 - i : i;
+        mt_node *xp = rows2(t, mt_slice(g, xw, 1, p, 1), b, 3 * r);
+        mt_node *mp = mask ? mt_slice(g, mask, 1, p, 1) : NULL; /* [B, 1] */
+        s = gru_state(t, &cells[0], xp, s, mp);
+        for (int j = 1; j < depth; j++)
+            s = gru_state(t, &cells[j], NULL, s, mp);
+        outs[p] = mt_reshape(g, s, mt_shape3(b, 1, r));
     }
+    mt_node *y = len == 1 ? outs[0] : mt_concat(g, outs, (int)len, 1);
     if (outs != outs_stack) mt_free(outs);
-    return x;
+    return y;
+}
+
+/* Marian's encoder (EncoderS2S::applyEncoderRNN).  enc-type bidirectional:
+** enc-depth layers forward (encoder_bi, encoder_bi_l<l>...) and as many
+** backward (encoder_bi_r...), each reading the layer below of its own
+** stack; alternating: the same stacks with directions alternating per
+** layer (the forward stack's first layer forward, the other's backward);
+** any other enc-type (bi-unidirectional): one such bidirectional layer,
+** then enc-depth - 1 forward layers encoder_l<l>_cell<j> over the joined
+** context, without mask.  With skip, a layer after the first of a stack
+** adds its input to its output.  Returns the context [B, S, 2R], or
+** [B, S, R] after unidirectional layers. */
+static mt_node *encoder(rn *t, mt_node *x, mt_node *mask, int64_t b, int64_t len) {
+    const mt_model_config *c = t->c;
+    bool alt = !strcmp(c->enc_type, "alternating");
+    int first = alt || !strcmp(c->enc_type, "bidirectional") ? c->enc_depth : 1;
+    mt_node *dir_out[2];
+    for (int d = 0; d < 2; d++) { /* d = 1: the stack named _r */
+        mt_node *in = x;
+        for (int l = 1; l <= first && t->rc == MT_OK; l++) {
+            char pre[96];
+            snprintf(pre, sizeof pre, l > 1 ? "encoder_bi%s_l%d" : "encoder_bi%s", d ? "_r" : "",
+                     l);
+            bool backward = alt ? ((l % 2 == 0) != (d == 1)) : d == 1;
+            mt_node *y = enc_layer(t, in, mask, b, len, pre, l > 1, backward);
+            in = c->skip && l > 1 ? mt_add(t->g, y, in) : y;
+        }
+        dir_out[d] = in;
+    }
+    if (t->rc != MT_OK) return NULL;
+    mt_node *ctx = mt_concat(t->g, dir_out, 2, 2);
+    for (int l = first + 1; l <= c->enc_depth && t->rc == MT_OK; l++) {
+        char pre[64];
+        snprintf(pre, sizeof pre, "encoder_l%d", l);
+        mt_node *y = enc_layer(t, ctx, NULL, b, len, pre, true, false);
+        ctx = c->skip && l > first + 1 ? mt_add(t->g, y, ctx) : y;
+    }
+    return ctx;
+}
+
+/* The encoder's output size: 2R, or R after unidirectional layers. */
+static int64_t ctx_dim(const mt_model_config *c) {
+    bool bi = !strcmp(c->enc_type, "alternating") || !strcmp(c->enc_type, "bidirectional");
+    return bi || c->enc_depth == 1 ? 2 * (int64_t)c->dim_rnn : c->dim_rnn;
 }
 
 static bool rnn_supported_cells(const mt_model_config *c) { return c->enc_cell_depth <= 16; }
@@ -287,13 +334,11 @@ mt_status mt_rnn_encode(const mt_model_config *c, mt_params *p, mt_graph *g, con
     mt_node *mask = mt_input(g, mt_shape2(b, len), bt->src_mask[0]);
     mt_node *ids = mt_input_i32(g, mt_shape2(b, len), bt->src_ids[0]);
     mt_node *x = mt_gather_rows(g, emb_table(&t, "encoder", c->dim_vocabs[0]), ids);
-    mt_node *fw = enc_direction(&t, x, mask, b, len, false);
-    mt_node *bw = enc_direction(&t, x, mask, b, len, true);
+    mt_node *ctx = encoder(&t, x, mask, b, len);
     if (t.rc != MT_OK) return rn_finish(&t);
-    mt_node *both[2] = {fw, bw};
     out->batch = bt->size;
     out->n = 1;
-    out->c[0].ctx = mt_concat(g, both, 2, 2);
+    out->c[0].ctx = ctx;
     out->c[0].mask = mask;
     out->c[0].log_mask = mt_reshape(
         g, mt_scale(g, mt_add_scalar(g, mt_neg(g, mask), 1.0f), MASK_NEG), mt_shape4(b, 1, 1, len));
@@ -314,7 +359,7 @@ typedef struct dec {
 
 static void dec_params(rn *t, dec *d) {
     const mt_model_config *c = t->c;
-    int64_t r = t->r, e = t->e, cd = 2 * r, v = c->dim_vocabs[c->n_vocabs - 1];
+    int64_t r = t->r, e = t->e, cd = ctx_dim(c), v = c->dim_vocabs[c->n_vocabs - 1];
     char prefix[96];
     mt_init gl = mt_init_glorot_uniform();
     bool ln = c->layer_normalization;
@@ -372,7 +417,7 @@ static mt_node *dense_ln(rn *t, mt_node *x, mt_node *w, mt_node *b, mt_node *gam
 static mt_node *attend(rn *t, const dec *d, mt_node *s1, mt_node *ctx, mt_node *mctx,
                        mt_node *lmask, mt_node **w) {
     mt_graph *g = t->g;
-    int64_t n = dim_of(s1, 0), len = dim_of(ctx, 1), cd = 2 * t->r;
+    int64_t n = dim_of(s1, 0), len = dim_of(ctx, 1), cd = ctx_dim(t->c);
     mt_node *ms = mt_matmul(g, s1, d->wa, false, false);
     if (d->ag2) ms = mt_layer_norm(g, ms, d->ag2, NULL, LN_EPS);
     mt_node *a = mt_tanh(g, mt_add(g, mctx, mt_reshape(g, ms, mt_shape3(n, 1, cd))));
@@ -402,7 +447,7 @@ static mt_node *dec_cell(rn *t, const dec *d, mt_node *y, mt_node **st, mt_node 
         for (int j = 1; j < c->dec_cell_high_depth; j++)
             h = gru_state(t, &hc[j], NULL, h, NULL);
         st[l] = h;
-        below = h;
+        below = c->skip ? mt_add(g, h, below) : h; /* Marian's skip: from layer 2 on */
     }
     mt_node *sum = dense_ln(t, y, d->lw[0], d->lb[0], d->lg[0]);
     sum = mt_add(g, sum, dense_ln(t, below, d->lw[1], d->lb[1], d->lg[1]));
@@ -423,7 +468,7 @@ static mt_node *map_context(rn *t, const dec *d, mt_node *ctx) {
 /* The decoder's start state [B, R] from the encoding. */
 static mt_node *start_state(rn *t, const mt_model_context *cx) {
     mt_graph *g = t->g;
-    int64_t b = dim_of(cx->ctx, 0), len = dim_of(cx->ctx, 1), cd = 2 * t->r;
+    int64_t b = dim_of(cx->ctx, 0), len = dim_of(cx->ctx, 1), cd = ctx_dim(t->c);
     mt_node *m = mt_reshape(g, cx->mask, mt_shape3(b, len, 1));
     mt_node *mean = mt_div(g, mt_sum(g, mt_mul(g, cx->ctx, m), 1), mt_sum(g, m, 1));
     bool ln = t->c->layer_normalization;
@@ -730,11 +775,9 @@ mt_status mt_rnn_touch_params(const mt_model_config *c, mt_params *p, mt_device 
     mt_node *x = mt_gather_rows(g, emb_table(&t, "encoder", c->dim_vocabs[0]),
                                 mt_input_i32(g, mt_shape2(1, 1), &one));
     mt_node *mask = mt_input(g, mt_shape2(1, 1), &m1);
-    mt_node *fw = enc_direction(&t, x, mask, 1, 1, false);
-    mt_node *bw = enc_direction(&t, x, mask, 1, 1, true);
+    mt_node *ctx = encoder(&t, x, mask, 1, 1);
     if (t.rc == MT_OK) {
-        mt_node *both[2] = {fw, bw};
-        mt_model_context cx = {.ctx = mt_concat(g, both, 2, 2), .mask = mask, .len = 1};
+        mt_model_context cx = {.ctx = ctx, .mask = mask, .len = 1};
         start_state(&t, &cx);
         (void)emb_table(&t, "decoder", c->dim_vocabs[c->n_vocabs - 1]);
         dec *dp = mt_try_calloc(1, sizeof *dp);
@@ -753,9 +796,11 @@ mt_status mt_rnn_check(const mt_model_config *c) {
     if (strcmp(c->enc_cell, "gru") || strcmp(c->dec_cell, "gru"))
         return mt_seterr(MT_ERR_UNSUPPORTED, "s2s: enc-cell '%s' / dec-cell '%s': only gru",
                          c->enc_cell, c->dec_cell);
-    if (strcmp(c->enc_type, "bidirectional"))
-        return mt_seterr(MT_ERR_UNSUPPORTED, "s2s: enc-type '%s': only bidirectional", c->enc_type);
-    if (c->skip) return mt_seterr(MT_ERR_UNSUPPORTED, "s2s: skip connections are not supported");
+    if (strcmp(c->enc_type, "bidirectional") && strcmp(c->enc_type, "alternating") &&
+        strcmp(c->enc_type, "bi-unidirectional"))
+        return mt_seterr(MT_ERR_UNSUPPORTED,
+                         "s2s: enc-type '%s' (bidirectional, alternating, bi-unidirectional)",
+                         c->enc_type);
     if (c->dim_rnn < 1 || c->enc_cell_depth < 1 || c->enc_cell_depth > 16 ||
         c->dec_cell_base_depth < 1 || c->dec_cell_base_depth > 16 || c->dec_cell_high_depth < 1 ||
         c->dec_cell_high_depth > 16)

@@ -11,7 +11,9 @@
 **            teacher-forced log-probabilities of the same tokens
 **   grads    central finite differences on the parameters of fresh tiny
 **            models through mt_model_build_loss (deep transition in encoder
-**            and decoder, two layers each, with and without layer norm)
+**            and decoder, two layers each, with and without layer norm;
+**            alternating and bi-unidirectional encoders with skip
+**            connections, three layers)
 */
 #include <math.h>
 #include <stdio.h>
@@ -150,8 +152,14 @@ static double eval_cost(mt_model *m, const mt_batch *b) {
     return cost;
 }
 
-static void test_gradients(bool layer_norm) {
-    const char *name = layer_norm ? "layer norm, tied" : "no layer norm, untied";
+/* variant 0: bidirectional, layer norm, tied; 1: no layer norm, untied;
+** 2: alternating encoder, skip connections; 3: bi-unidirectional encoder
+** (one bidirectional layer, two unidirectional), skip, layer norm */
+static void test_gradients(int variant) {
+    static const char *const names[] = {"layer norm, tied", "no layer norm, untied",
+                                        "alternating, skip", "bi-unidirectional, skip"};
+    const char *name = names[variant];
+    bool layer_norm = variant != 1;
     mt_model_config c = mt_model_config_default();
     snprintf(c.type, sizeof c.type, "s2s");
     c.dim_vocabs[0] = c.dim_vocabs[1] = 11;
@@ -164,6 +172,13 @@ static void test_gradients(bool layer_norm) {
     c.dec_cell_high_depth = 2;
     c.layer_normalization = layer_norm;
     c.tied_embeddings = layer_norm;
+    if (variant >= 2) {
+        snprintf(c.enc_type, sizeof c.enc_type, "%s",
+                 variant == 2 ? "alternating" : "bi-unidirectional");
+        c.skip = true;
+        c.enc_depth = 3;
+        c.dec_depth = 3;
+    }
     mt_model *m = NULL;
     CHECK_STATUS(mt_model_create(&c, NULL, 77, &m));
     const int32_t slen[3] = {5, 3, 7}, tlen[3] = {4, 6, 2};
@@ -231,7 +246,7 @@ done:
 int main(void) {
     test_names();
     test_steps();
-    test_gradients(true);
-    test_gradients(false);
+    for (int v = 0; v < 4; v++)
+        test_gradients(v);
     TEST_MAIN_END();
 }
