@@ -427,6 +427,13 @@ mt_status mt_rnn_check(const mt_model_config *c);
 ** it has their gradients.  NULL when an input is NULL. */
 mt_node *mt_rnn_gru_step(mt_graph *g, mt_node *xw, mt_node *s, mt_node *u, mt_node *b,
                          mt_node *gamma2, bool final, mt_node *mask);
+/* One step of Marian's LSTM cell (FastLSTM: lstmOpsC, lstmOpsO), gates
+** [f | i | c | o]: xw [N, 4R] or NULL, h and c [N, R] the output and cell
+** state, u [R, 4R], b [1, 4R], gamma2 [1, 4R] or NULL, mask [N, 1] or
+** NULL (0: the row keeps its cell state; the output is not masked, as in
+** Marian).  Returns the new output; the new cell state in *c_out. */
+mt_node *mt_rnn_lstm_step(mt_graph *g, mt_node *xw, mt_node *h, mt_node *c, mt_node *u, mt_node *b,
+                          mt_node *gamma2, mt_node *mask, mt_node **c_out);
 mt_status mt_rnn_touch_params(const mt_model_config *c, mt_params *p, mt_device *dev, bool check);
 mt_status mt_rnn_encode(const mt_model_config *c, mt_params *p, mt_graph *g, const mt_batch *b,
                         mt_model_encoding *out);

@@ -48,8 +48,15 @@
 ** (tied embeddings; else decoder_ff_logit_l2_W [E, V]).  The decoder input
 ** at position 0 is the zero vector.  The alignment is the attention a.
 **
+** LSTM cells (enc-cell / dec-cell lstm, Marian's FastLSTM): U [R, 4R],
+** W [in, 4R], b [1, 4R], gamma1/gamma2 [1, 4R]; gates f, i, c, o:
+** c' = f c + i tanh(.), the output o tanh(c'); the mask keeps the cell
+** state only.  The decoder's start state is also each layer's cell state.
+** (Checked by gradients and Marian's parameter names only: no Marian-made
+** LSTM fixture.)
+**
 ** Not supported (MT_ERR_UNSUPPORTED from mt_rnn_check): cells other than
-** gru, several source streams, Nematus-style layer normalisation; in
+** gru and lstm, several source streams, Nematus-style layer normalisation; in
 ** training dropout-src / dropout-trg (dropout-rnn is not a key of
 ** mt_model_config: it is not read).
 */
@@ -142,17 +149,37 @@ static mt_node *rows2(rn *t, mt_node *x, int64_t n, int64_t d) {
 
 /* ----------------------------------------------------------------- GRU */
 
+/* A cell: GRU (G = 3 gates) or LSTM (G = 4). */
 typedef struct gru {
-    mt_node *w;       /* [in, 3R] or NULL (transition cell) */
-    mt_node *u;       /* [R, 3R]                            */
-    mt_node *b;       /* [1, 3R]                            */
-    mt_node *g1, *g2; /* layer-norm scales or NULL          */
-    bool final;
+    mt_node *w;       /* [in, G R] or NULL (transition cell) */
+    mt_node *u;       /* [R, G R]                            */
+    mt_node *b;       /* [1, G R]                            */
+    mt_node *g1, *g2; /* layer-norm scales or NULL           */
+    bool final;       /* GRU only                            */
+    bool lstm;
 } gru;
 
+/* Marian's FastLSTM parameters (order: U, W, b, gamma1, gamma2). */
+static gru lstm_params(rn *t, const char *prefix, int64_t in) {
+    gru c;
+    memset(&c, 0, sizeof c);
+    int64_t r = t->r;
+    mt_init gl = mt_init_glorot_uniform();
+    c.lstm = true;
+    c.u = parf(t, mt_shape2(r, 4 * r), gl, "%s_U", prefix);
+    if (in > 0) c.w = parf(t, mt_shape2(in, 4 * r), gl, "%s_W", prefix);
+    c.b = parf(t, mt_shape2(1, 4 * r), mt_init_zeros(), "%s_b", prefix);
+    if (t->c->layer_normalization) {
+        if (in > 0) c.g1 = parf(t, mt_shape2(1, 4 * r), mt_init_ones(), "%s_gamma1", prefix);
+        c.g2 = parf(t, mt_shape2(1, 4 * r), mt_init_ones(), "%s_gamma2", prefix);
+    }
+    return c;
+}
+
 /* Marian's GRU parameters under prefix (order: U, Ux, W, Wx, b, bx,
-** gamma1, gamma2). */
-static gru gru_params(rn *t, const char *prefix, int64_t in, bool final) {
+** gamma1, gamma2); an LSTM's when lstm. */
+static gru gru_params(rn *t, const char *prefix, int64_t in, bool final, bool lstm) {
+    if (lstm) return lstm_params(t, prefix, in);
     gru c;
     memset(&c, 0, sizeof c);
     mt_graph *g = t->g;
@@ -217,10 +244,35 @@ mt_node *mt_rnn_gru_step(mt_graph *g, mt_node *xw, mt_node *s, mt_node *u, mt_no
     return o;
 }
 
-/* One step of cell c: xw [N, 3R] or NULL, s [N, R], m [N, 1] or NULL. */
-static mt_node *gru_state(rn *t, const gru *c, mt_node *xw, mt_node *s, mt_node *m) {
+mt_node *mt_rnn_lstm_step(mt_graph *g, mt_node *xw, mt_node *h, mt_node *c, mt_node *u, mt_node *b,
+                          mt_node *gamma2, mt_node *mask, mt_node **c_out) {
+    *c_out = NULL;
+    if (h == NULL || c == NULL || u == NULL || b == NULL) return NULL;
+    int64_t r = dim_of(h, -1);
+    mt_node *su = mt_matmul(g, h, u, false, false);
+    if (gamma2) su = mt_layer_norm(g, su, gamma2, NULL, LN_EPS);
+    mt_node *pre = mt_add(g, xw ? mt_add(g, xw, su) : su, b); /* [f | i | c | o] */
+    mt_node *fi = mt_sigmoid(g, mt_slice(g, pre, 1, 0, 2 * r));
+    mt_node *gc = mt_tanh(g, mt_slice(g, pre, 1, 2 * r, r));
+    mt_node *go = mt_sigmoid(g, mt_slice(g, pre, 1, 3 * r, r));
+    mt_node *cn =
+        mt_add(g, mt_mul(g, mt_slice(g, fi, 1, 0, r), c), mt_mul(g, mt_slice(g, fi, 1, r, r), gc));
+    if (mask) cn = mt_add(g, c, mt_mul(g, mask, mt_sub(g, cn, c)));
+    *c_out = cn;
+    return mt_mul(g, go, mt_tanh(g, cn)); /* not masked, as Marian's lstmOpsO */
+}
+
+/* One step of cell c: xw [N, G R] or NULL, s [N, R], m [N, 1] or NULL;
+** an LSTM's cell state in and out through *cs. */
+static mt_node *gru_state(rn *t, const gru *c, mt_node *xw, mt_node *s, mt_node **cs, mt_node *m) {
+    if (c->lstm) return mt_rnn_lstm_step(t->g, xw, s, *cs, c->u, c->b, c->g2, m, cs);
     return mt_rnn_gru_step(t->g, xw, s, c->u, c->b, c->g2, c->final, m);
 }
+
+static bool enc_lstm(const mt_model_config *c) { return !strcmp(c->enc_cell, "lstm"); }
+static bool dec_lstm(const mt_model_config *c) { return !strcmp(c->dec_cell, "lstm"); }
+/* Decoder state slots per layer: the output, and an LSTM's cell state. */
+static int dec_slots(const mt_model_config *c) { return dec_lstm(c) ? 2 : 1; }
 
 /* ------------------------------------------------------------- encoder */
 
@@ -250,7 +302,7 @@ static mt_node *enc_layer(rn *t, mt_node *x, mt_node *mask, int64_t b, int64_t l
             snprintf(prefix, sizeof prefix, "%s_cell%d", pre, j);
         else
             snprintf(prefix, sizeof prefix, "%s", pre);
-        cells[j - 1] = gru_params(t, prefix, j == 1 ? in : 0, false);
+        cells[j - 1] = gru_params(t, prefix, j == 1 ? in : 0, false, enc_lstm(t->c));
     }
     if (t->rc != MT_OK) return NULL;
     mt_node *outs_stack[256];
@@ -261,13 +313,14 @@ static mt_node *enc_layer(rn *t, mt_node *x, mt_node *mask, int64_t b, int64_t l
     }
     mt_node *xw = gru_input(t, &cells[0], x); /* [B, S, 3R] */
     mt_node *s = mt_constant(g, mt_shape2(b, r), 0.0f);
+    mt_node *cs = s; /* an LSTM's cell state */
     for (int64_t i = 0; i < len; i++) {
         int64_t p = backward ? len - 1 - i : i;
-        mt_node *xp = rows2(t, mt_slice(g, xw, 1, p, 1), b, 3 * r);
+        mt_node *xp = rows2(t, mt_slice(g, xw, 1, p, 1), b, dim_of(xw, -1));
         mt_node *mp = mask ? mt_slice(g, mask, 1, p, 1) : NULL; /* [B, 1] */
-        s = gru_state(t, &cells[0], xp, s, mp);
+        s = gru_state(t, &cells[0], xp, s, &cs, mp);
         for (int j = 1; j < depth; j++)
-            s = gru_state(t, &cells[j], NULL, s, mp);
+            s = gru_state(t, &cells[j], NULL, s, &cs, mp);
         outs[p] = mt_reshape(g, s, mt_shape3(b, 1, r));
     }
     mt_node *y = len == 1 ? outs[0] : mt_concat(g, outs, (int)len, 1);
@@ -366,7 +419,7 @@ static void dec_params(rn *t, dec *d) {
     for (int i = 1; i <= c->dec_cell_base_depth; i++) {
         snprintf(prefix, sizeof prefix, "decoder_cell%d", i);
         int64_t in = i == 1 ? e : i == 2 ? cd : 0;
-        d->base[i - 1] = gru_params(t, prefix, in, i > 1);
+        d->base[i - 1] = gru_params(t, prefix, in, i > 1, dec_lstm(c));
         if (i == 1) { /* the attention, in Marian's order */
             d->wa = par(t, "decoder_W_comb_att", mt_shape2(r, cd), gl);
             d->ua = par(t, "decoder_Wc_att", mt_shape2(cd, cd), gl);
@@ -381,7 +434,7 @@ static void dec_params(rn *t, dec *d) {
     for (int l = 2; l <= c->dec_depth; l++)
         for (int j = 1; j <= c->dec_cell_high_depth; j++) {
             snprintf(prefix, sizeof prefix, "decoder_l%d_cell%d", l, j);
-            d->high[l - 1][j - 1] = gru_params(t, prefix, j == 1 ? r : 0, false);
+            d->high[l - 1][j - 1] = gru_params(t, prefix, j == 1 ? r : 0, false, dec_lstm(c));
         }
     int64_t ins[3] = {e, r, cd};
     for (int k = 0; k < 3; k++) {
@@ -429,24 +482,30 @@ static mt_node *attend(rn *t, const dec *d, mt_node *s1, mt_node *ctx, mt_node *
 }
 
 /* One decoder position for N rows: y [N, E] the previous embeddings,
-** st[dec-depth] the states [N, R] (replaced by the new ones); returns the
-** pre-output t [N, E] and the attention weights in *w. */
+** st[dec-depth * dec_slots] the states [N, R] (layer l's output at
+** st[l k], an LSTM's cell state at st[l k + 1]; replaced by the new ones);
+** returns the pre-output t [N, E] and the attention weights in *w. */
 static mt_node *dec_cell(rn *t, const dec *d, mt_node *y, mt_node **st, mt_node *ctx, mt_node *mctx,
                          mt_node *lmask, mt_node **w) {
     mt_graph *g = t->g;
     const mt_model_config *c = t->c;
-    mt_node *s = gru_state(t, &d->base[0], gru_input(t, &d->base[0], y), st[0], NULL);
+    int k = dec_slots(c);
+    mt_node *cs = k > 1 ? st[1] : NULL;
+    mt_node *s = gru_state(t, &d->base[0], gru_input(t, &d->base[0], y), st[0], &cs, NULL);
     mt_node *cx = attend(t, d, s, ctx, mctx, lmask, w);
     for (int i = 1; i < c->dec_cell_base_depth; i++)
-        s = gru_state(t, &d->base[i], i == 1 ? gru_input(t, &d->base[i], cx) : NULL, s, NULL);
+        s = gru_state(t, &d->base[i], i == 1 ? gru_input(t, &d->base[i], cx) : NULL, s, &cs, NULL);
     st[0] = s;
+    if (k > 1) st[1] = cs;
     mt_node *below = s;
     for (int l = 1; l < c->dec_depth; l++) {
         const gru *hc = d->high[l];
-        mt_node *h = gru_state(t, &hc[0], gru_input(t, &hc[0], below), st[l], NULL);
+        cs = k > 1 ? st[l * k + 1] : NULL;
+        mt_node *h = gru_state(t, &hc[0], gru_input(t, &hc[0], below), st[l * k], &cs, NULL);
         for (int j = 1; j < c->dec_cell_high_depth; j++)
-            h = gru_state(t, &hc[j], NULL, h, NULL);
-        st[l] = h;
+            h = gru_state(t, &hc[j], NULL, h, &cs, NULL);
+        st[l * k] = h;
+        if (k > 1) st[l * k + 1] = cs;
         below = c->skip ? mt_add(g, h, below) : h; /* Marian's skip: from layer 2 on */
     }
     mt_node *sum = dense_ln(t, y, d->lw[0], d->lb[0], d->lg[0]);
@@ -506,8 +565,8 @@ mt_status mt_rnn_decode_all(const mt_model_config *c, mt_params *p, mt_graph *g,
     mt_node *emb = mt_gather_rows(g, emb_table(&t, "decoder", c->dim_vocabs[c->n_vocabs - 1]), ids);
     mt_node *ctx = enc->c[0].ctx, *mctx = map_context(&t, dp, ctx);
     mt_node *lmask = mt_reshape(g, enc->c[0].log_mask, mt_shape2(b, slen));
-    mt_node *st[MT_MODEL_MAX_LAYERS];
-    for (int l = 0; l < c->dec_depth; l++)
+    mt_node *st[2 * MT_MODEL_MAX_LAYERS]; /* Marian: output and cell state = start */
+    for (int l = 0; l < c->dec_depth * dec_slots(c); l++)
         st[l] = start;
     for (int64_t i = 0; i < len && t.rc == MT_OK; i++) {
         mt_node *y = i == 0 ? mt_constant(g, mt_shape2(b, e), 0.0f)
@@ -546,7 +605,7 @@ enum { F_CTX = 0, F_MCTX, F_MASK, F_START, N_FIXED };
 mt_status mt_rnn_start(const mt_model_config *c, mt_params *p, mt_graph *g,
                        const mt_model_encoding *enc, mt_dec_state *out) {
     memset(out, 0, sizeof *out);
-    if (c->dec_depth > MT_DEC_STATE_SLOTS)
+    if (c->dec_depth * dec_slots(c) > MT_DEC_STATE_SLOTS)
         return mt_seterr(MT_ERR_UNSUPPORTED, "s2s: dec-depth %d is too deep", c->dec_depth);
     rn t;
     rn_init(&t, c, p, g);
@@ -560,8 +619,8 @@ mt_status mt_rnn_start(const mt_model_config *c, mt_params *p, mt_graph *g,
         out->beam = 1;
         out->pos = 0;
         out->n_ctx = 1;
-        out->n_rows = c->dec_depth;
-        for (int l = 0; l < c->dec_depth; l++)
+        out->n_rows = c->dec_depth * dec_slots(c);
+        for (int l = 0; l < out->n_rows; l++)
             out->rows[l] = start;
         out->n_fixed = N_FIXED;
         out->fixed[F_CTX] = enc->c[0].ctx;
@@ -630,9 +689,9 @@ mt_status mt_rnn_step(const mt_model_config *c, mt_params *p, mt_graph *g,
     mt_node *fx[N_FIXED];
     for (int k = 0; k < N_FIXED; k++)
         fx[k] = sent ? mt_index_select(g, in->fixed[k], 0, sent) : in->fixed[k];
-    mt_node *s[MT_MODEL_MAX_LAYERS];
+    mt_node *s[2 * MT_MODEL_MAX_LAYERS];
     mt_node *keep = q && any_first ? keep_rows(&t, q, n) : NULL;
-    for (int l = 0; l < c->dec_depth && t.rc == MT_OK; l++) {
+    for (int l = 0; l < in->n_rows && t.rc == MT_OK; l++) {
         s[l] = in->row_ids ? mt_index_select(g, in->rows[l], 0, in->row_ids) : in->rows[l];
         if (keep) /* rows at their first position start from their sentence's state */
             s[l] = mt_add(g, fx[F_START], mt_mul(g, keep, mt_sub(g, s[l], fx[F_START])));
@@ -654,7 +713,7 @@ mt_status mt_rnn_step(const mt_model_config *c, mt_params *p, mt_graph *g,
         out->logprobs = raw ? logits : mt_log_softmax(g, logits);
     }
     if (!in->no_align) out->align = w;
-    for (int l = 0; l < c->dec_depth; l++)
+    for (int l = 0; l < in->n_rows; l++)
         st.rows[l] = s[l];
     st.pos = in->pos + 1;
     st.logits_only = false;
@@ -707,7 +766,7 @@ mt_status mt_rnn_append(const mt_model_config *c, mt_graph *g, const mt_dec_stat
     }
     if (parts & MT_DEC_ROWS) { /* placeholders: a row at position 0 starts from F_START */
         int64_t extra = (int64_t)add->batch * in->beam;
-        for (int l = 0; l < c->dec_depth; l++) {
+        for (int l = 0; l < in->n_rows; l++) {
             mt_node *x2[2] = {in->rows[l],
                               mt_constant(g, mt_shape2(extra, dim_of(in->rows[l], 1)), 0.0f)};
             st.rows[l] = mt_concat(g, x2, 2, 0);
@@ -793,9 +852,12 @@ mt_status mt_rnn_touch_params(const mt_model_config *c, mt_params *p, mt_device 
 }
 
 mt_status mt_rnn_check(const mt_model_config *c) {
-    if (strcmp(c->enc_cell, "gru") || strcmp(c->dec_cell, "gru"))
-        return mt_seterr(MT_ERR_UNSUPPORTED, "s2s: enc-cell '%s' / dec-cell '%s': only gru",
-                         c->enc_cell, c->dec_cell);
+    for (int i = 0; i < 2; i++) {
+        const char *cell = i ? c->dec_cell : c->enc_cell;
+        if (strcmp(cell, "gru") && strcmp(cell, "lstm"))
+            return mt_seterr(MT_ERR_UNSUPPORTED, "s2s: %s '%s': only gru and lstm",
+                             i ? "dec-cell" : "enc-cell", cell);
+    }
     if (strcmp(c->enc_type, "bidirectional") && strcmp(c->enc_type, "alternating") &&
         strcmp(c->enc_type, "bi-unidirectional"))
         return mt_seterr(MT_ERR_UNSUPPORTED,

@@ -7,7 +7,7 @@
 #     shapes, dtypes) and the same special:model.yml except its version line
 #     (and so that item's length)
 #   - the model translates (`mtpe translate` on 3 lines: 3 lines out)
-#   - unsupported s2s options are one clear error (exit 1): --enc-cell lstm
+#   - unsupported s2s options are one clear error (exit 1): --enc-cell mlstm
 # Usage: bash train_s2s_cli.sh <path-to-mtpe> <source-dir>
 mtpe=$(realpath "${1:?usage: train_s2s_cli.sh MTPE SRCDIR}")
 src=$(realpath "${2:?usage: train_s2s_cli.sh MTPE SRCDIR}")
@@ -64,9 +64,9 @@ head -3 "$d/input.en" >"$tmp/in3"
 [ "$(wc -l <"$tmp/out3")" = 3 ] || fail "translate: $(wc -l <"$tmp/out3") lines, want 3"
 
 "$mtpe" train --model "$tmp/m2.npz" --train-sets "$d/input.en" "$d/ref.de" \
-    --vocabs "$d/vocab.spm" "$d/vocab.spm" "${opts[@]}" --enc-cell lstm --after-batches 1 \
+    --vocabs "$d/vocab.spm" "$d/vocab.spm" "${opts[@]}" --enc-cell mlstm --after-batches 1 \
     >"$tmp/log2" 2>&1
 rc=$?
-[ $rc = 1 ] && grep -q "only gru" "$tmp/log2" ||
-    fail "--enc-cell lstm: exit $rc, $(tail -1 "$tmp/log2")"
+[ $rc = 1 ] && grep -q "only gru and lstm" "$tmp/log2" ||
+    fail "--enc-cell mlstm: exit $rc, $(tail -1 "$tmp/log2")"
 cli_finish train_s2s_cli "s2s training writes Marian's layout"

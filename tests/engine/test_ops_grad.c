@@ -218,6 +218,16 @@ static mt_node *b_gru(mt_graph *g, mt_node **x, const op_case *c) {
     }
 }
 
+/* Marian's LSTM cell step (mt_rnn_lstm_step): input products x[0] [N, 4R],
+** output x[1], cell state x[2], U x[3]; b fixed at 0.1, mask fdata or NULL.
+** iarg[0]: 0 checks the new output, 1 the new cell state. */
+static mt_node *b_lstm(mt_graph *g, mt_node **x, const op_case *c) {
+    mt_node *mask = c->fdata ? mt_input(g, c->fdata_shape, c->fdata) : NULL;
+    mt_node *b = mt_constant(g, mt_shape2(1, mt_node_shape(x[3]).dim[1]), 0.1f), *cn = NULL;
+    mt_node *h = mt_rnn_lstm_step(g, x[0], x[1], x[2], x[3], b, NULL, mask, &cn);
+    return c->iarg[0] ? cn : h;
+}
+
 /* --------------------------------------------------------------- data */
 
 static const int32_t labels3[3] = {2, 0, 6};
@@ -542,6 +552,26 @@ static const op_case cases[] = {
      .n_in = 4,
      .shape = {S2(3, 15), S2(3, 5), S2(5, 15), S2(5, 15)},
      .iarg = {4}},
+
+    {.name = "lstm step output N3 R5",
+     .build = b_lstm,
+     .n_in = 4,
+     .shape = {S2(3, 20), S2(3, 5), S2(3, 5), S2(5, 20)},
+     .iarg = {0}},
+    {.name = "lstm step cell state N3 R5 mask [3,1]",
+     .build = b_lstm,
+     .n_in = 4,
+     .shape = {S2(3, 20), S2(3, 5), S2(3, 5), S2(5, 20)},
+     .iarg = {1},
+     .fdata = mask3,
+     .fdata_shape = S2(3, 1)},
+    {.name = "lstm step output N3 R5 mask [3,1]",
+     .build = b_lstm,
+     .n_in = 4,
+     .shape = {S2(3, 20), S2(3, 5), S2(3, 5), S2(5, 20)},
+     .iarg = {0},
+     .fdata = mask3,
+     .fdata_shape = S2(3, 1)},
 
     /* ---- attention: iarg = {heads, check weights} */
     {.name = "attention B2 Tq3 Tk4 D8 H2 mask [2,1,1,4]",

@@ -13,7 +13,7 @@
 **            models through mt_model_build_loss (deep transition in encoder
 **            and decoder, two layers each, with and without layer norm;
 **            alternating and bi-unidirectional encoders with skip
-**            connections, three layers)
+**            connections, three layers; LSTM cells)
 */
 #include <math.h>
 #include <stdio.h>
@@ -154,12 +154,15 @@ static double eval_cost(mt_model *m, const mt_batch *b) {
 
 /* variant 0: bidirectional, layer norm, tied; 1: no layer norm, untied;
 ** 2: alternating encoder, skip connections; 3: bi-unidirectional encoder
-** (one bidirectional layer, two unidirectional), skip, layer norm */
+** (one bidirectional layer, two unidirectional), skip, layer norm;
+** 4: LSTM cells in encoder and decoder, layer norm; 5: LSTM encoder, GRU
+** decoder, no layer norm */
 static void test_gradients(int variant) {
-    static const char *const names[] = {"layer norm, tied", "no layer norm, untied",
-                                        "alternating, skip", "bi-unidirectional, skip"};
+    static const char *const names[] = {"layer norm, tied",  "no layer norm, untied",
+                                        "alternating, skip", "bi-unidirectional, skip",
+                                        "lstm, layer norm",  "lstm encoder, gru decoder"};
     const char *name = names[variant];
-    bool layer_norm = variant != 1;
+    bool layer_norm = variant != 1 && variant != 5;
     mt_model_config c = mt_model_config_default();
     snprintf(c.type, sizeof c.type, "s2s");
     c.dim_vocabs[0] = c.dim_vocabs[1] = 11;
@@ -172,12 +175,16 @@ static void test_gradients(int variant) {
     c.dec_cell_high_depth = 2;
     c.layer_normalization = layer_norm;
     c.tied_embeddings = layer_norm;
-    if (variant >= 2) {
+    if (variant == 2 || variant == 3) {
         snprintf(c.enc_type, sizeof c.enc_type, "%s",
                  variant == 2 ? "alternating" : "bi-unidirectional");
         c.skip = true;
         c.enc_depth = 3;
         c.dec_depth = 3;
+    }
+    if (variant >= 4) {
+        snprintf(c.enc_cell, sizeof c.enc_cell, "lstm");
+        snprintf(c.dec_cell, sizeof c.dec_cell, "%s", variant == 4 ? "lstm" : "gru");
     }
     mt_model *m = NULL;
     CHECK_STATUS(mt_model_create(&c, NULL, 77, &m));
@@ -194,7 +201,7 @@ static void test_gradients(int variant) {
     mt_model_loss L = mt_model_build_loss(m, g, b, 0.0f);
     CHECK(L.status == MT_OK && L.cost, "training loss: %s", mt_errmsg());
     if (!L.cost || mt_graph_backward(g, L.cost) != MT_OK) goto done;
-    int checked = 0, bad = 0;
+    int checked = 0, bad = 0, n_kink = 0;
     double worst = 0;
     mt_rng r;
     mt_rng_seed(&r, 3);
@@ -207,20 +214,33 @@ static void test_gradients(int variant) {
         mt_tensor_get(gt, grad, sizeof(float) * (size_t)n);
         for (int rep = 0; rep < 3; rep++) {
             int64_t k = (int64_t)(mt_rng_next(&r) % (uint64_t)n);
-            const float eps = 1e-3f;
-            float x0 = val[k];
-            val[k] = x0 + eps;
-            mt_tensor_set(t, val, sizeof(float) * (size_t)n);
-            mt_params_touch(p);
-            double lp = eval_cost(m, b);
-            val[k] = x0 - eps;
-            mt_tensor_set(t, val, sizeof(float) * (size_t)n);
-            mt_params_touch(p);
-            double lm = eval_cost(m, b);
-            val[k] = x0;
-            mt_tensor_set(t, val, sizeof(float) * (size_t)n);
-            mt_params_touch(p);
-            double gn = (lp - lm) / (2.0 * eps);
+            /* central differences at two step sizes: where they disagree the
+            ** loss is not smooth around x (float32 rounding of a steep
+            ** spot): skipped, and counted */
+            double gd[2];
+            for (int e = 0; e < 2; e++) {
+                const float eps = e == 0 ? 2e-3f : 1e-3f;
+                float x0 = val[k];
+                val[k] = x0 + eps;
+                mt_tensor_set(t, val, sizeof(float) * (size_t)n);
+                mt_params_touch(p);
+                double lp = eval_cost(m, b);
+                val[k] = x0 - eps;
+                mt_tensor_set(t, val, sizeof(float) * (size_t)n);
+                mt_params_touch(p);
+                double lm = eval_cost(m, b);
+                val[k] = x0;
+                mt_tensor_set(t, val, sizeof(float) * (size_t)n);
+                mt_params_touch(p);
+                gd[e] = (lp - lm) / (2.0 * eps);
+            }
+            double gn = gd[1];
+            if (fabs(gd[0] - gd[1]) > 1e-2 + 2e-2 * fabs(gd[1])) {
+                fprintf(stderr, "  %s: %s[%lld] not smooth: %.6g / %.6g (backward %.6g)\n", name,
+                        mt_params_name(p, i), (long long)k, gd[0], gd[1], grad[k]);
+                n_kink++;
+                continue;
+            }
             double err = fabs(grad[k] - gn) / (1e-2 + fabs(gn));
             worst = err > worst ? err : worst;
             checked++;
@@ -233,10 +253,11 @@ static void test_gradients(int variant) {
         free(grad);
     }
     fprintf(stderr,
-            "tiny s2s (%s): %d gradient entries over %d parameters checked, worst relative "
-            "error %.3g\n",
-            name, checked, mt_params_count(p), worst);
-    CHECK(checked >= 3 * 40 && bad == 0, "%d gradient entries checked, %d bad", checked, bad);
+            "tiny s2s (%s): %d gradient entries over %d parameters checked (%d at non-smooth "
+            "points skipped), worst relative error %.3g\n",
+            name, checked, mt_params_count(p), n_kink, worst);
+    CHECK(checked >= 3 * 40 && bad == 0 && n_kink * 10 <= checked,
+          "%d gradient entries checked, %d bad, %d skipped", checked, bad, n_kink);
 done:
     mt_graph_free(g);
     mt_batch_free(b);
@@ -246,7 +267,7 @@ done:
 int main(void) {
     test_names();
     test_steps();
-    for (int v = 0; v < 4; v++)
+    for (int v = 0; v < 6; v++)
         test_gradients(v);
     TEST_MAIN_END();
 }
