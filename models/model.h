@@ -1,6 +1,6 @@
 /*
-** model.h: encoder-decoder models (transformer first; RNN and multi-source
-** later) written once against engine/mt.h.  Parameter names, shapes and
+** model.h: encoder-decoder models (transformers, multi-source transformers
+** and Marian's RNN type s2s) written once against engine/mt.h.  Parameter names, shapes and
 ** config keys are Marian's, so models load in both directions.
 **
 ** One definition serves training, scoring and translation: the loss is the
@@ -72,7 +72,8 @@ typedef struct mt_model_config {
 } mt_model_config;
 
 /* Marian's command-line defaults for the keys above, except type, which is
-** "transformer" (Marian's default "amun" is an RNN type mtpe does not have). */
+** "transformer" (Marian's default "amun" is an RNN type mtpe does not have;
+** its "s2s" is, rnn.c). */
 mt_model_config mt_model_config_default(void);
 /* Overrides the fields whose keys occur in yaml (a model.yml or config);
 ** other keys are ignored.  MT_ERR_FORMAT for unparsable YAML or a value of
@@ -380,7 +381,7 @@ mt_status mt_model_fold(mt_model *m, mt_graph *g, const mt_dec_state *in, bool f
                         mt_dec_state *out);
 
 /* ------------------------------------------------------------ internal
-** For the architecture files (transformer.c, later rnn.c); encdec.c
+** For the architecture files (transformer.c, rnn.c); encdec.c
 ** dispatches to them by config type.  Not for callers outside models/. */
 
 /* Builds the whole transformer once on a one-token batch (on a scratch
