@@ -168,7 +168,12 @@ static mt_status score_batch(scorer *s, mt_graph *g, const int *idx, int n, floa
         mt_graph_clear(g);
         mt_model_loss L = mt_model_build_loss(s->models[m], g, b, 0.0f);
         rc = L.status;
-        if (rc == MT_OK) rc = mt_graph_forward(g);
+        if (rc == MT_OK) { /* the values read below (the others are freed) */
+            mt_graph_keep(g, L.logprob_sent);
+            mt_graph_keep(g, L.logprob_word);
+            mt_graph_keep(g, L.align);
+            rc = mt_graph_forward(g);
+        }
         if (rc == MT_OK && (size_t)(n * tl) > cap)
             rc = mt_seterr(MT_ERR_NOMEM, "score: batch too large");
         if (rc == MT_OK) rc = mt_node_get(L.logprob_sent, buf, n);
@@ -210,6 +215,9 @@ static void *worker(void *arg) {
     mt_graph_params gp = mt_graph_default_params();
     gp.training = false;
     gp.memoize = true;
+    /* values freed after their last use: an s2s model's teacher forcing
+    ** builds every target position's attention ([B, S, 2 dim-rnn] each) */
+    gp.release_values = true;
     gp.decode.gemm_type = s->gemm_type;
     mt_status rc = mt_graph_init(NULL, gp, &g);
     if (rc != MT_OK) {

@@ -19,8 +19,9 @@
 ** Architectures: "transformer", "multi-transformer" (two encoders
 ** encoder1/encoder2 over source streams 0 and 1, stacked cross-attention)
 ** and "shared-multi-transformer" (both encoders named encoder), in
-** transformer.c.  RNN types (s2s, amun, nematus) are MT_ERR_UNSUPPORTED
-** until rnn.c exists; they plug into the archs[] table (one row per type).
+** transformer.c; "s2s" (Marian's RNN encoder-decoder) in rnn.c.  The other
+** RNN types (amun, nematus) are MT_ERR_UNSUPPORTED; they would plug into
+** the archs[] table (one row per type).
 */
 #include <errno.h>
 #include <math.h>
@@ -62,12 +63,17 @@ typedef struct arch {
     mt_transformer_touch_params, mt_transformer_encode, mt_transformer_start, mt_transformer_step, \
         mt_transformer_decode_all, mt_transformer_append, mt_transformer_trim,                     \
         mt_transformer_fit_contexts, mt_transformer_can_fold, mt_transformer_fold
+#define RNN_FNS                                                                                    \
+    mt_rnn_touch_params, mt_rnn_encode, mt_rnn_start, mt_rnn_step, mt_rnn_decode_all,              \
+        mt_rnn_append, mt_rnn_trim, mt_rnn_fit_contexts, mt_rnn_can_fold, mt_rnn_fold
 static const arch archs[] = {
     {"transformer", 1, TRANSFORMER_FNS},
+    {"s2s", 1, RNN_FNS},
     {"multi-transformer", 2, TRANSFORMER_FNS},
     {"shared-multi-transformer", 2, TRANSFORMER_FNS},
 };
 #undef TRANSFORMER_FNS
+#undef RNN_FNS
 
 static const arch *find_arch(const char *type) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
@@ -450,7 +456,7 @@ mt_status mt_model_config_check(const mt_model_config *c) {
     if (a == NULL)
         return mt_seterr(MT_ERR_UNSUPPORTED,
                          "model type '%s' is not supported (transformer, "
-                         "multi-transformer, shared-multi-transformer)",
+                         "multi-transformer, shared-multi-transformer, s2s)",
                          c->type);
     int n_src = a->n_src;
     if (c->n_vocabs != n_src + 1)
@@ -467,6 +473,13 @@ mt_status mt_model_config_check(const mt_model_config *c) {
                                  "tied embeddings need equal vocabulary sizes, dim-vocabs has "
                                  "%d and %d",
                                  c->dim_vocabs[0], c->dim_vocabs[i]);
+    if (!strcmp(c->type, "s2s")) {
+        if (c->dim_emb <= 0 || c->enc_depth < 1 || c->enc_depth > MT_MODEL_MAX_LAYERS ||
+            c->dec_depth < 1 || c->dec_depth > MT_MODEL_MAX_LAYERS)
+            return mt_seterr(MT_ERR_INVALID, "dim-emb %d, enc-depth %d / dec-depth %d not in 1..%d",
+                             c->dim_emb, c->enc_depth, c->dec_depth, MT_MODEL_MAX_LAYERS);
+        return mt_rnn_check(c);
+    }
     if (c->dim_emb <= 0 || c->heads <= 0 || c->dim_emb % c->heads != 0)
         return mt_seterr(MT_ERR_INVALID,
                          "dim-emb %d is not a positive multiple of "

@@ -1,6 +1,6 @@
 /*
-** model.h: encoder-decoder models (transformer first; RNN and multi-source
-** later) written once against engine/mt.h.  Parameter names, shapes and
+** model.h: encoder-decoder models (transformers, multi-source transformers
+** and Marian's RNN type s2s) written once against engine/mt.h.  Parameter names, shapes and
 ** config keys are Marian's, so models load in both directions.
 **
 ** One definition serves training, scoring and translation: the loss is the
@@ -72,7 +72,8 @@ typedef struct mt_model_config {
 } mt_model_config;
 
 /* Marian's command-line defaults for the keys above, except type, which is
-** "transformer" (Marian's default "amun" is an RNN type mtpe does not have). */
+** "transformer" (Marian's default "amun" is an RNN type mtpe does not have;
+** its "s2s" is, rnn.c). */
 mt_model_config mt_model_config_default(void);
 /* Overrides the fields whose keys occur in yaml (a model.yml or config);
 ** other keys are ignored.  MT_ERR_FORMAT for unparsable YAML or a value of
@@ -380,7 +381,7 @@ mt_status mt_model_fold(mt_model *m, mt_graph *g, const mt_dec_state *in, bool f
                         mt_dec_state *out);
 
 /* ------------------------------------------------------------ internal
-** For the architecture files (transformer.c, later rnn.c); encdec.c
+** For the architecture files (transformer.c, rnn.c); encdec.c
 ** dispatches to them by config type.  Not for callers outside models/. */
 
 /* Builds the whole transformer once on a one-token batch (on a scratch
@@ -413,5 +414,46 @@ mt_status mt_transformer_fold(const mt_model_config *c, mt_graph *g, const mt_de
 mt_status mt_transformer_decode_all(const mt_model_config *c, mt_params *p, mt_graph *g,
                                     const mt_model_encoding *enc, const mt_batch *b,
                                     mt_node **logits, mt_node **align);
+
+/* The same functions for Marian's RNN encoder-decoder, type s2s (rnn.c);
+** mt_rnn_check: MT_ERR_UNSUPPORTED / MT_ERR_INVALID for the s2s keys it
+** cannot build (mt_model_config_check calls it for type s2s). */
+mt_status mt_rnn_check(const mt_model_config *c);
+/* One step of Marian's GRU cell (its gruOps kernel) from the products:
+** xw [N, 3R] the input's (already layer-normalised; NULL for a transition
+** cell, which has no input), s [N, R], u [R, 3R] ([U | Ux]), b [1, 3R]
+** ([b | bx]), gamma2 [1, 3R] the layer norm of s u (NULL: none), final as
+** Marian's second decoder cell (candidate tanh(xw_h + (su_h + b_h) r)),
+** mask [N, 1] (0: the row keeps s; NULL: none).  Composed of graph ops, so
+** it has their gradients.  NULL when an input is NULL. */
+mt_node *mt_rnn_gru_step(mt_graph *g, mt_node *xw, mt_node *s, mt_node *u, mt_node *b,
+                         mt_node *gamma2, bool final, mt_node *mask);
+/* One step of Marian's LSTM cell (FastLSTM: lstmOpsC, lstmOpsO), gates
+** [f | i | c | o]: xw [N, 4R] or NULL, h and c [N, R] the output and cell
+** state, u [R, 4R], b [1, 4R], gamma2 [1, 4R] or NULL, mask [N, 1] or
+** NULL (0: the row keeps its cell state; the output is not masked, as in
+** Marian).  Returns the new output; the new cell state in *c_out. */
+mt_node *mt_rnn_lstm_step(mt_graph *g, mt_node *xw, mt_node *h, mt_node *c, mt_node *u, mt_node *b,
+                          mt_node *gamma2, mt_node *mask, mt_node **c_out);
+mt_status mt_rnn_touch_params(const mt_model_config *c, mt_params *p, mt_device *dev, bool check);
+mt_status mt_rnn_encode(const mt_model_config *c, mt_params *p, mt_graph *g, const mt_batch *b,
+                        mt_model_encoding *out);
+mt_status mt_rnn_start(const mt_model_config *c, mt_params *p, mt_graph *g,
+                       const mt_model_encoding *enc, mt_dec_state *out);
+mt_status mt_rnn_step(const mt_model_config *c, mt_params *p, mt_graph *g,
+                      const mt_model_encoding *enc, const mt_dec_state *in, const int32_t *prev,
+                      mt_dec_state *next, mt_dec_step *out);
+mt_status mt_rnn_decode_all(const mt_model_config *c, mt_params *p, mt_graph *g,
+                            const mt_model_encoding *enc, const mt_batch *b, mt_node **logits,
+                            mt_node **align);
+mt_status mt_rnn_append(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                        const mt_dec_state *add, unsigned parts, mt_dec_state *out);
+mt_status mt_rnn_trim(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, int32_t n,
+                      mt_dec_state *out);
+mt_status mt_rnn_fit_contexts(const mt_model_config *c, mt_graph *g, const mt_dec_state *in,
+                              const int32_t *len, mt_dec_state *out);
+bool mt_rnn_can_fold(const mt_model_config *c, const mt_params *p);
+mt_status mt_rnn_fold(const mt_model_config *c, mt_graph *g, const mt_dec_state *in, bool freeze,
+                      mt_dec_state *out);
 
 #endif /* MT_MODEL_H */

@@ -73,7 +73,7 @@ run() { # WHAT OUT args...: runs mtpe score, output to OUT
     fi
 }
 
-for m in transformer-tiny transformer-tiny-r2l transformer-aan; do
+for m in transformer-tiny transformer-tiny-r2l transformer-aan s2s-tiny; do
     d=$data/$m
     v="$d/vocab.spm $d/vocab.spm"
     [ "$m" = transformer-aan ] && v="$d/vocab.en.spm $d/vocab.de.spm"
@@ -115,6 +115,11 @@ d=$data/transformer-tiny
 run "ensemble" "$tmp/ens" -m "$d/model.npz" "$d/model.npz" --weights 0.5 0.5 \
     -v "$d/vocab.spm" "$d/vocab.spm" -t "$d/input.en" "$d/ref.de" --quiet &&
     same_text "$tmp/ens" "$d/score.out" 1e-3 "ensemble of two copies"
+d=$data/s2s-tiny
+run "s2s ensemble" "$tmp/ens2" -m "$d/model.npz" "$d/model.npz" --weights 0.5 0.5 \
+    -v "$d/vocab.spm" "$d/vocab.spm" -t "$d/input.en" "$d/ref.de" --quiet --mini-batch 16 &&
+    same_text "$tmp/ens2" "$d/score.out" 1e-3 "s2s-tiny ensemble of two copies, padded batches"
+d=$data/transformer-tiny
 
 # alignments of Marian's own beam-4 translations (align.out, align-soft.out:
 # printed by the decoder, the same attention as teacher forcing).  Scoring

@@ -75,7 +75,7 @@ compare() {
 }
 
 # ---------------------------------------------------- Marian's outputs
-for m in transformer-tiny transformer-tiny-r2l transformer-aan multi-transformer; do
+for m in transformer-tiny transformer-tiny-r2l transformer-aan multi-transformer s2s-tiny; do
     for cmd in "$data/$m"/*.cmd; do
         name=$(basename "$cmd" .cmd)
         line=$(cat "$cmd")
@@ -120,6 +120,15 @@ for threads in 1 2; do
     cmp -s "$d/beam4.out" "$tmp/topup$threads" ||
         fail "--top-up ($threads threads) differs from beam4.out: $(diff "$d/beam4.out" "$tmp/topup$threads" | head -4)"
 done
+# the s2s model too: a sentence joining the search starts from its own start
+# state (its rows' first position, mt_dec_state.row_pos), so again beam4.out
+d2=$data/s2s-tiny
+"$mtpe" translate -m "$d2/model.npz" -v "$d2/vocab.spm" "$d2/vocab.spm" --quiet-translation \
+    -b 4 -n 0.6 --mini-batch 8 --maxi-batch 4 --maxi-batch-sort src --top-up \
+    -i "$d2/input.en" >"$tmp/s2s-topup" 2>"$tmp/err" || fail "s2s --top-up: $(tail -1 "$tmp/err")"
+grep -q "60 sentences in 2 searches" "$tmp/err" || fail "s2s --top-up: $(tail -1 "$tmp/err")"
+cmp -s "$d2/beam4.out" "$tmp/s2s-topup" ||
+    fail "s2s --top-up differs from beam4.out: $(diff "$d2/beam4.out" "$tmp/s2s-topup" | head -4)"
 # and it did batch differently: 60 lines in chunks of 32 = 2 searches (8 without)
 for t in "--top-up:2" ":8"; do
     "$mtpe" translate "${tiny[@]}" --quiet-translation -b 4 -n 0.6 --mini-batch 8 --maxi-batch 4 \

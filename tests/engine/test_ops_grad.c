@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "model.h" /* mt_rnn_gru_step: Marian's GRU cell, composed */
 #include "mt.h"
 
 #define MAX_IN 4
@@ -192,6 +193,39 @@ static mt_node *b_cache_append(mt_graph *g, mt_node **x, const op_case *c) {
 }
 static mt_node *b_index_select(mt_graph *g, mt_node **x, const op_case *c) {
     return mt_index_select(g, x[0], c->iarg[0], mt_input_i32(g, c->ids_shape, c->ids));
+}
+
+/* Marian's GRU cell step (models/rnn.c, mt_rnn_gru_step).  iarg[0]:
+**   0  input products x[0], state x[1], U x[2], b x[3]
+**   1  the same, final (Marian's second decoder cell)
+**   2  the same with the mask fdata [N, 1] (rows at 0 keep their state)
+**   3  transition cell (no input): state x[0], U x[1], b x[2], gamma2 x[3]
+**      (layer norm of the state products)
+**   4  deep transition: a cell with input x[0] then a transition cell,
+**      state x[1], their U x[2] and x[3], b fixed at 0.1 */
+static mt_node *b_gru(mt_graph *g, mt_node **x, const op_case *c) {
+    mt_node *mask = c->fdata ? mt_input(g, c->fdata_shape, c->fdata) : NULL;
+    switch (c->iarg[0]) {
+    case 0: return mt_rnn_gru_step(g, x[0], x[1], x[2], x[3], NULL, false, NULL);
+    case 1: return mt_rnn_gru_step(g, x[0], x[1], x[2], x[3], NULL, true, NULL);
+    case 2: return mt_rnn_gru_step(g, x[0], x[1], x[2], x[3], NULL, false, mask);
+    case 3: return mt_rnn_gru_step(g, NULL, x[0], x[1], x[2], x[3], false, NULL);
+    default: {
+        mt_node *b = mt_constant(g, mt_shape2(1, mt_node_shape(x[2]).dim[1]), 0.1f);
+        mt_node *h = mt_rnn_gru_step(g, x[0], x[1], x[2], b, NULL, false, NULL);
+        return mt_rnn_gru_step(g, NULL, h, x[3], b, NULL, false, NULL);
+    }
+    }
+}
+
+/* Marian's LSTM cell step (mt_rnn_lstm_step): input products x[0] [N, 4R],
+** output x[1], cell state x[2], U x[3]; b fixed at 0.1, mask fdata or NULL.
+** iarg[0]: 0 checks the new output, 1 the new cell state. */
+static mt_node *b_lstm(mt_graph *g, mt_node **x, const op_case *c) {
+    mt_node *mask = c->fdata ? mt_input(g, c->fdata_shape, c->fdata) : NULL;
+    mt_node *b = mt_constant(g, mt_shape2(1, mt_node_shape(x[3]).dim[1]), 0.1f), *cn = NULL;
+    mt_node *h = mt_rnn_lstm_step(g, x[0], x[1], x[2], x[3], b, NULL, mask, &cn);
+    return c->iarg[0] ? cn : h;
 }
 
 /* --------------------------------------------------------------- data */
@@ -489,6 +523,55 @@ static const op_case cases[] = {
      .build = b_highway,
      .n_in = 3,
      .shape = {S2(3, 7), S2(3, 7), S1(7)}},
+
+    /* ---- Marian's GRU cell (mt_rnn_gru_step), R = 5: iarg = {variant} */
+    {.name = "gru step N3 R5",
+     .build = b_gru,
+     .n_in = 4,
+     .shape = {S2(3, 15), S2(3, 5), S2(5, 15), S2(1, 15)},
+     .iarg = {0}},
+    {.name = "gru step final N3 R5",
+     .build = b_gru,
+     .n_in = 4,
+     .shape = {S2(3, 15), S2(3, 5), S2(5, 15), S2(1, 15)},
+     .iarg = {1}},
+    {.name = "gru step masked N3 R5 mask [3,1]",
+     .build = b_gru,
+     .n_in = 4,
+     .shape = {S2(3, 15), S2(3, 5), S2(5, 15), S2(1, 15)},
+     .iarg = {2},
+     .fdata = mask3,
+     .fdata_shape = S2(3, 1)},
+    {.name = "gru transition layer-norm N3 R5",
+     .build = b_gru,
+     .n_in = 4,
+     .shape = {S2(3, 5), S2(5, 15), S2(1, 15), S2(1, 15)},
+     .iarg = {3}},
+    {.name = "gru deep transition (2 cells) N3 R5",
+     .build = b_gru,
+     .n_in = 4,
+     .shape = {S2(3, 15), S2(3, 5), S2(5, 15), S2(5, 15)},
+     .iarg = {4}},
+
+    {.name = "lstm step output N3 R5",
+     .build = b_lstm,
+     .n_in = 4,
+     .shape = {S2(3, 20), S2(3, 5), S2(3, 5), S2(5, 20)},
+     .iarg = {0}},
+    {.name = "lstm step cell state N3 R5 mask [3,1]",
+     .build = b_lstm,
+     .n_in = 4,
+     .shape = {S2(3, 20), S2(3, 5), S2(3, 5), S2(5, 20)},
+     .iarg = {1},
+     .fdata = mask3,
+     .fdata_shape = S2(3, 1)},
+    {.name = "lstm step output N3 R5 mask [3,1]",
+     .build = b_lstm,
+     .n_in = 4,
+     .shape = {S2(3, 20), S2(3, 5), S2(3, 5), S2(5, 20)},
+     .iarg = {0},
+     .fdata = mask3,
+     .fdata_shape = S2(3, 1)},
 
     /* ---- attention: iarg = {heads, check weights} */
     {.name = "attention B2 Tq3 Tk4 D8 H2 mask [2,1,1,4]",
