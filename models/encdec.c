@@ -883,6 +883,21 @@ mt_status mt_model_fold(mt_model *m, mt_graph *g, const mt_dec_state *in, bool f
     return m->arch->fold(&m->cfg, g, in, freeze, out);
 }
 
+void mt_dec_state_end_step(mt_dec_state *st) {
+    st->logits_only = false;
+    st->argmax = false;
+    st->argmax_skip = NULL;
+    st->topk = 0;
+    st->no_align = false;
+    st->row_pos = NULL;
+    st->row_ids = NULL;
+    st->row_off = 0;
+    st->hist_ids = NULL;
+    st->hist_lens = NULL;
+    st->ctx_lens = NULL;
+    st->row_sent = NULL;
+}
+
 mt_status mt_dec_state_import(mt_graph *g, const mt_dec_state *in, unsigned parts,
                               mt_dec_state *out) {
     mt_dec_state st = *in;

@@ -306,6 +306,12 @@ mt_status mt_model_step(mt_model *m, mt_graph *g, const mt_model_encoding *enc,
 mt_status mt_model_select(mt_model *m, mt_graph *g, const mt_dec_state *in, const int32_t *rows,
                           int32_t beam, mt_dec_state *out);
 
+/* Clears the fields of st that ask for something in one step only (the
+** caller's requests: logits_only, argmax, topk, no_align; the row maps:
+** row_pos, row_ids/row_off, hist_ids/hist_lens, ctx_lens, row_sent): what a
+** model's step returns as the next state. */
+void mt_dec_state_end_step(mt_dec_state *st);
+
 /* Parts of a state, for mt_dec_state_import and mt_model_reorder. */
 enum {
     MT_DEC_ROWS = 1,  /* the per-row nodes (caches)                              */

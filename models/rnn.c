@@ -716,18 +716,7 @@ mt_status mt_rnn_step(const mt_model_config *c, mt_params *p, mt_graph *g,
     for (int l = 0; l < in->n_rows; l++)
         st.rows[l] = s[l];
     st.pos = in->pos + 1;
-    st.logits_only = false;
-    st.argmax = false;
-    st.argmax_skip = NULL;
-    st.topk = 0;
-    st.no_align = false;
-    st.row_pos = NULL;
-    st.row_ids = NULL;
-    st.row_off = 0;
-    st.hist_ids = NULL;
-    st.hist_lens = NULL;
-    st.ctx_lens = NULL;
-    st.row_sent = NULL;
+    mt_dec_state_end_step(&st);
     mt_status rc = rn_finish(&t);
     if (rc != MT_OK) {
         memset(out, 0, sizeof *out);

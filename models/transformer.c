@@ -1547,18 +1547,7 @@ mt_status mt_transformer_step(const mt_model_config *c, mt_params *p, mt_graph *
     }
     if (io.align) out->align = mt_reshape(g, io.align, mt_shape2(n, dim_of(io.align, -1)));
     st.pos = in->pos + 1;
-    st.logits_only = false;
-    st.argmax = false;
-    st.argmax_skip = NULL;
-    st.topk = 0;
-    st.no_align = false;
-    st.row_pos = NULL;
-    st.row_ids = NULL;
-    st.row_off = 0;
-    st.hist_ids = NULL;
-    st.hist_lens = NULL;
-    st.ctx_lens = NULL;
-    st.row_sent = NULL;
+    mt_dec_state_end_step(&st);
     mt_status rc = tf_finish(&t);
     if (rc != MT_OK) {
         memset(out, 0, sizeof *out);
