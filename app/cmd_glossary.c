@@ -423,11 +423,8 @@ static int terms_main(int argc, char **argv) {
     ret = 1;
     mt_status rc;
     if (app_opts_given(o, "glossary")) {
-        app_gloss_list l = {0};
-        rc = app_glossary_read(app_opts_str(o, "glossary"), APP_GLOSS_AUTO,
-                               app_opts_str(o, "src-lang"), tl, &l, NULL);
-        if (rc == MT_OK) rc = app_glossary_new(l.v, l.n, &g);
-        app_gloss_list_free(&l);
+        rc = app_glossary_load_file(app_opts_str(o, "glossary"), app_opts_str(o, "src-lang"), tl,
+                                    &g);
     } else {
         rc = open_store(o, false, &s);
         if (rc == MT_OK)

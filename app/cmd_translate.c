@@ -970,11 +970,8 @@ static mt_status load_everything(tr_ctx *c) {
     if (p.max_length < 0) p.max_length = 0;
     const char *gl = app_opts_str(o, "glossary");
     if (gl[0]) {
-        app_gloss_list l = {0};
-        rc = app_glossary_read(gl, APP_GLOSS_AUTO, app_opts_str(o, "src-lang"),
-                               app_opts_str(o, "trg-lang"), &l, NULL);
-        if (rc == MT_OK) rc = app_glossary_new(l.v, l.n, &c->terms);
-        app_gloss_list_free(&l);
+        rc = app_glossary_load_file(gl, app_opts_str(o, "src-lang"), app_opts_str(o, "trg-lang"),
+                                    &c->terms);
         if (rc != MT_OK) return rc;
         c->max_terms = (int)app_opts_int(o, "glossary-max");
         if (c->max_terms > MT_BEAM_MAX_CONSTRAINTS) c->max_terms = MT_BEAM_MAX_CONSTRAINTS;

@@ -597,6 +597,16 @@ static int load_row(void *user, const store_gloss_entry *e) {
     return 0;
 }
 
+mt_status app_glossary_load_file(const char *path, const char *src_lang, const char *tgt_lang,
+                                 app_glossary **out) {
+    *out = NULL;
+    app_gloss_list l = {0};
+    mt_status rc = app_glossary_read(path, APP_GLOSS_AUTO, src_lang, tgt_lang, &l, NULL);
+    if (rc == MT_OK) rc = app_glossary_new(l.v, l.n, out);
+    app_gloss_list_free(&l);
+    return rc;
+}
+
 mt_status app_glossary_load(store *s, const char *project, const char *src_lang,
                             const char *tgt_lang, app_glossary **out) {
     *out = NULL;

@@ -123,6 +123,11 @@ mt_status app_glossary_new(const app_gloss_entry *e, int32_t n, app_glossary **o
 ** or "": any). */
 mt_status app_glossary_load(store *s, const char *project, const char *src_lang,
                             const char *tgt_lang, app_glossary **out);
+/* A matcher over the entries of the glossary file path (any format
+** app_glossary_read detects; src_lang, tgt_lang pick TBX langSets).
+** Errors as app_glossary_read's, MT_ERR_NOMEM. */
+mt_status app_glossary_load_file(const char *path, const char *src_lang, const char *tgt_lang,
+                                 app_glossary **out);
 void app_glossary_free(app_glossary *g); /* NULL is a no-op */
 
 int32_t app_glossary_count(const app_glossary *g);
@@ -148,8 +153,8 @@ mt_status app_glossary_match(const app_glossary *g, const char *text, app_gloss_
 ** longest first, without the inflection tolerance of
 ** app_glossary_target_present.  For the spell checker: words inside these
 ** spans are never flagged. */
-mt_status app_glossary_match_targets(const app_glossary *g, const char *text,
-                                     app_gloss_match **out, int32_t *n);
+mt_status app_glossary_match_targets(const app_glossary *g, const char *text, app_gloss_match **out,
+                                     int32_t *n);
 
 /* The target terms to enforce in the MT of text (models/translator.h
 ** "Terms", `mtpe translate --glossary`, the editor): one per matched span
