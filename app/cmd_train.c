@@ -13,6 +13,23 @@
 ** smoothing: engine/optim.c).  The same graph serves every update, so
 ** after the largest batch has been seen nothing is allocated any more.
 **
+** --optimizer-delay N (Marian's gradient accumulation): an update runs the
+** forward and backward of N consecutive mini-batches, their gradients and
+** summed costs adding up (as Marian's sync graph group adds the
+** sub-batches' RationalLosses and backpropagates without zeroing), then one
+** Adam step: the update of the union of the N batches.  Everything that
+** counts updates (the learning-rate schedule, Adam's step, --after-batches,
+** --disp-freq/--save-freq/--valid-freq in updates) counts these N-batch
+** updates; label frequencies count their labels.  The dropout seed of the
+** k-th batch mixes in k (k = 0: the undelayed seed, so N = 1 is the old
+** loop exactly).  At the end of an epoch the batches gathered so far make a
+** shorter last update, so no gradient is pending between updates and
+** checkpoints are only written at update boundaries; batches-epoch counts
+** mini-batches read, so resuming (with any N) restores the corpus position.
+** Marian differs in the batch it splits: it reads N times the batch (with
+** --mini-batch-fit) and splits it into N, mtpe reads N batches of the
+** given size (--mini-batch-fit is not implemented).
+**
 ** Validation (--valid-sets, --valid-metrics): cross-entropy = sum over
 ** sentences of -log p(reference) / sentences, ce-mean-words = the same sum /
 ** target tokens incl. EOS, perplexity = exp(ce-mean-words), all from the
@@ -69,7 +86,8 @@
 **   key                 meaning
 **   epochs              current epoch (1-based)
 **   batches             updates done
-**   batches-epoch       updates done in the current epoch (corpus position)
+**   batches-epoch       mini-batches read in the current epoch (corpus
+**                       position; = updates with --optimizer-delay 1)
 **   samples-epoch       sentences seen in the current epoch
 **   labels-total        target tokens seen (incl. EOS)
 **   stalled, stalled-max   validations without improvement (first metric)
@@ -181,6 +199,8 @@ static const app_opt train_opts[] = {
     {"optimizer", 0, APP_OPT_STRING, "adam", NULL, "adam"},
     {"optimizer-params", 0, APP_OPT_FLOATS, NULL, NULL,
      "Adam beta1 beta2 eps [weight-decay] (empty: 0.9 0.999 1e-8)"},
+    {"optimizer-delay", 0, APP_OPT_INT, "1", NULL,
+     "sum the gradients of N mini-batches into one update", "1..1000000"},
     {"learn-rate", 'l', APP_OPT_FLOAT, "0.0001", NULL, "learning rate", "0.."},
     {"lr-warmup", 0, APP_OPT_FREQ, "0", NULL, "linear warm-up over N updates"},
     {"lr-decay-inv-sqrt", 0, APP_OPT_FREQS, "0", NULL, "inverse-sqrt decay after N updates"},
@@ -285,7 +305,6 @@ static const char *shortest(float v, char *buf, size_t n) {
     return buf;
 }
 
-
 /* --------------------------------------------------------------- state */
 
 enum { COST_SUM = 0, COST_MEAN_WORDS, COST_MEAN };
@@ -346,6 +365,7 @@ typedef struct trainer {
     double speed_flops;    /* matrix-product FLOPs of its updates           */
     int64_t speed_words;   /* target words of its updates                   */
     int64_t speed_updates;
+    int64_t delay; /* --optimizer-delay: mini-batches per update */
     double run_start, run_excluded, run_flops;
     int64_t run_words, run_updates;
     bool loaded;         /* continued from a checkpoint                          */
@@ -808,11 +828,11 @@ static void speed_period_end(trainer *t) {
     t->speed_words = t->speed_updates = 0;
 }
 
-static void speed_count(trainer *t, const mt_batch *b, double flops) {
+static void speed_count(trainer *t, int64_t trg_words, double flops) {
     t->speed_flops += flops;
     t->run_flops += flops;
-    t->speed_words += b->trg_words;
-    t->run_words += b->trg_words;
+    t->speed_words += trg_words;
+    t->run_words += trg_words;
     t->speed_updates++;
     t->run_updates++;
 }
@@ -977,7 +997,7 @@ static mt_status save_best(trainer *t, int k) {
 
 /* ------------------------------------------------------------ display */
 
-static void progress_bar(trainer *t, const mt_batch *b) {
+static void progress_bar(trainer *t, int32_t batch_size) {
     if (!t->bar || log_quiet) return;
     int64_t n = mt_corpus_size(t->train);
     double frac = n > 0 ? (double)t->st.samples_epoch / (double)n : 0;
@@ -988,7 +1008,7 @@ static void progress_bar(trainer *t, const mt_batch *b) {
         bar[i] = i < fill ? '#' : '.';
     bar[40] = '\0';
     fprintf(stderr, "\r[%s] %5.1f%% Ep. %lld Up. %lld (%d sentences)\033[K", bar, 100 * frac,
-            (long long)t->st.epochs, (long long)t->st.batches, (int)b->size);
+            (long long)t->st.epochs, (long long)t->st.batches, (int)batch_size);
     fflush(stderr);
     bar_shown = true;
 }
@@ -1249,17 +1269,33 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-static mt_status train_step(trainer *t, const mt_batch *b, double *cost_out, double *flops_out) {
+/* The mini-batches of one update (--optimizer-delay), summed. */
+typedef struct update_sum {
+    int64_t size, trg_words; /* sentences and target labels of all */
+    int32_t last_size;       /* sentences of the last mini-batch (progress bar) */
+    double cost, flops;
+    int n; /* mini-batches so far */
+} update_sum;
+
+/* Forward and backward of mini-batch k of the coming update: its gradients
+** are added to the parameters' (Adam's step zeroes them).  Dropout is
+** reseeded from (seed, update, k); k = 0 is the seed of an undelayed run. */
+static mt_status accumulate(trainer *t, const mt_batch *b, update_sum *u) {
     mt_graph *g = t->g;
     mt_graph_clear(g);
-    mt_graph_set_seed(g, mix64(t->st.seed ^ mix64((uint64_t)t->st.batches + 1)));
+    uint64_t seed = t->st.seed ^ mix64((uint64_t)t->st.batches + 1);
+    if (u->n > 0) seed ^= mix64(0x9e3779b97f4a7c15ull * (uint64_t)u->n);
+    mt_graph_set_seed(g, mix64(seed));
     mt_model_loss l = mt_model_build_loss(t->model, g, b, t->label_smoothing);
     if (l.cost == NULL) return l.status != MT_OK ? l.status : mt_graph_status(g);
     /* Marian 1.12 differentiates the sum whatever --cost-type says (its
     ** newLoss gives every training cost type a CrossEntropyLoss whose
     ** RationalLoss numerator, the sum over labels, is the graph's top node;
     ** the type only divides the displayed cost): so the gradient's norm grows
-    ** with the batch and --clip-norm 5 clips nearly every update */
+    ** with the batch and --clip-norm 5 clips nearly every update.  With
+    ** --optimizer-delay the sub-batches' sums add up (Marian's sync graph
+    ** group adds their RationalLosses and backpropagates without zeroing),
+    ** so the update is the one of the union of the mini-batches. */
     mt_node *obj = l.cost;
     mt_status rc = mt_graph_forward(g);
     if (rc == MT_OK) rc = mt_graph_backward(g, obj);
@@ -1267,40 +1303,51 @@ static mt_status train_step(trainer *t, const mt_batch *b, double *cost_out, dou
     if (rc == MT_OK) rc = mt_node_get_scalar(l.cost, &cost);
     if (rc != MT_OK) return rc;
     /* a statistic only: out of memory here leaves it at 0, training goes on */
-    if (mt_graph_matmul_flops(g, obj, true, flops_out) != MT_OK) {
-        *flops_out = 0;
+    double flops = 0;
+    if (mt_graph_matmul_flops(g, obj, true, &flops) != MT_OK) {
+        flops = 0;
         mt_clearerr();
     }
-    rc = mt_adam_step(t->adam);
+    u->cost += cost;
+    u->flops += flops;
+    u->size += b->size;
+    u->trg_words += b->trg_words;
+    u->last_size = b->size;
+    u->n++;
+    return MT_OK;
+}
+
+/* One Adam step from the summed gradients. */
+static mt_status optimizer_step(trainer *t) {
+    mt_status rc = mt_adam_step(t->adam);
     if (rc == MT_ERR_INVALID) {
         mt_log(MT_LOG_WARN, "%s: update skipped", mt_errmsg());
         rc = MT_OK;
     }
-    *cost_out = cost;
     return rc;
 }
 
 /* After one update: state, display, validation, checkpoint. */
-static mt_status after_update(trainer *t, const mt_batch *b, double cost) {
+static mt_status after_update(trainer *t, const update_sum *u) {
     train_state *s = &t->st;
     int64_t labels_before = s->labels_total;
     s->validated = false;
-    s->cost_sum += cost;
-    s->cost_count += (double)b->trg_words;
+    s->cost_sum += u->cost;
+    s->cost_count += (double)u->trg_words;
     s->updates_disp++;
-    s->samples_disp += b->size;
-    s->words_disp += b->trg_words;
-    s->samples_epoch += b->size;
-    s->labels_total += b->trg_words;
+    s->samples_disp += u->size;
+    s->words_disp += u->trg_words;
+    s->samples_epoch += u->size;
+    s->labels_total += u->trg_words;
     s->batches++;
-    s->batches_epoch++;
+    s->batches_epoch += u->n; /* mini-batches read: the corpus position */
     float gn = mt_adam_last_grad_norm(t->adam);
     if (isfinite(gn)) {
         int64_t range = s->batches < 100 ? s->batches : 100;
         float alpha = 2.0f / (float)(range + 1);
         s->gnorm_avg += alpha * (gn - s->gnorm_avg);
     }
-    if (due(t->disp, s, labels_before) || s->batches <= t->disp_first) display(t, b->trg_words);
+    if (due(t->disp, s, labels_before) || s->batches <= t->disp_first) display(t, u->trg_words);
     mt_status rc = MT_OK;
     if (due(t->vfreq, s, labels_before) && keep_going(t)) rc = validate(t);
     if (rc == MT_OK && due(t->save, s, labels_before)) rc = save_checkpoint(t, false);
@@ -1343,23 +1390,37 @@ static mt_status train_loop(trainer *t) {
         }
     }
     while (rc == MT_OK && keep_going(t)) {
-        const mt_batch *b = mt_batcher_next(t->batches);
-        if (b == NULL) {
+        /* One update: --optimizer-delay mini-batches, fewer at the end of
+        ** an epoch (the gradients gathered so far make its last update, as
+        ** Marian's last, smaller batch of an epoch does), so no gradient is
+        ** ever pending between updates and every checkpoint is at an
+        ** update boundary. */
+        update_sum u = {0};
+        bool epoch_end = false;
+        while (rc == MT_OK && u.n < t->delay) {
+            const mt_batch *b = mt_batcher_next(t->batches);
+            if (b == NULL) {
+                epoch_end = true;
+                break;
+            }
+            for (int32_t r = 0; t->batch_log && r < b->size; r++)
+                fprintf(t->batch_log, "%016llx\n", (unsigned long long)mt_batch_row_hash(b, r));
+            rc = accumulate(t, b, &u);
+        }
+        if (rc == MT_OK && u.n > 0) {
+            rc = optimizer_step(t);
+            if (rc == MT_OK) speed_count(t, u.trg_words, u.flops);
+            if (rc == MT_OK) rc = after_update(t, &u);
+            if (rc == MT_OK) progress_bar(t, u.last_size);
+        }
+        if (rc == MT_OK && epoch_end) {
             if (s->batches_epoch == 0 && s->samples_epoch == 0) {
                 rc = mt_seterr(MT_ERR_INVALID, "the training corpus has no usable sentence");
                 break;
             }
             rc = end_epoch(t);
             mt_batcher_begin_epoch(t->batches, s->epochs);
-            continue;
         }
-        double cost = 0, flops = 0;
-        for (int32_t r = 0; t->batch_log && r < b->size; r++)
-            fprintf(t->batch_log, "%016llx\n", (unsigned long long)mt_batch_row_hash(b, r));
-        rc = train_step(t, b, &cost, &flops);
-        if (rc == MT_OK) speed_count(t, b, flops);
-        if (rc == MT_OK) rc = after_update(t, b, cost);
-        if (rc == MT_OK) progress_bar(t, b);
     }
     if (bar_shown && !log_quiet) {
         fputs("\r\033[K", stderr);
@@ -1442,6 +1503,7 @@ static int check_options(trainer *t) {
     t->after_batches = app_opts_int(o, "after-batches");
     t->early_stopping = app_opts_int(o, "early-stopping");
     t->disp_first = app_opts_int(o, "disp-first");
+    t->delay = app_opts_int(o, "optimizer-delay");
     t->label_smoothing = (float)app_opts_float(o, "label-smoothing");
     t->smoothing = app_opts_float(o, "exponential-smoothing") > 0;
     t->right_left = app_opts_flag(o, "right-left");
