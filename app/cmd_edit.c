@@ -528,7 +528,7 @@ static int run_script(const char *path, const ui_hooks *hooks, const ui_document
             size_t n = strlen(arg);
             for (size_t i = 0; i < n && !ed->quit;) {
                 uint32_t cp;
-                i += ui_utf8_decode(arg + i, n - i, &cp);
+                i += mt_utf8_decode(arg + i, n - i, &cp);
                 ed_key(ed, (int32_t)cp, app_now_ms());
                 pump(q, ed);
             }

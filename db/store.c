@@ -1207,23 +1207,9 @@ static bool is_cjk(uint32_t c) {
 
 /* Decodes one UTF-8 sequence; a malformed byte reads as U+FFFD. */
 static uint32_t next_codepoint(const unsigned char **p) {
-    const unsigned char *s = *p;
-    uint32_t c = s[0];
-    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len <= 1) {
-        *p = s + 1;
-        return len == 1 ? c : 0xfffd;
-    }
-    uint32_t cp = c & (0x7fu >> len);
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            *p = s + 1;
-            return 0xfffd;
-        }
-        cp = (cp << 6) | (s[i] & 0x3fu);
-    }
-    *p = s + len;
-    return cp;
+    uint32_t c; /* NUL-terminated: decoding stops at the NUL */
+    *p += mt_utf8_decode((const char *)*p, 4, &c);
+    return c;
 }
 
 int32_t store_count_words(const char *text) {

@@ -17,23 +17,9 @@
 /* Decodes one UTF-8 sequence at s[i] (n bytes in all); *len gets its length.
 ** A malformed byte reads as U+FFFD, one byte long. */
 static uint32_t cp_at(const char *s, size_t i, size_t n, size_t *len) {
-    const unsigned char *p = (const unsigned char *)s + i;
-    uint32_t c = p[0];
-    size_t l = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (l == 1 || l == 0 || i + l > n) {
-        *len = 1;
-        return l == 1 ? c : 0xfffd;
-    }
-    uint32_t cp = c & (0x7fu >> l);
-    for (size_t k = 1; k < l; k++) {
-        if ((p[k] & 0xc0) != 0x80) {
-            *len = 1;
-            return 0xfffd;
-        }
-        cp = (cp << 6) | (p[k] & 0x3fu);
-    }
-    *len = l;
-    return cp;
+    uint32_t c;
+    *len = mt_utf8_decode(s + i, n - i, &c);
+    return c;
 }
 
 static bool cp_space(uint32_t c) {
@@ -105,29 +91,6 @@ static uint32_t cp_lower(uint32_t c) {
     if (c >= 0x410 && c <= 0x42f) return c + 32;
     if (c >= 0x400 && c <= 0x40f) return c + 80;
     return c;
-}
-
-static size_t put_utf8(uint32_t c, char *out) {
-    if (c < 0x80) {
-        out[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        out[0] = (char)(0xc0 | (c >> 6));
-        out[1] = (char)(0x80 | (c & 0x3f));
-        return 2;
-    }
-    if (c < 0x10000) {
-        out[0] = (char)(0xe0 | (c >> 12));
-        out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (c & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | (c >> 18));
-    out[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (c & 0x3f));
-    return 4;
 }
 
 /* --------------------------------------------------------- placeholders */
@@ -213,16 +176,6 @@ static size_t bracket_len(const char *s) {
 
 /* ----------------------------------------------------------- tokenizer */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-#define FNV0 0xcbf29ce484222325ull
-
 static mt_status tok_push(tm_tokens *t, tm_tok k) {
     if (t->n == t->cap) {
         int32_t cap = t->cap ? t->cap * 2 : 32;
@@ -242,12 +195,12 @@ void tm_tokens_free(tm_tokens *t) {
 
 /* Hash of the lower-case form of s[a..b). */
 static uint64_t lower_hash(const char *s, size_t a, size_t b) {
-    uint64_t h = FNV0;
+    uint64_t h = MT_FNV1A_INIT;
     char buf[4];
     size_t l;
     for (size_t i = a; i < b; i += l) {
         uint32_t c = cp_lower(cp_at(s, i, b, &l));
-        h = fnv(h, buf, put_utf8(c, buf));
+        h = mt_fnv1a(h, buf, mt_utf8_encode(c, buf));
     }
     return h;
 }
@@ -317,7 +270,7 @@ mt_status tm_tokenize(const char *s, tm_tokens *t) {
         } else {
             len = l;
             k.kind = TM_TOK_PUNCT;
-            k.key = fnv(FNV0 ^ 0x5a, s + i, l);
+            k.key = mt_fnv1a(MT_FNV1A_INIT ^ 0x5a, s + i, l);
         }
         k.len = (int32_t)len;
         mt_status rc = tok_push(t, k);
@@ -530,7 +483,7 @@ int tm_each_term(const tm_tokens *t, int (*fn)(void *user, const char *term, siz
                 if (len + 4 > TM_TERM_MAX)
                     too_long = true;
                 else
-                    len += put_utf8(c, buf + len);
+                    len += mt_utf8_encode(c, buf + len);
                 continue;
             }
             if (len > 0 && !too_long) {

@@ -1,6 +1,6 @@
 /*
 ** mt_base.h: the leaf part of the engine that every layer may use: status
-** codes and per-thread error messages, the log callback, assertions with an
+** codes and per-thread error messages, UTF-8 decoding, the log callback, assertions with an
 ** abort hook, counted host allocation with fault injection, and arenas.
 ** db/ and ui/ include only this; models/ and app/ get it through mt.h.
 */
@@ -26,6 +26,91 @@ static inline uint64_t mt_fnv1a(uint64_t h, const void *p, size_t n) {
         h *= 0x100000001b3ull;
     }
     return h;
+}
+
+/* ----------------------------------------------------------------- UTF-8 */
+
+/* Decodes the code point at s[0..n) (n >= 1) into *cp and returns its
+** length in bytes.  A byte that does not start a well-formed sequence
+** (stray continuation byte, overlong form, surrogate, above U+10FFFF,
+** truncated at n) decodes as U+FFFD of length 1, so a loop over any bytes
+** advances and invalid input shows as replacement characters.  The one
+** UTF-8 decoder of the project. */
+static inline size_t mt_utf8_decode(const char *s, size_t n, uint32_t *cp) {
+    const unsigned char *u = (const unsigned char *)s;
+    uint32_t c = u[0], min;
+    size_t len;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if ((c & 0xE0) == 0xC0) {
+        len = 2, c &= 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3, c &= 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4, c &= 0x07, min = 0x10000;
+    } else {
+        goto bad;
+    }
+    if (len > n) goto bad;
+    for (size_t i = 1; i < len; i++) {
+        if ((u[i] & 0xC0) != 0x80) goto bad;
+        c = (c << 6) | (u[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) goto bad;
+    *cp = c;
+    return len;
+bad:
+    *cp = 0xFFFD;
+    return 1;
+}
+
+/* Whether mt_utf8_decode's result (cp, len) stands for an invalid byte
+** rather than an encoded U+FFFD (which is three bytes long). */
+static inline bool mt_utf8_bad(uint32_t cp, size_t len) { return cp == 0xFFFD && len == 1; }
+
+/* Whether s[0..n) is well-formed UTF-8 (no overlong forms, surrogates or
+** code points above U+10FFFF); if not and bad_offset is not NULL, the byte
+** offset of the first bad sequence goes there. */
+static inline bool mt_utf8_valid(const char *s, size_t n, size_t *bad_offset) {
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t k = (unsigned char)s[i] < 0x80 ? 1 : mt_utf8_decode(s + i, n - i, &cp);
+        if (k == 1 && (unsigned char)s[i] >= 0x80) {
+            if (bad_offset) *bad_offset = i;
+            return false;
+        }
+        i += k;
+    }
+    return true;
+}
+
+/* Encodes cp into out; returns its length in bytes, 0 for a surrogate or a
+** value above U+10FFFF (nothing written). */
+static inline size_t mt_utf8_encode(uint32_t cp, char out[4]) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    if (cp > 0x10FFFF) return 0;
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
 }
 
 /* ---------------------------------------------------------------- status */

@@ -41,27 +41,7 @@
 #include "mt.h"
 #include "vocab.h"
 
-/* ------------------------------------------------------------------ UTF-8 */
-
-/* Decodes the code point at s[i] of valid UTF-8; returns its byte length. */
-static size_t utf8_next(const unsigned char *s, size_t i, uint32_t *cp) {
-    unsigned c = s[i];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if ((c & 0xE0) == 0xC0) {
-        *cp = ((c & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu);
-        return 2;
-    }
-    if ((c & 0xF0) == 0xE0) {
-        *cp = ((c & 0x0Fu) << 12) | ((s[i + 1] & 0x3Fu) << 6) | (s[i + 2] & 0x3Fu);
-        return 3;
-    }
-    *cp = ((c & 0x07u) << 18) | ((s[i + 1] & 0x3Fu) << 12) | ((s[i + 2] & 0x3Fu) << 6) |
-          (s[i + 3] & 0x3Fu);
-    return 4;
-}
+/* ------------------------------------------------------------ characters */
 
 /* Python's str.isspace(), which str.split() and str.rstrip() use. */
 static bool py_space(uint32_t c) {
@@ -158,7 +138,7 @@ static int64_t py_split(const char *s, size_t n, tok *out) {
     bool in_tok = false;
     while (i < n) {
         uint32_t cp;
-        size_t len = utf8_next(u, i, &cp);
+        size_t len = mt_utf8_decode((const char *)u + i, n - i, &cp);
         if (py_space(cp)) {
             if (in_tok) {
                 if (out) out[k] = (tok){s + start, (uint32_t)(i - start)};
@@ -186,7 +166,7 @@ static mt_status tokenize_13a(const char *line, tokens *out) {
     size_t n = strlen(line), end = 0;
     for (size_t i = 0; i < n;) { /* rstrip(): end of the last non-space character */
         uint32_t cp;
-        size_t len = utf8_next(u, i, &cp);
+        size_t len = mt_utf8_decode((const char *)u + i, n - i, &cp);
         i += len;
         if (!py_space(cp)) end = i;
     }
@@ -624,7 +604,7 @@ static int64_t nonspace_codepoints(const char *s, uint32_t *out) {
     int64_t k = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        i += utf8_next(u, i, &cp);
+        i += mt_utf8_decode((const char *)u + i, n - i, &cp);
         if (!py_space(cp)) out[k++] = cp;
     }
     return k;
@@ -769,30 +749,6 @@ static bool uc_cased_cp(uint32_t c) {
     return in_ranges(uc_cased, sizeof uc_cased / sizeof uc_cased[0], c);
 }
 
-static size_t utf8_put(uint32_t c, char *out) {
-    unsigned char *o = (unsigned char *)out;
-    if (c < 0x80) {
-        o[0] = (unsigned char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (unsigned char)(0xC0 | (c >> 6));
-        o[1] = (unsigned char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (unsigned char)(0xE0 | (c >> 12));
-        o[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (unsigned char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (unsigned char)(0xF0 | (c >> 18));
-    o[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (unsigned char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 /* Python's str.lower() of valid UTF-8 s: the one-code-point mappings of the table,
 ** U+0130 -> "i" U+0307, and U+03A3 -> final U+03C2 when a cased letter precedes it
 ** and none follows it (case-ignorable code points skipped both ways), else U+03C3.
@@ -809,13 +765,13 @@ static mt_status py_lower(const char *s, char **out) {
         return mt_seterr(MT_ERR_NOMEM, "out of memory lowercasing a %zu-byte segment", n);
     }
     for (size_t i = 0; i < n;)
-        i += utf8_next(u, i, &cp[ncp++]);
+        i += mt_utf8_decode((const char *)u + i, n - i, &cp[ncp++]);
     size_t w = 0;
     for (size_t i = 0; i < ncp; i++) {
         uint32_t c = cp[i];
         if (c == 0x130) {
             o[w++] = 'i';
-            w += utf8_put(0x307, o + w);
+            w += mt_utf8_encode(0x307, o + w);
         } else if (c == 0x3A3) {
             size_t j = i;
             while (j > 0 && uc_ignorable_cp(cp[j - 1]))
@@ -827,9 +783,9 @@ static mt_status py_lower(const char *s, char **out) {
                     k++;
                 final = k == ncp || !uc_cased_cp(cp[k]);
             }
-            w += utf8_put(final ? 0x3C2 : 0x3C3, o + w);
+            w += mt_utf8_encode(final ? 0x3C2 : 0x3C3, o + w);
         } else {
-            w += utf8_put(simple_lower(c), o + w);
+            w += mt_utf8_encode(simple_lower(c), o + w);
         }
     }
     o[w] = '\0';

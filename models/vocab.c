@@ -64,41 +64,6 @@ static const char *kind_name(mt_vocab_kind k) {
     }
 }
 
-/* ------------------------------------------------------------------ UTF-8 */
-
-bool mt_utf8_valid(const char *str, size_t n, size_t *bad_offset) {
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            goto bad;
-        }
-        if (n - i < len) goto bad;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) goto bad;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) goto bad;
-        i += len;
-    }
-    return true;
-bad:
-    if (bad_offset) *bad_offset = i;
-    return false;
-}
-
 /* ------------------------------------------------------------ token table */
 
 static uint64_t hash_bytes(const char *s, size_t n) {

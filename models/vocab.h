@@ -105,11 +105,6 @@ mt_status mt_vocab_decode(const mt_vocab *v, const int32_t *ids, int64_t n, unsi
 int mt_vocab_suppressed_ids(const mt_vocab *v, bool suppress_unk, bool suppress_special,
                             int32_t *out, int cap);
 
-/* Checks that s[0..n) is well-formed UTF-8 (no overlong forms, surrogates or code
-** points above U+10FFFF).  Returns true if so; otherwise false and, when bad_offset is
-** not NULL, the byte offset of the first bad sequence. */
-bool mt_utf8_valid(const char *s, size_t n, size_t *bad_offset);
-
 /* ---------------------------------------------------- SentencePiece training */
 
 /* What Marian does when a --vocabs path ending in .spm does not exist

@@ -25,67 +25,10 @@
 
 /* ================================================================= UTF-8 */
 
-size_t ui_utf8_decode(const char *s, size_t n, uint32_t *cp) {
-    const unsigned char *u = (const unsigned char *)s;
-    uint32_t c = u[0], min;
-    size_t len;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if ((c & 0xE0) == 0xC0) {
-        len = 2, c &= 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3, c &= 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4, c &= 0x07, min = 0x10000;
-    } else {
-        goto bad;
-    }
-    if (len > n) goto bad;
-    for (size_t i = 1; i < len; i++) {
-        if ((u[i] & 0xC0) != 0x80) goto bad;
-        c = (c << 6) | (u[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) goto bad;
-    *cp = c;
-    return len;
-bad:
-    *cp = 0xFFFD;
-    return 1;
-}
-
-size_t ui_utf8_encode(uint32_t cp, char out[4]) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    if (cp <= 0x10FFFF) {
-        out[0] = (char)(0xF0 | (cp >> 18));
-        out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[3] = (char)(0x80 | (cp & 0x3F));
-        return 4;
-    }
-    return 0;
-}
-
 size_t ui_utf8_next(const char *s, size_t n, size_t i) {
     if (i >= n) return n;
     uint32_t cp;
-    return i + ui_utf8_decode(s + i, n - i, &cp);
+    return i + mt_utf8_decode(s + i, n - i, &cp);
 }
 
 size_t ui_utf8_prev(const char *s, size_t i) {
@@ -95,7 +38,7 @@ size_t ui_utf8_prev(const char *s, size_t i) {
     while (j > 0 && k < 3 && ((unsigned char)s[j] & 0xC0) == 0x80)
         j--, k++;
     uint32_t cp;
-    if (ui_utf8_decode(s + j, i - j, &cp) == i - j) return j;
+    if (mt_utf8_decode(s + j, i - j, &cp) == i - j) return j;
     return i - 1; /* s[i-1] is a stray continuation byte: one character */
 }
 
@@ -130,7 +73,7 @@ int ui_str_width(const char *s, size_t n) {
     int w = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        i += ui_utf8_decode(s + i, n - i, &cp);
+        i += mt_utf8_decode(s + i, n - i, &cp);
         w += ui_cp_width(cp);
     }
     return w;
@@ -154,14 +97,14 @@ bool ui_is_word_cp(uint32_t cp) {
 
 static uint32_t cp_at(const char *s, size_t n, size_t i) {
     uint32_t cp;
-    ui_utf8_decode(s + i, n - i, &cp);
+    mt_utf8_decode(s + i, n - i, &cp);
     return cp;
 }
 
 static uint32_t cp_before(const char *s, size_t i) {
     size_t j = ui_utf8_prev(s, i);
     uint32_t cp;
-    ui_utf8_decode(s + j, i - j, &cp);
+    mt_utf8_decode(s + j, i - j, &cp);
     return cp;
 }
 
@@ -171,7 +114,7 @@ int32_t ed_count_words(const char *s) {
     size_t len = strlen(s);
     for (size_t i = 0; i < len;) {
         uint32_t cp;
-        i += ui_utf8_decode(s + i, len - i, &cp);
+        i += mt_utf8_decode(s + i, len - i, &cp);
         bool sp = is_space_cp(cp);
         if (!sp && !in) n++;
         in = !sp;
@@ -272,7 +215,7 @@ mt_status ed_line_insert(ed_line *l, const char *s, size_t n) {
 
 mt_status ed_line_insert_cp(ed_line *l, uint32_t cp) {
     char buf[4];
-    size_t n = ui_utf8_encode(cp, buf);
+    size_t n = mt_utf8_encode(cp, buf);
     if (n == 0) return ED_NOOP;
     /* "word " is one undo step: a space ends the run, the next typed
     ** character starts a new one */
@@ -767,7 +710,7 @@ float ed_completion_conf(const ui_editor *ed, size_t off) {
     bool in = false;
     for (size_t i = 0; i <= pos;) {
         uint32_t cp;
-        size_t k = ui_utf8_decode(ri.text + i, n - i, &cp);
+        size_t k = mt_utf8_decode(ri.text + i, n - i, &cp);
         bool sp = is_space_cp(cp);
         if (!sp && !in) word++;
         in = !sp;

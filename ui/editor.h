@@ -25,11 +25,7 @@
 
 /* ================================================================= UTF-8 */
 
-/* Decodes the character at s[0..n), n >= 1.  Returns its length in bytes
-** (1 for an invalid byte, decoded as U+FFFD). */
-size_t ui_utf8_decode(const char *s, size_t n, uint32_t *cp);
-/* Encodes cp into out (4 bytes room); returns the length (0 if invalid). */
-size_t ui_utf8_encode(uint32_t cp, char out[4]);
+/* Decoding and encoding: mt_utf8_decode, mt_utf8_encode (mt_base.h). */
 /* Offset of the character boundary after / before byte offset i. */
 size_t ui_utf8_next(const char *s, size_t n, size_t i);
 size_t ui_utf8_prev(const char *s, size_t i);
@@ -547,8 +543,6 @@ mt_status ui_replacement(const ui_matcher *m, const char *s, const ui_match *mt,
 ** the count in *count.  The result is valid UTF-8 when s and repl are. */
 mt_status ui_replace_all(const ui_matcher *m, const char *s, const char *repl, char **out,
                          int *count);
-/* Whether s[0..n) is valid UTF-8. */
-bool ui_utf8_valid(const char *s, size_t n);
 
 /* :find with the UI_FIND_* flags (scope, regex, whole words; always
 ** case-insensitive); text "" repeats the last search. */

@@ -85,7 +85,7 @@ int ui_keydec_feed_bytes(ui_keydec *d, const char *bytes, size_t n, int64_t now_
     int count = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        i += ui_utf8_decode(bytes + i, n - i, &cp);
+        i += mt_utf8_decode(bytes + i, n - i, &cp);
         int32_t k[2];
         int m = ui_keydec_feed(d, false, (int32_t)cp, now_ms, k);
         for (int j = 0; j < m && count < max; j++)
@@ -288,7 +288,7 @@ int32_t ui_key_parse(const char *name) {
         return UI_KEY_NONE;
     }
     uint32_t cp;
-    size_t n = strlen(name), k = ui_utf8_decode(name, n, &cp);
+    size_t n = strlen(name), k = mt_utf8_decode(name, n, &cp);
     if (k == n && cp >= 0x20 && cp != 0x7F && cp != 0xFFFD) return (int32_t)cp;
     return UI_KEY_NONE;
 }
@@ -309,7 +309,7 @@ const char *ui_key_name(int32_t key, char *buf, size_t size) {
         snprintf(buf, size, "%sC-%c", meta, (char)(k | 0x60));
     } else if (k >= 0x20 && k < UI_KEY_SPECIAL && k != 0x7F) {
         char u[5] = {0};
-        ui_utf8_encode((uint32_t)k, u);
+        mt_utf8_encode((uint32_t)k, u);
         snprintf(buf, size, "%s%s", meta, u);
     } else {
         snprintf(buf, size, "%s<%d>", meta, (int)k);

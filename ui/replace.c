@@ -42,19 +42,6 @@
 
 /* ================================================================= UTF-8 */
 
-bool ui_utf8_valid(const char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        uint32_t cp;
-        size_t k = ui_utf8_decode(s + i, n - i, &cp);
-        if (cp == 0xFFFD && k == 1 && (unsigned char)s[i] >= 0x80) {
-            /* a real U+FFFD is 3 bytes; 1 byte decoded as U+FFFD is invalid */
-            return false;
-        }
-        i += k;
-    }
-    return true;
-}
-
 static bool at_boundary(const char *s, size_t n, size_t i) {
     return i == 0 || i >= n || ((unsigned char)s[i] & 0xC0) != 0x80;
 }
@@ -114,8 +101,8 @@ static size_t literal_at(const ui_matcher *m, const char *s, size_t n, size_t i)
     while (j < m->pat_len) {
         if (k >= n) return 0;
         uint32_t a, b;
-        size_t la = ui_utf8_decode(m->pat + j, m->pat_len - j, &a);
-        size_t lb = ui_utf8_decode(s + k, n - k, &b);
+        size_t la = mt_utf8_decode(m->pat + j, m->pat_len - j, &a);
+        size_t lb = mt_utf8_decode(s + k, n - k, &b);
         if (fold_cp(a) != fold_cp(b)) return 0;
         j += la, k += lb;
     }
@@ -127,12 +114,12 @@ static bool word_ok(const ui_matcher *m, const char *s, size_t n, size_t a, size
     if (a > 0) {
         size_t p = ui_utf8_prev(s, a);
         uint32_t cp;
-        ui_utf8_decode(s + p, a - p, &cp);
+        mt_utf8_decode(s + p, a - p, &cp);
         if (ui_is_word_cp(cp)) return false;
     }
     if (b < n) {
         uint32_t cp;
-        ui_utf8_decode(s + b, n - b, &cp);
+        mt_utf8_decode(s + b, n - b, &cp);
         if (ui_is_word_cp(cp)) return false;
     }
     return true;
@@ -483,7 +470,7 @@ static bool apply(ui_editor *ed, int64_t now_ms) {
     memcpy(t + r->cur.start + rl, r->work + r->cur.end, wl - r->cur.end);
     t[nl] = '\0';
     mt_free(rep);
-    if (!ui_utf8_valid(t, nl) && ui_utf8_valid(r->work, wl)) { /* never: skip it */
+    if (!mt_utf8_valid(t, nl, NULL) && mt_utf8_valid(r->work, wl, NULL)) { /* never: skip it */
         mt_free(t);
         r->pos = r->cur.end;
         return true;

@@ -142,7 +142,7 @@ static int put_text(const ui_screen *s, int y, int x, int maxw, const char *t, s
     int col = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        i += ui_utf8_decode(t + i, n - i, &cp);
+        i += mt_utf8_decode(t + i, n - i, &cp);
         wchar_t g[2];
         bool special;
         int w = glyph(s, cp, g, &special);
@@ -218,7 +218,7 @@ static int word_width(const wrap *w, size_t i) {
     int total = 0;
     while (i < w->n && total <= w->width) {
         uint32_t cp;
-        i += ui_utf8_decode(w->t + i, w->n - i, &cp);
+        i += mt_utf8_decode(w->t + i, w->n - i, &cp);
         if (is_space_ascii(cp)) break;
         wchar_t g[2];
         bool sp;
@@ -231,7 +231,7 @@ static int word_width(const wrap *w, size_t i) {
 static bool wrap_next(wrap *w, wcell *c) {
     if (w->i >= w->n) return false;
     uint32_t cp;
-    size_t k = ui_utf8_decode(w->t + w->i, w->n - w->i, &cp);
+    size_t k = mt_utf8_decode(w->t + w->i, w->n - w->i, &cp);
     int gw = glyph(w->s, cp, c->g, &c->special);
     bool sp = is_space_ascii(cp);
     if (!sp && w->prev_space && w->col > 0) {
@@ -461,7 +461,7 @@ static int draw_entry_text(const ui_screen *s, int y, int x, int w, int max_rows
     wrap_init(&wr, s, t, n, w);
     while (wrap_next(&wr, &c)) {
         uint32_t cp;
-        ui_utf8_decode(t + c.off, n - c.off, &cp);
+        mt_utf8_decode(t + c.off, n - c.off, &cp);
         bool sp = is_space_ascii(cp);
         if (!sp && !in) word++;
         in = !sp;
@@ -1138,7 +1138,7 @@ size_t ui_screen_row(ui_screen *s, int y, char *buf, size_t size) {
         if (getcchar(&cc, wc, &a, &pair, NULL) == ERR) continue;
         for (int k = 0; wc[k] && k < CCHARW_MAX; k++) {
             char u[4];
-            size_t n = ui_utf8_encode((uint32_t)wc[k], u);
+            size_t n = mt_utf8_encode((uint32_t)wc[k], u);
             if (o + n + 1 > size) goto done;
             memcpy(buf + o, u, n);
             o += n;

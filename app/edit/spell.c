@@ -106,24 +106,8 @@ static mt_status wset_put(wset *s, const char *w, size_t n, uint8_t v) {
 /* ------------------------------------------------------------ characters */
 
 static uint32_t decode(const char *s, size_t n, size_t *len) {
-    const unsigned char *u = (const unsigned char *)s;
-    uint32_t c = u[0];
-    size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (k == 0 || k > n) {
-        *len = 1;
-        return 0xFFFD;
-    }
-    if (k > 1) {
-        c &= 0x3F >> (k - 1);
-        for (size_t i = 1; i < k; i++) {
-            if ((u[i] & 0xC0) != 0x80) {
-                *len = 1;
-                return 0xFFFD;
-            }
-            c = (c << 6) | (u[i] & 0x3F);
-        }
-    }
-    *len = k;
+    uint32_t c;
+    *len = mt_utf8_decode(s, n, &c);
     return c;
 }
 

@@ -609,16 +609,6 @@ static mt_status po_parse(po_parser *ps) {
 
 /* ------------------------------------------------------------- writing */
 
-static unsigned decode(const unsigned char *s, int *bytes) {
-    unsigned c = s[0], cp;
-    int n = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-    cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
-    for (int k = 1; k < n; k++)
-        cp = (cp << 6) | (s[k] & 0x3f);
-    *bytes = n;
-    return cp;
-}
-
 /* East Asian wide characters (two columns). */
 static bool is_wide(unsigned cp) {
     return (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) ||
@@ -657,8 +647,9 @@ enum lb_class {
 static bool in_list(unsigned cp, const char *list) {
     const unsigned char *p = (const unsigned char *)list;
     while (*p) {
-        int n;
-        if (decode(p, &n) == cp) return true;
+        uint32_t c; /* the list is NUL-terminated: 4 never reads past it */
+        size_t n = mt_utf8_decode((const char *)p, 4, &c);
+        if (c == cp) return true;
         p += n;
     }
     return false;
@@ -829,7 +820,8 @@ static int put_escaped(app_doc_buf *out, const unsigned char *s, int *bytes, enu
         *last = LB_NU;
         return 4;
     }
-    unsigned cp = decode(s, bytes);
+    uint32_t cp; /* s is NUL-terminated: decoding stops at the NUL */
+    *bytes = (int)mt_utf8_decode((const char *)s, 4, &cp);
     if (out) app_doc_buf_put(out, s, (size_t)*bytes);
     *first = *last = lb_class_of(cp);
     return is_wide(cp) ? 2 : 1;

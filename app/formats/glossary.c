@@ -91,57 +91,6 @@
 
 static mt_status oom(void) { return mt_seterr(MT_ERR_NOMEM, "glossary: out of memory"); }
 
-/* ================================================================== UTF-8 */
-
-/* Decodes one code point of s[0..n) (n >= 1); an invalid byte decodes as
-** U+FFFD of length 1. */
-static size_t utf8_dec(const char *s, size_t n, uint32_t *cp) {
-    const unsigned char *u = (const unsigned char *)s;
-    uint32_t c = u[0];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0 || len > n) {
-        *cp = 0xFFFD;
-        return 1;
-    }
-    if (len == 1) {
-        *cp = c;
-        return 1;
-    }
-    c &= 0x3Fu >> (len - 1);
-    for (size_t i = 1; i < len; i++) {
-        if ((u[i] & 0xC0) != 0x80) {
-            *cp = 0xFFFD;
-            return 1;
-        }
-        c = (c << 6) | (u[i] & 0x3Fu);
-    }
-    *cp = c;
-    return len;
-}
-
-static size_t utf8_put(uint32_t c, char *o) {
-    if (c < 0x80) {
-        o[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (char)(0xC0 | (c >> 6));
-        o[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | (c >> 12));
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (c >> 18));
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 /* ============================================================== tokens */
 
 enum { CL_SPACE = 0, CL_WORD, CL_CJK, CL_OTHER };
@@ -203,7 +152,7 @@ static mt_status tokenize(const char *s, size_t n, gtoks *t) {
     bool space = false;
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t k = utf8_dec(s + i, n - i, &c);
+        size_t k = mt_utf8_decode(s + i, n - i, &c);
         int cl = cp_class(c);
         if (cl == CL_SPACE) {
             space = true;
@@ -226,13 +175,13 @@ static mt_status tokenize(const char *s, size_t n, gtoks *t) {
         g->space_before = space;
         g->word = cl == CL_WORD;
         space = false;
-        t->fold_n += utf8_put(mt_unicode_lower(c), t->fold + t->fold_n);
+        t->fold_n += mt_utf8_encode(mt_unicode_lower(c), t->fold + t->fold_n);
         i += k;
         if (cl == CL_WORD)
             while (i < n) {
-                k = utf8_dec(s + i, n - i, &c);
+                k = mt_utf8_decode(s + i, n - i, &c);
                 if (cp_class(c) != CL_WORD) break;
-                t->fold_n += utf8_put(mt_unicode_lower(c), t->fold + t->fold_n);
+                t->fold_n += mt_utf8_encode(mt_unicode_lower(c), t->fold + t->fold_n);
                 i += k;
             }
         g->len = (int32_t)(i - (size_t)g->start);

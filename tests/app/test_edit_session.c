@@ -966,7 +966,7 @@ static void test_ctl_empty_lines(void) {
     for (int k = 0; k < 3; k++) {
         for (const char *p = text[k]; *p;) {
             uint32_t cp32;
-            p += ui_utf8_decode(p, strlen(p), &cp32);
+            p += mt_utf8_decode(p, strlen(p), &cp32);
             ed_key(ed, (int32_t)cp32, 0);
         }
         ed_key(ed, UI_KEY_ENTER, 0);

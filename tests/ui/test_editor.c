@@ -188,17 +188,17 @@ static ui_mt_result mt_hallo(void) {
 
 static void test_utf8(void) {
     uint32_t cp;
-    CHECK(ui_utf8_decode("\xc3\xa4", 2, &cp) == 2 && cp == 0xE4, "decode ä");
-    CHECK(ui_utf8_decode("\xe2\x82\xac", 3, &cp) == 3 && cp == 0x20AC, "decode €");
-    CHECK(ui_utf8_decode("\xf0\x9d\x84\x9e", 4, &cp) == 4 && cp == 0x1D11E, "decode U+1D11E");
-    CHECK(ui_utf8_decode("\xc3", 1, &cp) == 1 && cp == 0xFFFD, "truncated sequence");
-    CHECK(ui_utf8_decode("\xc0\x80", 2, &cp) == 1 && cp == 0xFFFD, "overlong NUL");
-    CHECK(ui_utf8_decode("\xed\xa0\x80", 3, &cp) == 1 && cp == 0xFFFD, "surrogate");
+    CHECK(mt_utf8_decode("\xc3\xa4", 2, &cp) == 2 && cp == 0xE4, "decode ä");
+    CHECK(mt_utf8_decode("\xe2\x82\xac", 3, &cp) == 3 && cp == 0x20AC, "decode €");
+    CHECK(mt_utf8_decode("\xf0\x9d\x84\x9e", 4, &cp) == 4 && cp == 0x1D11E, "decode U+1D11E");
+    CHECK(mt_utf8_decode("\xc3", 1, &cp) == 1 && cp == 0xFFFD, "truncated sequence");
+    CHECK(mt_utf8_decode("\xc0\x80", 2, &cp) == 1 && cp == 0xFFFD, "overlong NUL");
+    CHECK(mt_utf8_decode("\xed\xa0\x80", 3, &cp) == 1 && cp == 0xFFFD, "surrogate");
     char b[4];
     uint32_t samples[] = {0x41, 0xE4, 0x20AC, 0x65E5, 0x1F600};
     for (int i = 0; i < 5; i++) {
-        size_t n = ui_utf8_encode(samples[i], b);
-        CHECK(n > 0 && ui_utf8_decode(b, n, &cp) == n && cp == samples[i], "round trip %x",
+        size_t n = mt_utf8_encode(samples[i], b);
+        CHECK(n > 0 && mt_utf8_decode(b, n, &cp) == n && cp == samples[i], "round trip %x",
               samples[i]);
     }
     const char *s = "a\xc3\xa4\xe6\x97\xa5"; /* aä日 */

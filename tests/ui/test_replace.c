@@ -179,8 +179,8 @@ static void test_matcher(void) {
           "empty matches skipped: '%s'", out);
     CHECK(repl_all("(", UI_FIND_REGEX, "abc", "y", out, sizeof out) == -1, "bad regex refused");
     CHECK(repl_all("", 0, "abc", "y", out, sizeof out) == -1, "empty pattern refused");
-    CHECK(ui_utf8_valid("äöü \xef\xbf\xbd", strlen("äöü \xef\xbf\xbd")), "valid UTF-8");
-    CHECK(!ui_utf8_valid("a\xc3", 2) && !ui_utf8_valid("\xff", 1), "invalid UTF-8");
+    CHECK(mt_utf8_valid("äöü \xef\xbf\xbd", strlen("äöü \xef\xbf\xbd"), NULL), "valid UTF-8");
+    CHECK(!mt_utf8_valid("a\xc3", 2, NULL) && !mt_utf8_valid("\xff", 1, NULL), "invalid UTF-8");
 }
 
 /* ================================================================ parsing */
