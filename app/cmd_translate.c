@@ -73,6 +73,13 @@
 ** follows --gemm-type (mt_kv_cache MT_KV_AUTO); `mtpe bench translate
 ** --kv-cache` times the other choices.
 **
+** --marian-prenorm-cache: Marian 1.12 decodes pre-norm transformer decoders
+** (transformer-preprocess n) with self-attention keys and values from the
+** raw layer inputs after the first position, although it trains them on the
+** normalised ones (models/transformer.c); mtpe decodes as trained unless
+** this flag asks for Marian's numbers.  Post-norm and average-attention
+** decoders are the same either way.
+**
 ** --prefix-file F: line i of F is a target prefix for input line i, forced
 ** and then completed (prefix-constrained decoding).
 **
@@ -134,6 +141,9 @@ static const app_opt tr_opts[] = {
     {"max-length-factor", 0, APP_OPT_FLOAT, "3", NULL,
      "output length limit: this times the longest source of the batch", "(0..1000"},
     {"max-length-crop", 0, APP_OPT_FLAG, NULL, NULL, "crop long inputs instead of skipping"},
+    {"marian-prenorm-cache", 0, APP_OPT_FLAG, NULL, NULL,
+     "pre-norm decoders: self-attention keys/values as Marian 1.12 decodes them (raw "
+     "inputs after position 0), not as trained"},
     {"allow-unk", 0, APP_OPT_FLAG, NULL, NULL, "allow <unk> in translations"},
     {"allow-special", 0, APP_OPT_FLAG, NULL, NULL, "allow special (control) pieces"},
     {"n-best", 0, APP_OPT_FLAG, NULL, NULL,
@@ -922,6 +932,9 @@ static mt_status load_everything(tr_ctx *c) {
         vpaths[k] = app_opts_item(o, "vocabs", k);
     rc = mt_ensemble_load(&c->am, paths, n, w, vpaths, nv);
     if (rc != MT_OK) return rc;
+    if (app_opts_flag(o, "marian-prenorm-cache"))
+        for (int m = 0; m < c->am.n_models; m++)
+            mt_model_set_marian_prenorm_cache(c->am.models[m], true);
     int ns = app_opts_count(o, "shortlist");
     if (ns > 0) {
         uint64_t first, best;

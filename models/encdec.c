@@ -561,6 +561,8 @@ void mt_model_set_training_config(mt_model *m, const mt_model_config *c) {
     m->cfg.transformer_dropout_ffn = c->transformer_dropout_ffn;
 }
 
+void mt_model_set_marian_prenorm_cache(mt_model *m, bool on) { m->cfg.marian_prenorm_cache = on; }
+
 mt_status mt_model_create(const mt_model_config *c, mt_device *dev, uint64_t seed, mt_model **out) {
     *out = NULL;
     mt_status rc = mt_model_config_check(c);

@@ -57,6 +57,12 @@ typedef struct mt_model_config {
     /* training only (not part of special:model.yml) */
     float dropout_src, dropout_trg;
     float transformer_dropout, transformer_dropout_attention, transformer_dropout_ffn;
+    /* decoding only (not part of special:model.yml): decode pre-norm
+    ** self-attention decoders as Marian 1.12 does (models/transformer.c,
+    ** self_step): from position 1 on, keys and values from the raw layer
+    ** inputs, which training never saw; false (the default): from the
+    ** normalised inputs, exactly as trained */
+    bool marian_prenorm_cache;
     /* ---- further special:model.yml keys (kept so that a model saved by mtpe
     ** carries what it was loaded with; see mt_model_config_to_yaml) */
     char version[64];    /* "version": Marian build string ("" = fresh model) */
@@ -112,6 +118,8 @@ mt_params *mt_model_params(mt_model *m);
 /* Copies the training-only fields (dropouts) of c into the model, e.g. to
 ** fine-tune a loaded model with dropout. */
 void mt_model_set_training_config(mt_model *m, const mt_model_config *c);
+/* Sets mt_model_config.marian_prenorm_cache (before any scorer of m exists). */
+void mt_model_set_marian_prenorm_cache(mt_model *m, bool on);
 /* Vocabulary size of the target (the output layer) and of source stream s. */
 int32_t mt_model_trg_vocab(const mt_model *m);
 int32_t mt_model_src_vocab(const mt_model *m, int s);

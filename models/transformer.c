@@ -20,9 +20,15 @@
 ** Wo, bo (absent with transformer-no-projection).  Masks add -99999999 at
 ** padding (and, in decoder self-attention during teacher forcing, above the
 ** diagonal).  Marian 1.12 normalises keys and values with the query when
-** they are the query's own node; in incremental decoding the self-attention
-** keys/values from position 1 on are the cached un-normalised layer inputs,
-** which matters only for pre-norm models.  Average attention: the running
+** they are the query's own node: always in training and scoring, but in its
+** incremental decoding the self-attention keys/values from position 1 on
+** are the cached un-normalised layer inputs, which matters only for
+** pre-norm models: such a decoder is decoded with keys and values it was
+** never trained on.  mtpe decodes them from the normalised inputs, as
+** trained (the step's scores equal the teacher-forced ones), unless
+** mt_model_config.marian_prenorm_cache asks for Marian's numbers (`mtpe
+** translate --marian-prenorm-cache`).  On the default model (pre-norm)
+** Marian's way costs 4.7 test BLEU (21.63 -> 16.91).  Average attention: the running
 ** mean of the layer inputs ((prev * t + x) / (t + 1) when decoding, a
 ** row-normalised lower-triangular matrix times x when teacher forcing).
 ** The decoder input at position 0 is the zero vector (shifted target).
@@ -1083,6 +1089,14 @@ static bool self_requant(const mt_params *p, const char *prefix) {
     return w != NULL && w->dtype == MT_I8;
 }
 
+/* The input the keys and values of decoder self-attention are projected
+** from in a decoding step: the block's pre-processed input y, as in
+** training, or, as Marian 1.12 decodes (marian_prenorm_cache), the raw
+** layer input x (the same node unless the model is pre-norm). */
+static mt_node *self_kv_input(const tf *t, mt_node *x, mt_node *y) {
+    return t->c->marian_prenorm_cache ? x : y;
+}
+
 /* Self-attention of one decoding position in a Marian intgemm8 model.
 ** Marian's DecoderLayerSelfAttention caches the layer inputs and projects
 ** all of them (the cached ones, reordered by the beam, and this position's)
@@ -1093,14 +1107,16 @@ static bool self_requant(const mt_params *p, const char *prefix) {
 ** Marian's numbers the state keeps the raw inputs here, [N, 1, pos, D] in
 ** slot 2i (slot 2i + 1 unused), and this step projects them all again: as
 ** Marian, the cost of a step grows with the position.  Such models do not
-** fold their caches (mt_transformer_can_fold).  Pre-norm models: keys and
-** values at position 0, and with top-up the values at a row's first
-** position, are those of y, as in self_step. */
+** fold their caches (mt_transformer_can_fold).  Pre-norm models: the
+** cached inputs are y (self_kv_input); with marian_prenorm_cache, x, and
+** keys and values at position 0, and with top-up the values at a row's
+** first position, are those of y, as in self_step. */
 static mt_node *self_step_requant(tf *t, const char *prefix, const char *pw, mt_node *x, mt_node *y,
                                   dec_io *io, int i) {
     mt_graph *g = t->g;
+    mt_node *kvin = self_kv_input(t, x, y);
     int64_t n = io->b * io->k, d = t->d;
-    mt_node *xc = mt_reshape(g, x, mt_shape4(dim_of(x, 0), 1, 1, d));
+    mt_node *xc = mt_reshape(g, kvin, mt_shape4(dim_of(x, 0), 1, 1, d));
     if (io->pos > 0) xc = append_cache(t, io, 2 * i, xc);
     io->next->rows[2 * i] = xc;
     io->next->rows[2 * i + 1] = NULL;
@@ -1110,11 +1126,11 @@ static mt_node *self_step_requant(tf *t, const char *prefix, const char *pw, mt_
     kv_project(t, prefix, mt_gemm_share_input(g, all), &kx, &vx);
     ka = split_heads(t, kx);
     va = split_heads(t, vx);
-    if (io->pos == 0 && y != x) {
+    if (io->pos == 0 && y != kvin) {
         kv_project(t, prefix, y, &ka, &va);
         ka = split_heads(t, ka);
         va = split_heads(t, va);
-    } else if (io->keep && y != x) { /* see self_step */
+    } else if (io->keep && y != kvin) { /* see self_step */
         mt_node *ky, *vy;
         kv_project(t, prefix, y, &ky, &vy);
         mt_node *keep = mt_reshape(g, io->keep, mt_shape4(dim_of(x, 0), 1, 1, 1));
@@ -1137,9 +1153,10 @@ static mt_node *self_step_requant(tf *t, const char *prefix, const char *pw, mt_
 ** appended.  Marian
 ** (DecoderLayerSelfAttention) caches the raw layer inputs and projects
 ** them all again at every step: the same values (the projection is per
-** row), computed once.  Marian's keys/values at position 0 are the
-** pre-processed input (the query's own node), from position 1 on the raw
-** cached inputs; that differs only for pre-norm models and is kept. */
+** row), computed once.  The keys and values come from the pre-processed
+** input y, as in training (self_kv_input); with marian_prenorm_cache, as
+** Marian 1.12 decodes: at position 0 from y (the query's own node), from
+** position 1 on from the raw cached inputs x. */
 static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int i) {
     mt_graph *g = t->g;
     char pw[200];
@@ -1147,7 +1164,8 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     mt_node *y = preprocess(t, t->c->preprocess, pw, x);
     if (self_requant(t->p, prefix)) return self_step_requant(t, prefix, pw, x, y, io, i);
     mt_node *kx, *vx;
-    kv_project(t, prefix, mt_gemm_share_input(g, x), &kx, &vx); /* k, v (and q if y is x) */
+    mt_node *kvin = self_kv_input(t, x, y);
+    kv_project(t, prefix, mt_gemm_share_input(g, kvin), &kx, &vx); /* k, v (and q if y is kvin) */
     mt_node *kc = split_heads(t, kx), *vc = split_heads(t, vx);
     const mt_dec_state *in = io->in;
     if (io->pos > in->hist_len) {
@@ -1157,11 +1175,11 @@ static mt_node *self_step(tf *t, const char *prefix, mt_node *x, dec_io *io, int
     io->next->rows[2 * i] = kc;
     io->next->rows[2 * i + 1] = vc;
     mt_node *ka = kc, *va = vc;
-    if (io->pos == 0 && y != x) {
+    if (io->pos == 0 && y != kvin) {
         kv_project(t, prefix, y, &ka, &va);
         ka = split_heads(t, ka);
         va = split_heads(t, va);
-    } else if (io->keep && y != x) {
+    } else if (io->keep && y != kvin) {
         /* Rows at their first position among rows further on: those attend
         ** to this position only (weight exactly 1), so only its value
         ** matters, and Marian's is the projection of y there. */

@@ -1080,6 +1080,78 @@ static double eval_cost(mt_model *m, const mt_batch *b, float ls) {
     return cost;
 }
 
+/* -log p(trg | src) through the step API, each reference token fed back:
+** what beam search computes for that hypothesis. */
+static double stepped_cost(mt_model *m, const int32_t *src, int slen, const int32_t *trg,
+                           int tlen) {
+    mt_batch_seq seq = {(int32_t *)src, slen};
+    mt_batch *b = NULL;
+    CHECK_STATUS(mt_batch_make(1, false, 1, &seq, NULL, &b));
+    mt_graph *g = NULL;
+    CHECK_STATUS(mt_graph_init(NULL, mt_graph_default_params(), &g));
+    int32_t v = mt_model_trg_vocab(m);
+    float *lp = malloc(sizeof(float) * (size_t)v);
+    double cost = NAN;
+    mt_model_encoding enc;
+    mt_dec_state st;
+    mt_status rc0 = b && g && lp ? mt_model_encode(m, g, b, &enc) : MT_ERR_NOMEM;
+    if (rc0 == MT_OK) rc0 = mt_model_start(m, g, &enc, &st);
+    if (CHECK(rc0 == MT_OK, "encode and start: %s", mt_errmsg())) {
+        cost = 0;
+        int32_t prev = 0;
+        for (int t = 0; t < tlen; t++) {
+            mt_dec_state next;
+            mt_dec_step out;
+            mt_status rc = mt_model_step(m, g, &enc, &st, &prev, &next, &out);
+            if (rc == MT_OK) rc = mt_graph_forward(g);
+            if (rc == MT_OK) rc = mt_node_get(out.logprobs, lp, v);
+            if (!CHECK(rc == MT_OK, "step %d: %s", t, mt_errmsg())) {
+                cost = NAN;
+                break;
+            }
+            cost -= lp[trg[t]];
+            prev = trg[t];
+            st = next;
+        }
+    }
+    free(lp);
+    mt_graph_free(g);
+    mt_batch_free(b);
+    return cost;
+}
+
+/* A pre-norm self-attention decoder is decoded as it was trained: the step
+** API's cost of a reference equals the teacher-forced loss (the training
+** graph) to float rounding, over 12 positions.  Marian 1.12's decoding
+** (marian_prenorm_cache: keys and values of positions >= 1 from the raw
+** layer inputs) must differ: the check can fail, and the flag works. */
+static void test_prenorm_decoding(void) {
+    mt_model_config c = tiny_config(false);
+    snprintf(c.preprocess, sizeof c.preprocess, "n");
+    snprintf(c.postprocess, sizeof c.postprocess, "da");
+    snprintf(c.postprocess_top, sizeof c.postprocess_top, "n");
+    c.dec_depth = 2;
+    mt_model *m = NULL;
+    CHECK_STATUS(mt_model_create(&c, NULL, 77, &m));
+    if (!m) return;
+    const int32_t src[6] = {3, 7, 2, 9, 4, 0}, trg[12] = {5, 2, 8, 8, 3, 6, 10, 4, 2, 7, 9, 0};
+    mt_batch_seq seqs[2] = {{(int32_t *)src, 6}, {(int32_t *)trg, 12}};
+    mt_batch *b = NULL;
+    CHECK_STATUS(mt_batch_make(1, true, 1, seqs, NULL, &b));
+    double forced = b ? eval_cost(m, b, 0.0f) : NAN;
+    double stepped = stepped_cost(m, src, 6, trg, 12);
+    CHECK_CLOSE(stepped, forced, 1e-4, 1e-5, "pre-norm: stepped %.6f vs teacher-forced %.6f",
+                stepped, forced);
+    mt_model_set_marian_prenorm_cache(m, true);
+    double marian = stepped_cost(m, src, 6, trg, 12);
+    CHECK(fabs(marian - forced) > 1e-3,
+          "Marian's pre-norm decoding should differ from training: %.6f vs %.6f", marian, forced);
+    fprintf(stderr, "pre-norm decoding: teacher-forced %.6f, stepped %.6f, Marian's cache %.6f\n",
+            forced, stepped, marian);
+    mt_batch_free(b);
+    mt_model_free(m);
+}
+
 static void test_gradients(int variant) {
     mt_model_config c = tiny_config(variant == 1);
     const char *name = variant == 0 ? "post-norm" : variant == 1 ? "aan" : "pre-norm";
@@ -1519,6 +1591,7 @@ int main(void) {
     test_ragged_rows("multi-transformer", "vocab.spm", "vocab.spm");
     test_ragged_rows("transformer-aan", "vocab.en.spm", "vocab.de.spm");
     test_greedy_batched("transformer-aan", "vocab.en.spm", "vocab.de.spm", 48, 8);
+    test_prenorm_decoding();
     test_gradients(0);
     test_gradients(1);
     test_gradients(2);
