@@ -67,7 +67,8 @@
 **   C-z C-_         undo (multi-level; a run of typed characters is one step)
 **   Tab             accept the next word of the completion
 **   M-1 .. M-9      replace the field with n-best alternative 1..9 (TM
-**                   matches and the APE suggestion are alternatives too)
+**                   matches and the APE suggestion are alternatives too);
+**                   nothing is completed after it until it is edited
 **                   (M- is Alt, or Esc then the key within 0.2 s)
 **   Enter           confirm: commit what the field shows, greyed completion
 **                   included (so Enter on an untouched segment confirms the

@@ -12,7 +12,7 @@
 # model stops the editor with one clear line.
 set -u
 MTPE=${1:?usage: ape_e2e.sh MTPE SOURCE_DIR}
-SRC=${2:?usage: ape_e2e.sh MTPE SOURCE_DIR}
+SRC=$(cd "${2:?usage: ape_e2e.sh MTPE SOURCE_DIR}" && pwd)
 command -v tmux >/dev/null || { echo "tmux not found: skipped"; exit 77; }
 command -v sqlite3 >/dev/null || { echo "sqlite3 not found: skipped"; exit 77; }
 export LC_ALL=C.UTF-8
@@ -24,8 +24,13 @@ SOCK=mtpe-ape-e2e-$$
 . "$SRC/tests/tmux_common.bash"
 field_is() { [ "$(field)" = "$1" ]; }
 sql() { sqlite3 "$T/ape.db" "$1"; }
-# the text of alternative K (M-K) as the list shows it (first row; no label)
-alt() { screen | sed -n "s/^.*M-$1 \(APE \)\{0,1\}//p" | head -n 1 | sed 's/ *│.*$//; s/ *$//'; }
+# the text of alternative K (M-K) as the list shows it (first row; without
+# its label and its score)
+alt() {
+    screen | sed -n "s/^.*M-$1 \(APE \)\{0,1\}//p" | head -n 1 |
+        sed -E 's/ *│.*$//; s/ +-?[0-9]+\.[0-9]+$//; s/ *$//'
+}
+field_starts() { case "$(field)" in "$1"*) return 0 ;; esac; return 1; }
 
 cd "$T" || exit 1
 mkdir apedir
@@ -55,7 +60,7 @@ rc=$?
 check '[ $rc -ne 0 ] && [ "$(wc -l <err0.txt)" -eq 1 ] && grep -q "an APE model reads 2" err0.txt' \
     "single-source model as APE model: exit $rc, one line: $(cat err0.txt)"
 
-tm -f /dev/null new-session -d -s ed -x 120 -y 34 \
+tm -f /dev/null new-session -d -s ed -x 100 -y 34 \
     "'$MTPE' edit doc.po -m '$FIX/model.npz' -v '$FIX/vocab.spm' '$FIX/vocab.spm' \
      --db ape.db --ape apedir 2>err.txt; echo \"editor exited rc=\$?\"; sleep 60" ||
     { echo "tmux cannot start a session here: skipped"; exit 77; }
@@ -71,7 +76,11 @@ want=$(printf 'Your default notepad:\t%s\n' "$mt" |
     "$MTPE" postedit -c apedir/decoder.yml --quiet 2>/dev/null)
 check '[ "$ape" = "$want" ]' "the APE entry is postedit's output for (source, MT): '$want'"
 keys M-1
-wait_for "M-1 takes the APE suggestion" field_is "$ape"
+# (the field may show a completion greyed after it: C-k drops it)
+wait_for "M-1 takes the APE suggestion" field_starts "$ape"
+sleep 0.5
+keys C-k
+wait_for "the field holds the APE suggestion" field_is "$ape"
 keys Enter
 wait_for "segment 2 after the confirmation" shows "Source  2/2"
 check '[ "$(sql "SELECT c.text FROM confirmation c JOIN segment s ON s.id = c.segment_id
@@ -83,7 +92,7 @@ check '[ ! -s err.txt ]' "nothing on stderr"
 tm kill-session -t ed 2>/dev/null
 
 # without --ape: no APE entry
-tm -f /dev/null new-session -d -s ed -x 120 -y 34 \
+tm -f /dev/null new-session -d -s ed -x 100 -y 34 \
     "'$MTPE' edit doc.po -m '$FIX/model.npz' -v '$FIX/vocab.spm' '$FIX/vocab.spm' \
      --db plain.db 2>err2.txt; echo \"editor exited rc=\$?\"; sleep 60"
 wait_s=30 wait_for "the editor without --ape" shows " M-2 " || exit 1
