@@ -1,6 +1,7 @@
 /*
 ** cmd_translate.c: `mtpe translate`, Marian's marian-decoder
-** (reference/marian-compat.md §5 and §9).
+** (reference/marian-compat.md §5 and §9), and `mtpe postedit`, automatic
+** post-editing with an APE model (app/ape.h), on the same pipeline.
 **
 **   mtpe translate -m MODEL -v SRC.spm TRG.spm [-i IN] [-o OUT] [options]
 **   mtpe translate -c model.npz.decoder.yml < in > out
@@ -97,6 +98,38 @@
 ** XLIFF state="needs-review-translation"; everything else of the file is
 ** kept (app/formats/doc.h).  Written to -o OUT, else to standard output; over FILE
 ** only with --in-place (text: the target file named after FILE, doc.h).
+**
+** APE (issue 34).  An APE model reads two inputs, the source and an MT of
+** it, and writes the post-edited translation (app/ape.h).
+**
+**   mtpe postedit [-m APE.npz -v SRC MT TRG | -c CONFIG] -i SRC.txt MT.txt
+**   mtpe postedit ... < PAIRS.tsv        (or -i PAIRS.tsv)
+**   mtpe postedit ... --po FILE.po [--all] [-o OUT | --in-place]
+**
+** has translate's options and output formats (n-best, alignment, word
+** scores, batching, threads); without -m or -c the APE model is
+** assets/models/en-de-ape.  Its input, line by line:
+**
+**   two files   line i of SRC and line i of MT are a pair; the files must
+**               have as many lines (else an error naming the shorter one)
+**   one file    "SOURCE<TAB>MT": the first TAB separates them (the MT may
+**               hold more TABs); a line without one is an error naming it
+**
+** --po FILE: the fuzzy entries (--all: also the translated ones) whose
+** msgid (msgid_plural for forms > 0) and msgstr[k] are one line each are
+** post-edited: the first n-best entry with the msgstr's placeholders
+** (app_ph_scan, compared as sorted lists) replaces the msgstr when it
+** differs, and the entry is written fuzzy; entries spanning several lines,
+** empty msgstr and the rest of the file are left as they are (the PO
+** writer rewrites only the changed msgstr and "#," lines, doc.h).
+**
+** translate --ape DIR: the input is read whole and translated (1-best; a
+** document's pieces as above), then each (line, MT) pair goes through the
+** APE stage, a second pipeline with DIR's model (model.npz, the
+** vocabularies of its decoder.yml, else vocab.spm three times) and the
+** options of the command line over DIR's decoder.yml (without the MT's
+** models, weights, shortlist and prefixes); what it prints is what
+** translate then postedit with that model and options print.
 */
 #include <errno.h>
 #include <limits.h>
