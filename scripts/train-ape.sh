@@ -18,13 +18,17 @@
 #                (default assets/models/en-de); the architecture options below
 #                are the default model's (scripts/train-default-model.sh)
 #   --no-bench   do not run scripts/bench-ape.sh for the README's scores
+#   --bench-lines N   score on the first N test lines only (a quick check)
+#   --package-only    no training: make the model folder from the checkpoint
+#                     in WORK_DIR (model.npz or its best-bleu copy, and
+#                     WORK_DIR/vocab.spm)
 # Environment: MTPE (the mtpe binary), MT_THREADS (default 2), NICE.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 mtpe=${MTPE:-$here/build/mtpe}
 nice_cmd=${NICE-nice -n 10}
 data=$here/build/ape-data work=$here/build/ape-model out=$here/assets/models/en-de-ape
-base=$here/assets/models/en-de bench=1
+base=$here/assets/models/en-de bench=1 bench_lines=0 train=1
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,8 +37,10 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
     --no-bench) bench=0; shift ;;
+    --bench-lines) bench_lines=$2; shift 2 ;;
+    --package-only) train=0; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "train-ape.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -46,8 +52,7 @@ for f in model.npz vocab.spm; do
   [ -f "$base/$f" ] || { echo "missing $base/$f" >&2; exit 1; }
 done
 mkdir -p "$work" "$out"
-v=$base/vocab.spm
-cp "$v" "$work/vocab.spm"
+[ -f "$work/vocab.spm" ] || cp "$base/vocab.spm" "$work/vocab.spm"
 v=$work/vocab.spm
 recipe=(--type multi-transformer --model "$work/model.npz"
   --pretrained-model "$base/model.npz"
@@ -65,8 +70,11 @@ recipe=(--type multi-transformer --model "$work/model.npz"
   --valid-metrics ce-mean-words perplexity bleu chrf
   --valid-freq 500 --save-freq 500 --disp-freq 50 --early-stopping 5 --keep-best
   --beam-size 4 --normalize 1 --seed 1111 --cpu-threads "${MT_THREADS:-2}")
-echo "mtpe train ${recipe[*]} ${extra[*]}" >"$work/recipe.txt"
-$nice_cmd "$mtpe" train "${recipe[@]}" "${extra[@]}"
+if [ "$train" = 1 ]; then
+  echo "mtpe train ${recipe[*]} ${extra[*]}" >"$work/recipe.txt"
+  $nice_cmd "$mtpe" train "${recipe[@]}" "${extra[@]}"
+fi
+[ -f "$work/recipe.txt" ] || echo "(not trained by this script: $work/model.npz)" >"$work/recipe.txt"
 
 # the model folder: the best checkpoint by BLEU when kept, else the last
 best=$work/model.npz.best-bleu.npz
@@ -92,7 +100,8 @@ maxi-batch-sort: src
 YML
 scores="(not measured: scripts/bench-ape.sh prints them)"
 if [ "$bench" = 1 ]; then
-  scores=$("$here/scripts/bench-ape.sh" --ape-dir "$out" --model-dir "$base" "$here/build/bench-ape")
+  scores=$("$here/scripts/bench-ape.sh" --ape-dir "$out" --model-dir "$base" \
+    --lines "$bench_lines" "$work/bench")
 fi
 {
   echo "# en-de-ape: automatic post-editing of the default model's MT"
@@ -108,7 +117,7 @@ fi
   echo
   echo "## Recipe"
   echo
-  echo "    $(cat "$work/recipe.txt") ${extra[*]}"
+  echo "    $(cat "$work/recipe.txt")"
   echo
   echo "## Scores (scripts/bench-ape.sh: ../shared/data/en-de/test)"
   echo
@@ -120,4 +129,6 @@ fi
   echo "    mtpe translate --ape assets/models/en-de-ape < input.en"
   echo "    mtpe edit FILE.po --ape assets/models/en-de-ape"
 } >"$out/README.md"
+# paths of the project relative to its root
+sed -i "s|$here/||g" "$out/README.md"
 echo "written: $out (model.npz, vocab.spm, decoder.yml, README.md)"

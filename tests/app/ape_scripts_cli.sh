@@ -105,4 +105,24 @@ grep -F "| test lines whose MT equals" bench2.out | grep -qF "| 15 of 25 |" ||
 grep -F "left unchanged by APE" bench2.out | grep -qF "| $kept of 15 (" ||
     fail "bench-ape.sh: unchanged: $(grep -F 'left unchanged' bench2.out), counted $kept of 15"
 
-cli_finish ape_scripts_cli "make-ape-data.sh, bench-ape.sh: all checks passed"
+# ---- train-ape.sh --package-only: the model folder from a checkpoint (the
+# fixture APE model and its vocabulary stand for a trained one)
+mkdir -p work
+cp "$fx/model.npz" "$fx/vocab.spm" work/
+"$src/scripts/train-ape.sh" --package-only --data "$tmp/data" --work "$tmp/work" --out "$tmp/out" \
+    --base "$tiny" --bench-lines 10 >pkg.out 2>pkg.err || fail "train-ape.sh --package-only: exit $? ($(tail -3 pkg.err))"
+for f in model.npz vocab.spm decoder.yml README.md; do
+    [ -f "out/$f" ] || fail "train-ape.sh: no out/$f"
+done
+cmp -s out/model.npz "$fx/model.npz" && cmp -s out/vocab.spm "$fx/vocab.spm" ||
+    fail "train-ape.sh: the folder's model or vocabulary is not the checkpoint's"
+grep -q "^    train: " out/README.md && grep -q "| APE(MT)" out/README.md &&
+    grep -q "left unchanged by APE" out/README.md || fail "train-ape.sh: README without data or scores"
+# the folder works as written: postedit -c, translate --ape
+printf 'Open the file\tDatei öffnen\n' | "$mtpe" postedit -c out/decoder.yml --quiet >pe.out 2>pe.err &&
+    [ "$(wc -l <pe.out)" = 1 ] || fail "postedit -c out/decoder.yml: $(cat pe.err)"
+echo "Open the file" | "$mtpe" translate -m "$tiny/model.npz" -v "$tiny/vocab.spm" "$tiny/vocab.spm" \
+    --ape out --quiet >ta.out 2>ta.err && [ "$(wc -l <ta.out)" = 1 ] ||
+    fail "translate --ape out: $(cat ta.err)"
+
+cli_finish ape_scripts_cli "make-ape-data.sh, bench-ape.sh, train-ape.sh --package-only: all checks passed"
