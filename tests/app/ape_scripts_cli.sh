@@ -10,6 +10,9 @@
 # from the corpus's splits.  scripts/bench-ape.sh: its table's BLEU/chrF equal
 # `mtpe eval` on the outputs it keeps, the APE output equals `mtpe translate
 # --ape` with the same models, and its line counts equal counts made here.
+# scripts/train-ape.sh --package-only: the model folder (model, vocabulary,
+# decoder.yml, README with data and scores) from a checkpoint, usable by
+# postedit -c and translate --ape.
 mtpe=$(realpath "${1:?usage: ape_scripts_cli.sh MTPE SRCDIR}")
 src=$(realpath "${2:?usage: ape_scripts_cli.sh MTPE SRCDIR}")
 . "$src/tests/cli_common.bash"
