@@ -17,6 +17,7 @@ int app_score_main(int argc, char **argv);                        /* app/cmd_sco
 int app_align_main(int argc, char **argv);                        /* app/cmd_align.c   */
 int app_shortlist_main(int argc, char **argv);                    /* app/cmd_shortlist.c */
 int app_translate_main(int argc, char **argv);                    /* app/cmd_translate.c */
+int app_postedit_main(int argc, char **argv);                     /* app/cmd_translate.c */
 int app_rescore_main(int argc, char **argv);                      /* app/cmd_rescore.c   */
 int app_bench_translate_main(int argc, char **argv);              /* app/bench/bench_translate.c */
 int app_bench_train_main(int argc, char **argv);                  /* app/bench/bench_train.c     */
@@ -37,6 +38,7 @@ extern const app_cmd app_align_cmd, app_bench_edit_cmd, app_bench_train_cmd,
     app_corpus_export_cmd, app_demo_cmd, app_edit_cmd, app_eval_cmd, app_rescore_cmd, app_score_cmd,
     app_shortlist_cmd, app_train_cmd, app_translate_cmd, app_tune_cmd, app_tm_import_cmd,
     app_tm_export_cmd, app_tm_stats_cmd, app_tm_lookup_cmd, app_bench_tm_cmd;
+extern const app_cmd app_postedit_cmd; /* app/cmd_translate.c: APE (app/ape.h) */
 extern const app_cmd app_glossary_import_cmd, app_glossary_list_cmd, app_glossary_export_cmd,
     app_glossary_lookup_cmd, app_glossary_terms_cmd, app_glossary_clear_cmd;
 

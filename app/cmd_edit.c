@@ -4,7 +4,7 @@
 **   mtpe edit FILE [-m MODEL... -v VOCABS...] [--db PATH] [-b BEAM]
 **             [--completion-beam N] [-n X] [--cpu-threads N] [--lookahead N]
 **             [--target FILE] [--src-lang L] [--trg-lang L] [--script FILE]
-**             [--save-mt] [--qa confirm|save|off] [--project NAME]
+**             [--save-mt] [--qa confirm|save|off] [--project NAME] [--ape DIR]
 **
 ** FILE is the one positional argument (not right after a list option such
 ** as -m, which takes every value that follows; "--" ends the options).  Its
@@ -34,6 +34,11 @@
 ** terms it finds (lexical constraints of the search, at most --glossary-max
 ** per translated piece, the longest source terms first; 0: none); not
 ** completions, which follow what the translator typed.
+**
+** --ape DIR: an APE model folder (app/ape.h); the workers post-edit each
+** MT with it and the alternatives list gets the result labelled "APE"
+** (edit_session.h, app_edit_model_spec.ape_dir).  A model that is not an
+** APE model (two inputs) stops the editor before it opens, as a bad -m.
 **
 ** The pieces (edit_session.h): the document and the store behind the ui
 ** hooks (app_edit_ctl), translation workers (app_edit_session) over the
@@ -118,6 +123,8 @@ static const app_opt edit_opts[] = {
      "the source and checked by QA ('': the global ones only)"},
     {"glossary-max", 0, APP_OPT_INT, "2", NULL,
      "most glossary terms enforced in the MT of a segment piece (0: none enforced)", "0..16"},
+    {"ape", 0, APP_OPT_STRING, "", NULL,
+     "APE model folder: its post-edit of each MT is one more alternative, labelled APE"},
 };
 static const int n_edit_opts = (int)(sizeof edit_opts / sizeof edit_opts[0]);
 
@@ -688,6 +695,7 @@ int app_edit_main(int argc, char **argv) {
     ** the glossary and outlives the session and its engines) */
     spec.glossary = app_edit_ctl_glossary(ctl);
     spec.glossary_max = (int32_t)app_opts_int(o, "glossary-max");
+    spec.ape_dir = app_opts_str(o, "ape")[0] ? app_opts_str(o, "ape") : NULL;
     app_blas_single_threaded(); /* one BLAS thread per worker */
     if (have_model) {
         rc = app_edit_engine_load(&spec, &eng);

@@ -1,6 +1,7 @@
 /*
 ** cmd_translate.c: `mtpe translate`, Marian's marian-decoder
-** (reference/marian-compat.md §5 and §9).
+** (reference/marian-compat.md §5 and §9), and `mtpe postedit`, automatic
+** post-editing with an APE model (app/ape.h), on the same pipeline.
 **
 **   mtpe translate -m MODEL -v SRC.spm TRG.spm [-i IN] [-o OUT] [options]
 **   mtpe translate -c model.npz.decoder.yml < in > out
@@ -104,6 +105,38 @@
 ** XLIFF state="needs-review-translation"; everything else of the file is
 ** kept (app/formats/doc.h).  Written to -o OUT, else to standard output; over FILE
 ** only with --in-place (text: the target file named after FILE, doc.h).
+**
+** APE (issue 34).  An APE model reads two inputs, the source and an MT of
+** it, and writes the post-edited translation (app/ape.h).
+**
+**   mtpe postedit [-m APE.npz -v SRC MT TRG | -c CONFIG] -i SRC.txt MT.txt
+**   mtpe postedit ... < PAIRS.tsv        (or -i PAIRS.tsv)
+**   mtpe postedit ... --po FILE.po [--all] [-o OUT | --in-place]
+**
+** has translate's options and output formats (n-best, alignment, word
+** scores, batching, threads); without -m or -c the APE model is
+** assets/models/en-de-ape.  Its input, line by line:
+**
+**   two files   line i of SRC and line i of MT are a pair; the files must
+**               have as many lines (else an error naming the shorter one)
+**   one file    "SOURCE<TAB>MT": the first TAB separates them (the MT may
+**               hold more TABs); a line without one is an error naming it
+**
+** --po FILE: the fuzzy entries (--all: also the translated ones) whose
+** msgid (msgid_plural for forms > 0) and msgstr[k] are one line each are
+** post-edited: the first n-best entry with the msgstr's placeholders
+** (app_ph_scan, compared as sorted lists) replaces the msgstr when it
+** differs, and the entry is written fuzzy; entries spanning several lines,
+** empty msgstr and the rest of the file are left as they are (the PO
+** writer rewrites only the changed msgstr and "#," lines, doc.h).
+**
+** translate --ape DIR: the input is read whole and translated (1-best; a
+** document's pieces as above), then each (line, MT) pair goes through the
+** APE stage, a second pipeline with DIR's model (model.npz, the
+** vocabularies of its decoder.yml, else vocab.spm three times) and the
+** options of the command line over DIR's decoder.yml (without the MT's
+** models, weights, shortlist and prefixes); what it prints is what
+** translate then postedit with that model and options print.
 */
 #include <errno.h>
 #include <limits.h>
@@ -117,6 +150,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "ape.h"
 #include "common.h"
 #include "anatomy.h"
 #include "doc.h"
@@ -125,69 +159,87 @@
 #include "shortlist.h"
 #include "translator.h"
 
+/* The options of translate and postedit (postedit: the APE model's). */
+/* clang-format off */
+#define TR_COMMON_OPTS \
+    {"config", 'c', APP_OPT_STRINGS, NULL, NULL, "YAML config files (command line wins)"}, \
+    {"models", 'm', APP_OPT_STRINGS, NULL, NULL, "model(s) (.npz or .bin); several: an ensemble"}, \
+    {"model", 0, APP_OPT_STRINGS, NULL, NULL, "same as --models"}, \
+    {"weights", 0, APP_OPT_FLOATS, NULL, NULL, "ensemble weights (default 1 each)"}, \
+    {"vocabs", 'v', APP_OPT_STRINGS, NULL, NULL, "vocabularies: sources..., target"}, \
+    {"input", 'i', APP_OPT_STRINGS, "stdin", NULL, "input file(s), one per source"}, \
+    {"output", 'o', APP_OPT_STRING, "stdout", NULL, "output file"}, \
+    {"beam-size", 'b', APP_OPT_INT, "12", NULL, "beam size", "1..1000"}, \
+    {"normalize", 'n', APP_OPT_FLOAT, "0", "1", "length normalisation: score / length ^ A"}, \
+    {"word-penalty", 0, APP_OPT_FLOAT, "0", NULL, "subtract this per target token"}, \
+    {"max-length", 0, APP_OPT_INT, "1000", NULL, \
+     "longest input in tokens (longer: skipped, or cropped)", "1..1000000"}, \
+    {"max-length-factor", 0, APP_OPT_FLOAT, "3", NULL, \
+     "output length limit: this times the longest source of the batch", "(0..1000"}, \
+    {"max-length-crop", 0, APP_OPT_FLAG, NULL, NULL, "crop long inputs instead of skipping"}, \
+    {"marian-prenorm-cache", 0, APP_OPT_FLAG, NULL, NULL, \
+     "pre-norm decoders: self-attention keys/values as Marian 1.12 decodes them (raw " \
+     "inputs after position 0), not as trained"}, \
+    {"allow-unk", 0, APP_OPT_FLAG, NULL, NULL, "allow <unk> in translations"}, \
+    {"allow-special", 0, APP_OPT_FLAG, NULL, NULL, "allow special (control) pieces"}, \
+    {"n-best", 0, APP_OPT_FLAG, NULL, NULL, \
+     "print the n-best list (beam-size entries; a skipped line: one, scores 0)"}, \
+    {"alignment", 0, APP_OPT_STRING, "", "1", "print alignments: soft, hard or a threshold"}, \
+    {"word-scores", 0, APP_OPT_FLAG, NULL, NULL, "print the score of every target token"}, \
+    {"no-spm-decode", 0, APP_OPT_FLAG, NULL, NULL, "print SentencePiece pieces"}, \
+    {"mini-batch", 0, APP_OPT_INT, "1", NULL, "sentences per batch", "1..65536"}, \
+    {"mini-batch-words", 0, APP_OPT_INT, "0", NULL, \
+     "close a batch past this many source tokens (0: --mini-batch sentences)", "0.."}, \
+    {"maxi-batch", 0, APP_OPT_INT, "1", NULL, "batches read and sorted together", "1..10000"}, \
+    {"maxi-batch-sort", 0, APP_OPT_STRING, "none", NULL, \
+     "sort a maxi-batch by source length or not", "src|none"}, \
+    {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "worker threads", "1..256"}, \
+    {"shortlist", 0, APP_OPT_STRINGS, NULL, NULL, \
+     "lexical shortlist: FILE [first=100] [best=100] [threshold=0]"}, \
+    {"prefix-file", 0, APP_OPT_STRING, "", NULL, "target prefixes, one per input line"}, \
+    {"glossary", 0, APP_OPT_STRING, "", NULL, \
+     "glossary (TSV, CSV, TBX): its terms in a line are enforced in the translation"}, \
+    {"src-lang", 0, APP_OPT_STRING, "en", NULL, "source language of a TBX --glossary"}, \
+    {"trg-lang", 0, APP_OPT_STRING, "de", NULL, "target language of a TBX --glossary"}, \
+    {"glossary-max", 0, APP_OPT_INT, "2", NULL, "most glossary terms enforced per line", "1..16"}, \
+    {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages (errors only)"}, \
+    {"quiet-translation", 0, APP_OPT_FLAG, NULL, NULL, "do not log the translations"}, \
+    {"relative-paths", 0, APP_OPT_FLAG, NULL, NULL, "paths in config files are relative to them"}, \
+    {"max-active", 0, APP_OPT_INT, "0", NULL, \
+     "sentences decoding at once (0: all)", "0..1000000"}, \
+    {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL, \
+     "weight products: float32, int16, int8 or auto (tuned per shape)"}, \
+    {"top-up", 0, APP_OPT_FLAG, NULL, NULL, \
+     "one search per maxi-batch, --mini-batch sentences at a time (mtpe extension)"}, \
+    {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"}, \
+    {"devices", 'd', APP_OPT_STRINGS, "0", NULL, "ignored"}, \
+    {"num-devices", 0, APP_OPT_INT, "0", NULL, "ignored"}, \
+    {"data-threads", 0, APP_OPT_INT, "8", NULL, "ignored"}, \
+    {"log-level", 0, APP_OPT_STRING, "info", NULL, "ignored"}, \
+    {"log", 0, APP_OPT_STRING, "", NULL, "ignored"}, \
+    {"seed", 0, APP_OPT_INT, "0", NULL, "ignored"}, \
+    {"precision", 0, APP_OPT_STRINGS, "float32", NULL, "ignored"}, \
+    {"optimize", 0, APP_OPT_FLAG, NULL, NULL, "ignored"}, \
+    {"skip-cost", 0, APP_OPT_FLAG, NULL, NULL, "ignored"}, \
+    {"type", 0, APP_OPT_STRING, "", NULL, "ignored (the model's own type is used)"}
+/* clang-format on */
+
 static const app_opt tr_opts[] = {
-    {"config", 'c', APP_OPT_STRINGS, NULL, NULL, "YAML config files (command line wins)"},
-    {"models", 'm', APP_OPT_STRINGS, NULL, NULL, "model(s) (.npz or .bin); several: an ensemble"},
-    {"model", 0, APP_OPT_STRINGS, NULL, NULL, "same as --models"},
-    {"weights", 0, APP_OPT_FLOATS, NULL, NULL, "ensemble weights (default 1 each)"},
-    {"vocabs", 'v', APP_OPT_STRINGS, NULL, NULL, "vocabularies: sources..., target"},
-    {"input", 'i', APP_OPT_STRINGS, "stdin", NULL, "input file(s), one per source"},
-    {"output", 'o', APP_OPT_STRING, "stdout", NULL, "output file"},
-    {"beam-size", 'b', APP_OPT_INT, "12", NULL, "beam size", "1..1000"},
-    {"normalize", 'n', APP_OPT_FLOAT, "0", "1", "length normalisation: score / length ^ A"},
-    {"word-penalty", 0, APP_OPT_FLOAT, "0", NULL, "subtract this per target token"},
-    {"max-length", 0, APP_OPT_INT, "1000", NULL,
-     "longest input in tokens (longer: skipped, or cropped)", "1..1000000"},
-    {"max-length-factor", 0, APP_OPT_FLOAT, "3", NULL,
-     "output length limit: this times the longest source of the batch", "(0..1000"},
-    {"max-length-crop", 0, APP_OPT_FLAG, NULL, NULL, "crop long inputs instead of skipping"},
-    {"marian-prenorm-cache", 0, APP_OPT_FLAG, NULL, NULL,
-     "pre-norm decoders: self-attention keys/values as Marian 1.12 decodes them (raw "
-     "inputs after position 0), not as trained"},
-    {"allow-unk", 0, APP_OPT_FLAG, NULL, NULL, "allow <unk> in translations"},
-    {"allow-special", 0, APP_OPT_FLAG, NULL, NULL, "allow special (control) pieces"},
-    {"n-best", 0, APP_OPT_FLAG, NULL, NULL,
-     "print the n-best list (beam-size entries; a skipped line: one, scores 0)"},
-    {"alignment", 0, APP_OPT_STRING, "", "1", "print alignments: soft, hard or a threshold"},
-    {"word-scores", 0, APP_OPT_FLAG, NULL, NULL, "print the score of every target token"},
-    {"no-spm-decode", 0, APP_OPT_FLAG, NULL, NULL, "print SentencePiece pieces"},
-    {"mini-batch", 0, APP_OPT_INT, "1", NULL, "sentences per batch", "1..65536"},
-    {"mini-batch-words", 0, APP_OPT_INT, "0", NULL,
-     "close a batch past this many source tokens (0: --mini-batch sentences)", "0.."},
-    {"maxi-batch", 0, APP_OPT_INT, "1", NULL, "batches read and sorted together", "1..10000"},
-    {"maxi-batch-sort", 0, APP_OPT_STRING, "none", NULL,
-     "sort a maxi-batch by source length or not", "src|none"},
-    {"cpu-threads", 0, APP_OPT_INT, "1", NULL, "worker threads", "1..256"},
-    {"shortlist", 0, APP_OPT_STRINGS, NULL, NULL,
-     "lexical shortlist: FILE [first=100] [best=100] [threshold=0]"},
-    {"prefix-file", 0, APP_OPT_STRING, "", NULL, "target prefixes, one per input line"},
-    {"glossary", 0, APP_OPT_STRING, "", NULL,
-     "glossary (TSV, CSV, TBX): its terms in a line are enforced in the translation"},
-    {"src-lang", 0, APP_OPT_STRING, "en", NULL, "source language of a TBX --glossary"},
-    {"trg-lang", 0, APP_OPT_STRING, "de", NULL, "target language of a TBX --glossary"},
-    {"glossary-max", 0, APP_OPT_INT, "2", NULL, "most glossary terms enforced per line", "1..16"},
+    TR_COMMON_OPTS,
     {"format", 0, APP_OPT_STRINGS, NULL, NULL, "translate a document: po|xliff|text [FILE]"},
     {"in-place", 0, APP_OPT_FLAG, NULL, NULL, "with --format: write the document over FILE"},
-    {"quiet", 0, APP_OPT_FLAG, NULL, NULL, "no log messages (errors only)"},
-    {"quiet-translation", 0, APP_OPT_FLAG, NULL, NULL, "do not log the translations"},
-    {"relative-paths", 0, APP_OPT_FLAG, NULL, NULL, "paths in config files are relative to them"},
-    {"max-active", 0, APP_OPT_INT, "0", NULL, "sentences decoding at once (0: all)", "0..1000000"},
-    {"gemm-type", 'g', APP_OPT_STRING, "float32", NULL,
-     "weight products: float32, int16, int8 or auto (tuned per shape)"},
-    {"top-up", 0, APP_OPT_FLAG, NULL, NULL,
-     "one search per maxi-batch, --mini-batch sentences at a time (mtpe extension)"},
-    {"workspace", 'w', APP_OPT_INT, "512", NULL, "ignored (Marian's workspace MB)"},
-    {"devices", 'd', APP_OPT_STRINGS, "0", NULL, "ignored"},
-    {"num-devices", 0, APP_OPT_INT, "0", NULL, "ignored"},
-    {"data-threads", 0, APP_OPT_INT, "8", NULL, "ignored"},
-    {"log-level", 0, APP_OPT_STRING, "info", NULL, "ignored"},
-    {"log", 0, APP_OPT_STRING, "", NULL, "ignored"},
-    {"seed", 0, APP_OPT_INT, "0", NULL, "ignored"},
-    {"precision", 0, APP_OPT_STRINGS, "float32", NULL, "ignored"},
-    {"optimize", 0, APP_OPT_FLAG, NULL, NULL, "ignored"},
-    {"skip-cost", 0, APP_OPT_FLAG, NULL, NULL, "ignored"},
-    {"type", 0, APP_OPT_STRING, "", NULL, "ignored (the model's own type is used)"},
+    {"ape", 0, APP_OPT_STRING, "", NULL,
+     "APE model folder: post-edit each translation with it (model.npz, decoder.yml, vocabs)"},
 };
+static const app_opt pe_opts[] = {
+    TR_COMMON_OPTS,
+    {"po", 0, APP_OPT_STRING, "", NULL,
+     "post-edit the fuzzy msgstr of a PO file (MT of another engine); fuzzy flags kept"},
+    {"all", 0, APP_OPT_FLAG, NULL, NULL,
+     "with --po: every translated entry, not only the fuzzy ones"},
+    {"in-place", 0, APP_OPT_FLAG, NULL, NULL, "with --po: write the file over FILE"},
+};
+static const int n_pe_opts = (int)(sizeof pe_opts / sizeof pe_opts[0]);
 static const int n_tr_opts = (int)(sizeof tr_opts / sizeof tr_opts[0]);
 
 /* ------------------------------------------------------------ pipeline */
@@ -215,6 +267,10 @@ typedef mt_status (*sink_fn)(tr_ctx *c, int64_t id, slot *sl);
 
 struct tr_ctx {
     app_opts *o;
+    const app_cmd *cmd; /* translate or postedit                          */
+    bool want_ape;      /* the model must be an APE model (2 inputs)      */
+    bool first_stage;   /* the MT before --ape: 1-best text only          */
+    tr_ctx *ape;        /* translate --ape: the APE stage, else NULL      */
     mt_ensemble am;
     mt_shortlist *sl;
     mt_translator *tr;
@@ -241,10 +297,15 @@ struct tr_ctx {
     bool progress;
     int64_t total_bytes;
     double t0, t_last;
-    /* documents: the chosen translation of each piece, and its anatomy */
+    /* documents and stages: the chosen translation of each line (piece),
+    ** and its anatomy (NULL: the 1-best); postedit --po: the MT of each
+    ** line, whose placeholders the APE output must keep */
     char **doc_lines;
     const app_anatomy **doc_anat;
     int *doc_piece;
+    char **doc_mt;
+    bool *doc_bad; /* when not NULL: which lines had no translation     */
+    bool resolved; /* o names the model already (the --ape stage)       */
 };
 
 static void set_error(tr_ctx *c, mt_status rc, const char *msg) {
@@ -393,13 +454,78 @@ static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
     return MT_OK;
 }
 
+/* The placeholders of s (app_ph_scan), sorted, joined by '\x01'; NULL when
+** out of memory. */
+static char *ph_key(const char *s) {
+    app_ph *ph = NULL;
+    int n = 0;
+    if (app_ph_scan(s, &ph, &n) != MT_OK) return NULL;
+    size_t need = 1;
+    for (int i = 0; i < n; i++)
+        need += ph[i].len + 1;
+    char *k = mt_try_malloc(need);
+    char **parts = mt_try_calloc((size_t)(n > 0 ? n : 1), sizeof *parts);
+    bool ok = k && parts;
+    for (int i = 0; i < n && ok; i++)
+        ok = (parts[i] = mt_try_malloc(ph[i].len + 1)) != NULL;
+    if (ok) {
+        for (int i = 0; i < n; i++) {
+            memcpy(parts[i], s + ph[i].at, ph[i].len);
+            parts[i][ph[i].len] = '\0';
+        }
+        for (int i = 1; i < n; i++) /* insertion sort: few of them */
+            for (int j = i; j > 0 && strcmp(parts[j - 1], parts[j]) > 0; j--) {
+                char *t = parts[j];
+                parts[j] = parts[j - 1];
+                parts[j - 1] = t;
+            }
+        size_t at = 0;
+        for (int i = 0; i < n; i++) {
+            size_t l = strlen(parts[i]);
+            memcpy(k + at, parts[i], l);
+            at += l;
+            k[at++] = '\x01';
+        }
+        k[at] = '\0';
+    }
+    for (int i = 0; parts && i < n; i++)
+        mt_free(parts[i]);
+    mt_free(parts);
+    mt_free(ph);
+    if (!ok) {
+        mt_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+/* Keeps the chosen text of each line in c->doc_lines: with an anatomy the
+** first n-best entry it accepts (else the best); with doc_mt (postedit
+** --po) the first entry with the MT's placeholders, else the MT itself;
+** else the best. */
 static mt_status sink_doc(tr_ctx *c, int64_t id, slot *sl) {
     const char *t = !sl->bad && sl->r.n_hyps > 0 ? sl->r.hyps[0].text : "";
-    for (int k = 0; !sl->bad && k < sl->r.n_hyps; k++)
+    for (int k = 0; c->doc_anat && !sl->bad && k < sl->r.n_hyps; k++)
         if (app_anat_accepts(c->doc_anat[id], c->doc_piece[id], sl->r.hyps[k].text)) {
             t = sl->r.hyps[k].text;
             break;
         }
+    if (c->doc_mt) {
+        char *want = ph_key(c->doc_mt[id]);
+        if (want == NULL) return mt_seterr(MT_ERR_NOMEM, "postedit: out of memory");
+        t = c->doc_mt[id];
+        for (int k = 0; !sl->bad && k < sl->r.n_hyps; k++) {
+            char *got = ph_key(sl->r.hyps[k].text);
+            bool same = got && strcmp(got, want) == 0;
+            mt_free(got);
+            if (same) {
+                t = sl->r.hyps[k].text;
+                break;
+            }
+        }
+        mt_free(want);
+    }
+    if (c->doc_bad) c->doc_bad[id] = sl->bad || sl->r.n_hyps == 0;
     c->doc_lines[id] = mt_try_strdup(t);
     if (c->doc_lines[id] == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
     return MT_OK;
@@ -474,18 +600,31 @@ typedef struct line_src {
     size_t len[MT_MAX_STREAMS + 1]; /* bytes of the line read (a NUL may hide some) */
     int64_t bytes;
     mt_status err; /* of the last failure */
-    /* memory */
-    char **mem;
+    bool tsv;      /* one file of "source<TAB>MT" lines for a 2-input model */
+    /* memory: mem[k][i] is line i of stream k (mem[0] NULL: files) */
+    char **mem[MT_MAX_STREAMS];
+    char **mem_pf;        /* prefixes or NULL                  */
+    const char *mem_name; /* in messages (NULL: "input")       */
     int64_t n_mem, at;
 } line_src;
+
+/* What messages call stream s of ls. */
+static const char *src_name(const line_src *ls, int s) {
+    if (ls->mem[0]) return ls->mem_name ? ls->mem_name : "input";
+    return ls->name[s < ls->n_src ? s : 0];
+}
 
 /* 1: a line (texts[k], prefix), 0: end, <0: error (message set). */
 static int next_line(line_src *ls, int64_t line_no, const char **texts, const char **prefix) {
     *prefix = NULL;
-    if (ls->mem) {
+    if (ls->mem[0]) {
         if (ls->at >= ls->n_mem) return 0;
-        texts[0] = ls->mem[ls->at++];
-        ls->len[0] = strlen(texts[0]);
+        for (int k = 0; k < ls->n_src; k++) {
+            texts[k] = ls->mem[k][ls->at] ? ls->mem[k][ls->at] : "";
+            ls->len[k] = strlen(texts[k]);
+        }
+        if (ls->mem_pf) *prefix = ls->mem_pf[ls->at];
+        ls->at++;
         return 1;
     }
     for (int k = 0; k < ls->n_src; k++) {
@@ -514,6 +653,20 @@ static int next_line(line_src *ls, int64_t line_no, const char **texts, const ch
             ls->bytes = off >= 0 ? off : ls->bytes + n + 1;
         }
         texts[k] = ls->buf[k];
+        if (ls->tsv) { /* source<TAB>MT: two texts of one line */
+            char *tab = memchr(ls->buf[k], '\t', (size_t)n);
+            if (tab == NULL) {
+                ls->err = mt_seterr(MT_ERR_INVALID,
+                                    "%s:%lld: no TAB (the input is source<TAB>MT lines, or give "
+                                    "two files: -i SRC MT)",
+                                    ls->name[k], (long long)line_no + 1);
+                return -1;
+            }
+            *tab = '\0';
+            ls->len[0] = (size_t)(tab - ls->buf[k]);
+            texts[1] = tab + 1;
+            ls->len[1] = (size_t)n - ls->len[0] - 1;
+        }
     }
     if (ls->pf) {
         if (app_read_line(ls->pf, &ls->buf[MT_MAX_STREAMS], &ls->bcap[MT_MAX_STREAMS]) < 0) {
@@ -688,10 +841,9 @@ static mt_status reader_main(tr_ctx *c, line_src *ls) {
             for (int s = 0; s < c->am.n_src && lrc == MT_OK; s++) /* "a\0b" is not "a" */
                 if (ls->len[s] != strlen(texts[s]))
                     lrc = mt_seterr(MT_ERR_INVALID, "%s:%lld: a NUL byte in the line",
-                                    ls->mem ? "input" : ls->name[s], (long long)id + 1);
+                                    src_name(ls, s), (long long)id + 1);
             for (int s = 0; s < c->am.n_src && lrc == MT_OK; s++)
-                lrc = app_check_utf8(texts[s], strlen(texts[s]), ls->mem ? "input" : ls->name[s],
-                                     id + 1);
+                lrc = app_check_utf8(texts[s], strlen(texts[s]), src_name(ls, s), id + 1);
             if (lrc == MT_OK && prefix)
                 lrc = app_check_utf8(prefix, strlen(prefix), ls->pname, id + 1);
             if (lrc == MT_OK) {
@@ -719,7 +871,7 @@ static mt_status reader_main(tr_ctx *c, line_src *ls) {
                     snprintf(msg, sizeof msg,
                              "%s:%lld: %d tokens, more than --max-length %d: not translated "
                              "(--max-length-crop crops it)",
-                             ls->mem ? "input" : ls->name[0], (long long)id + 1, (int)sl->s.raw_len,
+                             src_name(ls, 0), (long long)id + 1, (int)sl->s.raw_len,
                              (int)app_opts_int(c->o, "max-length"));
                 sl->warn = mt_try_strdup(msg);
                 sl->bad = true;
@@ -727,7 +879,7 @@ static mt_status reader_main(tr_ctx *c, line_src *ls) {
             } else if (sl->s.cropped) {
                 char msg[256];
                 snprintf(msg, sizeof msg, "%s:%lld: %d tokens cropped to --max-length %d",
-                         ls->mem ? "input" : ls->name[0], (long long)id + 1, (int)sl->s.raw_len,
+                         src_name(ls, 0), (long long)id + 1, (int)sl->s.raw_len,
                          (int)app_opts_int(c->o, "max-length"));
                 sl->warn = mt_try_strdup(msg);
             }
@@ -825,8 +977,39 @@ static mt_status rebase(app_opts *o, const char *key, const char *dir, bool base
     return rc;
 }
 
-/* -m/-v from the command line, a config, or the default model. */
-static mt_status resolve_models(app_opts *o) {
+/* The model of folder dir (app/ape.h): its decoder.yml (else
+** model.npz.decoder.yml) merged under the command line, model.npz, and the
+** vocabularies named there as files of dir, else vocab.spm n_vocabs times. */
+static mt_status use_model_dir(app_opts *o, const char *dir, int n_vocabs) {
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/decoder.yml", dir);
+    if (!app_is_file(p)) snprintf(p, sizeof p, "%s/model.npz.decoder.yml", dir);
+    if (app_is_file(p)) {
+        mt_status rc = app_opts_merge_file(o, p, true);
+        /* a shortlist named there is a file of that folder (relative path) */
+        if (rc == MT_OK && app_opts_source(o, "shortlist") == APP_SRC_CONFIG)
+            rc = rebase(o, "shortlist", dir, false, 1);
+        if (rc != MT_OK) return rc;
+    }
+    /* the files next to decoder.yml, whatever paths training wrote into it */
+    snprintf(p, sizeof p, "%s/model.npz", dir);
+    if (!app_is_file(p)) return mt_seterr(MT_ERR_NOTFOUND, "no model file %s", p);
+    const char *mv[1] = {p};
+    mt_status rc = app_opts_set(o, "models", 1, mv, APP_SRC_CONFIG);
+    if (rc == MT_OK && app_opts_count(o, "vocabs") > 0) {
+        rc = rebase(o, "vocabs", dir, true, 0);
+    } else if (rc == MT_OK) {
+        char vp[PATH_MAX + 32];
+        snprintf(vp, sizeof vp, "%s/vocab.spm", dir);
+        const char *vv[3] = {vp, vp, vp};
+        rc = app_opts_set(o, "vocabs", n_vocabs, vv, APP_SRC_CONFIG);
+    }
+    return rc;
+}
+
+/* -m/-v from the command line, a config, or the default model (want_ape:
+** the default APE model). */
+static mt_status resolve_models(app_opts *o, bool want_ape) {
     if (app_opts_count(o, "models") == 0 && app_opts_count(o, "model") > 0) {
         int n = app_opts_count(o, "model");
         const char *v[MT_MAX_MODELS];
@@ -849,33 +1032,20 @@ static mt_status resolve_models(app_opts *o) {
     }
     if (app_opts_count(o, "models") > 0) return MT_OK;
     char dir[PATH_MAX], looked[3 * PATH_MAX];
+    if (want_ape) {
+        if (!app_default_ape_dir(dir, sizeof dir, looked, sizeof looked))
+            return mt_seterr(MT_ERR_NOTFOUND,
+                             "no APE model given (-m MODEL -v SRC MT TRG, or -c CONFIG) and the "
+                             "default one is not installed (looked for model.npz in %s)",
+                             looked);
+        return use_model_dir(o, dir, 3);
+    }
     if (!app_default_model_dir(dir, sizeof dir, looked, sizeof looked))
         return mt_seterr(MT_ERR_NOTFOUND,
                          "no model given (-m MODEL -v VOCABS, or -c CONFIG) and the default "
                          "model is not installed (looked for model.npz in %s)",
                          looked);
-    char p[PATH_MAX + 32];
-    snprintf(p, sizeof p, "%s/decoder.yml", dir);
-    if (app_is_file(p)) {
-        mt_status rc = app_opts_merge_file(o, p, true);
-        /* a shortlist named there is a file of that folder (relative path) */
-        if (rc == MT_OK && app_opts_source(o, "shortlist") == APP_SRC_CONFIG)
-            rc = rebase(o, "shortlist", dir, false, 1);
-        if (rc != MT_OK) return rc;
-    }
-    /* the files next to decoder.yml, whatever paths training wrote into it */
-    snprintf(p, sizeof p, "%s/model.npz", dir);
-    const char *mv[1] = {p};
-    mt_status rc = app_opts_set(o, "models", 1, mv, APP_SRC_CONFIG);
-    if (rc == MT_OK && app_opts_count(o, "vocabs") > 0) {
-        rc = rebase(o, "vocabs", dir, true, 0);
-    } else if (rc == MT_OK) {
-        char vp[PATH_MAX + 32];
-        snprintf(vp, sizeof vp, "%s/vocab.spm", dir);
-        const char *vv[2] = {vp, vp};
-        rc = app_opts_set(o, "vocabs", 2, vv, APP_SRC_CONFIG);
-    }
-    return rc;
+    return use_model_dir(o, dir, 2);
 }
 
 /* The numbers after the --shortlist file: FIRST (a text lex: the most
@@ -915,7 +1085,7 @@ static mt_status shortlist_values(const app_opts *o, uint64_t *first, uint64_t *
 
 static mt_status load_everything(tr_ctx *c) {
     app_opts *o = c->o;
-    mt_status rc = resolve_models(o);
+    mt_status rc = c->resolved ? MT_OK : resolve_models(o, c->want_ape);
     if (rc != MT_OK) return rc;
     int n = app_opts_count(o, "models"), nw = app_opts_count(o, "weights");
     if (n > MT_MAX_MODELS) return mt_seterr(MT_ERR_INVALID, "at most %d models", MT_MAX_MODELS);
@@ -931,6 +1101,9 @@ static mt_status load_everything(tr_ctx *c) {
     for (int k = 0; k < nv; k++)
         vpaths[k] = app_opts_item(o, "vocabs", k);
     rc = mt_ensemble_load(&c->am, paths, n, w, vpaths, nv);
+    /* an APE model reads two inputs: said before any vocabulary count */
+    if (c->want_ape && c->am.n_models > 0 && !app_ape_check(paths[0], c->am.n_src))
+        return MT_ERR_INVALID;
     if (rc != MT_OK) return rc;
     if (app_opts_flag(o, "marian-prenorm-cache"))
         for (int m = 0; m < c->am.n_models; m++)
@@ -958,9 +1131,15 @@ static mt_status load_everything(tr_ctx *c) {
     p.allow_special = app_opts_flag(o, "allow-special");
     /* documents choose among the n-best the first translation that keeps
     ** the placeholders (app/formats/anatomy.h) */
-    p.n_best = app_opts_flag(o, "n-best") || app_opts_count(o, "format") > 0;
+    bool doc = c->cmd == &app_translate_cmd ? app_opts_count(o, "format") > 0
+                                            : app_opts_str(o, "po")[0] != '\0';
+    p.n_best = app_opts_flag(o, "n-best") || doc;
     p.word_scores = app_opts_flag(o, "word-scores");
     p.alignment = app_opts_str(o, "alignment")[0] != '\0';
+    if (c->first_stage) { /* only the text goes on to the APE stage */
+        p.n_best = doc;
+        p.word_scores = p.alignment = p.pieces = false;
+    }
     p.pieces = app_opts_flag(o, "no-spm-decode");
     p.max_active = (int32_t)app_opts_int(o, "max-active");
     if (p.beam_size < 1) return mt_seterr(MT_ERR_INVALID, "--beam-size must be at least 1");
@@ -993,6 +1172,23 @@ static mt_status load_everything(tr_ctx *c) {
                    (int)app_glossary_count(c->terms), c->max_terms);
     }
     return mt_translator_init(&c->am, c->sl, &p, &c->tr);
+}
+
+/* The APE stage: a (its model reads two inputs) post-edits mt[i], the
+** translation of src[i] (prefixes: pf, or NULL), for n lines in memory;
+** each result goes to sink. */
+static mt_status run_ape_stage(tr_ctx *a, char **src, char **mt, char **pf, int64_t n,
+                               sink_fn sink) {
+    line_src ls;
+    memset(&ls, 0, sizeof ls);
+    ls.n_src = 2;
+    ls.mem[0] = src;
+    ls.mem[1] = mt;
+    ls.mem_pf = pf;
+    ls.n_mem = n;
+    a->sink = sink;
+    if (n == 0) return MT_OK;
+    return run_pipeline(a, &ls);
 }
 
 /* --------------------------------------------------------- documents */
@@ -1059,11 +1255,31 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
         line_src ls;
         memset(&ls, 0, sizeof ls);
         ls.n_src = 1;
-        ls.mem = lines;
+        ls.mem[0] = lines;
         ls.n_mem = n_lines;
         c->sink = sink_doc;
         c->quiet_tr = true;
         rc = run_pipeline(c, &ls);
+    }
+    if (rc == MT_OK && n_lines > 0 && c->ape) { /* --ape: each piece's MT post-edited */
+        tr_ctx *a = c->ape;
+        a->doc_lines = mt_try_calloc((size_t)n_lines, sizeof(char *));
+        a->doc_anat = c->doc_anat;
+        a->doc_piece = c->doc_piece;
+        if (a->doc_lines == NULL) rc = mt_seterr(MT_ERR_NOMEM, "out of memory");
+        if (rc == MT_OK) rc = run_ape_stage(a, lines, c->doc_lines, NULL, n_lines, sink_doc);
+        if (rc == MT_OK)
+            for (int64_t i = 0; i < n_lines; i++) { /* the APE output replaces the MT */
+                mt_free(c->doc_lines[i]);
+                c->doc_lines[i] = a->doc_lines[i];
+                a->doc_lines[i] = NULL;
+            }
+        for (int64_t i = 0; a->doc_lines && i < n_lines; i++)
+            mt_free(a->doc_lines[i]);
+        mt_free(a->doc_lines);
+        a->doc_lines = NULL;
+        a->doc_anat = NULL;
+        a->doc_piece = NULL;
     }
     const char *out = app_opts_str(o, "output");
     bool to_stdout = !strcmp(out, "stdout") || !strcmp(out, "-");
@@ -1114,6 +1330,180 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
     return rc;
 }
 
+/* translate --ape on a stream: the input is read whole, translated (the
+** 1-best of each line), and the APE stage prints its post-edit of every
+** (line, MT) pair as translate prints translations.  A line without a
+** translation (a warning says why) goes on with the source "" and MT "". */
+static mt_status ape_stream(tr_ctx *c, line_src *in) {
+    int64_t n = 0, cap = 0;
+    char **src = NULL, **pf = NULL;
+    mt_status rc = MT_OK;
+    for (;;) {
+        const char *texts[MT_MAX_STREAMS] = {0}, *prefix = NULL;
+        int got = next_line(in, n, texts, &prefix);
+        if (got < 0) {
+            rc = in->err;
+            break;
+        }
+        if (got == 0) break;
+        if (n == cap) {
+            int64_t nc = cap ? 2 * cap : 1024;
+            char **a = mt_try_realloc(src, sizeof *src * (size_t)nc);
+            if (a) src = a;
+            char **b = a ? mt_try_realloc(pf, sizeof *pf * (size_t)nc) : NULL;
+            if (b) pf = b;
+            if (!a || !b) {
+                rc = mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+                break;
+            }
+            cap = nc;
+        }
+        bool nul = in->len[0] != strlen(texts[0]);
+        if (nul)
+            mt_log(MT_LOG_WARN, "%s:%lld: a NUL byte in the line (line %lld not translated)",
+                   in->name[0], (long long)n + 1, (long long)n + 1);
+        src[n] = mt_try_strdup(nul ? "" : texts[0]);
+        pf[n] = prefix ? mt_try_strdup(prefix) : NULL;
+        n++;
+        if (src[n - 1] == NULL || (prefix && pf[n - 1] == NULL)) {
+            rc = mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+            break;
+        }
+    }
+    tr_ctx *a = c->ape;
+    size_t cells = (size_t)(n > 0 ? n : 1);
+    if (rc == MT_OK) {
+        c->doc_lines = mt_try_calloc(cells, sizeof(char *));
+        c->doc_bad = mt_try_calloc(cells, sizeof(bool));
+        if (c->doc_lines == NULL || c->doc_bad == NULL)
+            rc = mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    }
+    if (rc == MT_OK && n > 0) {
+        line_src ls;
+        memset(&ls, 0, sizeof ls);
+        ls.n_src = 1;
+        ls.mem[0] = src;
+        ls.mem_pf = pf;
+        ls.n_mem = n;
+        ls.mem_name = in->name[0];
+        c->sink = sink_doc;
+        c->quiet_tr = true;
+        rc = run_pipeline(c, &ls);
+    }
+    for (int64_t i = 0; rc == MT_OK && i < n; i++)
+        if (c->doc_bad[i]) src[i][0] = '\0'; /* said once, by the MT stage */
+    if (rc == MT_OK) {
+        a->out = c->out;
+        a->out_name = c->out_name;
+        rc = run_ape_stage(a, src, c->doc_lines, NULL, n, sink_print);
+        c->n_sentences += a->n_sentences;
+        c->n_searches += a->n_searches;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        mt_free(src[i]);
+        mt_free(pf[i]);
+        if (c->doc_lines) mt_free(c->doc_lines[i]);
+    }
+    mt_free(src);
+    mt_free(pf);
+    mt_free(c->doc_lines);
+    mt_free(c->doc_bad);
+    c->doc_lines = NULL;
+    c->doc_bad = NULL;
+    return rc;
+}
+
+/* postedit --po FILE: the fuzzy entries (--all: every translated one) whose
+** msgstr is one line are post-edited (msgid or msgid_plural, msgstr[k]);
+** the first n-best entry with the msgstr's placeholders replaces it when it
+** differs, and the entry stays (or becomes) fuzzy; the rest of the file is
+** kept byte for byte (app/formats/doc.h).  Multi-line msgstr are left as
+** they are (the model reads one line). */
+static mt_status postedit_document(tr_ctx *c, const char *path) {
+    app_opts *o = c->o;
+    app_doc *d = NULL;
+    mt_status rc = app_doc_open(path, APP_DOC_FORMAT_PO, &d);
+    if (rc != MT_OK) return rc;
+    bool all = app_opts_flag(o, "all");
+    int64_t n_seg = app_doc_count(d), n = 0, multi = 0, changed = 0;
+    for (int64_t i = 0; i < n_seg; i++)
+        n += app_doc_segment_at(d, i)->n_targets;
+    size_t cells = (size_t)(n > 0 ? n : 1);
+    char **src = mt_try_calloc(cells, sizeof *src), **mt = mt_try_calloc(cells, sizeof *mt);
+    int64_t *seg = mt_try_calloc(cells, sizeof *seg);
+    int *form = mt_try_calloc(cells, sizeof *form);
+    c->doc_lines = mt_try_calloc(cells, sizeof(char *));
+    if (!src || !mt || !seg || !form || !c->doc_lines)
+        rc = mt_seterr(MT_ERR_NOMEM, "postedit: out of memory");
+    n = 0;
+    for (int64_t i = 0; i < n_seg && rc == MT_OK; i++) {
+        const app_doc_segment *sg = app_doc_segment_at(d, i);
+        if (!(sg->state == APP_DOC_STATE_DRAFT || (all && sg->state == APP_DOC_STATE_CONFIRMED)))
+            continue;
+        for (int f = 0; f < sg->n_targets && rc == MT_OK; f++) {
+            const char *s = f > 0 && sg->source_plural ? sg->source_plural : sg->source;
+            const char *t = sg->targets[f];
+            if (t[0] == '\0') continue;
+            if (strchr(s, '\n') || strchr(t, '\n')) {
+                multi++;
+                continue;
+            }
+            src[n] = mt_try_strdup(s);
+            mt[n] = mt_try_strdup(t);
+            seg[n] = i;
+            form[n] = f;
+            if (src[n++] == NULL || mt[n - 1] == NULL)
+                rc = mt_seterr(MT_ERR_NOMEM, "postedit: out of memory");
+        }
+    }
+    if (rc == MT_OK) {
+        c->doc_mt = mt;
+        c->quiet_tr = true;
+        rc = run_ape_stage(c, src, mt, NULL, n, sink_doc);
+        c->doc_mt = NULL;
+    }
+    for (int64_t k = 0; k < n && rc == MT_OK; k++) {
+        if (c->doc_lines[k] == NULL || strcmp(c->doc_lines[k], mt[k]) == 0) continue;
+        rc = app_doc_set_target(d, seg[k], form[k], c->doc_lines[k], APP_DOC_STATE_DRAFT);
+        if (rc == MT_OK) {
+            changed++;
+        } else if (rc != MT_ERR_NOMEM) {
+            mt_log(MT_LOG_WARN, "%s: entry %lld kept its MT: %s", path, (long long)seg[k] + 1,
+                   mt_errmsg());
+            rc = MT_OK;
+        }
+    }
+    const char *out = app_opts_str(o, "output");
+    bool to_stdout = !strcmp(out, "stdout") || !strcmp(out, "-");
+    bool in_place = app_opts_flag(o, "in-place");
+    if (rc == MT_OK) {
+        if (!to_stdout || in_place)
+            rc = app_doc_save(d, in_place ? NULL : out, app_doc_default_save_params());
+        else
+            rc = app_doc_write(d, c->out, "standard output", app_doc_default_save_params());
+    }
+    if (rc == MT_OK && !app_opts_flag(o, "quiet")) {
+        mt_log(MT_LOG_INFO, "%s: %lld msgstr post-edited, %lld changed (fuzzy)", path, (long long)n,
+               (long long)changed);
+        if (multi > 0)
+            mt_log(MT_LOG_INFO, "%s: %lld msgstr of several lines left as they are", path,
+                   (long long)multi);
+    }
+    for (int64_t k = 0; k < n; k++) {
+        mt_free(src[k]);
+        mt_free(mt[k]);
+        if (c->doc_lines) mt_free(c->doc_lines[k]);
+    }
+    mt_free(src);
+    mt_free(mt);
+    mt_free(seg);
+    mt_free(form);
+    mt_free(c->doc_lines);
+    c->doc_lines = NULL;
+    app_doc_free(d);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static mt_status translate_stream(tr_ctx *c) {
@@ -1123,6 +1513,15 @@ static mt_status translate_stream(tr_ctx *c) {
     ls.n_src = c->am.n_src;
     int ni = app_opts_count(o, "input");
     mt_status rc = MT_OK;
+    if (c->want_ape && ni == 1) { /* postedit: one file of source<TAB>MT lines */
+        ls.n_src = 1;
+        ls.tsv = true;
+    }
+    if (c->want_ape && ni != ls.n_src)
+        return mt_seterr(MT_ERR_INVALID,
+                         "postedit reads (source, MT) pairs: -i SRC MT (two line-aligned files) "
+                         "or one file of source<TAB>MT lines (default: stdin); got %d files",
+                         ni);
     if (ni != ls.n_src)
         return mt_seterr(MT_ERR_INVALID, "the model reads %d input%s: give %d files (-i), got %d",
                          ls.n_src, ls.n_src > 1 ? "s" : "", ls.n_src, ni);
@@ -1144,9 +1543,9 @@ static mt_status translate_stream(tr_ctx *c) {
         if (ls.pf == NULL) rc = mt_seterr(MT_ERR_IO, "cannot open %s: %s", pf, strerror(errno));
     }
     c->sink = sink_print;
-    c->progress = regular && isatty(2) && !app_opts_flag(o, "quiet");
+    c->progress = regular && isatty(2) && !app_opts_flag(o, "quiet") && c->ape == NULL;
     if (c->progress) c->quiet_tr = true;
-    if (rc == MT_OK) rc = run_pipeline(c, &ls);
+    if (rc == MT_OK) rc = c->ape ? ape_stream(c, &ls) : run_pipeline(c, &ls);
     for (int k = 0; k < ls.n_src; k++)
         if (ls.f[k] && ls.f[k] != stdin) fclose(ls.f[k]);
     if (ls.pf) fclose(ls.pf);
@@ -1165,33 +1564,104 @@ const app_cmd app_translate_cmd = {
     .n_opts = n_tr_opts,
 };
 
-int app_translate_main(int argc, char **argv) {
+const app_cmd app_postedit_cmd = {
+    .name = "postedit",
+    .usage = "[-m MODEL -v SRC MT TRG | -c CONFIG] [-i SRC MT | -i PAIRS.tsv] [-o OUT]\n"
+             "--po FILE.po [--all] [-o OUT | --in-place]",
+    .about = "Automatic post-editing: an APE model (a multi-source model reading the source\n"
+             "and a machine translation of it) corrects the MT.  Input: two line-aligned\n"
+             "files (-i SRC MT), or source<TAB>MT lines (one file, default stdin); output\n"
+             "as translate's.  --po: the fuzzy msgstr of a PO file (MT of another engine)\n"
+             "are post-edited and stay fuzzy; the rest of the file is kept.  Without -m or\n"
+             "-c, the APE model in assets/models/en-de-ape is used.\n",
+    .opts = pe_opts,
+    .n_opts = n_pe_opts,
+};
+
+static void ctx_init(tr_ctx *c, app_opts *o, const app_cmd *cmd) {
+    memset(c, 0, sizeof *c);
+    c->o = o;
+    c->cmd = cmd;
+    c->out = stdout;
+    c->out_name = "standard output";
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv_job, NULL);
+    pthread_cond_init(&c->cv_done, NULL);
+    pthread_cond_init(&c->cv_space, NULL);
+    c->threads = (int)app_opts_int(o, "cpu-threads");
+    if (c->threads < 1) c->threads = 1;
+    c->nbest = app_opts_flag(o, "n-best");
+    c->word_scores = app_opts_flag(o, "word-scores");
+    c->quiet_tr = app_opts_flag(o, "quiet-translation") || app_opts_flag(o, "quiet");
+    c->align = app_opts_str(o, "alignment");
+}
+
+static void ctx_free(tr_ctx *c) {
+    mt_translator_free(c->tr);
+    app_glossary_free(c->terms);
+    mt_shortlist_free(c->sl);
+    mt_ensemble_free(&c->am);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv_job);
+    pthread_cond_destroy(&c->cv_done);
+    pthread_cond_destroy(&c->cv_space);
+    app_opts_free(c->o);
+}
+
+/* translate --ape DIR: the APE stage's context, with the options of the
+** command line (and its -c configs) over DIR's decoder.yml, its own model,
+** vocabularies and shortlist, and no prefixes (they are the MT's). */
+static mt_status ape_open(tr_ctx *c, int argc, char **argv, const char *dir) {
+    app_opts *o2 = NULL;
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return mt_seterr(MT_ERR_NOTFOUND,
+                         "--ape %s: no such folder (the APE model's: model.npz, decoder.yml, "
+                         "vocabularies)",
+                         dir);
+    mt_status rc = app_cmd_parse(c->cmd, argc, argv, &o2);
+    static const char *const lists[] = {"models", "model", "vocabs", "weights", "shortlist"};
+    for (int k = 0; k < 5 && rc == MT_OK; k++)
+        rc = app_opts_set(o2, lists[k], 0, NULL, APP_SRC_DEFAULT);
+    const char *none[1] = {""};
+    if (rc == MT_OK) rc = app_opts_set(o2, "prefix-file", 1, none, APP_SRC_DEFAULT);
+    if (rc == MT_OK) rc = use_model_dir(o2, dir, 3);
+    if (rc != MT_OK) {
+        app_opts_free(o2);
+        return rc;
+    }
+    tr_ctx *a = mt_try_calloc(1, sizeof *a);
+    if (a == NULL) {
+        app_opts_free(o2);
+        return mt_seterr(MT_ERR_NOMEM, "out of memory");
+    }
+    ctx_init(a, o2, c->cmd);
+    a->want_ape = true;
+    a->resolved = true;
+    c->ape = a;
+    mt_status rc2 = load_everything(a);
+    if (rc2 == MT_OK && !app_opts_flag(o2, "quiet"))
+        mt_log(MT_LOG_INFO, "APE model: %s", app_opts_item(o2, "models", 0));
+    return rc2;
+}
+
+static int tr_main(const app_cmd *cmd, int argc, char **argv) {
     app_opts *o = NULL;
     int ret;
-    if (!app_opts_parse_cmd(&app_translate_cmd, argc, argv, &o, &ret)) return ret;
+    if (!app_opts_parse_cmd(cmd, argc, argv, &o, &ret)) return ret;
     double t_start = app_now();
+    bool pe = cmd == &app_postedit_cmd;
+    const char *name = cmd->name;
     tr_ctx c;
-    memset(&c, 0, sizeof c);
-    c.o = o;
-    c.out = stdout;
-    c.out_name = "standard output";
+    ctx_init(&c, o, cmd);
+    c.want_ape = pe;
     app_doc_atomic out_file = {0};
-    pthread_mutex_init(&c.mu, NULL);
-    pthread_cond_init(&c.cv_job, NULL);
-    pthread_cond_init(&c.cv_done, NULL);
-    pthread_cond_init(&c.cv_space, NULL);
-    c.threads = (int)app_opts_int(o, "cpu-threads");
-    if (c.threads < 1) c.threads = 1;
-    c.nbest = app_opts_flag(o, "n-best");
-    c.word_scores = app_opts_flag(o, "word-scores");
-    c.quiet_tr = app_opts_flag(o, "quiet-translation") || app_opts_flag(o, "quiet");
-    c.align = app_opts_str(o, "alignment");
     ret = 1;
     if (c.align[0] && strcmp(c.align, "soft")) {
         char *end = NULL;
         float t = strcmp(c.align, "hard") ? strtof(c.align, &end) : 1.0f;
         if (strcmp(c.align, "hard") && (end == c.align || *end || !(t > 0.0f && t <= 1.0f))) {
-            fprintf(stderr, "mtpe translate: --alignment: soft, hard or a threshold in (0, 1]\n");
+            fprintf(stderr, "mtpe %s: --alignment: soft, hard or a threshold in (0, 1]\n", name);
             ret = 2;
             goto done;
         }
@@ -1200,10 +1670,10 @@ int app_translate_main(int argc, char **argv) {
     int64_t chunk = app_opts_int(o, "mini-batch") * app_opts_int(o, "maxi-batch");
     if (chunk > 1000000) {
         fprintf(stderr,
-                "mtpe translate: --mini-batch %lld times --maxi-batch %lld is %lld sentences "
+                "mtpe %s: --mini-batch %lld times --maxi-batch %lld is %lld sentences "
                 "read at once, at most 1000000\n",
-                (long long)app_opts_int(o, "mini-batch"), (long long)app_opts_int(o, "maxi-batch"),
-                (long long)chunk);
+                name, (long long)app_opts_int(o, "mini-batch"),
+                (long long)app_opts_int(o, "maxi-batch"), (long long)chunk);
         ret = 2;
         goto done;
     }
@@ -1212,36 +1682,50 @@ int app_translate_main(int argc, char **argv) {
         float st;
         bool sc;
         if (shortlist_values(o, &sf, &sb, &st, &sc) != MT_OK) {
-            fprintf(stderr, "mtpe translate: %s\n", mt_errmsg());
+            fprintf(stderr, "mtpe %s: %s\n", name, mt_errmsg());
             ret = 2;
             goto done;
         }
     }
-    int nf = app_opts_count(o, "format");
+    int nf = pe ? 0 : app_opts_count(o, "format");
+    const char *po = pe ? app_opts_str(o, "po") : "";
+    const char *ape = pe ? "" : app_opts_str(o, "ape");
     if (nf > 2) {
-        fprintf(stderr, "mtpe translate: --format KIND [FILE]\n");
+        fprintf(stderr, "mtpe %s: --format KIND [FILE]\n", name);
         ret = 2;
         goto done;
     }
     const char *op = app_opts_str(o, "output");
     bool to_file = strcmp(op, "stdout") && strcmp(op, "-");
-    if (app_opts_flag(o, "in-place") && (nf == 0 || to_file)) {
-        fprintf(stderr, "mtpe translate: --in-place writes the --format document over its file "
-                        "(not with -o, and only with --format)\n");
+    bool doc = nf > 0 || po[0];
+    if (app_opts_flag(o, "in-place") && (!doc || to_file)) {
+        fprintf(stderr,
+                "mtpe %s: --in-place writes the %s document over its file "
+                "(not with -o, and only with %s)\n",
+                name, pe ? "--po" : "--format", pe ? "--po" : "--format");
         ret = 2;
         goto done;
     }
+    if (pe && app_opts_flag(o, "all") && !po[0]) {
+        fprintf(stderr, "mtpe %s: --all goes with --po FILE\n", name);
+        ret = 2;
+        goto done;
+    }
+    c.first_stage = ape[0] != '\0';
     mt_status rc = load_everything(&c);
+    if (rc == MT_OK && ape[0]) rc = ape_open(&c, argc, argv, ape);
     /* -o FILE: written to a temporary file next to it, renamed over it at
     ** the end; a failed run leaves FILE as it was */
-    if (rc == MT_OK && to_file && nf == 0) {
+    if (rc == MT_OK && to_file && !doc) {
         rc = app_doc_atomic_begin(&out_file, op);
         if (rc == MT_OK) {
             c.out = out_file.f;
             c.out_name = op;
         }
     }
-    if (rc == MT_OK && nf > 0) {
+    if (rc == MT_OK && po[0]) {
+        rc = postedit_document(&c, po);
+    } else if (rc == MT_OK && nf > 0) {
         const char *file = nf > 1 ? app_opts_item(o, "format", 1) : app_opts_item(o, "input", 0);
         if (!strcmp(file, "stdin") || !strcmp(file, "-"))
             rc = mt_seterr(MT_ERR_INVALID, "--format needs a file (--format KIND FILE)");
@@ -1265,21 +1749,20 @@ int app_translate_main(int argc, char **argv) {
         if (fflush(stdout) != 0 || ferror(stdout)) rc = out_error(&c, errno);
     }
     if (rc != MT_OK)
-        fprintf(stderr, "mtpe translate: %s\n", mt_errmsg());
+        fprintf(stderr, "mtpe %s: %s\n", name, mt_errmsg());
     else
         ret = 0;
     if (rc == MT_OK && !app_opts_flag(o, "quiet"))
         mt_log(MT_LOG_INFO, "Total time: %.5fs wall; %lld sentences in %lld searches",
                app_now() - t_start, (long long)c.n_sentences, (long long)c.n_searches);
 done:
-    mt_translator_free(c.tr);
-    app_glossary_free(c.terms);
-    mt_shortlist_free(c.sl);
-    mt_ensemble_free(&c.am);
-    pthread_mutex_destroy(&c.mu);
-    pthread_cond_destroy(&c.cv_job);
-    pthread_cond_destroy(&c.cv_done);
-    pthread_cond_destroy(&c.cv_space);
-    app_opts_free(o);
+    if (c.ape) {
+        ctx_free(c.ape);
+        mt_free(c.ape);
+    }
+    ctx_free(&c);
     return ret;
 }
+
+int app_translate_main(int argc, char **argv) { return tr_main(&app_translate_cmd, argc, argv); }
+int app_postedit_main(int argc, char **argv) { return tr_main(&app_postedit_cmd, argc, argv); }

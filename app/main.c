@@ -19,6 +19,8 @@ static const app_subcmd commands[] = {
     {"convert", app_convert_main, "inspect a model file; convert between .npz and .bin"},
     {"bench", app_bench_main, "speed benchmarks (gemm), GFLOP/s and fraction of peak"},
     {"translate", app_translate_main, "translate text or documents (marian-decoder)"},
+    {"postedit", app_postedit_main,
+     "automatic post-editing of MT with an APE model (src, mt -> pe)"},
     {"train", app_train_main, "train or continue training a model (Marian's options and files)"},
     {"score", app_score_main, "score sentence pairs or rescore an n-best list (marian-scorer)"},
     {"rescore", app_rescore_main, "pick the best of an n-best list by weighted features"},
@@ -99,7 +101,7 @@ static int run_main(int argc, char **argv, const char **cmd_name) {
         return 0;
     }
     /* Inference commands keep freed memory for their next graph round. */
-    static const char *const infer[] = {"edit", "translate", "score", "bench"};
+    static const char *const infer[] = {"edit", "translate", "postedit", "score", "bench"};
     for (size_t i = 0; i < sizeof infer / sizeof infer[0]; i++)
         if (!strcmp(cmd, infer[i])) mt_alloc_keep_freed();
     for (int i = 0; i < n_commands; i++)

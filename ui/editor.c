@@ -958,6 +958,14 @@ static void pick_nbest(ui_editor *ed, int i, int64_t now_ms) {
     s->suggestion = sugg;
     s->origin = UI_ORIGIN_NBEST;
     s->nbest_rank = i;
+    /* an alternative is a whole translation (the MT's n-best, a TM match,
+    ** the APE post-edit): nothing is completed after it until it is edited,
+    ** so Enter confirms exactly it */
+    comp_clear(&ed->comp);
+    ed->comp.prefix = mt_try_strdup(alt);
+    ed->comp.text = mt_try_strdup("");
+    ed->comp.have = ed->comp.prefix && ed->comp.text;
+    if (!ed->comp.have) comp_clear(&ed->comp);
     field_changed(ed, now_ms);
     send_edit(ed, UI_EDIT_NBEST);
 }

@@ -154,7 +154,8 @@ static const ui_binding bindings[] = {
     {E, UI_KEY_ENTER, UI_ACT_CONFIRM, 0, "Enter",
      "confirm what the field shows (completion included), go to the next open segment; "
      "on a confirmed segment: reopen it for editing"},
-    {E, M('1'), UI_ACT_NBEST, 1, "M-1", "replace the translation with alternative 1..9"},
+    {E, M('1'), UI_ACT_NBEST, 1, "M-1",
+     "replace the translation with alternative 1..9 (TM, APE, n-best)"},
     {E, M('2'), UI_ACT_NBEST, 2, "M-2", NULL},
     {E, M('3'), UI_ACT_NBEST, 3, "M-3", NULL},
     {E, M('4'), UI_ACT_NBEST, 4, "M-4", NULL},

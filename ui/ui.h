@@ -26,7 +26,9 @@
 **                 completion greyed after it (words coloured by the engine's
 **                 confidence: low red, medium yellow, high grey)
 **   lower pane    n-best alternatives (M-1..M-9; TM matches first, labelled
-**                 "TM 95%"), each wrapped in full onto continuation rows
+**                 "TM 95%"; with `mtpe edit --ape DIR` the APE model's
+**                 post-edit of the MT next, labelled "APE", or that label
+**                 on the entry it equals), each wrapped in full onto continuation rows
 **                 indented under its text, as many as fit (then a line says
 **                 F4 shows all), or the attention heat map between source
 **                 and target tokens of the 1-best (F3 toggles; wide
@@ -64,7 +66,9 @@
 **   C-t             transpose the two characters around the cursor
 **   C-z C-_         undo (multi-level; a run of typed characters is one step)
 **   Tab             accept the next word of the completion
-**   M-1 .. M-9      replace the field with n-best alternative 1..9
+**   M-1 .. M-9      replace the field with n-best alternative 1..9 (TM
+**                   matches and the APE suggestion are alternatives too);
+**                   nothing is completed after it until it is edited
 **                   (M- is Alt, or Esc then the key within 0.2 s)
 **   Enter           confirm: commit what the field shows, greyed completion
 **                   included (so Enter on an untouched segment confirms the

@@ -108,6 +108,20 @@ static mt_status full(const call *c, const app_anatomy *a, app_edit_output *out)
         out->nbest[out->n_nbest] = t;
         out->scores[out->n_nbest++] = score;
     }
+    /* APE (ops->post_edit): each piece's chosen MT post-edited, assembled
+    ** as the MT (a piece without one keeps its MT); none when no piece has
+    ** one */
+    bool any_ape = false;
+    for (int i = 0; i < n && rc == MT_OK && c->e->ops->post_edit; i++) {
+        v[i] = chosen(&po[i], pick[i]);
+        mt_status arc = c->e->ops->post_edit(c->worker, app_anat_piece(a, i), v[i], c->cancel,
+                                             c->cancel_user, &po[i].ape);
+        if (arc == MT_ABORTED || arc == MT_ERR_NOMEM) rc = arc;
+        if (arc == MT_ERR_UNSUPPORTED) break; /* no APE model */
+        if (arc != MT_OK && rc == MT_OK) mt_log(MT_LOG_DEBUG, "APE: %s", mt_errmsg());
+        if (po[i].ape) v[i] = po[i].ape, any_ape = true;
+    }
+    if (rc == MT_OK && any_ape) rc = app_anat_assemble(a, v, &out->ape);
     /* attention, tokens and confidences when they describe the text shown */
     if (rc == MT_OK && n == 1 && pick[0] <= 0) {
         app_edit_output *p = &po[0];

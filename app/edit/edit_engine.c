@@ -16,6 +16,13 @@
 ** does not give as many words as the detokenised text has (unusual
 ** normalisation), no confidences are given.
 **
+** APE (spec.ape_dir, app/ape.h): a third translator over the APE model
+** (its folder's beam-size and normalize, 1-best) post-edits the full MT of
+** each piece (ops->post_edit: edit_anatomy.c calls it with the piece and
+** its chosen MT for full translations, never for completions), on the same
+** worker right after the MT and with the same cancellation; when it fails
+** the MT is posted without it (a debug message says why).
+**
 ** Completion of a prefix: the hypothesis starts with the forced prefix
 ** tokens; the completion is the text after the typed prefix when the text
 ** starts with it, else the text after the detokenised prefix tokens (the
@@ -30,6 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ape.h"
 #include "glossary.h"
 #include "translator.h"
 #include "vocab.h"
@@ -39,11 +47,13 @@ typedef struct engine {
     mt_translator *full, *comp;
     const app_glossary *gloss; /* terms enforced (spec.glossary); NULL: none */
     int gloss_max;
+    mt_ensemble ape_am; /* the APE model (spec.ape_dir), when ape is set */
+    mt_translator *ape; /* NULL: no APE                                  */
 } engine;
 
 typedef struct eworker {
     engine *e;
-    mt_translate_worker *full, *comp;
+    mt_translate_worker *full, *comp, *ape;
 } eworker;
 
 app_edit_model_spec app_edit_model_default_spec(void) {
@@ -61,7 +71,9 @@ static void engine_free(void *impl) {
     if (e == NULL) return;
     mt_translator_free(e->full);
     mt_translator_free(e->comp);
+    mt_translator_free(e->ape);
     mt_ensemble_free(&e->am);
+    mt_ensemble_free(&e->ape_am);
     mt_free(e);
 }
 
@@ -78,6 +90,7 @@ static void eworker_free(void *p) {
     if (w == NULL) return;
     mt_translate_worker_free(w->full);
     mt_translate_worker_free(w->comp);
+    mt_translate_worker_free(w->ape);
     mt_free(w);
 }
 
@@ -182,6 +195,33 @@ oom:
     return mt_seterr(MT_ERR_NOMEM, "edit: out of memory (translation result)");
 }
 
+/* The APE model's post-edit of (source, mt) into *out (ops->post_edit). */
+static mt_status post_edit(void *wp, const char *source, const char *mt, bool (*cancel)(void *),
+                           void *cancel_user, char **out) {
+    eworker *w = wp;
+    engine *e = w->e;
+    mt_status rc = MT_OK;
+    *out = NULL;
+    if (e->ape == NULL) return mt_seterr(MT_ERR_UNSUPPORTED, "no APE model");
+    if (w->ape == NULL && (rc = mt_translate_worker_init(e->ape, &w->ape)) != MT_OK) return rc;
+    mt_tr_input in;
+    memset(&in, 0, sizeof in);
+    in.src[0] = source;
+    in.src[1] = mt;
+    mt_tr_result r;
+    memset(&r, 0, sizeof r);
+    rc = mt_translate(w->ape, &in, 1, &r, cancel, cancel_user);
+    if (rc == MT_OK && (r.n_hyps < 1 || r.skipped))
+        rc = mt_seterr(MT_ERR_INVALID, "APE: no post-edit (a source or MT longer than %d tokens?)",
+                       e->ape->p.max_length);
+    if (rc == MT_OK) {
+        *out = mt_try_strdup(r.hyps[0].text ? r.hyps[0].text : "");
+        if (*out == NULL) rc = mt_seterr(MT_ERR_NOMEM, "edit: out of memory (APE)");
+    }
+    mt_tr_result_clear(&r);
+    return rc;
+}
+
 static mt_status etranslate(void *wp, const char *source, const char *prefix,
                             bool (*cancel)(void *), void *cancel_user, app_edit_output *o) {
     eworker *w = wp;
@@ -253,7 +293,8 @@ done:
     return rc;
 }
 
-static const app_edit_engine_ops engine_ops = {eworker_init, eworker_free, etranslate, engine_free};
+static const app_edit_engine_ops engine_ops = {eworker_init, eworker_free, etranslate, engine_free,
+                                               post_edit};
 
 /* "ende/model.npz" -> "ende/model.npz" shortened to its last two components. */
 static void model_name(const char *path, char *buf, size_t size) {
@@ -306,6 +347,26 @@ mt_status app_edit_engine_load(const app_edit_model_spec *spec, app_edit_engine 
     p.alignment = false;
     rc = mt_translator_init(&e->am, NULL, &p, &e->comp);
     if (rc != MT_OK) goto fail;
+    if (spec->ape_dir && spec->ape_dir[0]) {
+        app_model_dir *md = mt_try_calloc(1, sizeof *md);
+        if (md == NULL) {
+            rc = mt_seterr(MT_ERR_NOMEM, "edit: out of memory (APE)");
+            goto fail;
+        }
+        rc = app_model_dir_resolve(spec->ape_dir, 3, md);
+        const char *vp[MT_MAX_VOCABS];
+        for (int k = 0; k < md->n_vocabs; k++)
+            vp[k] = md->vocabs[k];
+        if (rc == MT_OK) rc = app_ape_load(&e->ape_am, md->model, vp, md->n_vocabs);
+        mt_translate_params ap = mt_translate_default_params();
+        ap.beam_size = md->beam_size;
+        ap.normalize = md->normalize;
+        ap.max_length_factor = spec->max_length_factor;
+        ap.max_length_crop = true;
+        if (rc == MT_OK) rc = mt_translator_init(&e->ape_am, NULL, &ap, &e->ape);
+        mt_free(md);
+        if (rc != MT_OK) goto fail;
+    }
     char name[256];
     model_name(spec->models[0], name, sizeof name);
     if (spec->n_models > 1) {

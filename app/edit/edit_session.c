@@ -45,6 +45,7 @@ void app_edit_output_clear(app_edit_output *o) {
     mt_free(o->word_conf);
     mt_free(o->completion);
     mt_free(o->comp_conf);
+    mt_free(o->ape);
     memset(o, 0, sizeof *o);
 }
 
@@ -372,6 +373,9 @@ static bool busy(const app_edit_session *s) {
     return false;
 }
 
+/* The most alternatives a result may have to get its APE entry. */
+enum { APE_LIST_MAX = 64 };
+
 /* Posts a finished job (lock held).  Returns true when out was moved into
 ** the result list. */
 static bool post_result(app_edit_session *s, worker *w, job *j, app_edit_output *out,
@@ -398,6 +402,35 @@ static bool post_result(app_edit_session *s, worker *w, job *j, app_edit_output 
         .n_words = out->word_conf ? out->n_words : 0,
         .tokens_per_sec = seconds > 0 && out->n_tokens > 0 ? out->n_tokens / seconds : 0,
     };
+    /* the APE post-edit: the entry it equals is labelled "APE", else it is
+    ** one more alternative, first (M-1 picks it) */
+    const char *ape_texts[APE_LIST_MAX + 1], *ape_labels[APE_LIST_MAX + 1];
+    float ape_scores[APE_LIST_MAX + 1];
+    if (out->ape && r.n_nbest <= APE_LIST_MAX) {
+        int32_t at = -1;
+        for (int32_t k = 0; k < r.n_nbest && at < 0; k++)
+            if (strcmp(r.nbest[k], out->ape) == 0) at = k;
+        int32_t n = 0;
+        if (at < 0) {
+            ape_texts[n] = out->ape;
+            ape_labels[n] = "APE";
+            ape_scores[n++] = 0.0f;
+        }
+        for (int32_t k = 0; k < r.n_nbest; k++) {
+            ape_texts[n] = r.nbest[k];
+            ape_labels[n] = k == at ? "APE" : NULL;
+            ape_scores[n++] = r.nbest_scores ? r.nbest_scores[k] : 0.0f;
+        }
+        if (r.n_nbest == 0 && at < 0) { /* no list: the MT after the APE entry */
+            ape_texts[n] = r.hyp;
+            ape_labels[n] = NULL;
+            ape_scores[n++] = 0.0f;
+        }
+        r.nbest = ape_texts;
+        r.nbest_labels = ape_labels;
+        r.nbest_scores = ape_scores;
+        r.n_nbest = n;
+    }
     if (s->sink.mt && s->sink.mt(s->sink.user, j->seg, &r) != MT_OK && s->sink.message)
         message(s, MT_LOG_DEBUG, "segment %lld: MT not shown: %s", (long long)j->seg + 1,
                 mt_errmsg());

@@ -65,6 +65,8 @@ typedef struct app_edit_output {
     float *comp_conf; /* per whitespace word of completion, or NULL     */
     int32_t n_comp_words;
     int32_t n_tokens; /* target tokens of hyp (EOS included), for speed */
+    char *ape;        /* full jobs with an APE model (spec.ape_dir): its
+                         post-edit of hyp (app/ape.h), or NULL            */
 } app_edit_output;
 
 void app_edit_output_clear(app_edit_output *o);
@@ -85,6 +87,11 @@ typedef struct app_edit_engine_ops {
     mt_status (*translate)(void *worker, const char *source, const char *prefix,
                            bool (*cancel)(void *), void *cancel_user, app_edit_output *out);
     void (*free)(void *impl); /* the engine, when no worker uses it any more */
+    /* Optional (NULL: no APE): the APE model's post-edit of (source, mt)
+    ** into *out (caller mt_free()s); MT_ERR_UNSUPPORTED when the engine
+    ** has no APE model, MT_ABORTED as translate. */
+    mt_status (*post_edit)(void *worker, const char *source, const char *mt, bool (*cancel)(void *),
+                           void *cancel_user, char **out);
 } app_edit_engine_ops;
 
 /* An engine: ops + impl, with its name (status line) and model path (the
@@ -128,6 +135,11 @@ typedef struct app_edit_model_spec {
     ** every engine loaded with the spec. */
     const struct app_glossary *glossary;
     int32_t glossary_max;
+    /* An APE model folder (app/ape.h; `mtpe edit --ape DIR`) or NULL: the
+    ** full MT of each piece is post-edited by it on the worker, after the
+    ** MT (app_edit_output.ape), and the ui shows the result as one more
+    ** alternative labelled "APE" (edit_session.c).  Not owned. */
+    const char *ape_dir;
 } app_edit_model_spec;
 
 /* Defaults: beam 6, completion beam 3, normalize 0.6, length factor 3. */

@@ -7,7 +7,8 @@
 ** sources are passed as context) are put above the MT alternatives, each
 ** labelled "TM NN%" (or "TM ICE"), so that M-1.. picks them as it picks an
 ** alternative; each with its source, whose tokens that differ from the
-** segment's source (store_tm_diff) are marked.  The segment itself (any stored version of the same file at
+** segment's source (store_tm_diff) are marked.  The segment itself (any stored version of the same
+*file at
 ** the same index) is left out.  The lookups run on the workers' threads,
 ** through a store connection of their own, one at a time (a mutex); the
 ** editor's connection stays on the ui thread.  The MT last posted for each
@@ -39,7 +40,7 @@ typedef struct tm_rows {
     int n;
     char *text[APP_EDIT_TM_MAX];
     char label[APP_EDIT_TM_MAX][16];
-    char *source[APP_EDIT_TM_MAX]; /* the match's source (NULL: out of memory) */
+    char *source[APP_EDIT_TM_MAX];   /* the match's source (NULL: out of memory) */
     ui_span *marks[APP_EDIT_TM_MAX]; /* its tokens that differ from query */
     int32_t n_marks[APP_EDIT_TM_MAX];
 } tm_rows;
@@ -113,6 +114,7 @@ static mt_status post_with_matches(app_edit_tm *t, int64_t seg, const ui_mt_resu
         }
         for (int32_t i = 0; i < r->n_nbest; i++) {
             texts[rows.n + i] = r->nbest[i];
+            labels[rows.n + i] = r->nbest_labels ? r->nbest_labels[i] : NULL; /* "APE" */
             if (scores) scores[rows.n + i] = r->nbest_scores[i];
         }
         ui_mt_result r2 = *r;
@@ -181,7 +183,8 @@ void app_edit_tm_refresh(app_edit_tm *t, int64_t seg) {
             .attention = m->attn,
             .word_conf = m->conf,
             .n_words = m->n_conf,
-            .tokens_per_sec = 0, /* not a new decoding */
+            .tokens_per_sec = 0,                            /* not a new decoding */
+            .nbest_labels = (const char *const *)m->labels, /* "APE" */
         };
         if (post_with_matches(t, seg, &r) != MT_OK)
             mt_log(MT_LOG_DEBUG, "segment %lld: TM matches not refreshed: %s", (long long)seg + 1,

@@ -4,7 +4,9 @@
 ** construction: the translation of a piece is its upper-case copy; its
 ** n-best list puts first a "mangled" copy whose "%s" became "%" (what the
 ** real model does to "'%s'"), then the correct one.  Completions complete
-** the upper-case copy after the typed prefix.
+** the upper-case copy after the typed prefix.  The APE engine (post_edit)
+** writes "[mt]" for each piece and keeps the sources it was given, so what
+** it saw and how the pieces were assembled are both visible.
 */
 #include <ctype.h>
 #include <stdlib.h>
@@ -57,7 +59,22 @@ static mt_status fk_winit(void *impl, void **w) {
 }
 static void fk_wfree(void *w) { (void)w; }
 static void fk_free(void *impl) { (void)impl; }
-static const app_edit_engine_ops ops = {fk_winit, fk_wfree, fk_translate, fk_free};
+static const app_edit_engine_ops ops = {fk_winit, fk_wfree, fk_translate, fk_free, NULL};
+
+static int ape_calls;
+static char ape_sources[256];
+static mt_status fk_post_edit(void *w, const char *source, const char *mt, bool (*cancel)(void *),
+                              void *cu, char **out) {
+    (void)w, (void)cancel, (void)cu;
+    ape_calls++;
+    size_t n = strlen(mt) + 3, l = strlen(ape_sources);
+    snprintf(ape_sources + l, sizeof ape_sources - l, "%s|", source);
+    *out = mt_try_malloc(n);
+    snprintf(*out, n, "[%s]", mt);
+    return MT_OK;
+}
+static const app_edit_engine_ops ape_ops = {fk_winit, fk_wfree, fk_translate, fk_free,
+                                            fk_post_edit};
 
 static app_edit_engine *engine(void) {
     app_edit_engine *e = NULL;
@@ -125,5 +142,38 @@ int main(void) {
     check_completion(e, "First.\nSecond.", "FI", "RST.\nSECOND.", "FI");
     check_completion(e, " ", "", " ", "");
     app_edit_engine_free(e);
+
+    /* APE: each piece's chosen MT (the one keeping "%s") post-edited, the
+    ** pieces assembled with the verbatim parts; never for completions;
+    ** without post_edit no APE */
+    static int dummy2;
+    app_edit_engine *ea = NULL;
+    CHECK_STATUS(app_edit_engine_new(&ape_ops, &dummy2, "fake+ape", "/fake.npz", &ea));
+    if (ea) {
+        ape_calls = 0;
+        ape_sources[0] = '\0';
+        CHECK_STATUS(
+            app_edit_translate_segment(ea, NULL, "  Open '%s'\nClose\n", NULL, NULL, NULL, &o));
+        const char *want = "  [OPEN '%s']\n[CLOSE]\n";
+        CHECK(o.ape && strcmp(o.ape, want) == 0, "APE assembled:\n got '%s'\nwant '%s'",
+              o.ape ? o.ape : "(null)", want);
+        CHECK(ape_calls == 2 && strcmp(ape_sources, "Open '%s'|Close|") == 0,
+              "APE calls: %d, want 2 (one per piece): sources %s", ape_calls, ape_sources);
+        CHECK(o.hyp && strcmp(o.hyp, "  OPEN '%s'\nCLOSE\n") == 0, "the MT unchanged: '%s'",
+              o.hyp ? o.hyp : "");
+        app_edit_output_clear(&o);
+        ape_calls = 0;
+        CHECK_STATUS(app_edit_translate_segment(ea, NULL, "First.\nSecond.", "FI", NULL, NULL, &o));
+        CHECK(ape_calls == 0 && o.ape == NULL, "no APE for a completion (%d calls)", ape_calls);
+        app_edit_output_clear(&o);
+        app_edit_engine_free(ea);
+    }
+    e = engine();
+    if (e) {
+        CHECK_STATUS(app_edit_translate_segment(e, NULL, "Close", NULL, NULL, NULL, &o));
+        CHECK(o.ape == NULL, "no APE without post_edit");
+        app_edit_output_clear(&o);
+        app_edit_engine_free(e);
+    }
     TEST_MAIN_END();
 }

@@ -129,7 +129,8 @@ static mt_status fk_translate(void *wp, const char *source, const char *prefix,
 
 static void fk_free(void *impl) { (void)impl; } /* the fakes live on the stack */
 
-static const app_edit_engine_ops fake_ops = {fk_worker_init, fk_worker_free, fk_translate, fk_free};
+static const app_edit_engine_ops fake_ops = {fk_worker_init, fk_worker_free, fk_translate, fk_free,
+                                             NULL};
 
 static void fake_init(fake *f) {
     memset(f, 0, sizeof *f);

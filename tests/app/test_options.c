@@ -640,6 +640,7 @@ typedef struct cmd_case {
 
 static const cmd_case cases[] = {
     {&app_translate_cmd, app_translate_main, "translate", NULL},
+    {&app_postedit_cmd, app_postedit_main, "postedit", NULL},
     {&app_score_cmd, app_score_main, "score", NULL},
     {&app_train_cmd, app_train_main, "train", NULL},
     {&app_rescore_cmd, app_rescore_main, "rescore", NULL},
