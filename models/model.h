@@ -98,8 +98,8 @@ typedef struct mt_model mt_model;
 
 /* A fresh model with Marian's initialisation: every parameter the
 ** architecture uses is created here (glorot-uniform weights, zero biases,
-** unit layer-norm scales; embeddings glorot-uniform in Marian's fan-in mode,
-** U(-sqrt(3/V), sqrt(3/V))), in a fixed order from seed.  The config's
+** unit layer-norm scales; embeddings glorot-uniform in Marian's fan-out mode,
+** U(-sqrt(3/d), sqrt(3/d)) for dim-emb d), in a fixed order from seed.  The config's
 ** dim_vocabs must be set (> 0). */
 mt_status mt_model_create(const mt_model_config *c, mt_device *dev, uint64_t seed, mt_model **out);
 /* Loads a Marian .npz/.bin; the config comes from its special:model.yml.
