@@ -15,7 +15,8 @@
 #   2. the costs of 8 updates (--learn-rate 0.003, seed 1111) go down at
 #      every update and match the regression values below within 1e-3
 #      relative (they were measured with this script and checked against 1.
-#      for the first)
+#      for the first); a run stopped after 4 updates and resumed prints the
+#      same costs for updates 5..8
 #   3. the model has exactly the items of Marian's model.npz (names, shapes,
 #      dtypes) and the same special:model.yml except its version line
 #   4. its `mtpe score` of its own `mtpe translate` n-best output (beam 4,
@@ -114,6 +115,15 @@ paste <(echo "$costs") <(echo "$want" | tr ' ' '\n') | awk '
     fail "cost curve: $(echo $costs), want $want (each lower than the one before)"
 [ "$(echo "$costs" | head -1)" = "$c0" ] || fail "update 1 costs $(echo "$costs" | head -1), \
 the initial model $c0"
+
+# ---- 2b. stopped after 4 updates and resumed: updates 5..8 cost the same
+"$mtpe" train -m "$tmp/r.npz" "${multi[@]}" "${opts[@]}" --learn-rate 0.003 --after-batches 4 \
+    >"$tmp/logr1" 2>&1 || fail "train 4 updates: $(tail -3 "$tmp/logr1")"
+"$mtpe" train -m "$tmp/r.npz" "${multi[@]}" "${opts[@]}" --learn-rate 0.003 --after-batches 8 \
+    >"$tmp/logr2" 2>&1 || fail "resume to 8 updates: $(tail -3 "$tmp/logr2")"
+resumed=$(costs_of "$tmp/logr2")
+[ "$(echo $resumed)" = "$(echo "$costs" | tail -4 | tr '\n' ' ' | sed 's/ $//')" ] ||
+    fail "resumed costs $(echo $resumed), want $(echo "$costs" | tail -4)"
 
 # ---- 3. Marian's layout
 python3 "$tmp/npz.py" ITEMS "$tmp/model.npz" "$d/model.npz" >"$tmp/cmp" 2>&1 ||
