@@ -1286,6 +1286,46 @@ static void test_config_ints(void) {
     }
 }
 
+/* --tied-embeddings-src and -all give the encoders and the decoder one Wemb
+** (models/transformer.c, as Marian), so every vocabulary must be of one
+** size; --tied-embeddings ties only the decoder's input and output. */
+static void test_tied_sizes(void) {
+    static const struct {
+        const char *type;
+        int n, dims[3];
+        bool src, all, trg, ok;
+    } cases[] = {
+        {"transformer", 2, {11, 7}, true, false, false, false},
+        {"transformer", 2, {11, 7}, false, true, false, false},
+        {"transformer", 2, {11, 7}, false, false, true, true},
+        {"multi-transformer", 3, {11, 11, 7}, true, false, false, false},
+        {"multi-transformer", 3, {11, 7, 11}, true, false, false, false},
+        {"multi-transformer", 3, {11, 11, 11}, true, false, false, true},
+        {"shared-multi-transformer", 3, {11, 11, 7}, false, true, false, false},
+        {"multi-transformer", 3, {11, 7, 5}, false, false, true, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mt_model_config c = tiny_config(false);
+        snprintf(c.type, sizeof c.type, "%s", cases[i].type);
+        c.n_vocabs = cases[i].n;
+        for (int k = 0; k < c.n_vocabs; k++)
+            c.dim_vocabs[k] = cases[i].dims[k];
+        c.tied_embeddings_src = cases[i].src;
+        c.tied_embeddings_all = cases[i].all;
+        c.tied_embeddings = cases[i].trg;
+        mt_status rc = mt_model_config_check(&c);
+        CHECK(cases[i].ok ? rc == MT_OK
+                          : rc == MT_ERR_INVALID && strstr(mt_errmsg(), "equal vocabulary sizes"),
+              "case %zu (%s): %s %s", i, cases[i].type, mt_status_str(rc), mt_errmsg());
+        if (cases[i].ok) { /* and the model can be made */
+            mt_model *m = NULL;
+            CHECK(mt_model_create(&c, NULL, 1, &m) == MT_OK, "case %zu: create: %s", i,
+                  mt_errmsg());
+            mt_model_free(m);
+        }
+    }
+}
+
 static void test_marian_layout(const char *dir) {
     char p[512];
     snprintf(p, sizeof p, DATA "%s/model.npz", dir);
@@ -1593,6 +1633,7 @@ int main(void) {
     test_gradients(2);
     test_gradients(3);
     test_gradients(4);
+    test_tied_sizes();
     test_round_trip(false);
     test_round_trip(true);
     test_marian_layout("transformer-tiny");
