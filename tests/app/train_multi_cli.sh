@@ -36,6 +36,7 @@
 #      decoder_lN_context_enc2_X its decoder_lN_context_X, every other
 #      parameter the source's parameter of that name, bit for bit; the log
 #      names each one; a fresh model (no --pretrained-model) differs
+#      shared-multi-transformer: 106 of 106, only the 20 context_enc2 mapped
 #   8. --pretrained-model of another --dim-emb: one clear error (exit 1)
 # Usage: bash train_multi_cli.sh <path-to-mtpe> <source-dir>
 mtpe=$(realpath "${1:?usage: train_multi_cli.sh MTPE SRCDIR}")
@@ -261,6 +262,15 @@ grep -a -q 'initialised: encoder2_l2_ffn_W1 from encoder_l2_ffn_W1' "$tmp/logp" 
     grep -a -q 'initialised: decoder_l1_context_enc2_Wq from decoder_l1_context_Wq' "$tmp/logp" &&
     grep -a -q 'Initialised 138 of 138 parameters from .*single.npz [(]84 of them mapped from another name[)], 0 fresh' "$tmp/logp" ||
     fail "the log does not name the initialised parameters: $(grep -a -i initialised "$tmp/logp" | tail -1)"
+
+# shared-multi-transformer: encoder_* by name, only the 2 x 10 context_enc2
+# parameters mapped
+"$mtpe" train -m "$tmp/shp.npz" "${multi[@]}" "${opts[@]}" --type shared-multi-transformer \
+    --learn-rate 0 --after-batches 1 --pretrained-model "$tmp/single.npz" >"$tmp/logsp" 2>&1 ||
+    fail "shared-multi --pretrained-model: $(tail -2 "$tmp/logsp")"
+grep -a -q 'Initialised 106 of 106 parameters .* [(]20 of them mapped from another name[)], 0 fresh' \
+    "$tmp/logsp" && grep -a -q 'initialised: encoder_l1_self_Wq$' "$tmp/logsp" ||
+    fail "shared-multi --pretrained-model: $(grep -a Initialised "$tmp/logsp")"
 
 # ---- 8. a pretrained model of another size
 "$mtpe" train -m "$tmp/small.npz" "${single[@]}" "${opts[@]}" --dim-emb 32 --after-batches 1 \
