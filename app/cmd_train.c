@@ -1513,6 +1513,13 @@ static int check_options(trainer *t) {
         return usage_error("--train-sets needs 2 to 5 files (sources..., target)%s%s", "", "");
     if (app_opts_count(o, "vocabs") != nt)
         return usage_error("--vocabs needs one vocabulary per training file%s%s", "", "");
+    /* the model types mtpe trains: multi-* read two sources, the others one */
+    const char *type = app_opts_str(o, "type");
+    bool multi = strncmp(type, "multi-", 6) == 0 || strncmp(type, "shared-multi-", 13) == 0;
+    if (multi && nt != 3)
+        return usage_error("--type %s reads two sources: --train-sets SRC MT TARGET%s", type, "");
+    if ((!strcmp(type, "transformer") || !strcmp(type, "s2s")) && nt != 2)
+        return usage_error("--type %s reads one source: --train-sets SOURCE TARGET%s", type, "");
     int nv = app_opts_count(o, "valid-sets");
     if (nv != 0 && nv != nt)
         return usage_error("--valid-sets needs as many files as --train-sets%s%s", "", "");

@@ -38,6 +38,8 @@
 #      names each one; a fresh model (no --pretrained-model) differs
 #      shared-multi-transformer: 106 of 106, only the 20 context_enc2 mapped
 #   8. --pretrained-model of another --dim-emb: one clear error (exit 1)
+#   9. --type multi-transformer with 2 files, transformer with 3: usage
+#      errors (exit 2)
 # Usage: bash train_multi_cli.sh <path-to-mtpe> <source-dir>
 mtpe=$(realpath "${1:?usage: train_multi_cli.sh MTPE SRCDIR}")
 src=$(realpath "${2:?usage: train_multi_cli.sh MTPE SRCDIR}")
@@ -281,5 +283,17 @@ rc=$?
 [ $rc = 1 ] && grep -a -q "Error: --pretrained-model .*small.npz: .* is float32 \[4000, 32\] there, .* needs float32 \[4000, 64\]" "$tmp/logb" ||
     fail "--pretrained-model of dim 32: exit $rc, $(tail -1 "$tmp/logb")"
 [ -e "$tmp/bad.npz" ] && fail "a model was written despite the error"
+
+# ---- 9. a multi-transformer on two files, a transformer on three: usage errors
+"$mtpe" train -m "$tmp/u.npz" --type multi-transformer -t "$d/input.en" "$d/ref.de" \
+    -v "$v" "$v" >"$tmp/logu" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "multi-transformer reads two sources: --train-sets SRC MT TARGET" \
+    "$tmp/logu" || fail "multi-transformer on 2 files: exit $rc, $(head -1 "$tmp/logu")"
+"$mtpe" train -m "$tmp/u.npz" -t "$d/input.en" "$d/input.mt" "$d/ref.de" -v "$v" "$v" "$v" \
+    >"$tmp/logu" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "transformer reads one source" "$tmp/logu" ||
+    fail "transformer on 3 files: exit $rc, $(head -1 "$tmp/logu")"
 
 cli_finish train_multi_cli "multi-source training writes Marian's layout and scores its output"
