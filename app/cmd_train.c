@@ -100,6 +100,23 @@
 **                       one, concatenated in Marian's order, is not restored)
 **   validator-names, validator-last-best, validator-stalled   sequences
 **
+** Multi-source models (--type multi-transformer, shared-multi-transformer):
+** --train-sets SRC1 SRC2 TRG with one vocabulary each; the corpus skips a
+** triplet when any of its three lines is over --max-length (as Marian's
+** corpus); --valid-sets takes three files too, and validation translates
+** from both sources.  The loss is the same model code as decoding
+** (models/transformer.c): in every decoder layer the context attention
+** over encoder 1, then context_enc2 over encoder 2, then the FFN.
+**
+** --pretrained-model FILE (on a new model only; a resumed one ignores it,
+** as Marian): each parameter takes FILE's item of its name, float32 and of
+** the same shape (else an error naming both shapes).  mtpe's extension for
+** APE from a single-source model: when FILE has no item of the name,
+** encoder1_X and encoder2_X take encoder_X (only if the new model has no
+** encoder_* of its own) and decoder_lN_context_enc2_X takes
+** decoder_lN_context_X.  One log line per parameter: "initialised: NAME
+** [from ITEM (mtpe's mapping)]" or "fresh: NAME", then a count.
+**
 ** Resuming: when M exists (and not --no-reload), M.yml is merged as a config
 ** under the command line, the model is loaded (its special:model.yml fixes
 ** the architecture), M.optimizer.npz restores Adam's moments, the live and
@@ -138,12 +155,16 @@ static const app_opt train_opts[] = {
     {"config", 'c', APP_OPT_STRINGS, NULL, NULL, "YAML config files (command line wins)"},
     {"model", 'm', APP_OPT_STRING, "model.npz", NULL, "path prefix of the model and its files"},
     {"pretrained-model", 0, APP_OPT_STRING, "", NULL,
-     "initialise the parameters from this model (architecture from the options)"},
+     "initialise the parameters from this model (architecture from the options): each "
+     "parameter from the item of its name; for a multi-transformer from a single-source "
+     "model also encoder1_*/encoder2_* from encoder_* and decoder_lN_context_enc2_* from "
+     "decoder_lN_context_* (mtpe extension); shapes must match"},
     {"no-reload", 0, APP_OPT_FLAG, NULL, NULL, "do not continue from an existing --model"},
     {"no-restore-corpus", 0, APP_OPT_FLAG, NULL, NULL,
      "when continuing, start the epoch from its beginning"},
     {"type", 0, APP_OPT_STRING, "transformer", NULL, "model type"},
-    {"train-sets", 't', APP_OPT_STRINGS, NULL, NULL, "training corpora: sources..., target"},
+    {"train-sets", 't', APP_OPT_STRINGS, NULL, NULL,
+     "training corpora: sources..., target (multi-transformer: src mt pe)"},
     {"vocabs", 'v', APP_OPT_STRINGS, NULL, NULL,
      "one vocabulary per corpus (.spm is trained when missing)"},
     {"dim-vocabs", 0, APP_OPT_INTS, "0 0", NULL,
@@ -1492,6 +1513,13 @@ static int check_options(trainer *t) {
         return usage_error("--train-sets needs 2 to 5 files (sources..., target)%s%s", "", "");
     if (app_opts_count(o, "vocabs") != nt)
         return usage_error("--vocabs needs one vocabulary per training file%s%s", "", "");
+    /* the model types mtpe trains: multi-* read two sources, the others one */
+    const char *type = app_opts_str(o, "type");
+    bool multi = strncmp(type, "multi-", 6) == 0 || strncmp(type, "shared-multi-", 13) == 0;
+    if (multi && nt != 3)
+        return usage_error("--type %s reads two sources: --train-sets SRC MT TARGET%s", type, "");
+    if ((!strcmp(type, "transformer") || !strcmp(type, "s2s")) && nt != 2)
+        return usage_error("--type %s reads one source: --train-sets SOURCE TARGET%s", type, "");
     int nv = app_opts_count(o, "valid-sets");
     if (nv != 0 && nv != nt)
         return usage_error("--valid-sets needs as many files as --train-sets%s%s", "", "");
@@ -1645,25 +1673,84 @@ static mt_status load_corpora(trainer *t) {
     return mt_batcher_init(t->valid, &bp, &t->vbatches);
 }
 
-/* Copies the parameters of a pretrained model that match by name and shape. */
+/* --pretrained-model FILE: the item of FILE that initialises parameter
+** `name` of the new model, or NULL (the parameter stays fresh).  As Marian:
+** the item of the same name.  mtpe's extension for multi-source models made
+** from a single-source one (APE from an MT model): when FILE has no item of
+** that name, encoder1_X and encoder2_X read encoder_X (only when the new
+** model has no encoder_* of its own, i.e. a multi-transformer), and
+** decoder_lN_context_enc2_X reads decoder_lN_context_X (the second context
+** attention starts as a copy of the first).  *from gets the item's name. */
+static const mt_tensor *pretrained_item(const mt_model_file *f, const mt_params *p,
+                                        const char *name, char *from, size_t n) {
+    snprintf(from, n, "%s", name);
+    const mt_tensor *src = mt_model_file_find(f, name);
+    if (src) return src;
+    const char *ctx2 = strstr(name, "_context_enc2_");
+    if (!strncmp(name, "decoder_l", 9) && ctx2) {
+        /* decoder_lN_context_enc2_X -> decoder_lN_context_X */
+        snprintf(from, n, "%.*s_context_%s", (int)(ctx2 - name), name,
+                 ctx2 + strlen("_context_enc2_"));
+        return mt_model_file_find(f, from);
+    }
+    if ((!strncmp(name, "encoder1_", 9) || !strncmp(name, "encoder2_", 9))) {
+        bool own_encoder = false;
+        for (int i = 0; i < mt_params_count(p) && !own_encoder; i++)
+            own_encoder = !strncmp(mt_params_name(p, i), "encoder_", 8);
+        if (own_encoder) return NULL;
+        snprintf(from, n, "encoder_%s", name + 9);
+        return mt_model_file_find(f, from);
+    }
+    return NULL;
+}
+
+/* Initialises the new model's parameters from FILE (pretrained_item), one
+** log line per parameter (initialised from which item, or fresh).  An item
+** whose shape or type differs from the parameter's is an error, as in
+** Marian. */
 static mt_status init_pretrained(trainer *t, const char *path) {
     mt_model_file *f = NULL;
     mt_status rc = mt_model_file_read(path, &f);
-    if (rc != MT_OK) return rc;
+    if (rc != MT_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", mt_errmsg());
+        return mt_seterr(rc, "--pretrained-model %s: %s", path, msg);
+    }
     mt_params *p = mt_model_params(t->model);
-    int copied = 0, n = mt_params_count(p);
+    int copied = 0, mapped = 0, n = mt_params_count(p);
     for (int i = 0; i < n && rc == MT_OK; i++) {
-        const mt_tensor *src = mt_model_file_find(f, mt_params_name(p, i));
+        const char *name = mt_params_name(p, i);
+        char from[256];
+        const mt_tensor *src = pretrained_item(f, p, name, from, sizeof from);
         mt_tensor *dst = mt_params_at(p, i);
-        if (src == NULL || src->dtype != MT_F32 || mt_tensor_numel(src) != mt_tensor_numel(dst))
+        if (src == NULL) {
+            mt_log(MT_LOG_INFO, "[training] fresh: %s", name);
             continue;
+        }
+        char a[64], b[64];
+        if (src->dtype != MT_F32 || !mt_shape_eq(&src->shape, &dst->shape)) {
+            rc = mt_seterr(MT_ERR_INVALID,
+                           "--pretrained-model %s: %s is %s %s there, %s needs float32 %s", path,
+                           from, mt_dtype_name(src->dtype), mt_shape_str(&src->shape, a, sizeof a),
+                           name, mt_shape_str(&dst->shape, b, sizeof b));
+            break;
+        }
         rc = mt_tensor_set(dst, src->data, mt_tensor_bytes(dst));
         copied++;
+        if (strcmp(from, name) != 0) {
+            mapped++;
+            mt_log(MT_LOG_INFO, "[training] initialised: %s from %s (mtpe's mapping)", name, from);
+        } else {
+            mt_log(MT_LOG_INFO, "[training] initialised: %s", name);
+        }
     }
     mt_params_touch(p);
     mt_model_file_free(f);
     if (rc == MT_OK) {
-        mt_log(MT_LOG_INFO, "[training] Initialised %d of %d parameters from %s", copied, n, path);
+        mt_log(MT_LOG_INFO,
+               "[training] Initialised %d of %d parameters from %s (%d of them mapped from "
+               "another name), %d fresh",
+               copied, n, path, mapped, n - copied);
     }
     return rc;
 }

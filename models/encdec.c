@@ -466,9 +466,11 @@ mt_status mt_model_config_check(const mt_model_config *c) {
         if (c->dim_vocabs[i] <= 0)
             return mt_seterr(MT_ERR_INVALID, "dim-vocabs entry %d is %d (must be > 0)", i + 1,
                              c->dim_vocabs[i]);
+    /* -src and -all both give the decoder the encoders' Wemb (transformer.c,
+    ** rnn.c, as Marian), so the target vocabulary must match too */
     if (c->tied_embeddings_all || c->tied_embeddings_src)
         for (int i = 1; i < c->n_vocabs; i++)
-            if ((i < n_src || c->tied_embeddings_all) && c->dim_vocabs[i] != c->dim_vocabs[0])
+            if (c->dim_vocabs[i] != c->dim_vocabs[0])
                 return mt_seterr(MT_ERR_INVALID,
                                  "tied embeddings need equal vocabulary sizes, dim-vocabs has "
                                  "%d and %d",
@@ -832,8 +834,8 @@ mt_status mt_model_reorder(mt_model *m, mt_graph *g, const mt_dec_state *in, con
     return rc;
 }
 
-mt_status mt_model_append(mt_model *m, mt_graph *g, const mt_dec_state *in,
-                          const mt_dec_state *add, unsigned parts, mt_dec_state *out) {
+mt_status mt_model_append(mt_model *m, mt_graph *g, const mt_dec_state *in, const mt_dec_state *add,
+                          unsigned parts, mt_dec_state *out) {
     if (add->beam != 1 || add->pos != 0 || add->n_ctx != in->n_ctx || add->batch < 1 ||
         add->n_fixed != in->n_fixed)
         return mt_seterr(MT_ERR_INVALID,

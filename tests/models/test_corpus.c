@@ -247,6 +247,24 @@ static void test_multi_source(const mt_vocab *v) {
     }
     mt_batcher_free(b);
     mt_corpus_free(c);
+    /* --max-length applies to every stream (as Marian's corpus): with 3
+    ** tokens incl. EOS, tuple 0 is too long only in the second source,
+    ** tuple 1 only in the target, tuple 2 only in the first source; tuple 3
+    ** fits everywhere */
+    write_file("ml.a", "w1\nw2\nw4 w5 w6\nw1\n");
+    write_file("ml.b", "w7 w8 w9\nw9\n\nw2 w3\n");
+    write_file("ml.t", "w10\nw11 w12 w13\nw14\nw4\n");
+    const char *mpaths[3] = {path_of("ml.a"), path_of("ml.b"), path_of("ml.t")};
+    mt_corpus_params p = mt_corpus_default_params();
+    p.max_length = 3;
+    c = NULL;
+    CHECK_STATUS(mt_corpus_load(mpaths, vs, 3, &p, &c));
+    if (c) {
+        CHECK(mt_corpus_size(c) == 1 && mt_corpus_too_long(c) == 3 && mt_corpus_line(c, 0) == 4,
+              "max-length on 3 streams: %lld kept, %lld too long", (long long)mt_corpus_size(c),
+              (long long)mt_corpus_too_long(c));
+        mt_corpus_free(c);
+    }
 }
 
 /* ---------------------------------------------------------------- batching */
