@@ -426,7 +426,8 @@ typedef struct trainer {
     ** the last update's sums (a signal seen by any process) */
     int rank, nproc;
     bool stop_agreed;
-    double speed_ar, run_ar; /* seconds of gradient all-reduce (period, run) */
+    double speed_ar, run_ar;     /* seconds of gradient all-reduce (period, run) */
+    double speed_wait, run_wait; /* seconds waiting for the slowest process     */
 } trainer;
 
 static bool metric_parse(const char *s, int *out) {
@@ -851,12 +852,12 @@ static void speed_setup(trainer *t) {
     if (t->dev != mt_device_cpu()) return;
     int64_t threads = app_opts_int(t->o, "cpu-threads");
     if (threads <= 0) threads = sysconf(_SC_NPROCESSORS_ONLN);
-    t->peak_cores = threads > 0 ? (int)threads : 1;
+    t->peak_cores = (threads > 0 ? (int)threads : 1) * t->nproc; /* MPI: all processes' */
     t->peak_core = mt_cpu_fp32_peak_gflops(0.2);
 }
 
 static void speed_line(const trainer *t, double seconds, int64_t words, double flops,
-                       int64_t updates, double ar) {
+                       int64_t updates, double ar, double wait) {
     if (seconds <= 0) seconds = 1e-9;
     double gflops = flops / seconds * 1e-9;
     char tail[160];
@@ -875,10 +876,10 @@ static void speed_line(const trainer *t, double seconds, int64_t words, double f
     if (t->nproc > 1 && updates > 0)
         mt_log(MT_LOG_INFO,
                "[training] %d MPI processes: gradient all-reduce (%s, %lld floats) %.2f ms per "
-               "update, %.1f%% of the time",
+               "update = %.1f%% of the time, %.2f ms waiting for the slowest process",
                t->nproc, app_dist_allreduce_mode(),
                (long long)mt_params_numel(mt_model_params(t->model)), 1e3 * ar / (double)updates,
-               100.0 * ar / seconds);
+               100.0 * ar / seconds, 1e3 * wait / (double)updates);
 }
 
 /* Ends the current period with its speed line (if it had updates). */
@@ -886,10 +887,10 @@ static void speed_period_end(trainer *t) {
     double now = app_now();
     if (t->speed_updates > 0) {
         speed_line(t, now - t->speed_start - t->speed_excluded, t->speed_words, t->speed_flops,
-                   t->speed_updates, t->speed_ar);
+                   t->speed_updates, t->speed_ar, t->speed_wait);
     }
     t->speed_start = now;
-    t->speed_excluded = t->speed_flops = t->speed_ar = 0;
+    t->speed_excluded = t->speed_flops = t->speed_ar = t->speed_wait = 0;
     t->speed_words = t->speed_updates = 0;
 }
 
@@ -1389,10 +1390,12 @@ static mt_status accumulate(trainer *t, const mt_batch *b, update_sum *u, int64_
 ** gradient of all nproc x delay mini-batches and takes the same Adam step. */
 static mt_status sum_update(trainer *t, update_sum *u) {
     if (t->nproc < 2) return MT_OK;
-    double ar = 0;
-    mt_status rc = app_dist_sum_grads(mt_model_params(t->model), &ar);
+    double ar = 0, wait = 0;
+    mt_status rc = app_dist_sum_grads(mt_model_params(t->model), &wait, &ar);
     t->speed_ar += ar;
     t->run_ar += ar;
+    t->speed_wait += wait;
+    t->run_wait += wait;
     double v[5] = {u->cost, (double)u->size, (double)u->trg_words, u->flops,
                    stop_signal ? 1.0 : 0.0};
     app_dist_sum_f64(v, 5);
@@ -1525,7 +1528,7 @@ static mt_status train_loop(trainer *t) {
     if (!stopped) rc = validate(t);
     if (rc == MT_OK && t->run_updates > 0) /* the whole run */
         speed_line(t, app_now() - t->run_start - t->run_excluded, t->run_words, t->run_flops,
-                   t->run_updates, t->run_ar);
+                   t->run_updates, t->run_ar, t->run_wait);
     if (rc == MT_OK) rc = save_checkpoint(t, true);
     return rc;
 }

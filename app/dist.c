@@ -194,13 +194,16 @@ void app_dist_recv(int from, char **buf, size_t *len) {
     *len = (size_t)n;
 }
 
-mt_status app_dist_sum_grads(mt_params *p, double *seconds) {
-    double t0 = app_now();
+mt_status app_dist_sum_grads(mt_params *p, double *wait, double *seconds) {
     read_mode();
-    if (size_ < 2) {
-        if (seconds) *seconds = 0;
-        return MT_OK;
-    }
+    if (wait) *wait = 0;
+    if (seconds) *seconds = 0;
+    if (size_ < 2) return MT_OK;
+    double t0 = app_now();
+    app_dist_barrier(); /* the wait for the slowest process, timed apart */
+    double t1 = app_now();
+    if (wait) *wait = t1 - t0;
+    t0 = t1;
     mt_status rc = MT_OK;
     int n = mt_params_count(p);
     if (mode_chunk < 0) { /* per tensor: in place on the CPU, else through a copy */
@@ -288,9 +291,10 @@ void app_dist_recv(int from, char **buf, size_t *len) {
     (void)from, (void)buf, (void)len;
     MT_ASSERT(!"app_dist_recv without MPI");
 }
-mt_status app_dist_sum_grads(mt_params *p, double *seconds) {
+mt_status app_dist_sum_grads(mt_params *p, double *wait, double *seconds) {
     (void)p;
     read_mode();
+    if (wait) *wait = 0;
     if (seconds) *seconds = 0;
     return MT_OK;
 }

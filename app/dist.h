@@ -71,8 +71,10 @@ void app_dist_recv(int from, char **buf, size_t *len);
 **   flat     (default) packed into one float buffer, one MPI_Allreduce
 **   tensor   one MPI_Allreduce per gradient tensor, in place
 **   chunk:N  packed, then MPI_Allreduce over chunks of N floats
-** *seconds (may be NULL) gets the wall time of the call. */
-mt_status app_dist_sum_grads(mt_params *p, double *seconds);
+** A barrier first: *wait (may be NULL) gets the time spent waiting there
+** for the slowest process, *seconds (may be NULL) the time of the sums
+** (copies included). */
+mt_status app_dist_sum_grads(mt_params *p, double *wait, double *seconds);
 /* The mode's name ("flat", "tensor", "chunk:1048576"). */
 const char *app_dist_allreduce_mode(void);
 

@@ -12,7 +12,8 @@
 #   4. kill -9 of one rank mid-run: the job exits non-zero with a one-line
 #      message of mtpe's or mpirun's, the last checkpoint loads and translates
 #   5. translate on 2 ranks is byte-identical to 1 process: plain, n-best,
-#      hard alignments, word scores, standard input, a PO document
+#      hard alignments, word scores, standard input, PO, XLIFF and text
+#      documents
 # Skips (exit 77) only when this mtpe was built without MPI (MT_MPI).
 # Usage: bash mpi_cli.sh <path-to-mtpe> <source-dir>
 mtpe=$(realpath "${1:?usage: mpi_cli.sh MTPE SRCDIR}")
@@ -214,6 +215,8 @@ check_tr alignment -b 3 --alignment hard --word-scores -i "$d/input.en"
     fail "stdin: 2 ranks: $(tail -3 "$tmp/two.err")"
 [ "$(wc -l <"$tmp/two")" = 60 ] && cmp -s "$tmp/one" "$tmp/two" ||
     fail "stdin: 2 ranks give $(wc -l <"$tmp/two") lines, differ from 1 process"
+check_tr "XLIFF document" -b 2 --format xliff "$src/assets/samples/sample.de.xlf"
+check_tr "text document" -b 2 --format text "$src/assets/samples/sample.en.txt"
 check_tr "PO document" -b 2 --format po "$src/assets/samples/sample.de.po"
 "${mpi2[@]}" "$mtpe" translate "${tiny[@]}" -b 2 --format po "$src/assets/samples/sample.de.po" \
     -o "$tmp/two.po" 2>"$tmp/two.err" || fail "PO -o: $(tail -3 "$tmp/two.err")"
