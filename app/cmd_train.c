@@ -1981,8 +1981,8 @@ const app_cmd app_train_cmd = {
     .usage = "-m MODEL -t SRC TRG -v SRC.spm TRG.spm [options]",
     .about = "Trains an NMT model as Marian does: same options, config files (-c), model\n"
              "files and checkpoints.  Re-running with the same --model continues training.\n"
-             "mpirun -np N mtpe train ...: data-parallel on N processes, an update of N x\n"
-             "--optimizer-delay mini-batches (= one process with --optimizer-delay N x D).\n",
+             "mpirun -np N mtpe train ...: data-parallel on N processes; with --optimizer-delay\n"
+             "D an update is N x D mini-batches, as one process with --optimizer-delay N x D.\n",
     .opts = train_opts,
     .n_opts = n_train_opts,
 };
@@ -2032,7 +2032,7 @@ int app_train_main(int argc, char **argv) {
     int code = check_options(&t);
     if (code != 0) {
         app_opts_free(o);
-        if (t.nproc > 1) app_dist_abort(code);
+        app_dist_finalize(); /* every process has the same usage error */
         return code;
     }
     log_quiet = app_opts_flag(o, "quiet");
