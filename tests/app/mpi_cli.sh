@@ -127,6 +127,15 @@ read -r max_e rel_e _ <<<"$(npz_diff "$tmp/ae/model.npz" "$tmp/be/model.npz")"
 awk -v m="$max_e" 'BEGIN { exit !(m <= 1e-6) }' ||
     fail "eps 1e-2: 2 ranks x delay 1 vs 1 rank x delay 2: max |diff| $max_e > 1e-6"
 echo "with Adam eps 1e-2: max |diff| $max_e, relative L2 $rel_e"
+# and with a delay on each rank: 2 ranks x delay 2 = 1 rank x delay 4
+mkdir -p "$tmp/ad" "$tmp/bd"
+"${mpi2[@]}" "$mtpe" train -m "$tmp/ad/model.npz" "${common[@]}" "${eps[@]}" --optimizer-delay 2 \
+    2>"$tmp/ad.err" || fail "2-rank training (delay 2): exit $? ($(tail -3 "$tmp/ad.err"))"
+"$mtpe" train -m "$tmp/bd/model.npz" "${common[@]}" "${eps[@]}" --optimizer-delay 4 \
+    2>"$tmp/bd.err" || fail "1-rank delay-4 training: exit $?"
+read -r max_d _ <<<"$(npz_diff "$tmp/ad/model.npz" "$tmp/bd/model.npz")"
+awk -v m="$max_d" 'BEGIN { exit !(m <= 1e-6) }' ||
+    fail "2 ranks x delay 2 vs 1 rank x delay 4: max |diff| $max_d > 1e-6"
 saves_a=$(grep -c "Saving model weights" "$tmp/a.err")
 saves_c=$(grep -c "Saving model weights" "$tmp/c.err")
 [ "$saves_a" = "$saves_c" ] && [ "$saves_a" -ge 2 ] ||
