@@ -7,8 +7,10 @@
 #      without the delay differs by far more (the comparison can fail)
 #   2. the checkpoints are written once (one "Saving model weights" line per
 #      save on the job's stderr, as many as the 1-rank run has)
-#   3. the 2-rank checkpoint continued on 1 rank with --optimizer-delay 2
-#      prints the progress lines (costs) of the uninterrupted 1-rank run
+#   3. a 2-rank run stopped and continued on 2 ranks ends bitwise as the
+#      uninterrupted one; the 2-rank checkpoint continued on 1 rank with
+#      --optimizer-delay 2 prints the progress lines (costs) of the
+#      uninterrupted 1-rank run
 #   4. kill -9 of one rank mid-run: the job exits non-zero with a one-line
 #      message of mtpe's or mpirun's, the last checkpoint loads and translates
 #   5. translate on 2 ranks is byte-identical to 1 process: plain, n-best,
@@ -144,6 +146,21 @@ grep -q "rank 1" "$tmp/a.err" && fail "rank 1 printed: $(grep "rank 1" "$tmp/a.e
 ls "$tmp/a" | grep -q '\.next' && fail "staged checkpoint files left: $(ls "$tmp/a")"
 
 # ------------------------------------------------------------------ 3
+# stopped after K/2 updates and continued, both on 2 ranks: bitwise the
+# uninterrupted 2-rank run (the corpus position counts mini-batches read)
+mkdir -p "$tmp/h"
+for n in $((K / 2)) $K; do
+    "${mpi2[@]}" "$mtpe" train -m "$tmp/h/model.npz" "${common[@]}" --after-batches $n \
+        2>"$tmp/h.err" || fail "2-rank run to $n updates: exit $? ($(tail -3 "$tmp/h.err"))"
+done
+# 59 of the 60 pairs fit --max-length: 8 mini-batches of 8 an epoch, 2 an
+# update: after 6 updates epoch 2 at mini-batch 4
+grep -q "^batches-epoch: 4$" "$tmp/h/model.npz.progress.yml" &&
+    grep -q "^epochs: 2$" "$tmp/h/model.npz.progress.yml" ||
+    fail "after $((K / 2)) + $((K / 2)) 2-rank updates: $(grep -E "^(epochs|batches)" \
+        "$tmp/h/model.npz.progress.yml" | tr '\n' ' ')"
+read -r max_h _ <<<"$(npz_diff "$tmp/h/model.npz" "$tmp/a/model.npz")"
+[ "$max_h" = 0 ] || fail "2-rank resume on 2 ranks differs from the uninterrupted run: $max_h"
 "$mtpe" train -m "$tmp/a/model.npz" "${common[@]}" --optimizer-delay 2 \
     --after-batches $((2 * K)) 2>"$tmp/a2.err" || fail "resuming on 1 rank: exit $?"
 grep -q "Restoring the corpus state" "$tmp/a2.err" || fail "resume did not restore the corpus"
