@@ -428,6 +428,8 @@ typedef struct trainer {
     bool stop_agreed;
     double speed_ar, run_ar;     /* seconds of gradient all-reduce (period, run) */
     double speed_wait, run_wait; /* seconds waiting for the slowest process     */
+    bool failed_elsewhere;       /* setup failed on another rank (it reports it)  */
+    bool agreed;                 /* a failure every rank knows of: no MPI_Abort   */
 } trainer;
 
 static bool metric_parse(const char *s, int *out) {
@@ -1536,6 +1538,7 @@ static mt_status train_loop(trainer *t) {
 /* -------------------------------------------------------------- setup */
 
 static int usage_error(const char *fmt, const char *a, const char *b) {
+    if (app_dist_rank() != 0) return 2; /* MPI: every rank has it, rank 0 says it */
     fprintf(stderr, "mtpe train: ");
     fprintf(stderr, fmt, a, b);
     fprintf(stderr, "\n(mtpe train --help lists the options)\n");
@@ -1916,6 +1919,21 @@ static mt_status pick_device(trainer *t) {
     return MT_OK;
 }
 
+/* MPI: whether setup succeeded everywhere (collective).  A rank that
+** failed keeps its error (the lowest one reports it); the others fail
+** quietly. */
+static mt_status agree(trainer *t, mt_status rc) {
+    if (t->nproc < 2) return rc;
+    int first = app_dist_first_failed(rc != MT_OK);
+    if (first < 0) return rc;
+    t->agreed = true;
+    if (first != t->rank) {
+        t->failed_elsewhere = true;
+        return rc != MT_OK ? rc : mt_seterr(MT_ERR_INVALID, "rank %d failed", first);
+    }
+    return rc;
+}
+
 static mt_status run(trainer *t) {
     t->path = app_opts_str(t->o, "model");
     int64_t seed = app_opts_int(t->o, "seed");
@@ -1945,9 +1963,9 @@ static mt_status run(trainer *t) {
                t->nproc, t->nproc, (long long)t->delay, app_dist_allreduce_mode());
     }
     /* MPI: a missing .spm is trained by rank 0 alone, the others then read it */
-    if (rc == MT_OK && t->rank != 0) app_dist_barrier();
-    if (rc == MT_OK) rc = load_vocabs(t);
-    if (rc == MT_OK && t->rank == 0) app_dist_barrier();
+    if (rc == MT_OK && t->rank == 0) rc = load_vocabs(t);
+    rc = agree(t, rc);
+    if (rc == MT_OK && t->rank != 0) rc = load_vocabs(t);
     if (rc == MT_OK) rc = load_corpora(t);
     if (rc == MT_OK) rc = create_model(t);
     if (rc == MT_OK) rc = setup_validation(t);
@@ -1969,6 +1987,7 @@ static mt_status run(trainer *t) {
             rc = mt_seterr(MT_ERR_IO, "MTPE_TRAIN_BATCH_HASHES: cannot open %s: %s", hashes,
                            strerror(errno));
     }
+    rc = agree(t, rc); /* MPI: every rank ready, or all end here */
     if (rc == MT_OK) rc = train_loop(t);
     if (t->batch_log && fclose(t->batch_log) != 0 && rc == MT_OK)
         rc = mt_seterr(MT_ERR_IO, "MTPE_TRAIN_BATCH_HASHES: cannot write %s", hashes);
@@ -2061,12 +2080,13 @@ int app_train_main(int argc, char **argv) {
                "renames were completed",
                model, (long long)completed);
     rc = run(&t);
-    if (rc != MT_OK) {
+    if (rc != MT_OK && !t.failed_elsewhere) {
         mt_log(MT_LOG_ERROR, "%s", mt_errmsg());
         if (log_quiet && rank == 0) fprintf(stderr, "mtpe train: %s\n", mt_errmsg());
-        /* MPI: the others would wait for this process forever */
-        if (t.nproc > 1) app_dist_abort(1);
     }
+    /* MPI: after a failure the others know of, all end normally; else they
+    ** would wait for this process forever */
+    if (rc != MT_OK && t.nproc > 1 && !t.agreed) app_dist_abort(1);
 
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGINT, &old_int, NULL);

@@ -251,6 +251,8 @@ struct tr_ctx {
     /* MPI (app/dist.h): this process's rank of nproc; searches scheduled */
     int rank, nproc;
     int64_t n_jobs;
+    bool failed_elsewhere; /* setup failed on another rank (it reports it)   */
+    bool agreed;           /* a failure every rank knows of: no MPI_Abort    */
     /* documents: the chosen translation of each piece, and its anatomy */
     char **doc_lines;
     const app_anatomy **doc_anat;
@@ -1095,6 +1097,21 @@ static mt_status load_everything(tr_ctx *c) {
     return mt_translator_init(&c->am, c->sl, &p, &c->tr);
 }
 
+/* MPI: whether setup succeeded on every rank (collective).  The lowest
+** rank that failed reports its error, the others fail quietly; all end
+** normally. */
+static mt_status tr_agree(tr_ctx *c, mt_status rc) {
+    if (c->nproc < 2) return rc;
+    int first = app_dist_first_failed(rc != MT_OK);
+    if (first < 0) return rc;
+    c->agreed = true;
+    if (first != c->rank) {
+        c->failed_elsewhere = true;
+        return rc != MT_OK ? rc : mt_seterr(MT_ERR_INVALID, "rank %d failed", first);
+    }
+    return rc;
+}
+
 /* --------------------------------------------------------- documents */
 
 typedef struct doc_item {
@@ -1111,11 +1128,15 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
     if (rc == MT_OK && fmt != APP_DOC_FORMAT_PO && fmt != APP_DOC_FORMAT_XLIFF &&
         fmt != APP_DOC_FORMAT_TEXT)
         rc = mt_seterr(MT_ERR_INVALID, "--format: po, xliff or text, not '%s'", kind);
-    if (rc != MT_OK) return rc;
-    if (c->am.n_src != 1) return mt_seterr(MT_ERR_INVALID, "documents need a model with one input");
+    if (rc == MT_OK && c->am.n_src != 1)
+        rc = mt_seterr(MT_ERR_INVALID, "documents need a model with one input");
     app_doc *d = NULL;
-    rc = app_doc_open(path, fmt, &d);
-    if (rc != MT_OK) return rc;
+    if (rc == MT_OK) rc = app_doc_open(path, fmt, &d);
+    rc = tr_agree(c, rc);
+    if (rc != MT_OK) {
+        app_doc_free(d);
+        return rc;
+    }
     int64_t n_seg = app_doc_count(d), n_items = 0, n_lines = 0;
     doc_item *items = NULL;
     for (int64_t i = 0; i < n_seg; i++)
@@ -1258,8 +1279,8 @@ static mt_status translate_stream(tr_ctx *c) {
     int ni = app_opts_count(o, "input");
     mt_status rc = MT_OK;
     if (ni != ls.n_src)
-        return mt_seterr(MT_ERR_INVALID, "the model reads %d input%s: give %d files (-i), got %d",
-                         ls.n_src, ls.n_src > 1 ? "s" : "", ls.n_src, ni);
+        rc = mt_seterr(MT_ERR_INVALID, "the model reads %d input%s: give %d files (-i), got %d",
+                       ls.n_src, ls.n_src > 1 ? "s" : "", ls.n_src, ni);
     bool regular = true;
     for (int k = 0; k < ls.n_src && rc == MT_OK; k++) {
         const char *p = app_opts_item(o, "input", k);
@@ -1282,6 +1303,7 @@ static mt_status translate_stream(tr_ctx *c) {
         ls.pf = fopen(pf, "rb");
         if (ls.pf == NULL) rc = mt_seterr(MT_ERR_IO, "cannot open %s: %s", pf, strerror(errno));
     }
+    rc = tr_agree(c, rc);
     c->sink = sink_print;
     c->progress = regular && isatty(2) && !app_opts_flag(o, "quiet") && c->rank == 0;
     if (c->progress) c->quiet_tr = true;
@@ -1392,10 +1414,12 @@ int app_translate_main(int argc, char **argv) {
             c.out_name = op;
         }
     }
+    rc = tr_agree(&c, rc);
     if (rc == MT_OK && nf > 0) {
         const char *file = nf > 1 ? app_opts_item(o, "format", 1) : app_opts_item(o, "input", 0);
         if (!strcmp(file, "stdin") || !strcmp(file, "-"))
-            rc = mt_seterr(MT_ERR_INVALID, "--format needs a file (--format KIND FILE)");
+            rc = tr_agree(&c,
+                          mt_seterr(MT_ERR_INVALID, "--format needs a file (--format KIND FILE)"));
         else
             rc = translate_document(&c, app_opts_item(o, "format", 0), file);
     } else if (rc == MT_OK) {
@@ -1416,11 +1440,12 @@ int app_translate_main(int argc, char **argv) {
         if (fflush(stdout) != 0 || ferror(stdout)) rc = out_error(&c, errno);
     }
     if (rc != MT_OK) {
-        if (c.nproc > 1)
+        if (c.rank != 0 && !c.failed_elsewhere)
             fprintf(stderr, "mtpe translate: rank %d: %s\n", c.rank, mt_errmsg());
-        else
+        else if (!c.failed_elsewhere)
             fprintf(stderr, "mtpe translate: %s\n", mt_errmsg());
-        if (c.nproc > 1) app_dist_abort(1); /* the others would wait for this process */
+        /* MPI: unless all know of the failure, the others would wait */
+        if (c.nproc > 1 && !c.agreed) app_dist_abort(1);
     } else {
         ret = 0;
     }

@@ -133,6 +133,14 @@ void app_dist_barrier(void) {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+int app_dist_first_failed(bool failed) {
+    if (size_ < 2) return failed ? 0 : -1;
+    current_op = "MPI_Allreduce (status)";
+    int first = failed ? rank_ : size_;
+    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return first < size_ ? first : -1;
+}
+
 void app_dist_sum_f64(double *v, int n) {
     if (size_ < 2) return;
     current_op = "MPI_Allreduce (costs and counts)";
@@ -279,6 +287,7 @@ _Noreturn void app_dist_abort(int code) {
     exit(code);
 }
 void app_dist_barrier(void) {}
+int app_dist_first_failed(bool failed) { return failed ? 0 : -1; }
 void app_dist_sum_f64(double *v, int n) { (void)v, (void)n; }
 void app_dist_sum_f32(float *v, int64_t n) { (void)v, (void)n; }
 void app_dist_bcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; }

@@ -52,6 +52,10 @@ bool app_dist_built(void); /* whether this build has MPI */
 _Noreturn void app_dist_abort(int code);
 
 void app_dist_barrier(void);
+/* Collective: the lowest rank that passed failed = true, or -1 when none
+** did.  Lets a command end on every process after a failure at a point
+** all reach (setup), with one message (from that rank) and no MPI_Abort. */
+int app_dist_first_failed(bool failed);
 /* In-place sums over all processes (every process gets the same sum). */
 void app_dist_sum_f64(double *v, int n);
 void app_dist_sum_f32(float *v, int64_t n);
