@@ -47,9 +47,13 @@
 ** does).  Rank 0 alone writes checkpoints, the --log file and the log
 ** (the other ranks print only their errors, prefixed with the rank),
 ** trains a missing .spm (the others wait), validates (the others wait for
-** its validators' state) and picks the seed (--seed 0).  An error on any
-** rank ends the job (MPI_Abort, one line); a killed rank ends it through
-** mpirun; checkpoints are written to temporary files and renamed, so the
+** its validators' state), picks the seed (--seed 0) and writes
+** MTPE_TRAIN_BATCH_HASHES (every mini-batch the job read).  A failure
+** while setting up (vocabularies, corpora, model, checkpoint) is agreed by
+** all ranks: the lowest failing rank prints it, all exit 1; one later, on
+** any rank, ends the job (its line, then MPI_Abort); a killed rank ends it
+** through mpirun ("mpirun noticed that process rank R ... exited on
+** signal 9"); checkpoints are written to temporary files and renamed, so the
 ** last one stays whole.  Speed lines add the all-reduce's time per update.
 **
 ** How equal to one process with --optimizer-delay N x D: the gradient
