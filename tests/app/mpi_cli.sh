@@ -235,6 +235,10 @@ check_tr() { # WHAT ARGS...: 1 process vs 2 ranks, byte for byte
 check_tr plain -b 3 -i "$d/input.en"
 check_tr n-best -b 3 --n-best -i "$d/input.en"
 check_tr alignment -b 3 --alignment hard --word-scores -i "$d/input.en"
+# lines that are not translated (invalid UTF-8; longer than --max-length):
+# rank 0 writes their empty entries itself
+(head -10 "$d/input.en"; printf 'bad \xff line\n\n'; sed -n 11,30p "$d/input.en") >"$tmp/bad.en"
+check_tr "untranslated lines" -b 2 --mini-batch 3 --max-length 8 --n-best -i "$tmp/bad.en"
 # standard input reaches rank 0 only: it reads it and sends it on
 "$mtpe" translate "${tiny[@]}" -b 2 <"$d/input.en" >"$tmp/one" 2>/dev/null
 "${mpi2[@]}" "$mtpe" translate "${tiny[@]}" -b 2 <"$d/input.en" >"$tmp/two" 2>"$tmp/two.err" ||
