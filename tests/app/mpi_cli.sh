@@ -33,6 +33,10 @@ if ! command -v mpirun >/dev/null; then
 fi
 # CI runs as root; 2 ranks on fewer cores need --oversubscribe.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Containers often forbid the cross-process reads (CMA) that Open MPI's
+# shared-memory transport uses for large messages ("Read -1, expected ...,
+# errno = 1"): plain copies instead.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # Open MPI leaks at MPI_Finalize (its own allocations): under the ASan build
 # (scripts/test.sh --asan) LeakSanitizer is off for this test only.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
