@@ -30,6 +30,55 @@
 ** --mini-batch-fit) and splits it into N, mtpe reads N batches of the
 ** given size (--mini-batch-fit is not implemented).
 **
+** MPI (`mpirun -np N mtpe train ...`, app/dist.h; issue 37): synchronous
+** data parallelism.  An update is N x --optimizer-delay mini-batches; every
+** process reads the same batch sequence (the order depends only on seed and
+** epoch) and computes the forward and backward of the mini-batches k (0-based
+** within the update) with k % N == its rank, dropout seeded by k as in the
+** delayed one-process run; then the gradients (one MPI_Allreduce over all
+** trainable gradients packed in parameter order, MTPE_ALLREDUCE chooses
+** per-tensor or chunked calls instead), the summed costs, sentence and label
+** counts and a stop flag (a signal seen by any process) are summed and
+** every process takes the same Adam step.  So N processes with delay D are
+** one process with delay N x D: same batches, same dropout, same gradient
+** sum, same schedule, checkpoints interchangeable (batches-epoch counts
+** mini-batches read by the job), resumable with any N and delay whose
+** product is the same (another product also resumes, as another delay
+** does).  Rank 0 alone writes checkpoints, the --log file and the log
+** (the other ranks print only their errors, prefixed with the rank),
+** trains a missing .spm (the others wait), validates (the others wait for
+** its validators' state), picks the seed (--seed 0) and writes
+** MTPE_TRAIN_BATCH_HASHES (every mini-batch the job read).  A failure
+** while setting up (vocabularies, corpora, model, checkpoint) is agreed by
+** all ranks: the lowest failing rank prints it, all exit 1; one later, on
+** any rank, ends the job (its line, then MPI_Abort); a killed rank ends it
+** through mpirun ("mpirun noticed that process rank R ... exited on
+** signal 9"); checkpoints are written to temporary files and renamed, so the
+** last one stays whole.  Speed lines add the all-reduce's time per update.
+**
+** How equal to one process with --optimizer-delay N x D: the gradient
+** buffer of a parameter is the float sum of the contributions of the
+** mini-batches' backward passes.  One process adds mini-batch k's
+** contributions to the running buffer in order; N processes add each
+** process's own, then MPI sums the N partial buffers.  For N = 2 and D = 1
+** both are g0 + g1 (IEEE addition is commutative) wherever a backward adds
+** its whole contribution to a buffer at once; where one backward adds in several
+** pieces p1..pm (a parameter used by several products, tied embeddings, a
+** GEMM accumulating over K blocks) the orders differ: each is a float sum
+** of the same m + 1 terms, so |G1 - G2| <= 2 gamma_m sum |terms|, gamma_m =
+** m u / (1 - m u), u = 2^-24, per gradient element.  Adam maps a gradient
+** difference dg to a step difference of about lr (1 - b1) |dg| / (sqrt(v)
+** + eps): bounded by lr |dg| / eps, but where a gradient element cancels to
+** nearly 0 (v tiny) its step is about lr sign(g) and rounding can move it
+** by up to 2 lr (Adam's first step, lr g / (|g| + eps), hides the rounding:
+** the first update comes out bitwise equal).  So with eps = 1e-8 a few
+** values drift by up to about lr while the rest agree, and the drift
+** carries on through the forward pass; with a larger eps the bound is
+** rounding-sized.  Measured on the tiny test model (tests/app/mpi_cli.sh,
+** 6 updates, lr 0.003): max |diff| 6.2e-4, relative L2 1.6e-5, 46 of
+** 201,568 values differ by more than 1e-5 (a run on other batches: 8.5e4
+** values, relative L2 1e-2); with eps = 1e-2 max |diff| 1.2e-7.
+**
 ** Validation (--valid-sets, --valid-metrics): cross-entropy = sum over
 ** sentences of -log p(reference) / sentences, ce-mean-words = the same sum /
 ** target tokens incl. EOS, perplexity = exp(ce-mean-words), all from the
@@ -139,6 +188,7 @@
 #include "app.h"
 #include "common.h"
 #include "corpus.h"
+#include "dist.h"
 #include "metrics.h"
 #include "model.h"
 #include "mt.h"
@@ -283,6 +333,11 @@ static volatile sig_atomic_t stop_signal;
 static void log_sink(mt_log_level level, const char *msg, void *user) {
     (void)user;
     if (level == MT_LOG_DEBUG) return;
+    int rank = app_dist_rank();
+    if (rank != 0) { /* the other processes of an MPI job: their errors only */
+        if (level == MT_LOG_ERROR) fprintf(stderr, "mtpe train: rank %d: %s\n", rank, msg);
+        return;
+    }
     char stamp[32];
     time_t now = time(NULL);
     struct tm tmv;
@@ -392,6 +447,14 @@ typedef struct trainer {
     bool loaded;         /* continued from a checkpoint                          */
     bool optimizer_ours; /* progress.yml says M.optimizer.npz has mtpe's layout */
     FILE *batch_log;     /* MTPE_TRAIN_BATCH_HASHES: mt_batch_row_hash of each row trained on */
+    /* MPI (app/dist.h): this process's rank of nproc; a stop agreed at
+    ** the last update's sums (a signal seen by any process) */
+    int rank, nproc;
+    bool stop_agreed;
+    double speed_ar, run_ar;     /* seconds of gradient all-reduce (period, run) */
+    double speed_wait, run_wait; /* seconds waiting for the slowest process     */
+    bool failed_elsewhere;       /* setup failed on another rank (it reports it)  */
+    bool agreed;                 /* a failure every rank knows of: no MPI_Abort   */
 } trainer;
 
 static bool metric_parse(const char *s, int *out) {
@@ -816,11 +879,12 @@ static void speed_setup(trainer *t) {
     if (t->dev != mt_device_cpu()) return;
     int64_t threads = app_opts_int(t->o, "cpu-threads");
     if (threads <= 0) threads = sysconf(_SC_NPROCESSORS_ONLN);
-    t->peak_cores = threads > 0 ? (int)threads : 1;
+    t->peak_cores = (threads > 0 ? (int)threads : 1) * t->nproc; /* MPI: all processes' */
     t->peak_core = mt_cpu_fp32_peak_gflops(0.2);
 }
 
-static void speed_line(const trainer *t, double seconds, int64_t words, double flops) {
+static void speed_line(const trainer *t, double seconds, int64_t words, double flops,
+                       int64_t updates, double ar, double wait) {
     if (seconds <= 0) seconds = 1e-9;
     double gflops = flops / seconds * 1e-9;
     char tail[160];
@@ -836,16 +900,24 @@ static void speed_line(const trainer *t, double seconds, int64_t words, double f
     }
     mt_log(MT_LOG_INFO, "[training] speed: %.2f target words/s, %.1f GFLOP/s in matrix products%s",
            (double)words / seconds, gflops, tail);
+    if (t->nproc > 1 && updates > 0)
+        mt_log(MT_LOG_INFO,
+               "[training] %d MPI processes: gradient all-reduce (%s, %lld floats) %.2f ms per "
+               "update = %.1f%% of the time, %.2f ms waiting for the slowest process",
+               t->nproc, app_dist_allreduce_mode(),
+               (long long)mt_params_numel(mt_model_params(t->model)), 1e3 * ar / (double)updates,
+               100.0 * ar / seconds, 1e3 * wait / (double)updates);
 }
 
 /* Ends the current period with its speed line (if it had updates). */
 static void speed_period_end(trainer *t) {
     double now = app_now();
     if (t->speed_updates > 0) {
-        speed_line(t, now - t->speed_start - t->speed_excluded, t->speed_words, t->speed_flops);
+        speed_line(t, now - t->speed_start - t->speed_excluded, t->speed_words, t->speed_flops,
+                   t->speed_updates, t->speed_ar, t->speed_wait);
     }
     t->speed_start = now;
-    t->speed_excluded = t->speed_flops = 0;
+    t->speed_excluded = t->speed_flops = t->speed_ar = t->speed_wait = 0;
     t->speed_words = t->speed_updates = 0;
 }
 
@@ -994,7 +1066,7 @@ done:
 /* A checkpoint; its time does not count as training time in speed lines. */
 static mt_status save_checkpoint(trainer *t, bool final) {
     double t0 = app_now();
-    mt_status rc = write_checkpoint(t, final);
+    mt_status rc = t->rank == 0 ? write_checkpoint(t, final) : MT_OK; /* MPI: rank 0 writes */
     speed_exclude(t, t0);
     return rc;
 }
@@ -1019,7 +1091,7 @@ static mt_status save_best(trainer *t, int k) {
 /* ------------------------------------------------------------ display */
 
 static void progress_bar(trainer *t, int32_t batch_size) {
-    if (!t->bar || log_quiet) return;
+    if (!t->bar || log_quiet || t->rank != 0) return;
     int64_t n = mt_corpus_size(t->train);
     double frac = n > 0 ? (double)t->st.samples_epoch / (double)n : 0;
     if (frac > 1) frac = 1;
@@ -1078,7 +1150,7 @@ static bool due_epoch(app_freq f, int64_t finished_epoch) {
 
 static bool keep_going(const trainer *t) {
     const train_state *s = &t->st;
-    if (stop_signal) return false;
+    if (t->nproc > 1 ? t->stop_agreed : stop_signal != 0) return false;
     if (t->after_epochs > 0 && s->epochs > t->after_epochs) return false;
     if (t->after_batches > 0 && s->batches >= t->after_batches) return false;
     for (int i = 0; i < t->n_after; i++) {
@@ -1275,7 +1347,9 @@ static mt_status validate(trainer *t) {
     if (t->n_metrics == 0 || t->st.validated) return MT_OK;
     speed_period_end(t);
     double t0 = app_now();
-    mt_status rc = validate_now(t);
+    /* MPI: rank 0 validates, the others wait for its validators' state */
+    mt_status rc = t->rank == 0 ? validate_now(t) : MT_OK;
+    if (rc == MT_OK && t->nproc > 1) app_dist_bcast(&t->st, sizeof t->st, 0);
     speed_exclude(t, t0);
     return rc;
 }
@@ -1295,17 +1369,18 @@ typedef struct update_sum {
     int64_t size, trg_words; /* sentences and target labels of all */
     int32_t last_size;       /* sentences of the last mini-batch (progress bar) */
     double cost, flops;
-    int n; /* mini-batches so far */
+    int64_t n; /* mini-batches read so far (all processes') */
 } update_sum;
 
 /* Forward and backward of mini-batch k of the coming update: its gradients
 ** are added to the parameters' (Adam's step zeroes them).  Dropout is
-** reseeded from (seed, update, k); k = 0 is the seed of an undelayed run. */
-static mt_status accumulate(trainer *t, const mt_batch *b, update_sum *u) {
+** reseeded from (seed, update, k); k = 0 is the seed of an undelayed run.
+** Under MPI k counts the mini-batches of the update over all processes. */
+static mt_status accumulate(trainer *t, const mt_batch *b, update_sum *u, int64_t k) {
     mt_graph *g = t->g;
     mt_graph_clear(g);
     uint64_t seed = t->st.seed ^ mix64((uint64_t)t->st.batches + 1);
-    if (u->n > 0) seed ^= mix64(0x9e3779b97f4a7c15ull * (uint64_t)u->n);
+    if (k > 0) seed ^= mix64(0x9e3779b97f4a7c15ull * (uint64_t)k);
     mt_graph_set_seed(g, mix64(seed));
     mt_model_loss l = mt_model_build_loss(t->model, g, b, t->label_smoothing);
     if (l.cost == NULL) return l.status != MT_OK ? l.status : mt_graph_status(g);
@@ -1334,8 +1409,29 @@ static mt_status accumulate(trainer *t, const mt_batch *b, update_sum *u) {
     u->size += b->size;
     u->trg_words += b->trg_words;
     u->last_size = b->size;
-    u->n++;
     return MT_OK;
+}
+
+/* MPI: the sums over all processes of an update's gradients and counts, and
+** whether any process was asked to stop.  Every process then holds the
+** gradient of all nproc x delay mini-batches and takes the same Adam step. */
+static mt_status sum_update(trainer *t, update_sum *u) {
+    if (t->nproc < 2) return MT_OK;
+    double ar = 0, wait = 0;
+    mt_status rc = app_dist_sum_grads(mt_model_params(t->model), &wait, &ar);
+    t->speed_ar += ar;
+    t->run_ar += ar;
+    t->speed_wait += wait;
+    t->run_wait += wait;
+    double v[5] = {u->cost, (double)u->size, (double)u->trg_words, u->flops,
+                   stop_signal ? 1.0 : 0.0};
+    app_dist_sum_f64(v, 5);
+    u->cost = v[0];
+    u->size = (int64_t)v[1];
+    u->trg_words = (int64_t)v[2];
+    u->flops = v[3];
+    if (v[4] > 0) t->stop_agreed = true;
+    return rc;
 }
 
 /* One Adam step from the summed gradients. */
@@ -1416,9 +1512,13 @@ static mt_status train_loop(trainer *t) {
         ** Marian's last, smaller batch of an epoch does), so no gradient is
         ** ever pending between updates and every checkpoint is at an
         ** update boundary. */
+        /* Under MPI (nproc processes) an update is nproc x delay
+        ** mini-batches: every process reads all of them (the same
+        ** sequence) and computes those k with k % nproc == rank; the sums
+        ** then give every process the gradient of all. */
         update_sum u = {0};
         bool epoch_end = false;
-        while (rc == MT_OK && u.n < t->delay) {
+        while (rc == MT_OK && u.n < t->delay * t->nproc) {
             const mt_batch *b = mt_batcher_next(t->batches);
             if (b == NULL) {
                 epoch_end = true;
@@ -1426,8 +1526,10 @@ static mt_status train_loop(trainer *t) {
             }
             for (int32_t r = 0; t->batch_log && r < b->size; r++)
                 fprintf(t->batch_log, "%016llx\n", (unsigned long long)mt_batch_row_hash(b, r));
-            rc = accumulate(t, b, &u);
+            int64_t k = u.n++;
+            if (k % t->nproc == t->rank) rc = accumulate(t, b, &u, k);
         }
+        if (rc == MT_OK && u.n > 0) rc = sum_update(t, &u);
         if (rc == MT_OK && u.n > 0) {
             rc = optimizer_step(t);
             if (rc == MT_OK) speed_count(t, u.trg_words, u.flops);
@@ -1448,10 +1550,12 @@ static mt_status train_loop(trainer *t) {
         bar_shown = false;
     }
     if (rc != MT_OK) return rc;
-    mt_log(MT_LOG_INFO, stop_signal ? "Training interrupted (via signal)." : "Training finished");
-    if (!stop_signal) rc = validate(t);
+    bool stopped = t->nproc > 1 ? t->stop_agreed : stop_signal != 0; /* MPI: agreed */
+    mt_log(MT_LOG_INFO, stopped ? "Training interrupted (via signal)." : "Training finished");
+    if (!stopped) rc = validate(t);
     if (rc == MT_OK && t->run_updates > 0) /* the whole run */
-        speed_line(t, app_now() - t->run_start - t->run_excluded, t->run_words, t->run_flops);
+        speed_line(t, app_now() - t->run_start - t->run_excluded, t->run_words, t->run_flops,
+                   t->run_updates, t->run_ar, t->run_wait);
     if (rc == MT_OK) rc = save_checkpoint(t, true);
     return rc;
 }
@@ -1459,6 +1563,7 @@ static mt_status train_loop(trainer *t) {
 /* -------------------------------------------------------------- setup */
 
 static int usage_error(const char *fmt, const char *a, const char *b) {
+    if (app_dist_rank() != 0) return 2; /* MPI: every rank has it, rank 0 says it */
     fprintf(stderr, "mtpe train: ");
     fprintf(stderr, fmt, a, b);
     fprintf(stderr, "\n(mtpe train --help lists the options)\n");
@@ -1905,6 +2010,21 @@ static mt_status pick_device(trainer *t) {
     return MT_OK;
 }
 
+/* MPI: whether setup succeeded everywhere (collective).  A rank that
+** failed keeps its error (the lowest one reports it); the others fail
+** quietly. */
+static mt_status agree(trainer *t, mt_status rc) {
+    if (t->nproc < 2) return rc;
+    int first = app_dist_first_failed(rc != MT_OK);
+    if (first < 0) return rc;
+    t->agreed = true;
+    if (first != t->rank) {
+        t->failed_elsewhere = true;
+        return rc != MT_OK ? rc : mt_seterr(MT_ERR_INVALID, "rank %d failed", first);
+    }
+    return rc;
+}
+
 static mt_status run(trainer *t) {
     t->path = app_opts_str(t->o, "model");
     int64_t seed = app_opts_int(t->o, "seed");
@@ -1924,8 +2044,19 @@ static mt_status run(trainer *t) {
         mt_free(text);
         mt_free(prog);
     }
+    /* MPI: rank 0's seed (--seed 0 picks one per process) */
+    if (t->nproc > 1) app_dist_bcast(&t->st.seed, sizeof t->st.seed, 0);
     mt_log(MT_LOG_INFO, "Seed %llu", (unsigned long long)t->st.seed);
-    if (rc == MT_OK) rc = load_vocabs(t);
+    if (t->nproc > 1) {
+        mt_log(MT_LOG_INFO,
+               "[training] %d MPI processes: an update is %d x %lld mini-batches, the gradients "
+               "summed by all-reduce (%s)",
+               t->nproc, t->nproc, (long long)t->delay, app_dist_allreduce_mode());
+    }
+    /* MPI: a missing .spm is trained by rank 0 alone, the others then read it */
+    if (rc == MT_OK && t->rank == 0) rc = load_vocabs(t);
+    rc = agree(t, rc);
+    if (rc == MT_OK && t->rank != 0) rc = load_vocabs(t);
     if (rc == MT_OK) rc = load_corpora(t);
     if (rc == MT_OK) rc = create_model(t);
     if (rc == MT_OK) rc = setup_validation(t);
@@ -1941,12 +2072,13 @@ static mt_status run(trainer *t) {
         rc = mt_graph_init(t->dev, gp, &t->g);
     }
     const char *hashes = getenv("MTPE_TRAIN_BATCH_HASHES");
-    if (rc == MT_OK && hashes && hashes[0]) {
+    if (rc == MT_OK && hashes && hashes[0] && t->rank == 0) { /* MPI: every batch read */
         t->batch_log = fopen(hashes, "a");
         if (t->batch_log == NULL)
             rc = mt_seterr(MT_ERR_IO, "MTPE_TRAIN_BATCH_HASHES: cannot open %s: %s", hashes,
                            strerror(errno));
     }
+    rc = agree(t, rc); /* MPI: every rank ready, or all end here */
     if (rc == MT_OK) rc = train_loop(t);
     if (t->batch_log && fclose(t->batch_log) != 0 && rc == MT_OK)
         rc = mt_seterr(MT_ERR_IO, "MTPE_TRAIN_BATCH_HASHES: cannot write %s", hashes);
@@ -1958,7 +2090,9 @@ const app_cmd app_train_cmd = {
     .name = "train",
     .usage = "-m MODEL -t SRC TRG -v SRC.spm TRG.spm [options]",
     .about = "Trains an NMT model as Marian does: same options, config files (-c), model\n"
-             "files and checkpoints.  Re-running with the same --model continues training.\n",
+             "files and checkpoints.  Re-running with the same --model continues training.\n"
+             "mpirun -np N mtpe train ...: data-parallel on N processes; with --optimizer-delay\n"
+             "D an update is N x D mini-batches, as one process with --optimizer-delay N x D.\n",
     .opts = train_opts,
     .n_opts = n_train_opts,
 };
@@ -1968,16 +2102,25 @@ int app_train_main(int argc, char **argv) {
     mt_status rc;
     int ret;
     if (!app_opts_parse_cmd(&app_train_cmd, argc, argv, &o, &ret)) return ret;
+    /* under mpirun: one process of a data-parallel job (app/dist.h) */
+    rc = app_dist_init("train");
+    if (rc != MT_OK) {
+        fprintf(stderr, "mtpe train: %s\n", mt_errmsg());
+        app_opts_free(o);
+        return 1;
+    }
+    int rank = app_dist_rank();
     const char *model = app_opts_str(o, "model");
     int64_t completed = -1;
-    if (!app_opts_flag(o, "no-reload")) {
+    if (!app_opts_flag(o, "no-reload") && rank == 0) { /* MPI: rank 0 writes files */
         rc = complete_checkpoint(model, &completed);
         if (rc != MT_OK) {
             fprintf(stderr, "mtpe train: completing the checkpoint: %s\n", mt_errmsg());
             app_opts_free(o);
-            return 1;
+            app_dist_abort(1);
         }
     }
+    app_dist_barrier(); /* the others read the checkpoint once it is complete */
     /* Marian reloads <model>.yml as the config when no -c is given */
     char *model_yml = cat2(model, ".yml");
     if (app_opts_count(o, "config") == 0 && !app_opts_flag(o, "no-reload") && file_exists(model) &&
@@ -1994,19 +2137,22 @@ int app_train_main(int argc, char **argv) {
     trainer t;
     memset(&t, 0, sizeof t);
     t.o = o;
+    t.rank = rank;
+    t.nproc = app_dist_size();
     int code = check_options(&t);
     if (code != 0) {
         app_opts_free(o);
+        app_dist_finalize(); /* every process has the same usage error */
         return code;
     }
     log_quiet = app_opts_flag(o, "quiet");
     const char *log_path = app_opts_str(o, "log");
-    if (log_path[0]) {
+    if (log_path[0] && rank == 0) {
         log_file = fopen(log_path, "a");
         if (log_file == NULL) {
             fprintf(stderr, "mtpe train: cannot open log file %s: %s\n", log_path, strerror(errno));
             app_opts_free(o);
-            return 1;
+            app_dist_abort(1);
         }
     }
     t.bar = isatty(STDERR_FILENO) && !log_quiet;
@@ -2025,10 +2171,13 @@ int app_train_main(int argc, char **argv) {
                "renames were completed",
                model, (long long)completed);
     rc = run(&t);
-    if (rc != MT_OK) {
+    if (rc != MT_OK && !t.failed_elsewhere) {
         mt_log(MT_LOG_ERROR, "%s", mt_errmsg());
-        if (log_quiet) fprintf(stderr, "mtpe train: %s\n", mt_errmsg());
+        if (log_quiet && rank == 0) fprintf(stderr, "mtpe train: %s\n", mt_errmsg());
     }
+    /* MPI: after a failure the others know of, all end normally; else they
+    ** would wait for this process forever */
+    if (rc != MT_OK && t.nproc > 1 && !t.agreed) app_dist_abort(1);
 
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGINT, &old_int, NULL);
@@ -2037,5 +2186,6 @@ int app_train_main(int argc, char **argv) {
     log_file = NULL;
     trainer_free(&t);
     app_opts_free(o);
+    app_dist_finalize();
     return rc == MT_OK ? 0 : 1;
 }

@@ -62,6 +62,23 @@
 ** shortlist differ: both are then those of the whole search (its longest
 ** source; the shortlist of all its sentences), not of each mini-batch.
 **
+** MPI (`mpirun -np N mtpe translate ...`, app/dist.h; issue 37): every
+** process reads the whole input (standard input reaches rank 0 only under
+** mpirun: rank 0 reads all of it and broadcasts it, so it is held in
+** memory) and makes the same maxi-batches and searches as one process
+** would; search j (counted over the input) is run by rank j % N, the
+** lines of the others' searches are skipped.  Each rank sends the output
+** of its lines (1-best, n-best, alignments, word scores; for documents the
+** chosen translation of each piece) to rank 0 in input order, and rank 0
+** writes everything in input order: output byte-identical to one process
+** with the same --cpu-threads, --mini-batch and --maxi-batch (a
+** sentence's batch, hence its padding and float rounding, is the same).
+** Rank 0 alone writes -o, documents and the log; the others print only
+** errors.  An error on any rank ends the job (MPI_Abort); -o FILE is then
+** left as it was.  postedit and translate --ape are not sharded: with more
+** than one process they refuse to run (one line on stderr from rank 0,
+** exit 2 on every rank).
+**
 ** --gemm-type float32|int16|int8|auto (also "gemm-type:" in a config):
 ** how products with weight matrices are computed (engine/mt.h,
 ** mt_gemm_type): fp32, the integer GEMM with weights packed once per worker
@@ -153,6 +170,7 @@
 #include "ape.h"
 #include "common.h"
 #include "anatomy.h"
+#include "dist.h"
 #include "doc.h"
 #include "glossary.h"
 #include "options.h"
@@ -251,6 +269,7 @@ typedef struct slot {
     mt_tr_sentence s;
     mt_tr_result r;
     bool bad;      /* no translation: print an empty line                  */
+    int owner;     /* MPI: the rank that translates it (-1: this one)      */
     char *warn;    /* logged when the line is printed                       */
     int64_t bytes; /* input bytes up to the end of this line (progress)     */
 } slot;
@@ -297,6 +316,11 @@ struct tr_ctx {
     bool progress;
     int64_t total_bytes;
     double t0, t_last;
+    /* MPI (app/dist.h): this process's rank of nproc; searches scheduled */
+    int rank, nproc;
+    int64_t n_jobs;
+    bool failed_elsewhere; /* setup failed on another rank (it reports it)   */
+    bool agreed;           /* a failure every rank knows of: no MPI_Abort    */
     /* documents and stages: the chosen translation of each line (piece),
     ** and its anatomy (NULL: the 1-best); postedit --po: the MT of each
     ** line, whose placeholders the APE output must keep */
@@ -403,8 +427,8 @@ static mt_status out_error(const tr_ctx *c, int err) {
                      file ? " (the file is left as it was)" : "");
 }
 
-static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
-    FILE *f = c->out;
+/* The output of one line (sink_print without the log and the flush). */
+static void format_line(tr_ctx *c, FILE *f, int64_t id, slot *sl) {
     if (sl->bad || sl->r.n_hyps == 0) {
         if (!c->nbest) {
             fputc('\n', f);
@@ -447,6 +471,11 @@ static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
             fprintf(f, " ||| %g\n", (double)h->norm_score);
         }
     }
+}
+
+static mt_status sink_print(tr_ctx *c, int64_t id, slot *sl) {
+    FILE *f = c->out;
+    format_line(c, f, id, sl);
     if (!c->quiet_tr && !sl->bad && sl->r.n_hyps > 0)
         mt_log(MT_LOG_INFO, "Best translation %lld : %s", (long long)id, sl->r.hyps[0].text);
     errno = 0;
@@ -499,11 +528,12 @@ static char *ph_key(const char *s) {
     return k;
 }
 
-/* Keeps the chosen text of each line in c->doc_lines: with an anatomy the
-** first n-best entry it accepts (else the best); with doc_mt (postedit
-** --po) the first entry with the MT's placeholders, else the MT itself;
-** else the best. */
-static mt_status sink_doc(tr_ctx *c, int64_t id, slot *sl) {
+/* The chosen text of line id (*text, owned by sl or c->doc_mt): with an
+** anatomy the first n-best entry it accepts (else the best); with doc_mt
+** (postedit --po) the first entry with the MT's placeholders, else the MT
+** itself; else the best.  sink_doc keeps it in c->doc_lines; under MPI
+** another rank sends it to rank 0 (send_line). */
+static mt_status doc_choice(tr_ctx *c, int64_t id, slot *sl, const char **text) {
     const char *t = !sl->bad && sl->r.n_hyps > 0 ? sl->r.hyps[0].text : "";
     for (int k = 0; c->doc_anat && !sl->bad && k < sl->r.n_hyps; k++)
         if (app_anat_accepts(c->doc_anat[id], c->doc_piece[id], sl->r.hyps[k].text)) {
@@ -525,6 +555,14 @@ static mt_status sink_doc(tr_ctx *c, int64_t id, slot *sl) {
         }
         mt_free(want);
     }
+    *text = t;
+    return MT_OK;
+}
+
+static mt_status sink_doc(tr_ctx *c, int64_t id, slot *sl) {
+    const char *t = NULL;
+    mt_status rc = doc_choice(c, id, sl, &t);
+    if (rc != MT_OK) return rc;
     if (c->doc_bad) c->doc_bad[id] = sl->bad || sl->r.n_hyps == 0;
     c->doc_lines[id] = mt_try_strdup(t);
     if (c->doc_lines[id] == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
@@ -549,6 +587,70 @@ static void draw_progress(tr_ctx *c, int64_t lines, int64_t bytes, bool final) {
     fflush(stderr);
 }
 
+/* MPI: a line translated here goes to rank 0 as one message,
+**   byte 0     '1': rank 0 logs "Best translation", '0': not
+**   BEST NUL   the best translation (empty with '0')
+**   OUTPUT     the line's output (format_line), or for a document piece the
+**              chosen translation (doc_choice)
+** Each rank sends its lines in input order; rank 0 receives a line from its
+** owner when it reaches it in input order (MPI keeps the order of the
+** messages between two processes). */
+static mt_status send_line(tr_ctx *c, int64_t id, slot *sl) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (m == NULL) return mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    bool logit = !c->quiet_tr && !sl->bad && sl->r.n_hyps > 0;
+    fputc(logit ? '1' : '0', m);
+    if (logit) fputs(sl->r.hyps[0].text, m);
+    fputc('\0', m);
+    const char *t = NULL;
+    mt_status rc = c->sink == sink_doc ? doc_choice(c, id, sl, &t) : MT_OK;
+    if (t)
+        fputs(t, m);
+    else if (rc == MT_OK)
+        format_line(c, m, id, sl);
+    bool ok = fclose(m) == 0;
+    if (rc != MT_OK) {
+        free(buf);
+        return rc;
+    }
+    if (ok) app_dist_send(0, buf, len);
+    free(buf);
+    return ok ? MT_OK : mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+}
+
+/* Rank 0: line id, translated by rank from, to its sink. */
+static mt_status recv_line(tr_ctx *c, int64_t id, int from) {
+    char *buf = NULL;
+    size_t len = 0;
+    app_dist_recv(from, &buf, &len);
+    const char *best = buf + 1;
+    size_t head = 1 + strlen(best) + 1;
+    mt_status rc = MT_OK;
+    if (len < 2 || head > len) {
+        rc = mt_seterr(MT_ERR_FORMAT, "translate: a bad message from rank %d", from);
+    } else if (c->sink == sink_doc) {
+        c->doc_lines[id] = mt_try_strdup(buf + head);
+        if (c->doc_lines[id] == NULL) rc = mt_seterr(MT_ERR_NOMEM, "translate: out of memory");
+    } else {
+        fwrite(buf + head, 1, len - head, c->out);
+        if (buf[0] == '1') mt_log(MT_LOG_INFO, "Best translation %lld : %s", (long long)id, best);
+        errno = 0;
+        if (fflush(c->out) != 0 || ferror(c->out)) rc = out_error(c, errno);
+    }
+    mt_free(buf);
+    return rc;
+}
+
+/* A line to its sink (or to rank 0, or skipped: another rank's line). */
+static mt_status write_line(tr_ctx *c, int64_t id, slot *sl) {
+    if (c->nproc < 2) return c->sink(c, id, sl);
+    if (c->rank == 0) return sl->owner >= 0 ? recv_line(c, id, sl->owner) : c->sink(c, id, sl);
+    if (sl->owner >= 0 || sl->bad) return MT_OK; /* rank 0 writes the lines it did not read */
+    return send_line(c, id, sl);
+}
+
 static void *writer_main(void *arg) {
     tr_ctx *c = arg;
     for (;;) {
@@ -565,8 +667,8 @@ static void *writer_main(void *arg) {
         int64_t id = c->n_out;
         pthread_mutex_unlock(&c->mu);
         if (sl == NULL) break;
-        if (sl->warn) mt_log(MT_LOG_WARN, "%s", sl->warn);
-        mt_status rc = c->sink(c, id, sl);
+        if (sl->warn && c->rank == 0) mt_log(MT_LOG_WARN, "%s", sl->warn);
+        mt_status rc = write_line(c, id, sl);
         if (c->progress) draw_progress(c, id + 1, sl->bytes, false);
         mt_tr_result_clear(&sl->r);
         mt_free(sl->warn);
@@ -578,6 +680,7 @@ static void *writer_main(void *arg) {
         pthread_mutex_lock(&c->mu);
         sl->state = SLOT_FREE;
         sl->bad = false;
+        sl->owner = -1;
         c->n_out++;
         pthread_cond_broadcast(&c->cv_space);
         pthread_mutex_unlock(&c->mu);
@@ -736,6 +839,28 @@ static int64_t heap_pop(const heap_ctx *h, int64_t *a, int64_t len) {
     return top;
 }
 
+static mt_status enqueue(tr_ctx *c, const int64_t *ids, int n);
+
+/* MPI: search number j of the input goes to rank j % nproc (every rank
+** reads the whole input and makes the same searches as one process would,
+** so each sentence is translated in the same batch as without MPI); the
+** lines of another rank's search are done here (the writer skips them, or
+** on rank 0 receives them). */
+static mt_status dispatch(tr_ctx *c, const int64_t *ids, int n) {
+    int owner = (int)(c->n_jobs++ % c->nproc);
+    if (owner == c->rank) return enqueue(c, ids, n);
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < n; i++) {
+        slot *sl = slot_of(c, ids[i]);
+        mt_tr_sentence_clear(&sl->s);
+        sl->owner = owner;
+        sl->state = SLOT_DONE;
+    }
+    pthread_cond_broadcast(&c->cv_done);
+    pthread_mutex_unlock(&c->mu);
+    return MT_OK;
+}
+
 static mt_status enqueue(tr_ctx *c, const int64_t *ids, int n) {
     job *j = mt_try_calloc(1, sizeof *j);
     int64_t *q = mt_try_malloc(sizeof(int64_t) * (size_t)n);
@@ -794,7 +919,7 @@ static mt_status schedule(tr_ctx *c, int64_t *ids, int64_t n, int64_t *heap, int
     int64_t start = 0;
     for (int64_t k = 0; k < n_mini && rc == MT_OK; k++) {
         if ((k + 1) % per != 0 && k != n_mini - 1) continue;
-        rc = enqueue(c, batch + start, (int)(heap[k] - start));
+        rc = dispatch(c, batch + start, (int)(heap[k] - start));
         start = heap[k];
     }
     return rc;
@@ -836,6 +961,7 @@ static mt_status reader_main(tr_ctx *c, line_src *ls) {
             }
             slot *sl = slot_of(c, id);
             memset(sl, 0, sizeof *sl);
+            sl->owner = -1;
             sl->bytes = ls->bytes;
             mt_status lrc = MT_OK;
             for (int s = 0; s < c->am.n_src && lrc == MT_OK; s++) /* "a\0b" is not "a" */
@@ -1191,6 +1317,21 @@ static mt_status run_ape_stage(tr_ctx *a, char **src, char **mt, char **pf, int6
     return run_pipeline(a, &ls);
 }
 
+/* MPI: whether setup succeeded on every rank (collective).  The lowest
+** rank that failed reports its error, the others fail quietly; all end
+** normally. */
+static mt_status tr_agree(tr_ctx *c, mt_status rc) {
+    if (c->nproc < 2) return rc;
+    int first = app_dist_first_failed(rc != MT_OK);
+    if (first < 0) return rc;
+    c->agreed = true;
+    if (first != c->rank) {
+        c->failed_elsewhere = true;
+        return rc != MT_OK ? rc : mt_seterr(MT_ERR_INVALID, "rank %d failed", first);
+    }
+    return rc;
+}
+
 /* --------------------------------------------------------- documents */
 
 typedef struct doc_item {
@@ -1207,11 +1348,15 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
     if (rc == MT_OK && fmt != APP_DOC_FORMAT_PO && fmt != APP_DOC_FORMAT_XLIFF &&
         fmt != APP_DOC_FORMAT_TEXT)
         rc = mt_seterr(MT_ERR_INVALID, "--format: po, xliff or text, not '%s'", kind);
-    if (rc != MT_OK) return rc;
-    if (c->am.n_src != 1) return mt_seterr(MT_ERR_INVALID, "documents need a model with one input");
+    if (rc == MT_OK && c->am.n_src != 1)
+        rc = mt_seterr(MT_ERR_INVALID, "documents need a model with one input");
     app_doc *d = NULL;
-    rc = app_doc_open(path, fmt, &d);
-    if (rc != MT_OK) return rc;
+    if (rc == MT_OK) rc = app_doc_open(path, fmt, &d);
+    rc = tr_agree(c, rc);
+    if (rc != MT_OK) {
+        app_doc_free(d);
+        return rc;
+    }
     int64_t n_seg = app_doc_count(d), n_items = 0, n_lines = 0;
     doc_item *items = NULL;
     for (int64_t i = 0; i < n_seg; i++)
@@ -1283,7 +1428,8 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
     }
     const char *out = app_opts_str(o, "output");
     bool to_stdout = !strcmp(out, "stdout") || !strcmp(out, "-");
-    for (int64_t k = 0; k < n_items && rc == MT_OK; k++) {
+    bool writes = c->rank == 0; /* MPI: rank 0 has every piece and writes */
+    for (int64_t k = 0; k < n_items && rc == MT_OK && writes; k++) {
         char *text = NULL;
         rc = app_anat_assemble(items[k].anat, (const char *const *)c->doc_lines + items[k].first,
                                &text);
@@ -1305,13 +1451,13 @@ static mt_status translate_document(tr_ctx *c, const char *kind, const char *pat
     /* -o FILE; --in-place over the input; else standard output, never the
     ** input (the user's file is not overwritten unless asked) */
     bool in_place = app_opts_flag(o, "in-place");
-    if (rc == MT_OK && !(fmt == APP_DOC_FORMAT_TEXT && to_stdout && !in_place)) {
+    if (rc == MT_OK && writes && !(fmt == APP_DOC_FORMAT_TEXT && to_stdout && !in_place)) {
         if (!to_stdout || in_place)
             rc = app_doc_save(d, in_place ? NULL : out, app_doc_default_save_params());
         else
             rc = app_doc_write(d, c->out, "standard output", app_doc_default_save_params());
     }
-    if (rc == MT_OK && !app_opts_flag(o, "quiet"))
+    if (rc == MT_OK && writes && !app_opts_flag(o, "quiet"))
         mt_log(MT_LOG_INFO, "%s: %lld segment%s translated", path, (long long)n_items,
                n_items == 1 ? "" : "s");
     for (int64_t i = 0; c->doc_lines && i < n_lines; i++)
@@ -1506,8 +1652,41 @@ static mt_status postedit_document(tr_ctx *c, const char *path) {
 
 /* ---------------------------------------------------------------- main */
 
+/* The log of the other ranks of an MPI job: errors only, with the rank. */
+static void rank_log(mt_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level == MT_LOG_ERROR)
+        fprintf(stderr, "mtpe translate: rank %d: %s\n", app_dist_rank(), msg);
+}
+
+/* MPI: standard input reaches rank 0 only (mpirun's default): rank 0
+** reads all of it and sends it to the others; each reads it from memory
+** (*mem, freed by the caller).  So the input is held in memory whole. */
+static mt_status shared_stdin(tr_ctx *c, char **mem, FILE **f) {
+    size_t len = 0;
+    *mem = NULL;
+    if (c->rank == 0) {
+        size_t cap = 1 << 16;
+        *mem = mt_xmalloc(cap);
+        size_t got;
+        while ((got = fread(*mem + len, 1, cap - len, stdin)) > 0) {
+            len += got;
+            if (len == cap) *mem = mt_xrealloc(*mem, cap *= 2);
+        }
+        if (ferror(stdin)) {
+            fprintf(stderr, "mtpe translate: stdin: read error\n");
+            app_dist_abort(1);
+        }
+    }
+    app_dist_bcast_alloc(mem, &len, 0);
+    *f = len > 0 ? fmemopen(*mem, len, "rb") : fopen("/dev/null", "rb");
+    if (*f == NULL) return mt_seterr(MT_ERR_NOMEM, "stdin: cannot read it from memory");
+    return MT_OK;
+}
+
 static mt_status translate_stream(tr_ctx *c) {
     app_opts *o = c->o;
+    char *stdin_mem = NULL;
     line_src ls;
     memset(&ls, 0, sizeof ls);
     ls.n_src = c->am.n_src;
@@ -1518,18 +1697,23 @@ static mt_status translate_stream(tr_ctx *c) {
         ls.tsv = true;
     }
     if (c->want_ape && ni != ls.n_src)
-        return mt_seterr(MT_ERR_INVALID,
-                         "postedit reads (source, MT) pairs: -i SRC MT (two line-aligned files) "
-                         "or one file of source<TAB>MT lines (default: stdin); got %d files",
-                         ni);
-    if (ni != ls.n_src)
-        return mt_seterr(MT_ERR_INVALID, "the model reads %d input%s: give %d files (-i), got %d",
-                         ls.n_src, ls.n_src > 1 ? "s" : "", ls.n_src, ni);
+        rc = mt_seterr(MT_ERR_INVALID,
+                       "postedit reads (source, MT) pairs: -i SRC MT (two line-aligned files) "
+                       "or one file of source<TAB>MT lines (default: stdin); got %d files",
+                       ni);
+    else if (ni != ls.n_src)
+        rc = mt_seterr(MT_ERR_INVALID, "the model reads %d input%s: give %d files (-i), got %d",
+                       ls.n_src, ls.n_src > 1 ? "s" : "", ls.n_src, ni);
     bool regular = true;
     for (int k = 0; k < ls.n_src && rc == MT_OK; k++) {
         const char *p = app_opts_item(o, "input", k);
         bool std_in = !strcmp(p, "stdin") || !strcmp(p, "-");
         ls.name[k] = std_in ? "stdin" : p;
+        if (std_in && c->nproc > 1 && stdin_mem == NULL) {
+            rc = shared_stdin(c, &stdin_mem, &ls.f[k]);
+            regular = false;
+            continue;
+        }
         ls.f[k] = std_in ? stdin : fopen(p, "rb");
         if (ls.f[k] == NULL) rc = mt_seterr(MT_ERR_IO, "cannot open %s: %s", p, strerror(errno));
         struct stat st;
@@ -1542,12 +1726,15 @@ static mt_status translate_stream(tr_ctx *c) {
         ls.pf = fopen(pf, "rb");
         if (ls.pf == NULL) rc = mt_seterr(MT_ERR_IO, "cannot open %s: %s", pf, strerror(errno));
     }
+    rc = tr_agree(c, rc);
     c->sink = sink_print;
-    c->progress = regular && isatty(2) && !app_opts_flag(o, "quiet") && c->ape == NULL;
+    c->progress =
+        regular && isatty(2) && !app_opts_flag(o, "quiet") && c->ape == NULL && c->rank == 0;
     if (c->progress) c->quiet_tr = true;
     if (rc == MT_OK) rc = c->ape ? ape_stream(c, &ls) : run_pipeline(c, &ls);
     for (int k = 0; k < ls.n_src; k++)
         if (ls.f[k] && ls.f[k] != stdin) fclose(ls.f[k]);
+    mt_free(stdin_mem);
     if (ls.pf) fclose(ls.pf);
     for (int k = 0; k <= MT_MAX_STREAMS; k++)
         free(ls.buf[k]);
@@ -1559,7 +1746,9 @@ const app_cmd app_translate_cmd = {
     .usage = "[-m MODEL... -v VOCABS... | -c CONFIG] [-i IN] [-o OUT]\n"
              "--format po|xliff|text FILE [-o OUT | --in-place]",
     .about = "Translates text, one sentence per line, as marian-decoder (same options and\n"
-             "output formats).  Without -m or -c, the default model in assets/ is used.\n",
+             "output formats).  Without -m or -c, the default model in assets/ is used.\n"
+             "mpirun -np N mtpe translate ...: the searches shared by N processes, the output\n"
+             "in input order from rank 0, the same bytes as one process.\n",
     .opts = tr_opts,
     .n_opts = n_tr_opts,
 };
@@ -1573,7 +1762,8 @@ const app_cmd app_postedit_cmd = {
              "files (-i SRC MT), or source<TAB>MT lines (one file, default stdin); output\n"
              "as translate's.  --po: the fuzzy msgstr of a PO file (MT of another engine)\n"
              "are post-edited and stay fuzzy; the rest of the file is kept.  Without -m or\n"
-             "-c, the APE model in assets/models/en-de-ape is used.\n",
+             "-c, the APE model in assets/models/en-de-ape is used.  One process only:\n"
+             "not sharded under mpirun (refused with -np N > 1).\n",
     .opts = pe_opts,
     .n_opts = n_pe_opts,
 };
@@ -1584,6 +1774,8 @@ static void ctx_init(tr_ctx *c, app_opts *o, const app_cmd *cmd) {
     c->cmd = cmd;
     c->out = stdout;
     c->out_name = "standard output";
+    c->rank = app_dist_rank();
+    c->nproc = app_dist_size();
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv_job, NULL);
     pthread_cond_init(&c->cv_done, NULL);
@@ -1649,12 +1841,19 @@ static int tr_main(const app_cmd *cmd, int argc, char **argv) {
     app_opts *o = NULL;
     int ret;
     if (!app_opts_parse_cmd(cmd, argc, argv, &o, &ret)) return ret;
+    /* under mpirun: one process of a sharded translation (app/dist.h) */
+    if (app_dist_init(cmd->name) != MT_OK) {
+        fprintf(stderr, "mtpe %s: %s\n", cmd->name, mt_errmsg());
+        app_opts_free(o);
+        return 1;
+    }
     double t_start = app_now();
     bool pe = cmd == &app_postedit_cmd;
     const char *name = cmd->name;
     tr_ctx c;
     ctx_init(&c, o, cmd);
     c.want_ape = pe;
+    if (c.rank != 0) mt_log_set(rank_log, NULL);
     app_doc_atomic out_file = {0};
     ret = 1;
     if (c.align[0] && strcmp(c.align, "soft")) {
@@ -1690,6 +1889,21 @@ static int tr_main(const app_cmd *cmd, int argc, char **argv) {
     int nf = pe ? 0 : app_opts_count(o, "format");
     const char *po = pe ? app_opts_str(o, "po") : "";
     const char *ape = pe ? "" : app_opts_str(o, "ape");
+    /* MPI: postedit and translate --ape are not sharded.  Their APE stage
+    ** reads the MT of every line, which only rank 0 would hold after the MT
+    ** stage, and postedit --po writes one document; rather than a wrong or
+    ** partial output they refuse to run with more than one process.  Every
+    ** rank sees the same command line, so all end here (exit 2, no
+    ** MPI_Abort); rank 0 says why. */
+    if (c.nproc > 1 && (pe || ape[0])) {
+        if (c.rank == 0)
+            fprintf(stderr,
+                    "mtpe %s: %s runs in one process only, not under mpirun with %d "
+                    "processes (use -np 1)\n",
+                    name, pe ? "postedit" : "--ape", c.nproc);
+        ret = 2;
+        goto done;
+    }
     if (nf > 2) {
         fprintf(stderr, "mtpe %s: --format KIND [FILE]\n", name);
         ret = 2;
@@ -1716,19 +1930,21 @@ static int tr_main(const app_cmd *cmd, int argc, char **argv) {
     if (rc == MT_OK && ape[0]) rc = ape_open(&c, argc, argv, ape);
     /* -o FILE: written to a temporary file next to it, renamed over it at
     ** the end; a failed run leaves FILE as it was */
-    if (rc == MT_OK && to_file && !doc) {
+    if (rc == MT_OK && to_file && !doc && c.rank == 0) { /* MPI: rank 0 writes */
         rc = app_doc_atomic_begin(&out_file, op);
         if (rc == MT_OK) {
             c.out = out_file.f;
             c.out_name = op;
         }
     }
+    rc = tr_agree(&c, rc);
     if (rc == MT_OK && po[0]) {
         rc = postedit_document(&c, po);
     } else if (rc == MT_OK && nf > 0) {
         const char *file = nf > 1 ? app_opts_item(o, "format", 1) : app_opts_item(o, "input", 0);
         if (!strcmp(file, "stdin") || !strcmp(file, "-"))
-            rc = mt_seterr(MT_ERR_INVALID, "--format needs a file (--format KIND FILE)");
+            rc = tr_agree(&c,
+                          mt_seterr(MT_ERR_INVALID, "--format needs a file (--format KIND FILE)"));
         else
             rc = translate_document(&c, app_opts_item(o, "format", 0), file);
     } else if (rc == MT_OK) {
@@ -1748,10 +1964,22 @@ static int tr_main(const app_cmd *cmd, int argc, char **argv) {
         errno = 0;
         if (fflush(stdout) != 0 || ferror(stdout)) rc = out_error(&c, errno);
     }
-    if (rc != MT_OK)
-        fprintf(stderr, "mtpe %s: %s\n", name, mt_errmsg());
-    else
+    if (rc != MT_OK) {
+        if (c.rank != 0 && !c.failed_elsewhere)
+            fprintf(stderr, "mtpe %s: rank %d: %s\n", name, c.rank, mt_errmsg());
+        else if (!c.failed_elsewhere)
+            fprintf(stderr, "mtpe %s: %s\n", name, mt_errmsg());
+        /* MPI: unless all know of the failure, the others would wait */
+        if (c.nproc > 1 && !c.agreed) app_dist_abort(1);
+    } else {
         ret = 0;
+    }
+    if (c.nproc > 1) { /* MPI: the whole job's counts */
+        double v[2] = {(double)c.n_sentences, (double)c.n_searches};
+        app_dist_sum_f64(v, 2);
+        c.n_sentences = (int64_t)v[0];
+        c.n_searches = (int64_t)v[1];
+    }
     if (rc == MT_OK && !app_opts_flag(o, "quiet"))
         mt_log(MT_LOG_INFO, "Total time: %.5fs wall; %lld sentences in %lld searches",
                app_now() - t_start, (long long)c.n_sentences, (long long)c.n_searches);
@@ -1761,6 +1989,7 @@ done:
         mt_free(c.ape);
     }
     ctx_free(&c);
+    app_dist_finalize();
     return ret;
 }
 

@@ -11,6 +11,7 @@ pkgs=(
   libxml2-dev libxml2-utils gettext               # XLIFF/TMX, msgfmt --check in tests
   tmux                                            # end-to-end editor tests
   libhunspell-dev hunspell-de-de hunspell-en-us   # spell checking in the editor
+  libopenmpi-dev openmpi-bin                      # mpirun train/translate (optional)
 )
 missing=()
 for p in "${pkgs[@]}"; do
