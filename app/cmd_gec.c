@@ -45,6 +45,7 @@ static void lines_free(lines *l) {
     for (int64_t i = 0; i < l->n; i++)
         free(l->v[i]);
     free(l->v);
+    memset(l, 0, sizeof *l);
 }
 
 /* Reads every line of f (checked UTF-8) into l; errors name the file. */
