@@ -135,6 +135,8 @@ const app_cmd app_edit_cmd = {
              "Keys: F1 in the editor, or the README's section \"The editor\".\n"
              "Misspelled words are underlined (hunspell dictionary of the target language,\n"
              "$MTPE_DICPATH first); F7 lists suggestions, :spell turns checking off.\n"
+             "With --gec DIR, grammar corrections are underlined after a pause in typing;\n"
+             "M-g applies the one at or after the cursor, M-G dismisses it.\n"
              "Saving a PO file sets PO-Revision-Date, X-Generator and Last-Translator\n"
              "($MTPE_TRANSLATOR, as \"Name <email>\", else $USER) in its header.\n",
     .opts = edit_opts,
