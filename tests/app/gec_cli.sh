@@ -5,7 +5,8 @@
 #   - mtpe gec -m DIR corrects "Die Dateii ist leer heute." to "Die Datei ist
 #     leer heute.", leaves a correct line, keeps the line count, empty lines
 #     and a placeholder; --fixes prints the byte range of the fix (4, 6);
-#     --gec-threshold 1000 changes nothing (conservative);
+#     --gec-threshold 1000 changes nothing (conservative); -m FILE -v and
+#     -c CONFIG (relative paths) give the same output as -m DIR;
 #   - invalid UTF-8: exit 1, one line naming the line, nothing on stdout;
 #   - gec noise: same seed same output, another seed another; --pairs is
 #     NOISY<TAB>CLEAN; an unknown --kinds is a usage error (2);
@@ -14,6 +15,7 @@
 # Usage: bash gec_cli.sh <path-to-mtpe> <source-dir>
 set -u
 MTPE=${1:?usage: gec_cli.sh MTPE SRC}
+MTPE=$(cd "$(dirname "$MTPE")" && pwd)/$(basename "$MTPE")
 src=${2:?usage: gec_cli.sh MTPE SRC}
 . "$src/tests/cli_common.bash"
 . "$src/tests/gec_tiny.bash"
@@ -35,6 +37,11 @@ cmp -s "$tmp/in" "$tmp/out2" || fail "--gec-threshold 1000 changed lines: $(diff
 "$MTPE" gec -m "$tmp/m/model.npz" -v "$tmp/m/vocab.spm" "$tmp/m/vocab.spm" < "$tmp/in" > "$tmp/out3" ||
     fail "-m MODEL -v VOCAB exit"
 cmp -s "$tmp/out" "$tmp/out3" || fail "-m FILE -v differs from -m DIR"
+# and from a config with paths relative to it
+printf 'relative-paths: true\nmodels:\n  - model.npz\nvocabs:\n  - vocab.spm\n  - vocab.spm\ngec-threshold: 2.0\n' \
+    > "$tmp/m/gec.yml"
+(cd / && "$MTPE" gec -c "$tmp/m/gec.yml" < "$tmp/in" > "$tmp/out4") || fail "-c CONFIG exit"
+cmp -s "$tmp/out" "$tmp/out4" || fail "-c CONFIG differs from -m DIR"
 
 # invalid UTF-8
 printf 'Die Datei\nDie Dat\xc3\n' > "$tmp/bad"
