@@ -169,6 +169,19 @@ static int word_offsets(const char *s, int32_t *ws, int32_t *we) {
     return n;
 }
 
+static int count_words(const char *s) {
+    int n = 0;
+    for (const char *p = s; *p;) {
+        while (*p && wsp(*p))
+            p++;
+        if (!*p) break;
+        n++;
+        while (*p && !wsp(*p))
+            p++;
+    }
+    return n;
+}
+
 /* Whether any whitespace-separated word of s[0..n) is protected. */
 static bool has_protected(const char *s, size_t n) {
     size_t i = 0;
@@ -332,6 +345,10 @@ mt_status app_gec_check(app_gec_worker *w, const char *const *lines, int n,
             if (has_protected(lines[i] + a, (size_t)(b - a)) ||
                 has_protected(e[k].rep, strlen(e[k].rep)))
                 continue;
+            int rep_words = count_words(e[k].rep), src_words = e[k].end - e[k].start;
+            if (src_words > APP_GEC_MAX_EDIT_WORDS || rep_words > APP_GEC_MAX_EDIT_WORDS ||
+                (rep_words == 0 && src_words > APP_GEC_MAX_DELETE_WORDS))
+                continue; /* not a local correction: a rewrite or a cut */
             char *with = NULL;
             app_gec_fix f = edit_to_fix(&e[k], ws, we, nw, (int32_t)L, &with);
             if (!with) {

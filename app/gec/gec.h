@@ -10,7 +10,10 @@
 **   3. an edit is dropped when it touches a protected token (gec_text.h:
 **      placeholders %s %1$s {0} ${x}, tags <b>, entities &amp;, URLs,
 **      numbers), adds one, or overlaps a span the caller protects
-**      (glossary terms in the editor);
+**      (glossary terms in the editor); and when it is not local: more
+**      than APP_GEC_MAX_EDIT_WORDS words replaced or put in, or more than
+**      APP_GEC_MAX_DELETE_WORDS words deleted (a model that cuts or
+**      rewrites a sentence gains by the missing tokens, not by a fix);
 **   4. each remaining edit alone is applied to the line and the result
 **      force-decoded by the model (log P(candidate | line), summed over
 **      the tokens with EOS, ensemble-weighted as `mtpe score`); the edit is
@@ -31,6 +34,9 @@
 #include <stdint.h>
 
 #include "mt.h"
+
+#define APP_GEC_MAX_EDIT_WORDS 3
+#define APP_GEC_MAX_DELETE_WORDS 2
 
 typedef struct app_gec_params {
     float threshold;    /* --gec-threshold: nats an edit must gain (2.0)   */
