@@ -182,6 +182,17 @@ static int count_words(const char *s) {
     return n;
 }
 
+/* Whether word rep is word src[0..n) cut short by APP_GEC_MIN_CUT or more
+** bytes (trailing punctuation of src aside): "Verkauf" -> "Verk". */
+static bool truncates(const char *src, size_t n, const char *rep) {
+    size_t rl = strlen(rep);
+    while (rl > 0 && strchr(".,;:!?)»«\"'", rep[rl - 1]))
+        rl--;
+    while (n > 0 && strchr(".,;:!?)»«\"'", src[n - 1]))
+        n--;
+    return rl + APP_GEC_MIN_CUT <= n && memcmp(src, rep, rl) == 0;
+}
+
 /* Whether any whitespace-separated word of s[0..n) is protected. */
 static bool has_protected(const char *s, size_t n) {
     size_t i = 0;
@@ -349,6 +360,9 @@ mt_status app_gec_check(app_gec_worker *w, const char *const *lines, int n,
             if (src_words > APP_GEC_MAX_EDIT_WORDS || rep_words > APP_GEC_MAX_EDIT_WORDS ||
                 (rep_words == 0 && src_words > APP_GEC_MAX_DELETE_WORDS))
                 continue; /* not a local correction: a rewrite or a cut */
+            if (src_words == 1 && rep_words == 1 &&
+                truncates(lines[i] + a, (size_t)(b - a), e[k].rep))
+                continue;
             char *with = NULL;
             app_gec_fix f = edit_to_fix(&e[k], ws, we, nw, (int32_t)L, &with);
             if (!with) {

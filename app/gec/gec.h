@@ -14,6 +14,9 @@
 **      than APP_GEC_MAX_EDIT_WORDS words replaced or put in, or more than
 **      APP_GEC_MAX_DELETE_WORDS words deleted (a model that cuts or
 **      rewrites a sentence gains by the missing tokens, not by a fix);
+**      and a word replaced by its own beginning, APP_GEC_MIN_CUT or more
+**      bytes shorter ("Verkauf" -> "Verk": the same bias within a word;
+**      typos fixed by a cut, "Dateii" -> "Datei", lose one or two);
 **   4. each remaining edit alone is applied to the line and the result
 **      force-decoded by the model (log P(candidate | line), summed over
 **      the tokens with EOS, ensemble-weighted as `mtpe score`); the edit is
@@ -37,6 +40,7 @@
 
 #define APP_GEC_MAX_EDIT_WORDS 3
 #define APP_GEC_MAX_DELETE_WORDS 2
+#define APP_GEC_MIN_CUT 3
 
 typedef struct app_gec_params {
     float threshold;    /* --gec-threshold: nats an edit must gain (2.0)   */
