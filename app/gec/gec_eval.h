@@ -17,9 +17,11 @@
 ** both hypothesis and reference, FP = hypothesis only, FN = reference
 ** only; precision TP / (TP + FP) (1 when the hypothesis made no edit),
 ** recall TP / (TP + FN) (1 when the reference has none), F0.5 =
-** 1.25 P R / (0.25 P + R).  Lines whose source equals the reference are
-** the "clean" lines: the fraction of them whose hypothesis equals the
-** source is reported as clean_kept (over-correction).
+** 1.25 P R / (0.25 P + R).  Lines whose source has the same words as the
+** reference (whitespace aside) are the "clean" lines: the fraction of them
+** whose hypothesis has the same words as the source is reported as
+** clean_kept (over-correction); a noisy line whose hypothesis has the
+** reference's words counts as noisy_fixed.
 */
 #ifndef APP_GEC_EVAL_H
 #define APP_GEC_EVAL_H

@@ -78,7 +78,8 @@ app_noise_params app_noise_default_params(void);
 ** (mt_malloc'd, the caller frees with mt_free).  *applied (may be NULL)
 ** receives the bits of the kinds that fired (0: the line was left clean,
 ** or no kind could apply).  text must be valid UTF-8 without '\n'
-** (MT_ERR_INVALID otherwise); MT_ERR_NOMEM. */
+** (MT_ERR_INVALID otherwise).  Its small buffers come from mt_xmalloc:
+** running out of memory aborts. */
 mt_status app_noise_line(const app_noise_params *p, uint64_t line, const char *text, char **out,
                          uint32_t *applied);
 
