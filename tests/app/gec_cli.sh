@@ -10,6 +10,7 @@
 #   - invalid UTF-8: exit 1, one line naming the line, nothing on stdout;
 #   - gec noise: same seed same output, another seed another; --pairs is
 #     NOISY<TAB>CLEAN; an unknown --kinds is a usage error (2);
+#   - the held-out generator: deterministic, protected tokens unchanged;
 #   - gec eval on a hand-made example: tp 1 fp 2 fn 1, P 0.3333 R 0.5000
 #     F0.5 0.3571, clean kept 1/2 (worked out by hand in test_gec.c).
 # Usage: bash gec_cli.sh <path-to-mtpe> <source-dir>
@@ -69,6 +70,20 @@ cmp -s "$tmp/n1" "$tmp/clean" && fail "noise changed nothing"
 [ $? -eq 2 ] || fail "--kinds bogus: want exit 2"
 printf 'ok\n\xff\n' | "$MTPE" gec noise > /dev/null 2> "$tmp/n.err" && fail "noise accepted invalid UTF-8"
 grep -q 'invalid UTF-8' "$tmp/n.err" || fail "noise invalid UTF-8 message: $(cat "$tmp/n.err")"
+
+# the held-out generator (scripts/gec-heldout-noise.py): deterministic, and
+# placeholders, tags, entities, URLs and numbers come through unchanged
+gen=$src/scripts/gec-heldout-noise.py
+python3 "$gen" --seed 3 < "$tmp/clean" > "$tmp/h1" || fail "held-out generator exit"
+python3 "$gen" --seed 3 < "$tmp/clean" > "$tmp/h2"
+cmp -s "$tmp/h1" "$tmp/h2" || fail "held-out generator: same seed, different output"
+cmp -s "$tmp/h1" "$tmp/clean" && fail "held-out generator changed nothing"
+[ "$(wc -l < "$tmp/h1")" -eq "$(wc -l < "$tmp/clean")" ] || fail "held-out generator: line count"
+for i in $(seq 60); do echo 'Die Datei %s wurde in {0} mit <b>sehr</b> &amp; https://x.org/a 42 das gespeichert'; done > "$tmp/p"
+python3 "$gen" --clean 0 < "$tmp/p" > "$tmp/p.out"
+n=$(grep -cP '(?<!\S)%s(?!\S).*(?<!\S)\{0\}(?!\S).*(?<!\S)<b>sehr</b>(?!\S).*(?<!\S)&amp;(?!\S).*(?<!\S)https://x\.org/a(?!\S).*(?<!\S)42(?!\S)' "$tmp/p.out")
+[ "$n" -eq 60 ] || fail "held-out generator touched protected tokens in $((60 - n)) of 60 lines"
+cmp -s "$tmp/p" "$tmp/p.out" && fail "held-out generator: --clean 0 changed nothing"
 
 # eval, by hand (test_gec.c works the numbers out)
 printf 'w1 w2 w3 w4 w5\na b\na b\n' > "$tmp/s"
