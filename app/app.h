@@ -28,6 +28,7 @@ int app_tune_main(int argc, char **argv);                         /* app/cmd_tun
 int app_tm_main(int argc, char **argv);                           /* app/cmd_tm.c        */
 int app_bench_tm_main(int argc, char **argv);                     /* app/bench/bench_tm.c */
 int app_glossary_main(int argc, char **argv);                     /* app/cmd_glossary.c  */
+int app_gec_main(int argc, char **argv); /* app/cmd_gec.c */
 
 /* Each command's options, positional arguments and help (app/options.h);
 ** the same file as its main.  app_bench_kernels_cmd: `mtpe bench gemm`,

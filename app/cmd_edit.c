@@ -81,6 +81,7 @@
 #include "common.h"
 #include "doc.h"
 #include "edit_session.h"
+#include "edit_gec.h"
 #include "edit_spell.h"
 #include "edit_tm.h"
 #include "editor.h"
@@ -121,6 +122,11 @@ static const app_opt edit_opts[] = {
     {"project", 0, APP_OPT_STRING, "", NULL,
      "glossary project (mtpe glossary): its terms and the global ones are highlighted in "
      "the source and checked by QA ('': the global ones only)"},
+    {"gec", 0, APP_OPT_STRING, "", NULL,
+     "grammar checking: a GEC model folder (model.npz + vocab.spm, e.g. assets/models/de-gec) "
+     "or model file; corrections are underlined after a pause in typing, M-g applies one"},
+    {"gec-threshold", 0, APP_OPT_FLOAT, "2.0", NULL,
+     "nats a grammar correction must gain over the typed text (mtpe gec --help)"},
     {"glossary-max", 0, APP_OPT_INT, "2", NULL,
      "most glossary terms enforced in the MT of a segment piece (0: none enforced)", "0..16"},
     {"ape", 0, APP_OPT_STRING, "", NULL,
@@ -136,6 +142,8 @@ const app_cmd app_edit_cmd = {
              "Keys: F1 in the editor, or the README's section \"The editor\".\n"
              "Misspelled words are underlined (hunspell dictionary of the target language,\n"
              "$MTPE_DICPATH first); F7 lists suggestions, :spell turns checking off.\n"
+             "With --gec DIR, grammar corrections are underlined after a pause in typing;\n"
+             "M-g applies the one at or after the cursor, M-G dismisses it.\n"
              "Saving a PO file sets PO-Revision-Date, X-Generator and Last-Translator\n"
              "($MTPE_TRANSLATOR, as \"Name <email>\", else $USER) in its header.\n",
     .opts = edit_opts,
@@ -416,6 +424,7 @@ static int pump(squeue *q, ui_editor *ed) {
                 ed_close(ed, now);
                 ed->quit = true;
                 break;
+            case UI_EV_GEC: break; /* --script does not check grammar */
             }
         }
         sev_free(e);
@@ -775,6 +784,18 @@ int app_edit_main(int argc, char **argv) {
         goto done;
     }
     app_edit_spell_set_hooks(&hooks);
+    /* grammar checking of the field (edit_gec.h) */
+    if (app_opts_str(o, "gec")[0]) {
+        app_gec_params gp = app_gec_default_params();
+        gp.threshold = (float)app_opts_float(o, "gec-threshold");
+        rc = app_edit_gec_open(app_opts_str(o, "gec"), &gp, st, udoc.trg_lang);
+        if (rc != MT_OK) {
+            fprintf(stderr, "mtpe edit: --gec: %s\n", mt_errmsg());
+            ret = 1;
+            goto done;
+        }
+        app_edit_gec_set_hooks(&hooks);
+    }
 
     if (script) {
         app_edit_ctl_set_observer(ctl, script_observer, NULL);
@@ -810,6 +831,7 @@ done:
     app_edit_tm_free(tm); /* after the session: its workers post through it */
     app_edit_engine_free(eng);
     app_edit_ctl_free(ctl);
+    app_edit_gec_close();
     app_edit_spell_close(); /* before the store it reads */
     store_close(st);
     app_doc_free(doc);

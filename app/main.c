@@ -31,6 +31,7 @@ static const app_subcmd commands[] = {
     {"tm", app_tm_main, "translation memory: import, export, stats, fuzzy lookup"},
     {"glossary", app_glossary_main, "glossary: import TBX/CSV/TSV, list, export, lookup, clear"},
     {"eval", app_eval_main, "BLEU and chrF of a translation against references (sacreBLEU)"},
+    {"gec", app_gec_main, "grammatical error correction of German; its noise and evaluation"},
     {"demo", app_demo_main, "train a small network with the engine and load a Marian model"},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);

@@ -521,6 +521,7 @@ static void comp_clear(ed_completion *c) {
 
 void ed_free(ui_editor *ed) {
     if (ed == NULL) return;
+    ed_gec_free(ed);
     for (int64_t i = 0; ed->segs && i < ed->n_segs; i++) {
         mt_free(ed->segs[i].source);
         mt_free(ed->segs[i].label);
@@ -1196,6 +1197,28 @@ static void spell_replace(ui_editor *ed, const char *with, int64_t now_ms) {
     ed_message(ed, MT_LOG_INFO, now_ms, "'%s' replaced with '%s' (C-z undoes)", old, with);
 }
 
+mt_status ed_field_replace(ui_editor *ed, size_t at, size_t len, const char *with, int64_t now_ms) {
+    ed_line *f = &ed->field;
+    size_t wl = strlen(with);
+    if (ed->cur < 0 || at + len > f->len) return mt_seterr(MT_ERR_INVALID, "outside the field");
+    size_t n = f->len - len + wl;
+    char *t = mt_try_malloc(n + 1);
+    if (t == NULL) return mt_seterr(MT_ERR_NOMEM, "out of memory");
+    memcpy(t, f->text, at);
+    memcpy(t + at, with, wl);
+    memcpy(t + at + wl, f->text + at + len, f->len - at - len);
+    t[n] = '\0';
+    flush_typed(ed);
+    mt_status rc = ed_line_set(f, t, n, true);
+    mt_free(t);
+    if (rc != MT_OK) return rc;
+    f->cur = at + wl;
+    ed->segs[ed->cur].keystrokes++;
+    field_changed(ed, now_ms);
+    send_edit(ed, UI_EDIT_TYPED);
+    return MT_OK;
+}
+
 static void spell_add_word(ui_editor *ed, const char *word, int64_t now_ms) {
     if (!spell_usable(ed, now_ms)) return;
     if (ed->hooks.spell_add == NULL) {
@@ -1510,6 +1533,8 @@ static void edit_action(ui_editor *ed, ui_action act, int arg, int32_t key, int6
         break;
     case UI_ACT_TOGGLE_PANE: ed->lower_pane ^= 1; break;
     case UI_ACT_SPELL: spell_open(ed, now_ms); break;
+    case UI_ACT_GEC_ACCEPT: ed_gec_accept(ed, now_ms); break;
+    case UI_ACT_GEC_DISMISS: ed_gec_dismiss(ed, now_ms); break;
     case UI_ACT_FULL_LIST:
         ed->mode = ED_MODE_LIST;
         ed->list_scroll = 0;
@@ -1663,6 +1688,7 @@ void ed_tick(ui_editor *ed, int64_t now_ms) {
             ed->hooks.request_completion(ed->hooks.user, ed->cur, ed->field.text);
     }
     if (ed->edit_pending && now_ms >= ed->edit_due_ms) flush_typed(ed);
+    ed_gec_tick(ed, now_ms);
     if (ed->spell_unavail && !ed->spell_told && ed->msg[0] == '\0') { /* once */
         ed->spell_told = true;
         ed_message(ed, MT_LOG_INFO, now_ms, "%s", ed->spell_why);
@@ -1676,6 +1702,7 @@ int64_t ed_deadline(const ui_editor *ed) {
     int64_t t = INT64_MAX;
     if (ed->comp_pending) t = ed->comp_due_ms;
     if (ed->edit_pending && ed->edit_due_ms < t) t = ed->edit_due_ms;
+    if (ed_gec_deadline(ed) < t) t = ed_gec_deadline(ed);
     if (ed->spell_unavail && !ed->spell_told && ed->msg[0] == '\0') t = 0;
     if (ed->msg[0] && ed->msg_level < MT_LOG_WARN && ed->mode != ED_MODE_ASK_QUIT &&
         ed->msg_ms + ED_MSG_EXPIRE_MS < t)

@@ -195,6 +195,8 @@ typedef enum ui_action {
     UI_ACT_FULL_LIST,  /* F4: every alternative in a scrollable full-screen view */
     UI_ACT_HEAT_LEFT,  /* M-Left / M-Right: scroll the heat map's columns */
     UI_ACT_HEAT_RIGHT,
+    UI_ACT_GEC_ACCEPT,  /* M-g: apply the grammar correction at/after the cursor */
+    UI_ACT_GEC_DISMISS, /* M-G: dismiss it */
     UI_ACT_COUNT
 } ui_action;
 
@@ -437,6 +439,7 @@ typedef struct ui_editor {
     char sug_buf[1024];
     const char *sug[9];
     int n_sug;
+    struct ed_gec *gec; /* grammar checking state (ui/gec.c); NULL until used */
 } ui_editor;
 
 /* Copies doc; hooks are copied too (NULL hooks = all NULL). */
@@ -572,7 +575,44 @@ typedef enum ui_event_kind {
     UI_EV_PROGRESS,
     UI_EV_MODEL,
     UI_EV_QUIT,
+    UI_EV_GEC,
 } ui_event_kind;
+
+/* ============================================== grammar checking (gec.c) */
+
+/* A posted result of hooks.gec_request (copied from ui_post_gec). */
+typedef struct ed_gec_fix {
+    int32_t start, len;
+    char *with;
+} ed_gec_fix;
+typedef struct ed_gec_result {
+    int64_t seg;
+    char *text;
+    ed_gec_fix *fix;
+    int32_t n;
+} ed_gec_result;
+/* Validates and copies (MT_ERR_INVALID, MT_ERR_NOMEM). */
+mt_status ed_gec_result_copy(int64_t seg, const char *text, const ui_gec_fix *f, int32_t n,
+                             ed_gec_result **out);
+void ed_gec_result_free(ed_gec_result *r); /* NULL is a no-op */
+/* Hands r to the editor (ownership moves): kept for the current segment. */
+void ed_gec_take(ui_editor *ed, ed_gec_result *r);
+/* The pause timer: ed_tick calls it; it asks hooks.gec_request when the
+** field has not changed for UI_GEC_PAUSE_MS.  ed_gec_deadline: when it
+** next has something to do (INT64_MAX: nothing). */
+void ed_gec_tick(ui_editor *ed, int64_t now_ms);
+int64_t ed_gec_deadline(const ui_editor *ed);
+/* The corrections shown for the field now (*n of them; NULL when none). */
+const ed_gec_fix *ed_gec_fixes(const ui_editor *ed, int *n);
+/* The line under the field listing them; false when there are none. */
+bool ed_gec_line(const ui_editor *ed, char *buf, size_t size);
+/* M-g and M-G. */
+void ed_gec_accept(ui_editor *ed, int64_t now_ms);
+void ed_gec_dismiss(ui_editor *ed, int64_t now_ms);
+void ed_gec_free(ui_editor *ed);
+/* Replaces bytes [at, at + len) of the field with `with` as one undo step,
+** reported to hooks.edited as typing, the cursor after it (editor.c). */
+mt_status ed_field_replace(ui_editor *ed, size_t at, size_t len, const char *with, int64_t now_ms);
 
 /* ================================================================ screen */
 

@@ -38,6 +38,7 @@ typedef struct ui_event {
     int32_t n_conf;
     mt_log_level level;
     int64_t done, total;
+    ed_gec_result *gec; /* UI_EV_GEC                                       */
 } ui_event;
 
 #define QUEUE_MAX_MESSAGES 4096 /* beyond this, log lines are dropped (counted) */
@@ -52,6 +53,7 @@ static int64_t q_dropped;
 static void ev_free(ui_event *e) {
     if (e == NULL) return;
     ed_mt_free(e->mt);
+    ed_gec_result_free(e->gec);
     mt_free(e->a);
     mt_free(e->b);
     mt_free(e->conf);
@@ -193,6 +195,19 @@ mt_status ui_post_model(const char *name) {
     return post(e, false);
 }
 
+mt_status ui_post_gec(int64_t seg, const char *text, const ui_gec_fix *fixes, int32_t n) {
+    if (!queue_open()) return not_running();
+    ui_event *e = new_event(UI_EV_GEC);
+    if (e == NULL) return oom("grammar corrections");
+    mt_status rc = ed_gec_result_copy(seg, text, fixes, n, &e->gec);
+    if (rc != MT_OK) {
+        ev_free(e);
+        return rc;
+    }
+    e->seg = seg;
+    return post(e, false);
+}
+
 mt_status ui_post_quit(void) {
     if (!queue_open()) return not_running();
     ui_event *e = new_event(UI_EV_QUIT);
@@ -225,6 +240,10 @@ static void apply_event(ui_editor *ed, ui_event *e, int64_t now) {
     case UI_EV_QUIT:
         ed_close(ed, now);
         ed->quit = true;
+        break;
+    case UI_EV_GEC:
+        ed_gec_take(ed, e->gec);
+        e->gec = NULL;
         break;
     }
 }

@@ -420,6 +420,8 @@ static void draw_field(const ui_screen *s, const ui_editor *ed, rect r, int *cy,
     /* misspelled words: underlined, red where there are colours */
     int n_bad = ed->n_spell, bi = 0; /* ui_screen_draw brought them up to date */
     const ui_span *bad = ed->spell;
+    int n_gec = 0, gi = 0; /* grammar corrections: underlined, yellow */
+    const ed_gec_fix *gec = hl ? NULL : ed_gec_fixes(ed, &n_gec);
     wrap_init(&w, s, t, n, r.w);
     while (wrap_next(&w, &c)) {
         if (c.row < top) continue;
@@ -431,6 +433,14 @@ static void draw_field(const ui_screen *s, const ui_editor *ed, rect r, int *cy,
         if (c.off < fl && bi < n_bad && (size_t)bad[bi].start <= c.off) {
             extra |= A_UNDERLINE;
             if (s->colors) role = UI_ROLE_CONF_LOW;
+        }
+        /* an insertion (len 0) marks the character after it */
+        while (gi < n_gec &&
+               (size_t)gec[gi].start + (size_t)(gec[gi].len ? gec[gi].len : 1) <= c.off)
+            gi++;
+        if (c.off < fl && gi < n_gec && (size_t)gec[gi].start <= c.off) {
+            extra |= A_UNDERLINE;
+            if (s->colors) role = UI_ROLE_CONF_MID;
         }
         if (c.off >= fl) role = ui_conf_role(ed_completion_conf(ed, c.off - fl));
         if (hl && c.off >= hs && c.off < he) role = UI_ROLE_MSG_WARN, extra |= A_REVERSE;
@@ -939,6 +949,11 @@ static void draw_main(const ui_screen *s, ui_editor *ed, rect m, bool both_panes
     heading(s, y++, m.x, m.w, title);
     draw_field(s, ed, (rect){y, tx, fld_h, tw}, cy, cx);
     y += fld_h;
+    char gl[1024]; /* the grammar corrections, on a row taken from the pane below */
+    if (lower_h >= 2 && ed_gec_line(ed, gl, sizeof gl)) {
+        put_str(s, y++, tx, tw, gl, UI_ROLE_CONF_MID, 0);
+        lower_h--;
+    }
     if (lower_h <= 0) return;
     int oth = others_rows(ed); /* a plural form: the other forms' translations */
     if (oth > 0 && lower_h - oth >= 2) {

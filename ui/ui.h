@@ -86,6 +86,9 @@
 **                   suggestion (one undo step, an edit like typing), a or
 **                   + adds the word to the personal dictionary, Esc or
 **                   C-g closes the list, any other key closes it and acts
+**   M-g             grammar (GEC): apply the correction at the cursor, else
+**                   the next one after it (else the first); one undo step
+**   M-G             grammar (GEC): dismiss that correction (not shown again)
 **   F4              every alternative in full on a scrollable screen
 **                   (Up/Down PgUp/PgDn scroll by entries, any other key
 **                   closes it)
@@ -100,6 +103,17 @@
 ** text changed, the ui asks hooks->spell(seg, text) for them.  When that
 ** hook returns -1 (no dictionary for the target language) checking stays
 ** off and the hook's message (mt_errmsg) is shown once on the status line.
+**
+** Grammar checking (GEC, `mtpe edit --gec MODEL`).  When the field's text
+** has not changed for UI_GEC_PAUSE_MS (800 ms), the ui calls
+** hooks->gec_request(seg, text) once for that text; app/ checks it on a
+** worker thread and answers with ui_post_gec(seg, text, fixes).  The fixes
+** are shown only while the field still holds exactly that text: each
+** corrected span underlined (yellow where there are colours; an insertion
+** marks the character after it) and a line under the field lists them
+** ("Grammar: Dateii → Datei · …  M-g apply, M-G dismiss").  Nothing is
+** ever applied without M-g.  app/ leaves placeholders, tags and glossary
+** target terms out of the fixes.
 **
 ** Completion.  The field of an untouched segment (new or machine translated)
 ** is empty and shows the segment's MT greyed.  After each edit of the field
@@ -293,7 +307,20 @@ typedef struct ui_hooks {
     ** be NULL (then only the ui's copy changes). */
     mt_status (*replace)(void *user, int64_t seg, const char *text, ui_seg_status status,
                          bool undo);
+    /* Grammar checking (see "Grammar checking" above): check text, the
+    ** field of seg, off the ui thread and answer with ui_post_gec().  May
+    ** be NULL (no grammar checking). */
+    void (*gec_request)(void *user, int64_t seg, const char *text);
 } ui_hooks;
+
+/* A grammar correction of a field: bytes [start, start + len) of the text
+** are to be replaced by with (len 0: with is inserted before start). */
+typedef struct ui_gec_fix {
+    int32_t start, len;
+    const char *with;
+} ui_gec_fix;
+
+#define UI_GEC_PAUSE_MS 800 /* typing pause before the field is checked */
 
 /* Runs the editor on the terminal (stdin/stdout) until the user quits, with
 ** segment start_seg current (clamped to the document).  The document is
@@ -361,6 +388,10 @@ mt_status ui_post_message(mt_log_level level, const char *text);
 mt_status ui_post_progress(const char *task, int64_t done, int64_t total);
 /* A new model name for the status line (after :model succeeded). */
 mt_status ui_post_model(const char *name);
+/* The grammar corrections of text, the field of seg when it was checked
+** (hooks->gec_request): n fixes, in order, not overlapping, inside text
+** (MT_ERR_INVALID otherwise).  Shown only while the field holds text. */
+mt_status ui_post_gec(int64_t seg, const char *text, const ui_gec_fix *fixes, int32_t n);
 /* Asks the editor to close as after :q! (drafts are reported, no save). */
 mt_status ui_post_quit(void);
 
