@@ -83,17 +83,5 @@ mt_status app_ape_load(mt_ensemble *m, const char *model, const char *const *voc
 }
 
 bool app_default_ape_dir(char *dir, size_t cap, char *looked, size_t looked_cap) {
-    if (looked && looked_cap) looked[0] = '\0';
-    char *assets = NULL;
-    if (app_default_assets_dir(&assets) != MT_OK) {
-        if (looked && looked_cap) snprintf(looked, looked_cap, "%s", mt_errmsg());
-        return false;
-    }
-    char p[PATH_MAX + 64];
-    snprintf(p, sizeof p, "%.4000s/models/en-de-ape/model.npz", assets);
-    bool ok = app_is_file(p);
-    if (looked && looked_cap) snprintf(looked, looked_cap, "%.4000s/models/en-de-ape", assets);
-    if (ok) snprintf(dir, cap, "%.4000s/models/en-de-ape", assets);
-    mt_free(assets);
-    return ok;
+    return app_default_named_model_dir("en-de-ape", dir, cap, looked, looked_cap);
 }

@@ -83,7 +83,8 @@ void app_blas_single_threaded(void) { mt_cpu_set_blas_threads(1); }
 
 /* ------------------------------------------------------ default model */
 
-bool app_default_model_dir(char *dir, size_t cap, char *looked, size_t looked_cap) {
+bool app_default_named_model_dir(const char *name, char *dir, size_t cap, char *looked,
+                                 size_t looked_cap) {
     if (looked && looked_cap) looked[0] = '\0';
     char *assets = NULL;
     if (app_default_assets_dir(&assets) != MT_OK) {
@@ -92,12 +93,16 @@ bool app_default_model_dir(char *dir, size_t cap, char *looked, size_t looked_ca
     }
     char p[PATH_MAX + 64];
     struct stat st;
-    snprintf(p, sizeof p, "%.4000s/models/en-de/model.npz", assets);
+    snprintf(p, sizeof p, "%.4000s/models/%.60s/model.npz", assets, name);
     bool ok = stat(p, &st) == 0 && S_ISREG(st.st_mode);
-    if (looked && looked_cap) snprintf(looked, looked_cap, "%.4000s/models/en-de", assets);
-    if (ok) snprintf(dir, cap, "%.4000s/models/en-de", assets);
+    if (looked && looked_cap) snprintf(looked, looked_cap, "%.4000s/models/%.60s", assets, name);
+    if (ok) snprintf(dir, cap, "%.4000s/models/%.60s", assets, name);
     mt_free(assets);
     return ok;
+}
+
+bool app_default_model_dir(char *dir, size_t cap, char *looked, size_t looked_cap) {
+    return app_default_named_model_dir("en-de", dir, cap, looked, looked_cap);
 }
 
 /* ------------------------------------------------- benchmarks' model */

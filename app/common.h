@@ -44,6 +44,9 @@ void app_blas_single_threaded(void);
 ** model.npz.  *looked (may be NULL) receives the place tried, or why there
 ** is none, for the error message. */
 bool app_default_model_dir(char *dir, size_t cap, char *looked, size_t looked_cap);
+/* The same for the model folder models/NAME (e.g. "en-de-ape"). */
+bool app_default_named_model_dir(const char *name, char *dir, size_t cap, char *looked,
+                                 size_t looked_cap);
 
 
 /* The model a benchmark measures: -m MODEL -v SRC TRG when given, else the

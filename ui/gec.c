@@ -191,15 +191,19 @@ static bool usable(ui_editor *ed, int64_t now_ms) {
     return true;
 }
 
-void ed_gec_accept(ui_editor *ed, int64_t now_ms) {
-    if (!usable(ed, now_ms)) return;
+/* The correction M-g / M-G act on (pick), or -1 after saying why none. */
+static int target_fix(ui_editor *ed, int64_t now_ms) {
+    if (!usable(ed, now_ms)) return -1;
     int n;
     const ed_gec_fix *f = ed_gec_fixes(ed, &n);
     int i = f ? pick(ed, f, n) : -1;
-    if (i < 0) {
-        ed_message(ed, MT_LOG_INFO, now_ms, "no grammar correction for this text");
-        return;
-    }
+    if (i < 0) ed_message(ed, MT_LOG_INFO, now_ms, "no grammar correction for this text");
+    return i;
+}
+
+void ed_gec_accept(ui_editor *ed, int64_t now_ms) {
+    int i = target_fix(ed, now_ms);
+    if (i < 0) return;
     ed_gec_result *r = ed->gec->res;
     ed_gec_fix x = r->fix[i];
     char old[256];
@@ -237,14 +241,8 @@ void ed_gec_accept(ui_editor *ed, int64_t now_ms) {
 }
 
 void ed_gec_dismiss(ui_editor *ed, int64_t now_ms) {
-    if (!usable(ed, now_ms)) return;
-    int n;
-    const ed_gec_fix *f = ed_gec_fixes(ed, &n);
-    int i = f ? pick(ed, f, n) : -1;
-    if (i < 0) {
-        ed_message(ed, MT_LOG_INFO, now_ms, "no grammar correction for this text");
-        return;
-    }
+    int i = target_fix(ed, now_ms);
+    if (i < 0) return;
     ed_gec *g = ed->gec;
     char *k = fix_key(g->res->text, &g->res->fix[i]);
     if (k) {
