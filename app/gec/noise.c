@@ -142,7 +142,7 @@ static void tok_splice(tok *t, int at, int del, const uint32_t *ins, int n_ins) 
     int n = t->n - del + n_ins;
     uint32_t *cp = mt_xmalloc(sizeof(uint32_t) * (size_t)(n + 1));
     memcpy(cp, t->cp, sizeof(uint32_t) * (size_t)at);
-    memcpy(cp + at, ins, sizeof(uint32_t) * (size_t)n_ins);
+    if (n_ins > 0) memcpy(cp + at, ins, sizeof(uint32_t) * (size_t)n_ins);
     memcpy(cp + at + n_ins, t->cp + at + del, sizeof(uint32_t) * (size_t)(t->n - at - del));
     mt_free(t->cp);
     t->cp = cp;
