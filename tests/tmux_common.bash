@@ -8,9 +8,23 @@
 #   keys KEYS...            tmux send-keys, then 0.2 s for the editor
 #   wait_for DESCRIPTION COMMAND...   polls COMMAND for $wait_s seconds
 #                           (default 15); on time-out: bad, and the screen
+#   end_session             stops the server and waits until its process is
+#                           gone: a new-session right after a kill-session or
+#                           kill-server can otherwise reach the exiting server
+#                           ("server exited unexpectedly") and every later
+#                           command finds no server
 # At exit the tmux server is stopped, processes still running from $T are
 # killed and $T is removed (kept, and said, when KEEP is set).
 tm() { tmux -L "$SOCK" "$@"; }
+end_session() {
+    local pid i
+    pid=$(tm display-message -p -t ed '#{pid}' 2>/dev/null)
+    tm kill-server 2>/dev/null
+    for ((i = 0; i < 100 && ${pid:-0} > 0; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+}
 cleanup() {
     tm kill-server 2>/dev/null
     pkill -f "$T/" 2>/dev/null

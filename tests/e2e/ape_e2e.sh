@@ -89,7 +89,7 @@ wait_s=30 wait_for "segment 2 gets its APE suggestion too" shows "M-1 APE "
 keys : q ! Enter
 sleep 0.5
 check '[ ! -s err.txt ]' "nothing on stderr"
-tm kill-session -t ed 2>/dev/null
+end_session
 
 # without --ape: no APE entry
 tm -f /dev/null new-session -d -s ed -x 100 -y 34 \

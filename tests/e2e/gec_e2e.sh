@@ -71,7 +71,7 @@ keys Escape
 sleep 0.3
 keys Escape ":q!" Enter
 wait_for "the editor exits" shows "editor exited rc=0"
-tm kill-server 2>/dev/null
+end_session
 
 # a glossary target term is never corrected
 printf 'source\ttarget\nfile\tDateii\n' > g.tsv

@@ -79,7 +79,7 @@ check 'field_starts "Die Datei ist zu groß.* Frobnitz"' "field: $(field)"
 check 'shows "added to the personal dictionary"' "the status line says so"
 keys F2 "q!" Enter
 sleep 0.5
-tm kill-session -t ed 2>/dev/null
+end_session
 
 # ---- the personal dictionary is kept: a new editor on the same store
 start doc.po
@@ -90,7 +90,7 @@ wait_for "'Datie' underlined again" underlined Datie
 check '! underlined Frob' "'Frobnitz' still known after reopening"
 keys F2 "q!" Enter
 sleep 0.5
-tm kill-session -t ed 2>/dev/null
+end_session
 
 # ---- no dictionary for the language: one message, no error
 po sw >sw.po

@@ -48,7 +48,7 @@ check '[ "$(sql "SELECT c.text FROM confirmation c JOIN segment s ON s.id = c.se
 keys : q ! Enter
 sleep 0.5
 check '[ ! -s err.txt ]' "nothing on stderr"
-tm kill-session -t ed 2>/dev/null
+end_session
 
 # ---- a segment confirmed in the editor helps its near-duplicate at once
 # (the next segment was pre-translated before the confirmation: moving to it
